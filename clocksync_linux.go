@@ -1,0 +1,29 @@
+package snowfence
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// KernelClockStatus reads the clock's synchronisation state with adjtimex(2)
+// in read-only mode. It costs a system call: read it at most every second or
+// so, never per ID.
+func KernelClockStatus() (ClockStatus, error) {
+	var tx unix.Timex
+	state, err := unix.Adjtimex(&tx)
+	if err != nil {
+		return ClockStatus{}, fmt.Errorf("snowfence: adjtimex: %w", err)
+	}
+	offset := time.Duration(tx.Offset) * time.Microsecond
+	if tx.Status&unix.STA_NANO != 0 {
+		offset = time.Duration(tx.Offset)
+	}
+	return ClockStatus{
+		Synchronized:   tx.Status&unix.STA_UNSYNC == 0 && state != unix.TIME_ERROR,
+		EstimatedError: time.Duration(tx.Esterror) * time.Microsecond,
+		MaxError:       time.Duration(tx.Maxerror) * time.Microsecond,
+		Offset:         offset,
+	}, nil
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package snowfence
+
+import "errors"
+
+// KernelClockStatus is only available on Linux; elsewhere it reports an
+// error, and a generator with ClockRequire refuses.
+func KernelClockStatus() (ClockStatus, error) {
+	return ClockStatus{}, errors.New("snowfence: clock status needs adjtimex, which only Linux has")
+}

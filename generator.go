@@ -1,0 +1,542 @@
+package snowfence
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+)
+
+// MaxBatch is the largest count NextN takes.
+const MaxBatch = 1000
+
+// Config configures a Generator. The zero value of every field but Lease is a
+// working default.
+type Config struct {
+	// Lease supplies the machine number and the fence. Required: use a
+	// lease.Keeper, or Static for a number assigned by hand.
+	Lease LeaseView
+	// Schedule is the layout schedule. Zero means DefaultSchedule (v1).
+	Schedule Schedule
+	// Clock is the source of time. Nil means SystemClock().
+	Clock Clock
+	// MaxBackwardWait is the largest wall-clock step back that is waited out;
+	// a larger one is refused with ErrClockBackwards. Zero means 5 ms; a
+	// negative value never waits.
+	MaxBackwardWait time.Duration
+	// ForwardJumpThreshold is how far the wall clock may run ahead of the
+	// monotonic clock between two calls before a forward jump is reported
+	// (Stats.ForwardJumps, a warning log, Health.Warnings). Zero means 1 s.
+	ForwardJumpThreshold time.Duration
+	// ExhaustionWarning is how long before the layout's last instant Health
+	// starts warning. Zero means 5 years (365-day years).
+	ExhaustionWarning time.Duration
+	// ClockPolicy decides what an unsynchronised clock does. Empty means
+	// ClockWarn.
+	ClockPolicy ClockPolicy
+	// MaxClockError is the kernel's maximum clock error that ClockRequire
+	// tolerates. Zero means 5 ms.
+	MaxClockError time.Duration
+	// ClockStatus reads the clock-sync state; it is called at most once a
+	// second, off the fast path. Nil means KernelClockStatus.
+	ClockStatus func() (ClockStatus, error)
+	// Logger receives warnings about clock steps, jumps and layout ends.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats counts what a generator did since it was made.
+type Stats struct {
+	// Issued is the number of IDs handed out.
+	Issued uint64
+	// Refused counts refused calls by reason: "fenced", "clock-backwards",
+	// "clock-unsynchronized", "layout" (exhausted or unusable), "canceled".
+	Refused map[string]uint64
+	// SequenceWaits counts waits for the next tick because a tick's
+	// sequence ran out; BackwardWaits counts small clock steps back waited
+	// out.
+	SequenceWaits, BackwardWaits uint64
+	// ForwardJumps counts wall-clock jumps ahead of the monotonic clock.
+	ForwardJumps uint64
+	// BackwardSteps counts refused clock steps back (episodes, not calls).
+	BackwardSteps uint64
+}
+
+// A Generator mints IDs for one machine number at a time. It is safe for
+// concurrent use; IDs from one generator strictly increase in the order the
+// calls return.
+type Generator struct {
+	clock         Clock
+	lease         LeaseView
+	schedule      Schedule
+	log           *slog.Logger
+	maxBackMs     int64
+	fwdJumpMs     int64
+	exhaustWarn   time.Duration
+	policy        ClockPolicy
+	maxClockError time.Duration
+	readStatus    func() (ClockStatus, error)
+
+	// Constants of the schedule's timestamp.
+	epochMs, unitMs, maxTick int64
+	timeShift                uint
+
+	mu sync.Mutex
+	// State of issue: the last issued tick and sequence.
+	lastTick int64
+	seq      int64
+	// Last clock observation, for forward-jump detection.
+	lastWallMs int64
+	lastMono   time.Duration
+	observed   bool
+	// The adopted grant and what follows from it.
+	grant                *Grant
+	startTick, limitTick int64
+	// The layout step in force: its tick range, ID prefix and sequence max.
+	stepFrom, stepUntil int64
+	stepLayout          string
+	prefix, seqMax      int64
+	// Clock-sync state, read at most once a second.
+	status       ClockStatus
+	statusErr    error
+	statusReadAt time.Duration
+	statusRead   bool
+	// Episode flags so warnings are logged once per episode.
+	backwardEpisode bool
+	lastJumpWallMs  int64
+	closed          bool
+	stats           Stats
+}
+
+// New checks cfg and returns a generator. It does not claim anything: the
+// LeaseView does.
+func New(cfg Config) (*Generator, error) {
+	if cfg.Lease == nil {
+		return nil, fmt.Errorf("%w: Config.Lease is nil; use a lease.Keeper, or snowfence.Static(machine, region) for a number assigned by hand", ErrInvalidConfig)
+	}
+	if !cfg.Schedule.valid() {
+		cfg.Schedule = DefaultSchedule()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock()
+	}
+	switch {
+	case cfg.MaxBackwardWait == 0:
+		cfg.MaxBackwardWait = 5 * time.Millisecond
+	case cfg.MaxBackwardWait < 0:
+		cfg.MaxBackwardWait = 0
+	}
+	if cfg.ForwardJumpThreshold <= 0 {
+		cfg.ForwardJumpThreshold = time.Second
+	}
+	if cfg.ExhaustionWarning <= 0 {
+		cfg.ExhaustionWarning = 5 * 365 * 24 * time.Hour
+	}
+	if cfg.ClockPolicy == "" {
+		cfg.ClockPolicy = ClockWarn
+	}
+	if _, err := ParseClockPolicy(string(cfg.ClockPolicy)); err != nil {
+		return nil, err
+	}
+	if cfg.MaxClockError <= 0 {
+		cfg.MaxClockError = 5 * time.Millisecond
+	}
+	if cfg.ClockStatus == nil {
+		cfg.ClockStatus = KernelClockStatus
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	first := cfg.Schedule.steps[0].Layout
+	g := &Generator{
+		clock:         cfg.Clock,
+		lease:         cfg.Lease,
+		schedule:      cfg.Schedule,
+		log:           cfg.Logger,
+		maxBackMs:     cfg.MaxBackwardWait.Milliseconds(),
+		fwdJumpMs:     cfg.ForwardJumpThreshold.Milliseconds(),
+		exhaustWarn:   cfg.ExhaustionWarning,
+		policy:        cfg.ClockPolicy,
+		maxClockError: cfg.MaxClockError,
+		readStatus:    cfg.ClockStatus,
+		epochMs:       first.Epoch.UnixMilli(),
+		unitMs:        first.unit().Milliseconds(),
+		maxTick:       int64(1)<<first.TimeBits - 1,
+		timeShift:     uint(63 - first.TimeBits),
+		lastTick:      -1,
+		stepUntil:     -1, // forces a layout choice on the first call
+		stats:         Stats{Refused: map[string]uint64{}},
+	}
+	return g, nil
+}
+
+// Next returns a new ID. It waits (at most about a tick, or MaxBackwardWait)
+// when the tick's sequence is used up or the clock stepped back a little, and
+// refuses with a typed error otherwise; a refused call changes nothing.
+func (g *Generator) Next(ctx context.Context) (ID, error) {
+	for {
+		g.mu.Lock()
+		id, _, waitMs, err := g.take(1)
+		g.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		if waitMs == 0 {
+			return id, nil
+		}
+		if err := g.wait(ctx, waitMs); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// NextN returns n new IDs (1 ≤ n ≤ MaxBatch) in increasing order. When a
+// tick's sequence runs out part way, the batch waits for the next tick and
+// goes on there: timestamps never run ahead of the clock. If the batch fails
+// part way, the IDs reserved so far are discarded, never issued later.
+func (g *Generator) NextN(ctx context.Context, n int) ([]ID, error) {
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: %d; ask for 1 to %d IDs", ErrInvalidCount, n, MaxBatch)
+	}
+	return g.AppendN(ctx, make([]ID, 0, n), n)
+}
+
+// AppendN is NextN appending to dst, for callers that reuse a buffer.
+func (g *Generator) AppendN(ctx context.Context, dst []ID, n int) ([]ID, error) {
+	if n < 1 || n > MaxBatch {
+		return dst, fmt.Errorf("%w: %d; ask for 1 to %d IDs", ErrInvalidCount, n, MaxBatch)
+	}
+	base := len(dst)
+	for left := n; left > 0; {
+		g.mu.Lock()
+		first, count, waitMs, err := g.take(left)
+		g.mu.Unlock()
+		if err != nil {
+			return dst[:base], err
+		}
+		if waitMs != 0 {
+			if err := g.wait(ctx, waitMs); err != nil {
+				return dst[:base], err
+			}
+			continue
+		}
+		for i := range count {
+			dst = append(dst, first+ID(i))
+		}
+		left -= count
+	}
+	return dst, nil
+}
+
+// wait blocks until the wall clock reaches wallMs.
+func (g *Generator) wait(ctx context.Context, wallMs int64) error {
+	if _, err := g.clock.WaitUntil(ctx, wallMs); err != nil {
+		g.mu.Lock()
+		g.stats.Refused["canceled"]++
+		g.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// take tries to reserve up to want IDs at the current tick. It returns the
+// first ID and how many consecutive IDs were reserved, or a wall-clock
+// millisecond to wait for before trying again, or an error. Nothing is
+// committed unless IDs are returned. g.mu must be held.
+func (g *Generator) take(want int) (first ID, count int, waitMs int64, err error) {
+	if g.closed {
+		return 0, 0, 0, ErrClosed
+	}
+	r := g.clock.Now()
+	if g.observed && (r.WallMs-g.lastWallMs)-int64((r.Mono-g.lastMono)/time.Millisecond) > g.fwdJumpMs {
+		g.forwardJump(r)
+	}
+	g.lastWallMs, g.lastMono, g.observed = r.WallMs, r.Mono, true
+
+	c := g.check(r)
+	switch {
+	case c.err != nil:
+		if c.reason == "clock-backwards" && !g.backwardEpisode {
+			g.backwardEpisode = true
+			g.stats.BackwardSteps++
+			g.log.Warn("clock moved backwards; refusing to issue until it passes the last issued timestamp", "error", c.err)
+		}
+		g.stats.Refused[c.reason]++
+		return 0, 0, 0, c.err
+	case c.waitMs != 0:
+		if c.seqWait {
+			g.stats.SequenceWaits++
+		} else {
+			g.stats.BackwardWaits++
+		}
+		return 0, 0, c.waitMs, nil
+	}
+	g.backwardEpisode = false
+	count = int(min(int64(want), g.seqMax-c.seq+1))
+	g.lastTick, g.seq = c.tick, c.seq+int64(count)-1
+	g.stats.Issued += uint64(count)
+	return ID(c.tick<<g.timeShift | g.prefix | c.seq), count, 0, nil
+}
+
+// verdict is the outcome of check: a tick and sequence to issue at, a
+// millisecond to wait for, or a refusal.
+type verdict struct {
+	tick, seq int64
+	waitMs    int64
+	seqWait   bool
+	reason    string
+	err       error
+}
+
+// check runs every check of the minting loop against reading r without
+// changing issue state (it may adopt a new grant and layout, which only
+// changes derived constants). g.mu must be held.
+func (g *Generator) check(r Reading) verdict {
+	refuse := func(reason string, err error) verdict { return verdict{reason: reason, err: err} }
+	grant, gerr := g.lease.Grant()
+	if grant == nil || gerr != nil {
+		detail := "no machine number is leased yet"
+		if gerr != nil {
+			detail = gerr.Error()
+		}
+		return refuse("fenced", &FencedError{Reason: "no-lease", Detail: detail})
+	}
+	if grant != g.grant {
+		g.adopt(grant)
+	}
+	if grant.SelfFence > 0 && r.Mono-grant.RenewedAt >= grant.SelfFence {
+		return refuse("fenced", &FencedError{Reason: "renewal-overdue", Detail: fmt.Sprintf(
+			"no lease renewal acknowledged for %s (self-fence window %s); issuing resumes after the next successful renewal",
+			(r.Mono - grant.RenewedAt).Round(time.Millisecond), grant.SelfFence)})
+	}
+	if r.WallMs < g.epochMs {
+		return refuse("layout", fmt.Errorf("%w: the wall clock reads %s, before the layout's epoch; fix the clock",
+			ErrNoLayout, time.UnixMilli(r.WallMs).UTC().Format(timeFormat)))
+	}
+	tick := r.WallMs - g.epochMs
+	if g.unitMs != 1 {
+		tick /= g.unitMs
+	}
+	if tick < g.lastTick {
+		lastMs := g.epochMs + g.lastTick*g.unitMs
+		if lastMs-r.WallMs <= g.maxBackMs {
+			return verdict{waitMs: lastMs}
+		}
+		return refuse("clock-backwards", &ClockBackwardsError{
+			Step: time.Duration(lastMs-r.WallMs) * time.Millisecond,
+			Last: time.UnixMilli(lastMs),
+			Now:  time.UnixMilli(r.WallMs),
+		})
+	}
+	if tick < g.stepFrom || tick >= g.stepUntil {
+		if err := g.chooseLayout(tick); err != nil {
+			return refuse("layout", err)
+		}
+	}
+	if tick < g.startTick {
+		startMs := g.epochMs + g.startTick*g.unitMs
+		if startMs-r.WallMs <= g.maxBackMs {
+			return verdict{waitMs: startMs}
+		}
+		return refuse("fenced", &FencedError{Reason: "not-started", Detail: fmt.Sprintf(
+			"the lease on machine %d starts at %s, above the previous holder's mark, %d ms ahead of this clock",
+			grant.Machine, time.UnixMilli(startMs).UTC().Format(timeFormat), startMs-r.WallMs)})
+	}
+	if tick >= g.limitTick {
+		return refuse("fenced", &FencedError{Reason: "mark-reached", Detail: fmt.Sprintf(
+			"the clock (%s) reached the lease's reserved mark (%s) on machine %d; issuing resumes when the lease keeper extends it",
+			time.UnixMilli(r.WallMs).UTC().Format(timeFormat), time.UnixMilli(grant.LimitMs).UTC().Format(timeFormat), grant.Machine)})
+	}
+	if g.policy != ClockOff {
+		if err := g.checkClockSync(r); err != nil {
+			return refuse("clock-unsynchronized", err)
+		}
+	}
+	if tick != g.lastTick {
+		return verdict{tick: tick}
+	}
+	if g.seq >= g.seqMax {
+		return verdict{waitMs: g.epochMs + (tick+1)*g.unitMs, seqWait: true}
+	}
+	return verdict{tick: tick, seq: g.seq + 1}
+}
+
+// adopt switches to a new grant. IDs keep increasing across the switch: the
+// issue state is kept, and a change of number starts on a fresh tick.
+func (g *Generator) adopt(gr *Grant) {
+	old := g.grant
+	g.grant = gr
+	if old != nil && (old.Machine != gr.Machine || old.Region != gr.Region) {
+		g.seq = math.MaxInt64 - 1 // the current tick is used up for the new number
+	}
+	g.startTick = 0
+	if s := gr.StartMs - g.epochMs; s > 0 {
+		g.startTick = (s + g.unitMs - 1) / g.unitMs
+	}
+	g.limitTick = (gr.LimitMs - g.epochMs) / g.unitMs
+	if gr.LimitMs < g.epochMs {
+		g.limitTick = 0
+	}
+	g.stepUntil = -1 // the prefix depends on the numbers
+}
+
+// chooseLayout selects the schedule step in force at tick. It changes only
+// derived constants, never issue state.
+func (g *Generator) chooseLayout(tick int64) error {
+	if tick > g.maxTick {
+		last := g.schedule.steps[0].Layout.LastInstant()
+		return fmt.Errorf("%w: the clock is past %s, the last instant the layout's %d timestamp bits can hold; move to a layout with a later epoch",
+			ErrLayoutExhausted, last.Format(timeFormat), g.schedule.steps[0].Layout.TimeBits)
+	}
+	i := g.schedule.stepAt(tick)
+	l := g.schedule.steps[i].Layout
+	gr := g.grant
+	// A layout without region bits drops the region: its machine numbers
+	// must then be unique across regions.
+	region := gr.Region
+	if l.RegionBits == 0 {
+		region = 0
+	}
+	if gr.Machine < 0 || gr.Machine >= 1<<l.MachineBits || region < 0 || region >= 1<<l.RegionBits {
+		from := "the epoch"
+		if i > 0 {
+			from = g.schedule.steps[i].From.UTC().Format(timeFormat)
+		}
+		return fmt.Errorf("%w: layout %s is in force from %s, and machine %d / region %d do not fit its %d machine and %d region bits; lease a number that fits before the cutover",
+			ErrNoLayout, l.Name, from, gr.Machine, gr.Region, l.MachineBits, l.RegionBits)
+	}
+	s := l.shifts()
+	g.stepFrom = g.schedule.fromTick[i]
+	g.stepUntil = g.maxTick + 1
+	if i+1 < len(g.schedule.fromTick) {
+		g.stepUntil = g.schedule.fromTick[i+1]
+	}
+	g.stepLayout = l.Name
+	g.prefix = int64(region)<<s.region | int64(gr.Machine)<<s.machine
+	g.seqMax = int64(1)<<l.SequenceBits - 1
+	return nil
+}
+
+// checkClockSync applies the clock policy, reading the kernel state at most
+// once a second.
+func (g *Generator) checkClockSync(r Reading) error {
+	if !g.statusRead || r.Mono-g.statusReadAt >= time.Second {
+		g.status, g.statusErr = g.readStatus()
+		g.statusReadAt, g.statusRead = r.Mono, true
+	}
+	if g.policy != ClockRequire {
+		return nil
+	}
+	if g.statusErr != nil {
+		return fmt.Errorf("%w: cannot read the clock state (%v); use clock policy warn or off where adjtimex is unavailable", ErrClockUnsynchronized, g.statusErr)
+	}
+	if ok, why := g.status.withinLimit(g.maxClockError); !ok {
+		return fmt.Errorf("%w: %s", ErrClockUnsynchronized, why)
+	}
+	return nil
+}
+
+func (g *Generator) forwardJump(r Reading) {
+	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
+	g.stats.ForwardJumps++
+	g.lastJumpWallMs = r.WallMs
+	g.log.Warn("wall clock jumped forward relative to the monotonic clock; IDs stay unique, but their timestamps run ahead of true time",
+		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
+}
+
+// Health says whether the generator would issue now, and why not.
+type Health struct {
+	// Issuing is true when a call now would succeed (perhaps after a wait).
+	Issuing bool `json:"issuing"`
+	// Reason is empty while issuing, else one of "fenced", "clock-backwards",
+	// "clock-unsynchronized", "layout", "closed".
+	Reason string `json:"reason,omitempty"`
+	// Detail is the refusal's message.
+	Detail string `json:"detail,omitempty"`
+	// Warnings lists conditions that do not stop issuing.
+	Warnings []string `json:"warnings,omitempty"`
+	// Machine and Region are the numbers in use, -1 with no lease.
+	Machine int `json:"machine"`
+	Region  int `json:"region"`
+	// Layout names the layout in force.
+	Layout string `json:"layout,omitempty"`
+	// UntilFence is the wall time left before the lease's mark; negative
+	// when reached, zero with no lease.
+	UntilFence time.Duration `json:"until_fence"`
+	// Clock is the last clock-sync state read (zero with ClockOff).
+	Clock ClockStatus `json:"clock"`
+}
+
+// Health checks the generator's state against the clock and lease without
+// issuing anything. A clock step back is reported until the clock passes the
+// last issued timestamp.
+func (g *Generator) Health() Health {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := Health{Machine: -1, Region: -1}
+	r := g.clock.Now()
+	if g.closed {
+		h.Reason, h.Detail = "closed", ErrClosed.Error()
+		return h
+	}
+	c := g.check(r)
+	if g.grant != nil {
+		h.Machine, h.Region, h.Layout = g.grant.Machine, g.grant.Region, g.stepLayout
+		h.UntilFence = time.Duration(g.epochMs+g.limitTick*g.unitMs-r.WallMs) * time.Millisecond
+	}
+	h.Issuing = c.err == nil
+	if c.err != nil {
+		h.Reason, h.Detail = c.reason, c.err.Error()
+	}
+	h.Clock = g.status
+	if g.policy == ClockWarn && g.statusRead {
+		if g.statusErr != nil {
+			h.Warnings = append(h.Warnings, "clock state unreadable: "+g.statusErr.Error())
+		} else if ok, why := g.status.withinLimit(g.maxClockError); !ok {
+			h.Warnings = append(h.Warnings, why)
+		}
+	}
+	if g.lastJumpWallMs != 0 && r.WallMs-g.lastJumpWallMs < 10*60*1000 {
+		h.Warnings = append(h.Warnings, fmt.Sprintf("wall clock jumped forward at %s", time.UnixMilli(g.lastJumpWallMs).UTC().Format(timeFormat)))
+	}
+	if last := g.schedule.steps[0].Layout.LastInstant(); time.UnixMilli(r.WallMs).Add(g.exhaustWarn).After(last) {
+		h.Warnings = append(h.Warnings, "the layout's timestamp runs out at "+last.Format(timeFormat)+"; plan the move to a new epoch")
+	}
+	return h
+}
+
+// Stats returns a copy of the generator's counters.
+func (g *Generator) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.stats
+	s.Refused = make(map[string]uint64, len(g.stats.Refused))
+	for k, v := range g.stats.Refused {
+		s.Refused[k] = v
+	}
+	return s
+}
+
+// LastIssued returns the wall-clock instant (Unix ms) just after the last
+// issued timestamp's tick: the high-water mark a lease keeper records when it
+// releases the number. It is 0 before the first ID.
+func (g *Generator) LastIssued() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lastTick < 0 {
+		return 0
+	}
+	return g.epochMs + (g.lastTick+1)*g.unitMs
+}
+
+// Close stops the generator: every later call fails with ErrClosed. It does
+// not release the lease; the LeaseView's owner does.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,58 @@
+package snowfence
+
+import (
+	"math"
+	"time"
+)
+
+// A Grant is the right to issue IDs under one machine number for a stretch of
+// wall time. A lease keeper publishes a new Grant after every claim and every
+// renewal; the generator checks the current one on every call.
+//
+// Grants are immutable once published.
+type Grant struct {
+	// Machine and Region are the numbers written into every ID.
+	Machine, Region int
+	// Token is the lease's fencing token; a new claim always has a new one.
+	Token uint64
+	// StartMs is the first wall-clock millisecond (Unix) this grant may use
+	// as a timestamp: just above the high-water mark the previous holder of
+	// the number left behind.
+	StartMs int64
+	// LimitMs is the end of the reservation (Unix ms, exclusive): every
+	// timestamp issued under this grant lies wholly before it. The keeper
+	// writes it to the store, compared on Token, before publishing it.
+	LimitMs int64
+	// RenewedAt is the monotonic reading, on the generator's Clock, at which
+	// the last acknowledged renewal was sent.
+	RenewedAt time.Duration
+	// SelfFence is how long after RenewedAt the generator stops issuing.
+	// Zero disables the check.
+	SelfFence time.Duration
+}
+
+// A LeaseView tells a generator which machine number it may use and until
+// when. Package lease's Keeper is the implementation that leases numbers from
+// a store; Static is one for numbers assigned by hand.
+//
+// Grant is called on every ID and must be cheap and safe for concurrent use.
+type LeaseView interface {
+	// Grant returns the grant in force, or nil and an error that says why
+	// there is none (not claimed yet, lost, quarantined).
+	Grant() (*Grant, error)
+}
+
+// staticLease is a LeaseView that never expires.
+type staticLease struct{ g *Grant }
+
+func (s staticLease) Grant() (*Grant, error) { return s.g, nil }
+
+// Static returns a LeaseView for a machine and region number assigned by hand,
+// with no expiry and no fence. Uniqueness then rests entirely on the operator
+// never running two generators with the same numbers, and on a restarted
+// process not reusing its own earlier timestamps (the generator only guards
+// the latter within one process life). Use it for tests, tools and single
+// processes; fleets should lease their numbers.
+func Static(machine, region int) LeaseView {
+	return staticLease{&Grant{Machine: machine, Region: region, Token: 1, LimitMs: math.MaxInt64}}
+}
