@@ -1,0 +1,198 @@
+// Package lease hands out machine numbers so that no two live holders share
+// one, and fences each holder in time so that no two holders of a number,
+// live or dead, ever issue the same timestamp.
+//
+// A Store keeps, per machine number, an owner (holder and fencing token) and a
+// high-water mark: the wall time up to which the current holder may issue.
+// Backends live in subpackages (etcdstore, and the lease tables); each passes
+// the conformance suite in leasetest. A Keeper claims a number from a Store,
+// keeps its mark ahead of the clock, and is the snowfence.LeaseView a
+// generator checks on every ID.
+//
+// # The two rules
+//
+// A lease alone never guarantees a single holder: leases outlive their TTL
+// across leader changes, acknowledgements arrive for revoked leases, writes
+// that timed out may have committed, and processes pause between a check and
+// its effect. Uniqueness rests on two things only:
+//
+//  1. The fencing token. Every claim gets a new one, and every extension of
+//     the mark compares on it; a failed compare fences the holder at once.
+//  2. The mark is a reservation written before use. A holder extends it, with
+//     the compare, before it issues any timestamp up to it; a new holder reads
+//     it inside its claim and issues only timestamps at or above it.
+//
+// Timers and lost leases then cost availability, never uniqueness.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by stores and keepers. Match them with errors.Is.
+var (
+	// ErrNoFreeNumber: every number in the range is held or quarantined.
+	ErrNoFreeNumber = errors.New("lease: no free machine number in range")
+	// ErrLost: the lease is no longer this holder's (its token no longer
+	// matches, it expired and was taken, or it was revoked). Stop issuing.
+	ErrLost = errors.New("lease: lease lost")
+	// ErrQuarantined: the number is quarantined and can be neither claimed
+	// nor renewed.
+	ErrQuarantined = errors.New("lease: machine number quarantined")
+	// ErrRestored: the store's revision fell or its cluster identity changed
+	// since this holder last looked, as after a restore from an old backup.
+	// Every lease claimed before is fenced.
+	ErrRestored = errors.New("lease: store restored from an earlier state")
+	// ErrNotFound: no record for that number.
+	ErrNotFound = errors.New("lease: no such machine number")
+	// ErrNotHeld: release or unquarantine of a number that is not in the
+	// expected state.
+	ErrNotHeld = errors.New("lease: machine number not held")
+	// ErrInvalid: a request outside the store's limits (range, number).
+	ErrInvalid = errors.New("lease: invalid request")
+)
+
+// Range is an inclusive range of machine numbers, one per holder class
+// (service workers 0–63, embedded callers 64–1023, …), so one class cannot
+// exhaust another.
+type Range struct {
+	Lo, Hi int
+}
+
+// Contains reports whether n is in the range.
+func (r Range) Contains(n int) bool { return n >= r.Lo && n <= r.Hi }
+
+// Size is the number of machine numbers in the range.
+func (r Range) Size() int { return r.Hi - r.Lo + 1 }
+
+// Validate checks that the range is non-empty, non-negative and below limit
+// (the number of machine numbers the layout has).
+func (r Range) Validate(limit int) error {
+	if r.Lo < 0 || r.Hi < r.Lo || r.Hi >= limit {
+		return fmt.Errorf("%w: machine range %d–%d must satisfy 0 ≤ lo ≤ hi < %d", ErrInvalid, r.Lo, r.Hi, limit)
+	}
+	return nil
+}
+
+// String formats the range as "lo-hi".
+func (r Range) String() string { return fmt.Sprintf("%d-%d", r.Lo, r.Hi) }
+
+// ParseRange reads "lo-hi" or a single number.
+func ParseRange(s string) (Range, error) {
+	var r Range
+	if n, err := fmt.Sscanf(s, "%d-%d", &r.Lo, &r.Hi); err == nil && n == 2 {
+		return r, nil
+	}
+	if n, err := fmt.Sscanf(s, "%d", &r.Lo); err == nil && n == 1 && fmt.Sprint(r.Lo) == s {
+		r.Hi = r.Lo
+		return r, nil
+	}
+	return Range{}, fmt.Errorf("%w: machine range %q: write lo-hi, e.g. 0-63", ErrInvalid, s)
+}
+
+// A Lease is one holder's claim on one machine number.
+type Lease struct {
+	// Machine and Region are the leased numbers.
+	Machine int
+	Region  int
+	// Holder is who holds it (see ThisProcess).
+	Holder string
+	// Token is the fencing token: a new value on every claim, never reused
+	// by the store (etcd: the owner key's create revision; tables: the
+	// epoch).
+	Token uint64
+	// StartMs is the first wall-clock millisecond this holder may use: at or
+	// above the mark any earlier holder left, and at or above the claimer's
+	// clock at the claim.
+	StartMs int64
+	// MarkMs is the high-water mark recorded in the store for this lease
+	// (Unix ms, exclusive): the holder may issue timestamps below it.
+	MarkMs int64
+}
+
+func (l *Lease) String() string {
+	return fmt.Sprintf("machine %d region %d holder %s token %d mark %s",
+		l.Machine, l.Region, l.Holder, l.Token, time.UnixMilli(l.MarkMs).UTC().Format(time.RFC3339Nano))
+}
+
+// A Record is what a store holds for one machine number.
+type Record struct {
+	Machine int    `json:"machine"`
+	Region  int    `json:"region"`
+	Holder  string `json:"holder,omitempty"` // empty when free
+	Token   uint64 `json:"token,omitempty"`
+	// MarkMs is the high-water mark (Unix ms, exclusive): the current holder
+	// issues only timestamps below it, and every later holder starts at or
+	// above it.
+	MarkMs int64 `json:"mark_ms"`
+	// ExpiresMs is when the holder's lease runs out, where the store knows
+	// it (zero otherwise).
+	ExpiresMs int64 `json:"expires_ms,omitempty"`
+	// Quarantined numbers can be neither claimed nor renewed.
+	Quarantined bool `json:"quarantined,omitempty"`
+}
+
+// Held reports whether the record names a holder.
+func (r Record) Held() bool { return r.Holder != "" }
+
+// A ClaimRequest asks a store for a machine number.
+type ClaimRequest struct {
+	// Holder is the claimer's identity.
+	Holder string
+	// Range is where to look, starting from a random number in it.
+	Range Range
+	// NowMs is the claimer's wall clock. Table stores claim only numbers
+	// whose lease expired by it; every store starts the lease at or above it.
+	NowMs int64
+	// LeaseFor is how long the lease lasts without renewal (etcd: the TTL of
+	// its etcd lease; tables: the expiry written, NowMs + LeaseFor).
+	LeaseFor time.Duration
+	// MaxAhead: a number whose mark is further than this ahead of NowMs is
+	// passed over (released again if already claimed) rather than waited
+	// for. Numbers whose mark is behind NowMs are preferred.
+	MaxAhead time.Duration
+	// Exclude lists numbers not to claim (the one just lost, say).
+	Exclude []int
+}
+
+// A Store keeps machine-number leases. Every method is safe for concurrent
+// use. Implementations: etcdstore (and the lease-table stores).
+//
+// After any error other than the typed ones, the write may or may not have
+// taken effect; callers re-read with Get before deciding.
+type Store interface {
+	// Claim takes a free number in req.Range. The returned lease's StartMs is
+	// at or above both the stored mark and req.NowMs; its MarkMs may not be
+	// above StartMs yet, so call Extend before issuing.
+	Claim(ctx context.Context, req ClaimRequest) (*Lease, error)
+	// Extend raises the lease's mark to markMs (never lowers it) and keeps
+	// the lease alive for leaseFor, comparing on the lease's holder and
+	// token: ErrLost if they no longer match, ErrQuarantined if the number
+	// was quarantined. Only after it returns may timestamps below markMs be
+	// issued.
+	Extend(ctx context.Context, l *Lease, markMs int64, leaseFor time.Duration) (*Lease, error)
+	// Release gives the number up, recording markMs (the end of the last
+	// timestamp issued; never lower than the stored mark) so the next
+	// holder starts above it. ErrLost if the lease was no longer held.
+	Release(ctx context.Context, l *Lease, markMs int64) error
+	// Get returns the record of one number (a zero record, not an error, for
+	// a number never claimed).
+	Get(ctx context.Context, machine int) (Record, error)
+	// List returns the records of every number that has one, in order.
+	List(ctx context.Context) ([]Record, error)
+	// Quarantine makes the number unclaimable and unrenewable; its holder
+	// stops at its mark. Unquarantine undoes it.
+	Quarantine(ctx context.Context, machine int) error
+	Unquarantine(ctx context.Context, machine int) error
+	// RaiseMarks raises the mark of every number in r to at least markMs, so
+	// that every later claim starts at or above it: the operator's action
+	// after a restore from an old backup (docs/runbook.md). Holders whose
+	// claim survived in the restored store are unaffected. It returns how
+	// many records it changed.
+	RaiseMarks(ctx context.Context, r Range, markMs int64) (int, error)
+	// Close releases the store's connections (not the leases).
+	Close() error
+}
