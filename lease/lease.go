@@ -175,8 +175,10 @@ type Store interface {
 	// issued.
 	Extend(ctx context.Context, l *Lease, markMs int64, leaseFor time.Duration) (*Lease, error)
 	// Release gives the number up, recording markMs (the end of the last
-	// timestamp issued; never lower than the stored mark) so the next
-	// holder starts above it. ErrLost if the lease was no longer held.
+	// timestamp issued) as the mark so the next holder starts above it. It
+	// may lower the mark from this holder's own reservation, but never
+	// below a mark anyone else wrote (RaiseMarks). ErrLost if the lease was
+	// no longer held.
 	Release(ctx context.Context, l *Lease, markMs int64) error
 	// Get returns the record of one number (a zero record, not an error, for
 	// a number never claimed).
