@@ -50,10 +50,11 @@ func (c systemClock) Now() Reading {
 	return Reading{WallMs: t.UnixMilli(), Mono: t.Sub(c.origin)}
 }
 
-// spinWindow is how close to the target WaitUntil stops sleeping and spins.
-// Timer sleeps on Linux overshoot by 50 µs to over 1 ms under load; spinning
-// for the last stretch wastes at most this much CPU per wait.
-const spinWindow = 1500 * time.Microsecond
+// spinMs is how close to the target, in whole milliseconds, WaitUntil stops
+// sleeping and spins. Timer sleeps on Linux overshoot by 50 µs to over 1 ms
+// under load, and every microsecond of overshoot after a used-up tick is a
+// microsecond of IDs not issued.
+const spinMs = 2
 
 func (c systemClock) WaitUntil(ctx context.Context, wallMs int64) (Reading, error) {
 	for i := 0; ; i++ {
@@ -61,15 +62,13 @@ func (c systemClock) WaitUntil(ctx context.Context, wallMs int64) (Reading, erro
 		if r.WallMs >= wallMs {
 			return r, nil
 		}
-		if i&63 == 0 {
+		if i&255 == 0 {
 			if err := ctx.Err(); err != nil {
 				return r, err
 			}
 		}
-		// Nanoseconds left until the target millisecond starts.
-		left := time.Duration(wallMs)*time.Millisecond - time.Duration(time.Now().UnixNano())
-		if left > spinWindow {
-			if err := c.Sleep(ctx, left-spinWindow); err != nil {
+		if left := wallMs - r.WallMs; left > spinMs {
+			if err := c.Sleep(ctx, time.Duration(left-spinMs)*time.Millisecond); err != nil {
 				return r, err
 			}
 			continue

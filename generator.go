@@ -104,6 +104,8 @@ type Generator struct {
 	statusErr    error
 	statusReadAt time.Duration
 	statusRead   bool
+	// why names the last wait or refusal check returned.
+	why string
 	// Episode flags so warnings are logged once per episode.
 	backwardEpisode bool
 	lastJumpWallMs  int64
@@ -256,46 +258,45 @@ func (g *Generator) take(want int) (first ID, count int, waitMs int64, err error
 	}
 	g.lastWallMs, g.lastMono, g.observed = r.WallMs, r.Mono, true
 
-	c := g.check(r)
+	tick, seq, waitMs, err := g.check(r)
 	switch {
-	case c.err != nil:
-		if c.reason == "clock-backwards" && !g.backwardEpisode {
+	case err != nil:
+		if g.why == "clock-backwards" && !g.backwardEpisode {
 			g.backwardEpisode = true
 			g.stats.BackwardSteps++
-			g.log.Warn("clock moved backwards; refusing to issue until it passes the last issued timestamp", "error", c.err)
+			g.log.Warn("clock moved backwards; refusing to issue until it passes the last issued timestamp", "error", err)
 		}
-		g.stats.Refused[c.reason]++
-		return 0, 0, 0, c.err
-	case c.waitMs != 0:
-		if c.seqWait {
+		g.stats.Refused[g.why]++
+		return 0, 0, 0, err
+	case waitMs != 0:
+		if g.why == "sequence" {
 			g.stats.SequenceWaits++
 		} else {
 			g.stats.BackwardWaits++
 		}
-		return 0, 0, c.waitMs, nil
+		return 0, 0, waitMs, nil
 	}
 	g.backwardEpisode = false
-	count = int(min(int64(want), g.seqMax-c.seq+1))
-	g.lastTick, g.seq = c.tick, c.seq+int64(count)-1
+	count = int(min(int64(want), g.seqMax-seq+1))
+	g.lastTick, g.seq = tick, seq+int64(count)-1
 	g.stats.Issued += uint64(count)
-	return ID(c.tick<<g.timeShift | g.prefix | c.seq), count, 0, nil
-}
-
-// verdict is the outcome of check: a tick and sequence to issue at, a
-// millisecond to wait for, or a refusal.
-type verdict struct {
-	tick, seq int64
-	waitMs    int64
-	seqWait   bool
-	reason    string
-	err       error
+	return ID(tick<<g.timeShift | g.prefix | seq), count, 0, nil
 }
 
 // check runs every check of the minting loop against reading r without
 // changing issue state (it may adopt a new grant and layout, which only
-// changes derived constants). g.mu must be held.
-func (g *Generator) check(r Reading) verdict {
-	refuse := func(reason string, err error) verdict { return verdict{reason: reason, err: err} }
+// changes derived constants). It returns the tick and sequence to issue at,
+// or a wall-clock millisecond to wait for, or a refusal; g.why says which
+// wait or refusal it was. g.mu must be held.
+func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
+	refuse := func(reason string, err error) (int64, int64, int64, error) {
+		g.why = reason
+		return 0, 0, 0, err
+	}
+	wait := func(reason string, ms int64) (int64, int64, int64, error) {
+		g.why = reason
+		return 0, 0, ms, nil
+	}
 	grant, gerr := g.lease.Grant()
 	if grant == nil || gerr != nil {
 		detail := "no machine number is leased yet"
@@ -316,14 +317,14 @@ func (g *Generator) check(r Reading) verdict {
 		return refuse("layout", fmt.Errorf("%w: the wall clock reads %s, before the layout's epoch; fix the clock",
 			ErrNoLayout, time.UnixMilli(r.WallMs).UTC().Format(timeFormat)))
 	}
-	tick := r.WallMs - g.epochMs
+	tick = r.WallMs - g.epochMs
 	if g.unitMs != 1 {
 		tick /= g.unitMs
 	}
 	if tick < g.lastTick {
 		lastMs := g.epochMs + g.lastTick*g.unitMs
 		if lastMs-r.WallMs <= g.maxBackMs {
-			return verdict{waitMs: lastMs}
+			return wait("backward", lastMs)
 		}
 		return refuse("clock-backwards", &ClockBackwardsError{
 			Step: time.Duration(lastMs-r.WallMs) * time.Millisecond,
@@ -339,7 +340,7 @@ func (g *Generator) check(r Reading) verdict {
 	if tick < g.startTick {
 		startMs := g.epochMs + g.startTick*g.unitMs
 		if startMs-r.WallMs <= g.maxBackMs {
-			return verdict{waitMs: startMs}
+			return wait("backward", startMs)
 		}
 		return refuse("fenced", &FencedError{Reason: "not-started", Detail: fmt.Sprintf(
 			"the lease on machine %d starts at %s, above the previous holder's mark, %d ms ahead of this clock",
@@ -356,12 +357,12 @@ func (g *Generator) check(r Reading) verdict {
 		}
 	}
 	if tick != g.lastTick {
-		return verdict{tick: tick}
+		return tick, 0, 0, nil
 	}
 	if g.seq >= g.seqMax {
-		return verdict{waitMs: g.epochMs + (tick+1)*g.unitMs, seqWait: true}
+		return wait("sequence", g.epochMs+(tick+1)*g.unitMs)
 	}
-	return verdict{tick: tick, seq: g.seq + 1}
+	return tick, g.seq + 1, 0, nil
 }
 
 // adopt switches to a new grant. IDs keep increasing across the switch: the
@@ -482,14 +483,14 @@ func (g *Generator) Health() Health {
 		h.Reason, h.Detail = "closed", ErrClosed.Error()
 		return h
 	}
-	c := g.check(r)
+	_, _, _, err := g.check(r)
 	if g.grant != nil {
 		h.Machine, h.Region, h.Layout = g.grant.Machine, g.grant.Region, g.stepLayout
 		h.UntilFence = time.Duration(g.epochMs+g.limitTick*g.unitMs-r.WallMs) * time.Millisecond
 	}
-	h.Issuing = c.err == nil
-	if c.err != nil {
-		h.Reason, h.Detail = c.reason, c.err.Error()
+	h.Issuing = err == nil
+	if err != nil {
+		h.Reason, h.Detail = g.why, err.Error()
 	}
 	h.Clock = g.status
 	if g.policy == ClockWarn && g.statusRead {
