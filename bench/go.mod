@@ -10,4 +10,10 @@ require (
 	github.com/sony/sonyflake/v2 v2.2.0
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
+
+tool golang.org/x/perf/cmd/benchstat
