@@ -1,0 +1,113 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// leaseKey identifies a claim: the token alone could repeat across a
+// restore, with another number.
+type leaseKey struct {
+	machine int
+	token   uint64
+}
+
+// held is what the store remembers of a lease it claimed (or was handed):
+// enough to compare on the mark without re-reading it first. Fields are
+// guarded by Store.mu.
+type held struct {
+	// etcdLease is the etcd lease the owner key is bound to.
+	etcdLease clientv3.LeaseID
+	// epoch is the restore epoch the lease was claimed in.
+	epoch uint64
+	// markRev is the mod revision of the mark key as this store last wrote
+	// or read it; Extend and Release compare on it, so they never overwrite
+	// a mark someone else raised.
+	markRev int64
+	// markMs is the mark as this store last wrote or read it; Extend never
+	// writes less.
+	markMs int64
+	// floorMs is the highest mark written by anyone else (an earlier holder,
+	// RaiseMarks); Release never records less.
+	floorMs int64
+}
+
+// heldFor returns the state of lease l, reading it from the store when this
+// store did not claim it (a lease handed over from another Store value).
+func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: nil lease", lease.ErrInvalid)
+	}
+	if l.Region != s.region {
+		return nil, fmt.Errorf("%w: lease of region %d given to the store of region %d", lease.ErrInvalid, l.Region, s.region)
+	}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	k := leaseKey{l.Machine, l.Token}
+	s.mu.Lock()
+	h := s.leases[k]
+	epoch := s.hist.epoch
+	s.mu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	n := l.Machine
+	resp, err := s.txn(ctx, nil, []clientv3.Op{
+		clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.quarantine(n)), clientv3.OpGet(s.keys.mark(n)),
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: read machine %d: %w", n, err)
+	}
+	o, q, m := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2)
+	if err := s.ownership(l, o, q); err != nil {
+		return nil, err
+	}
+	mv, err := parseMark(m)
+	if err != nil {
+		return nil, err
+	}
+	h = &held{etcdLease: clientv3.LeaseID(o.Lease), epoch: epoch, markRev: modRev(m), markMs: max(mv.MarkMs, l.MarkMs)}
+	if mv.Token != l.Token {
+		h.floorMs = mv.MarkMs
+	}
+	s.mu.Lock()
+	if prev := s.leases[k]; prev != nil {
+		h = prev
+	} else {
+		s.leases[k] = h
+	}
+	s.mu.Unlock()
+	return h, nil
+}
+
+// ownership checks the owner and quarantine keys read for lease l:
+// lease.ErrQuarantined, lease.ErrLost, or nil if l still owns its number.
+func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
+	if q != nil {
+		return fmt.Errorf("%w: machine %d region %d was quarantined by an operator; token %d may issue nothing past its mark %s "+
+			"(unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, l.Token, msTime(l.MarkMs))
+	}
+	switch {
+	case o == nil:
+		return fmt.Errorf("%w: machine %d region %d: the owner key of token %d is gone (its etcd lease expired or was revoked, "+
+			"or the number was released); stop issuing on it and claim again", lease.ErrLost, l.Machine, l.Region, l.Token)
+	case uint64(o.CreateRevision) != l.Token:
+		ov, _ := parseOwner(o)
+		return fmt.Errorf("%w: machine %d region %d is now held by %q with token %d, not token %d; stop issuing on it and claim again",
+			lease.ErrLost, l.Machine, l.Region, ov.Holder, o.CreateRevision, l.Token)
+	}
+	return nil
+}
+
+// forget drops the state of a lease that is gone.
+func (s *Store) forget(l *lease.Lease) {
+	s.mu.Lock()
+	delete(s.leases, leaseKey{l.Machine, l.Token})
+	s.mu.Unlock()
+}

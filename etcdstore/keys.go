@@ -1,0 +1,123 @@
+package etcdstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// The three kinds of key kept per machine number (docs/etcd-keys.md).
+const (
+	kindOwner      = "owner"
+	kindMark       = "mark"
+	kindQuarantine = "quarantine"
+)
+
+// keyspace names the keys of one region: <prefix>/<region>/<kind>/<n>.
+type keyspace struct {
+	base string // "<prefix>/<region>/"
+}
+
+func newKeyspace(prefix string, region int) keyspace {
+	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/"}
+}
+
+// owner is the leased key whose create revision is the fencing token.
+func (k keyspace) owner(n int) string { return k.key(kindOwner, n) }
+
+// mark is the plain key holding the high-water mark; it outlives leases.
+func (k keyspace) mark(n int) string { return k.key(kindMark, n) }
+
+// quarantine is the plain key whose presence makes n unclaimable.
+func (k keyspace) quarantine(n int) string { return k.key(kindQuarantine, n) }
+
+func (k keyspace) key(kind string, n int) string { return k.base + kind + "/" + strconv.Itoa(n) }
+
+// kindPrefix is the prefix of every key of one kind.
+func (k keyspace) kindPrefix(kind string) string { return k.base + kind + "/" }
+
+// parse splits a key of this keyspace into its kind and number.
+func (k keyspace) parse(key string) (kind string, n int, ok bool) {
+	rest, ok := strings.CutPrefix(key, k.base)
+	if !ok {
+		return "", 0, false
+	}
+	kind, num, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || strconv.Itoa(n) != num {
+		return "", 0, false
+	}
+	switch kind {
+	case kindOwner, kindMark, kindQuarantine:
+		return kind, n, true
+	}
+	return "", 0, false
+}
+
+// ownerValue is the value of an owner key.
+type ownerValue struct {
+	Holder      string `json:"holder"`
+	ClaimedAtMs int64  `json:"claimed_at_ms"`
+}
+
+// markValue is the value of a mark key: the mark, and the claim (token and
+// holder) that wrote it. RaiseMarks writes token 0 and holder
+// "raise-marks".
+type markValue struct {
+	MarkMs int64  `json:"mark_ms"`
+	Token  uint64 `json:"token"`
+	Holder string `json:"holder"`
+}
+
+// raiseMarksHolder is the holder named in marks written by RaiseMarks.
+const raiseMarksHolder = "raise-marks"
+
+// quarantineValue is the value of a quarantine key.
+type quarantineValue struct {
+	QuarantinedAtMs int64 `json:"quarantined_at_ms"`
+}
+
+// encode marshals one of the value types above, which cannot fail.
+func encode(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// parseOwner decodes an owner key; a nil kv is a free number.
+func parseOwner(kv *mvccpb.KeyValue) (ownerValue, error) {
+	var v ownerValue
+	if kv == nil {
+		return v, nil
+	}
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return v, fmt.Errorf("etcdstore: key %s holds %q, not an owner record: %w (was it written by hand?)", kv.Key, kv.Value, err)
+	}
+	return v, nil
+}
+
+// parseMark decodes a mark key; a nil kv is a mark of 0.
+func parseMark(kv *mvccpb.KeyValue) (markValue, error) {
+	var v markValue
+	if kv == nil {
+		return v, nil
+	}
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return v, fmt.Errorf("etcdstore: key %s holds %q, not a mark record: %w (was it written by hand?)", kv.Key, kv.Value, err)
+	}
+	return v, nil
+}
+
+// modRev is a key's mod revision, 0 for a missing key (what etcd compares a
+// missing key's revisions with).
+func modRev(kv *mvccpb.KeyValue) int64 {
+	if kv == nil {
+		return 0
+	}
+	return kv.ModRevision
+}

@@ -1,0 +1,92 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Release gives l's number up: in one transaction, compared on l's token
+// and on the mark being unchanged since this store last wrote or read it, it
+// records markMs as the mark and deletes the owner key; then it revokes the
+// etcd lease. markMs may be below this holder's own reservation, but the
+// mark recorded is never below one written by anyone else (an earlier
+// holder, RaiseMarks): if the mark changed under it, it retries once with
+// the higher of the two.
+//
+// Errors: lease.ErrLost if l no longer holds the number, lease.ErrRestored
+// if etcd was restored from an earlier state since l was claimed. After any
+// other error the release may or may not have committed; the number frees
+// itself when its etcd lease expires.
+func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	err := s.release(ctx, l, markMs)
+	if err != nil && l != nil {
+		s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "token", l.Token,
+			"mark", msTime(markMs), "error", err)
+	}
+	return err
+}
+
+func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	h, err := s.heldFor(ctx, l)
+	if err != nil {
+		return err
+	}
+	if err := s.restoredErr(h.epoch, l); err != nil {
+		return err
+	}
+	n := l.Machine
+	owner, markKey := s.keys.owner(n), s.keys.mark(n)
+	s.mu.Lock()
+	value, markRev, id := max(markMs, h.floorMs), h.markRev, h.etcdLease
+	s.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		resp, err := s.txn(ctx,
+			[]clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
+				clientv3.Compare(clientv3.ModRevision(markKey), "=", markRev),
+			},
+			[]clientv3.Op{
+				clientv3.OpPut(markKey, encode(markValue{MarkMs: value, Token: l.Token, Holder: l.Holder})),
+				clientv3.OpDelete(owner),
+			},
+			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(markKey)})
+		if err != nil {
+			return fmt.Errorf("etcdstore: release machine %d token %d: %w; it may have committed, and otherwise the number "+
+				"frees itself when its etcd lease expires", n, l.Token, err)
+		}
+		if err := s.restoredErr(h.epoch, l); err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			break
+		}
+		o, m := kvAt(resp, 0), kvAt(resp, 1)
+		if err := s.ownership(l, o, nil); err != nil {
+			s.forget(l)
+			s.revoke(ctx, id, n)
+			return err
+		}
+		mv, err := parseMark(m)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		h.markRev, markRev = modRev(m), modRev(m)
+		if mv.Token != l.Token {
+			h.floorMs = max(h.floorMs, mv.MarkMs)
+		}
+		value = max(markMs, h.floorMs)
+		s.mu.Unlock()
+		if attempt > 0 {
+			return fmt.Errorf("etcdstore: release machine %d token %d: its mark keeps changing under it; retry", n, l.Token)
+		}
+	}
+	s.forget(l)
+	s.revoke(ctx, id, n)
+	s.log.Info("released machine number", "machine", n, "region", s.region, "holder", l.Holder, "token", l.Token, "mark", msTime(value))
+	return nil
+}

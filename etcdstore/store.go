@@ -1,0 +1,162 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+var _ lease.Store = (*Store)(nil)
+
+// ErrClosed is returned by every method of a Store after Close.
+var ErrClosed = errors.New("etcdstore: store closed")
+
+// A Store keeps machine-number leases in etcd (see the package doc). It is
+// safe for concurrent use.
+type Store struct {
+	cli           *clientv3.Client
+	ownsClient    bool
+	keys          keyspace
+	region        int
+	log           *slog.Logger
+	reqTimeout    time.Duration
+	restoreMargin time.Duration
+
+	mu     sync.Mutex
+	closed bool
+	hist   history
+	leases map[leaseKey]*held
+}
+
+// New returns a Store that keeps its keys in the etcd cli talks to. The
+// caller keeps ownership of cli: Close leaves it open, and the caller
+// closes it after closing the Store. Connect makes a Store that owns its
+// client.
+func New(cli *clientv3.Client, cfg Config) (*Store, error) {
+	if cli == nil {
+		return nil, fmt.Errorf("%w: etcdstore.New: nil client", lease.ErrInvalid)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		cli:           cli,
+		keys:          newKeyspace(cfg.Prefix, cfg.Region),
+		region:        cfg.Region,
+		log:           cfg.Logger.With("store", "etcd", "prefix", cfg.Prefix),
+		reqTimeout:    cfg.RequestTimeout,
+		restoreMargin: cfg.RestoreMargin,
+		leases:        make(map[leaseKey]*held),
+	}, nil
+}
+
+// Close marks the store closed: later calls return ErrClosed. It closes the
+// etcd client only if the store opened it (Connect). Leases stay as they
+// are: release them first, or they expire with their etcd leases.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.ownsClient {
+		return s.cli.Close()
+	}
+	return nil
+}
+
+// Region is the region whose machine numbers the store leases.
+func (s *Store) Region() int { return s.region }
+
+// open returns ErrClosed after Close.
+func (s *Store) open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// txn runs a transaction and checks its header for a restore. Reads inside
+// a transaction are linearizable.
+func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	b := s.baseline()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	s.observe(b, resp.Header)
+	return resp, nil
+}
+
+// get runs a linearizable range read and checks its header for a restore.
+func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	b := s.baseline()
+	resp, err := s.cli.Get(ctx, key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.observe(b, resp.Header)
+	return resp, nil
+}
+
+// detached returns a context for the store's own follow-up requests, which
+// must run even when the caller's context has ended.
+func (s *Store) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.reqTimeout)
+}
+
+// revoke revokes an etcd lease, deleting every key attached to it; failures
+// are logged, since the lease expires with its TTL anyway.
+func (s *Store) revoke(ctx context.Context, id clientv3.LeaseID, machine int) {
+	ctx, cancel := s.detached(ctx)
+	defer cancel()
+	if _, err := s.cli.Revoke(ctx, id); err != nil {
+		s.log.Warn("revoking etcd lease failed; it expires with its TTL", "machine", machine, "region", s.region,
+			"etcd_lease", fmt.Sprintf("%x", int64(id)), "error", err)
+	}
+}
+
+// kvAt returns the first key of the i-th response of a transaction, or nil
+// if that response is not a range or found nothing.
+func kvAt(resp *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
+	if i >= len(resp.Responses) {
+		return nil
+	}
+	r := resp.Responses[i].GetResponseRange()
+	if r == nil || len(r.Kvs) == 0 {
+		return nil
+	}
+	return r.Kvs[0]
+}
+
+// checkMachine rejects negative machine numbers.
+func checkMachine(machine int) error {
+	if machine < 0 {
+		return fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, machine)
+	}
+	return nil
+}
+
+// checkRange rejects empty and negative ranges.
+func checkRange(r lease.Range) error {
+	if r.Lo < 0 || r.Hi < r.Lo {
+		return fmt.Errorf("%w: machine range %d–%d must satisfy 0 ≤ lo ≤ hi", lease.ErrInvalid, r.Lo, r.Hi)
+	}
+	return nil
+}
+
+// msTime formats Unix ms for logs and messages.
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
