@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 )
 
@@ -26,9 +27,10 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// env carries a command's streams.
+// env carries a command's streams and environment.
 type env struct {
 	stdout, stderr io.Writer
+	getenv         func(string) string
 }
 
 // command is one subcommand.
@@ -49,7 +51,11 @@ func commands() map[string]command {
 // Run runs the CLI with args (without the program name) and returns the exit
 // status. Results go to stdout, diagnostics to stderr.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := env{stdout: stdout, stderr: stderr}
+	return run(ctx, args, env{stdout: stdout, stderr: stderr, getenv: os.Getenv})
+}
+
+func run(ctx context.Context, args []string, e env) int {
+	stdout, stderr := e.stdout, e.stderr
 	cmds := commands()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout, cmds)

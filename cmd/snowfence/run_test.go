@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Run(context.Background(), args, &out, &errb)
@@ -16,7 +16,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestDecode(t *testing.T) {
-	code, out, errOut := run(t, "decode", "97301141913751557")
+	code, out, errOut := runCLI(t, "decode", "97301141913751557")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -28,7 +28,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestDecodeJSON(t *testing.T) {
-	code, out, _ := run(t, "decode", "683244571854022659", "--json", "--schedule", "v1,v2@2028-01-01T00:00:00Z")
+	code, out, _ := runCLI(t, "decode", "683244571854022659", "--json", "--schedule", "v1,v2@2028-01-01T00:00:00Z")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -58,7 +58,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"decode", "1", "--schedule", "v9"},
 		{"decode", "--nope", "1"},
 	} {
-		code, out, errOut := run(t, args...)
+		code, out, errOut := runCLI(t, args...)
 		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") > 3 || errOut == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, a short error on stderr", args, code, out, errOut)
 		}
@@ -66,10 +66,10 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestVersionAndUnknown(t *testing.T) {
-	if code, out, _ := run(t, "version"); code != 0 || !strings.HasPrefix(out, "snowfence ") {
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "snowfence ") {
 		t.Errorf("version: %d %q", code, out)
 	}
-	if code, _, errOut := run(t, "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+	if code, _, errOut := runCLI(t, "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("unknown: %d %q", code, errOut)
 	}
 }
