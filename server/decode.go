@@ -1,0 +1,57 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/snowfence/snowfence"
+)
+
+// decode answers GET /v1/ids/{id}/decode with the ID taken apart by the
+// schedule.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request) int {
+	text, _ := decodeTarget(r.URL.Path)
+	d, e := s.decodeID(text)
+	if e != nil {
+		return s.writeError(w, e)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return s.writeError(w, &apiError{status: http.StatusInternalServerError, code: CodeInternal, message: "cannot encode the decoded ID: " + err.Error()})
+	}
+	w.Header()["Content-Type"] = s.jsonType
+	w.Write(b)
+	return http.StatusOK
+}
+
+// decodeID parses and decodes the text of an ID, refusing text that is not
+// an ID (400) and IDs whose timestamp is later than the server's clock
+// allows (422).
+func (s *Server) decodeID(text string) (snowfence.Decoded, *apiError) {
+	id, err := snowfence.ParseID(text)
+	if err != nil {
+		msg := err.Error()
+		var pe *snowfence.ParseError
+		if errors.As(err, &pe) {
+			msg = fmt.Sprintf("%s is not an ID: %s", quoteShort(text), pe.Reason)
+		}
+		return snowfence.Decoded{}, badRequest(CodeInvalidID, msg)
+	}
+	d, err := s.schedule.Decode(id)
+	if err != nil {
+		return snowfence.Decoded{}, badRequest(CodeInvalidID, err.Error())
+	}
+	now := s.clock.Now().WallMs
+	if ms := d.CreatedAt.UnixMilli(); ms > now+futureSkew.Milliseconds() {
+		return snowfence.Decoded{}, &apiError{status: http.StatusUnprocessableEntity, code: CodeIDInFuture, message: fmt.Sprintf(
+			"ID %s is timestamped %s, %s after this server's clock (%s); no generator can have issued it yet",
+			id, d.CreatedAt.UTC().Format(timeFormat), time.Duration(ms-now)*time.Millisecond, time.UnixMilli(now).UTC().Format(timeFormat))}
+	}
+	return d, nil
+}
+
+// timeFormat is RFC 3339 with milliseconds, as in every snowfence output.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"

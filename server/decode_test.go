@@ -1,0 +1,66 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+)
+
+func TestDecodeWorkedExample(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	r := f.do(req{target: "/v1/ids/" + example + "/decode"})
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d, body %s", r.status, r.body)
+	}
+	var got map[string]any
+	dec := json.NewDecoder(strings.NewReader(r.body))
+	dec.UseNumber()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"id":            example,
+		"layout":        "v1",
+		"created_at":    "2026-09-26T12:00:00.000Z",
+		"region":        "0",
+		"region_number": json.Number("0"),
+		"machine":       json.Number("37"),
+		"sequence":      json.Number("5"),
+	}
+	if len(got) != len(want) {
+		t.Errorf("decoded has fields %v, want exactly %v", keys(got), keys(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, got[k], v)
+		}
+	}
+}
+
+// TestDecodeSchedule decodes with a v1→v2 schedule: the DESIGN v2 example
+// after the cutover.
+func TestDecodeSchedule(t *testing.T) {
+	sched, err := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, nil, func(c *Config) { c.Schedule = sched })
+	f.clock.Set(time.Date(2031, 3, 1, 9, 30, 0, 0, time.UTC))
+	r := f.do(req{target: "/v1/ids/683244571854022659/decode"})
+	want := `{"id":"683244571854022659","layout":"v2","region":"2","region_number":2,"machine":170,"sequence":3,"created_at":"2031-03-01T09:30:00.000Z"}`
+	if r.status != http.StatusOK || r.body != want {
+		t.Errorf("got %d %s\nwant 200 %s", r.status, r.body, want)
+	}
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}

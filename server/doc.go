@@ -1,0 +1,46 @@
+// Package server is the snowfence HTTP service: one *snowfence.Generator
+// behind a small JSON API, with health, readiness and Prometheus metrics.
+//
+//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557}
+//	POST /v1/ids?count=N         N IDs:     {"ids":["…",…]} in increasing order, 1 ≤ N ≤ 1000
+//	POST /v1/ids:batch           N IDs, the count in the body: {"count":N} (or in ?count=N)
+//	GET  /v1/ids/{id}/decode     the ID taken apart by the schedule
+//	GET  /healthz                200 while issuing, 503 with the reason while refusing
+//	GET  /readyz                 200 while issuing and not draining, else 503
+//	GET  /metrics                Prometheus text exposition
+//	GET  /openapi.json           the OpenAPI 3 description (package api)
+//
+// GET endpoints also answer HEAD.
+//
+// # IDs in JSON
+//
+// IDs travel as strings, because JavaScript numbers are exact only up to
+// 2^53 − 1. The single-ID response also carries id_num, an exact 64-bit
+// integer literal written with strconv, never through float64.
+//
+// # Errors
+//
+// Every error body is {"error":{"code":"…","message":"…"}} with a stable,
+// machine-readable code (see the constants Code…); a refusal to mint also
+// carries "reason", the generator's short cause (e.g. "no-lease"). A refused
+// mint is a 503 with Retry-After, never a 200 with a bad ID.
+//
+// # Requests
+//
+// Batch bodies are strict JSON objects whose only member is "count" (field
+// names are case-sensitive, unknown fields, duplicates and trailing data are
+// refused); a body with a Content-Type other than application/json is refused;
+// bodies over Config.MaxBodyBytes are refused with 413. The count may instead
+// be given as ?count=N, but not both.
+//
+// The server sets no timeouts of its own: the http.Server that serves
+// Handler should set ReadHeaderTimeout, ReadTimeout and IdleTimeout. A
+// request whose context ends while the generator waits (for the next
+// millisecond, or a small clock step back) returns at once; the server starts
+// no goroutines per request.
+//
+// # Concurrency
+//
+// A Server is safe for concurrent use; its handler serves any number of
+// requests at once.
+package server

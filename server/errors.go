@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/snowfence/snowfence"
+)
+
+// Error codes: the "code" of every error body. They are stable; messages are
+// for people and may change.
+const (
+	// CodeInvalidCount: the batch count is missing, not an integer, or
+	// outside 1..1000 (400).
+	CodeInvalidCount = "invalid_count"
+	// CodeInvalidBody: the body is not a JSON object with only "count", has
+	// trailing data, or is sent where none is taken (400).
+	CodeInvalidBody = "invalid_body"
+	// CodeInvalidQuery: an unknown or repeated query parameter, or a query
+	// that cannot be parsed (400).
+	CodeInvalidQuery = "invalid_query"
+	// CodeConflictingCount: the count is given both in the query and in a
+	// body (400).
+	CodeConflictingCount = "conflicting_count"
+	// CodeInvalidContentType: a body with a Content-Type other than
+	// application/json (400).
+	CodeInvalidContentType = "invalid_content_type"
+	// CodeBodyTooLarge: the body is over Config.MaxBodyBytes (413).
+	CodeBodyTooLarge = "body_too_large"
+	// CodeInvalidID: the path's ID is not the canonical decimal form of an
+	// ID: digits only, no sign, no leading zero, at most 2^63 − 1 (400).
+	CodeInvalidID = "invalid_id"
+	// CodeIDInFuture: the ID is well formed but its timestamp is later than
+	// the server's clock (beyond a small allowance for clock skew), so no
+	// generator can have issued it yet (422).
+	CodeIDInFuture = "id_in_future"
+	// CodeMethodNotAllowed: the path exists but not with this method; the
+	// Allow header lists the methods it takes (405).
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeNotFound: no such path (404).
+	CodeNotFound = "not_found"
+
+	// Refusals (503 with Retry-After). The generator issues nothing.
+
+	// CodeFenced: the generator holds no lease, its renewal is overdue, or
+	// its reserved mark is reached ("reason" says which).
+	CodeFenced = "fenced"
+	// CodeClockBackwards: the wall clock stepped back further than the
+	// generator waits out.
+	CodeClockBackwards = "clock_backwards"
+	// CodeClockUnsynchronized: the clock policy is "require" and the clock
+	// is not synchronised well enough.
+	CodeClockUnsynchronized = "clock_unsynchronized"
+	// CodeLayoutExhausted: the clock is past the layout's last instant.
+	CodeLayoutExhausted = "layout_exhausted"
+	// CodeNoLayout: the layout in force cannot hold this generator's machine
+	// or region number, or the clock reads before the epoch.
+	CodeNoLayout = "no_layout"
+	// CodeClosed: the generator is closed.
+	CodeClosed = "closed"
+	// CodeCanceled: the request's context ended while the generator waited.
+	CodeCanceled = "canceled"
+	// CodeShuttingDown: the server is draining (healthz and readyz only).
+	CodeShuttingDown = "shutting_down"
+	// CodeUnavailable: any other refusal.
+	CodeUnavailable = "unavailable"
+	// CodeInternal: a response could not be encoded (500; not expected).
+	CodeInternal = "internal"
+)
+
+// apiError is an error response: its status and body.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	// reason is the generator's short cause for a refusal, or empty.
+	reason string
+}
+
+// errorBody is the JSON form of every error response.
+type errorBody struct {
+	Error errorJSON `json:"error"`
+	// Health is present on /healthz and /readyz.
+	Health *healthJSON `json:"health,omitempty"`
+}
+
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func badRequest(code, message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, message: message}
+}
+
+// refusal maps an error from Next or AppendN to its response. Every error is
+// a 503: the generator refused, or the request ended while it waited.
+func refusal(err error) *apiError {
+	e := &apiError{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: err.Error()}
+	var fe *snowfence.FencedError
+	switch {
+	case errors.As(err, &fe):
+		e.code, e.reason = CodeFenced, fe.Reason
+	case errors.Is(err, snowfence.ErrFenced):
+		e.code = CodeFenced
+	case errors.Is(err, snowfence.ErrClockBackwards):
+		e.code = CodeClockBackwards
+	case errors.Is(err, snowfence.ErrClockUnsynchronized):
+		e.code = CodeClockUnsynchronized
+	case errors.Is(err, snowfence.ErrLayoutExhausted):
+		e.code = CodeLayoutExhausted
+	case errors.Is(err, snowfence.ErrNoLayout):
+		e.code = CodeNoLayout
+	case errors.Is(err, snowfence.ErrClosed):
+		e.code = CodeClosed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		e.code, e.message = CodeCanceled, "the request ended while waiting for the next millisecond: "+err.Error()
+	}
+	return e
+}
+
+// writeError writes e as the JSON error body and returns its status.
+func (s *Server) writeError(w http.ResponseWriter, e *apiError) int {
+	return s.writeErrorHealth(w, e, nil)
+}
+
+func (s *Server) writeErrorHealth(w http.ResponseWriter, e *apiError, h *healthJSON) int {
+	b, err := json.Marshal(errorBody{Error: errorJSON{Code: e.code, Message: e.message, Reason: e.reason}, Health: h})
+	if err != nil { // cannot happen: only strings and numbers
+		b = []byte(`{"error":{"code":"` + CodeInternal + `","message":"cannot encode the error"}}`)
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = s.jsonType
+	hdr["X-Content-Type-Options"] = s.nosniff
+	if e.status == http.StatusServiceUnavailable {
+		hdr["Retry-After"] = s.retryAfter
+	}
+	w.WriteHeader(e.status)
+	w.Write(b)
+	return e.status
+}

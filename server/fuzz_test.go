@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/snowfence/snowfence"
+)
+
+// FuzzCountBody checks the hand-written batch body parser against
+// encoding/json: whatever it accepts, encoding/json reads the same count
+// from; whatever is exactly {"count": <1..1000>} as JSON tokens, it accepts;
+// whatever is not JSON, it refuses with a 400.
+func FuzzCountBody(f *testing.F) {
+	for _, s := range []string{
+		`{"count":1}`, `{"count": 1000}`, ` {"count":7} `, `{}`, `{"count":0}`, `{"count":1001}`,
+		`{"count":-1}`, `{"count":"ten"}`, `{"count":1.5}`, `{"count":null}`, `{"count":5,"x":1}`,
+		`{"count":5}x`, `{"count":5,"count":6}`, `{"\u0063ount":3}`, `{"Count":3}`, `[1]`, ``, `{"count":05}`,
+		`{"count":1e2}`, "{\"count\":\t3\n}", `{"count":3,}`, `{"co\"unt":3}`, `{"count":3}` + "\x00",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, ok, e := parseCountBody(b)
+		if e != nil {
+			if e.status != http.StatusBadRequest || (e.code != CodeInvalidBody && e.code != CodeInvalidCount) || e.message == "" {
+				t.Fatalf("parseCountBody(%q): error %d %q %q", b, e.status, e.code, e.message)
+			}
+		} else {
+			if !json.Valid(b) {
+				t.Fatalf("parseCountBody(%q) accepted invalid JSON", b)
+			}
+			var v struct {
+				Count *int `json:"count"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("parseCountBody(%q) = %d, %v; encoding/json: %v", b, n, ok, err)
+			}
+			if _, err := dec.Token(); err != io.EOF {
+				t.Fatalf("parseCountBody(%q) accepted trailing data", b)
+			}
+			switch {
+			case ok && (n < 1 || n > snowfence.MaxBatch):
+				t.Fatalf("parseCountBody(%q) = %d, out of range", b, n)
+			case ok && (v.Count == nil || *v.Count != n):
+				t.Fatalf("parseCountBody(%q) = %d; encoding/json reads %v", b, n, v.Count)
+			case !ok && v.Count != nil:
+				t.Fatalf("parseCountBody(%q) found no count; encoding/json reads %d", b, *v.Count)
+			}
+		}
+		if want, exact := exactCountObject(b); exact && (e != nil || !ok || n != want) {
+			t.Fatalf("parseCountBody(%q) = %d, %v, %v; want %d", b, n, ok, e, want)
+		}
+	})
+}
+
+// exactCountObject reports whether b is, token by token, {"count": N} with
+// N an integer literal from 1 to MaxBatch and nothing after it.
+func exactCountObject(b []byte) (int, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var toks []json.Token
+	for range 5 {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, false
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) != 4 || toks[0] != json.Delim('{') || toks[1] != "count" || toks[3] != json.Delim('}') {
+		return 0, false
+	}
+	num, isNum := toks[2].(json.Number)
+	if !isNum || strings.ContainsAny(string(num), ".eE") {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(num))
+	if err != nil || v < 1 || v > snowfence.MaxBatch {
+		return 0, false
+	}
+	// A repeated name is refused, and the decoder's tokens would show it:
+	// only one name was read.
+	return v, true
+}
+
+// FuzzDecodePath checks the decode route with arbitrary {id} text: it never
+// panics, answers 200 exactly for canonical IDs no later than the clock
+// allows, 422 for canonical IDs later than that, and 400 or 404 otherwise.
+func FuzzDecodePath(f *testing.F) {
+	for _, s := range []string{example, "0", "abc", "-5", "+5", "01", "9223372036854775807",
+		"9223372036854775808", "99999999999999999999", "", "1/2", " 1", "1 ", "١٢٣", "%"} {
+		f.Add(s)
+	}
+	fx := newFixture(f, nil, nil)
+	f.Fuzz(func(t *testing.T, s string) {
+		path := "/v1/ids/" + s + "/decode"
+		hr := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}, Header: http.Header{}, Body: http.NoBody}
+		w := httptest.NewRecorder()
+		fx.h.ServeHTTP(w, hr)
+		_, routed := decodeTarget(path)
+		id, perr := snowfence.ParseID(s)
+		switch {
+		case !routed:
+			if w.Code != http.StatusNotFound {
+				t.Fatalf("%q: status %d, want 404 for an unrouted path", path, w.Code)
+			}
+		case perr != nil:
+			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), CodeInvalidID) {
+				t.Fatalf("%q: status %d body %s, want 400 invalid_id", s, w.Code, w.Body)
+			}
+		case w.Code == http.StatusOK:
+			var got struct {
+				ID snowfence.ID `json:"id"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.ID != id || got.ID.String() != s {
+				t.Fatalf("%q: body %s does not carry the ID (%v)", s, w.Body, err)
+			}
+		case w.Code != http.StatusUnprocessableEntity:
+			t.Fatalf("%q: status %d for a canonical ID, want 200 or 422", s, w.Code)
+		}
+	})
+}

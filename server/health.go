@@ -1,0 +1,143 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// healthJSON is the body of /healthz and /readyz (inside "health" on a 503).
+type healthJSON struct {
+	// Status is "ok", "refusing" or "shutting_down".
+	Status  string `json:"status"`
+	Issuing bool   `json:"issuing"`
+	// Reason and Detail are the generator's refusal, if any.
+	Reason   string   `json:"reason,omitempty"`
+	Detail   string   `json:"detail,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	Machine  int      `json:"machine"`
+	Region   int      `json:"region"`
+	Layout   string   `json:"layout,omitempty"`
+	// UntilFenceMs is the wall time left before the lease's mark; absent
+	// with no lease.
+	UntilFenceMs *int64                 `json:"until_fence_ms,omitempty"`
+	Clock        *snowfence.ClockStatus `json:"clock,omitempty"`
+	Lease        *lease.Status          `json:"lease,omitempty"`
+}
+
+// check reads the generator's and lease's health. It returns the error
+// response to send, or nil while issuing and not draining.
+func (s *Server) check() (*healthJSON, *apiError) {
+	h := s.gen.Health()
+	out := &healthJSON{
+		Status:   "ok",
+		Issuing:  h.Issuing,
+		Reason:   h.Reason,
+		Detail:   h.Detail,
+		Warnings: h.Warnings,
+		Machine:  h.Machine,
+		Region:   h.Region,
+		Layout:   h.Layout,
+	}
+	if h.Machine >= 0 && !noFence(h) {
+		ms := h.UntilFence.Milliseconds()
+		out.UntilFenceMs = &ms
+	}
+	if h.Clock != (snowfence.ClockStatus{}) {
+		out.Clock = &h.Clock
+	}
+	var ls *lease.Status
+	if s.lease != nil {
+		st := s.lease.Status()
+		ls = &st
+		out.Lease = ls
+	}
+	var e *apiError
+	if !h.Issuing {
+		out.Status = "refusing"
+		e = healthRefusal(h, ls)
+	}
+	if s.draining.Load() {
+		out.Status = "shutting_down"
+		e = &apiError{status: http.StatusServiceUnavailable, code: CodeShuttingDown, message: "shutting down: the server is draining"}
+	}
+	return out, e
+}
+
+// noFence reports a lease without a mark (snowfence.Static): Health then
+// reports an UntilFence that overflowed time.Duration, negative although the
+// generator issues. An issuing generator is never past its fence.
+func noFence(h snowfence.Health) bool { return h.Issuing && h.UntilFence < 0 }
+
+// healthRefusal maps a generator's refusal, as Health reports it, to the
+// code a refused mint would carry.
+func healthRefusal(h snowfence.Health, ls *lease.Status) *apiError {
+	e := &apiError{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: h.Detail}
+	if e.message == "" {
+		e.message = "not issuing: " + h.Reason
+	}
+	switch h.Reason {
+	case "fenced":
+		e.code = CodeFenced
+		// The detail reads "snowfence: fenced (<reason>): …".
+		if rest, ok := strings.CutPrefix(h.Detail, snowfence.ErrFenced.Error()+" ("); ok {
+			if r, _, ok := strings.Cut(rest, ")"); ok {
+				e.reason = r
+			}
+		}
+		if e.reason == "no-lease" || ls != nil && ls.State == lease.StateClaiming {
+			e.reason = "no-lease"
+			e.message = "no lease yet: " + e.message
+		}
+	case "clock-backwards":
+		e.code = CodeClockBackwards
+	case "clock-unsynchronized":
+		e.code = CodeClockUnsynchronized
+	case "layout":
+		e.code = CodeNoLayout
+		if strings.HasPrefix(h.Detail, snowfence.ErrLayoutExhausted.Error()) {
+			e.code = CodeLayoutExhausted
+		}
+	case "closed":
+		e.code = CodeClosed
+	}
+	return e
+}
+
+// healthz answers GET /healthz: 200 with the health while issuing, 503 with
+// the reason while refusing or draining.
+func (s *Server) healthz(w http.ResponseWriter) int {
+	h, e := s.check()
+	if e != nil {
+		return s.writeErrorHealth(w, e, h)
+	}
+	return s.writeJSON(w, h)
+}
+
+// readyz answers GET /readyz: 200 {"ready":true} while the server should
+// get traffic (issuing, not draining), else 503 with the reason.
+func (s *Server) readyz(w http.ResponseWriter) int {
+	h, e := s.check()
+	if e != nil {
+		return s.writeErrorHealth(w, e, h)
+	}
+	return s.writeJSON(w, struct {
+		Ready bool `json:"ready"`
+	}{true})
+}
+
+// writeJSON writes v as a 200 JSON response.
+func (s *Server) writeJSON(w http.ResponseWriter, v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return s.writeError(w, &apiError{status: http.StatusInternalServerError, code: CodeInternal, message: err.Error()})
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = s.jsonType
+	hdr["Cache-Control"] = []string{"no-store"}
+	w.Write(b)
+	return http.StatusOK
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease"
+)
+
+func TestHealthz(t *testing.T) {
+	ls := &fixedStatus{s: lease.Status{State: lease.StateHeld, Machine: 37, Holder: "host/1/2"}}
+	f := newFixture(t, nil, func(c *Config) { c.Lease = ls })
+	r := f.do(req{target: "/healthz"})
+	if r.status != http.StatusOK {
+		t.Fatalf("healthz: status %d, body %s", r.status, r.body)
+	}
+	var h healthJSON
+	if err := json.Unmarshal([]byte(r.body), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != "ok" || !h.Issuing || h.Machine != 37 || h.Layout != "v1" || h.Lease == nil || h.Lease.State != lease.StateHeld {
+		t.Errorf("healthz body %s: want ok, issuing, machine 37, v1, lease held", r.body)
+	}
+	if h.UntilFenceMs != nil {
+		t.Errorf("until_fence_ms = %d for a static lease, want absent", *h.UntilFenceMs)
+	}
+	if r := f.do(req{target: "/readyz"}); r.status != http.StatusOK || r.body != `{"ready":true}` {
+		t.Errorf("readyz: %d %s", r.status, r.body)
+	}
+
+	f.srv.SetDraining()
+	for _, target := range []string{"/healthz", "/readyz"} {
+		r := f.do(req{target: target})
+		if r.status != http.StatusServiceUnavailable {
+			t.Fatalf("%s while draining: status %d, want 503", target, r.status)
+		}
+		if e := errorOf(t, r); e.Code != CodeShuttingDown || !strings.Contains(e.Message, "shutting down") {
+			t.Errorf("%s while draining: code %q message %q", target, e.Code, e.Message)
+		}
+	}
+	// Draining does not stop minting: requests still in flight are served.
+	if r := f.post("/v1/ids", ""); r.status != http.StatusOK {
+		t.Errorf("mint while draining: status %d", r.status)
+	}
+}
+
+func TestHealthzNoLeaseYet(t *testing.T) {
+	ls := &fixedStatus{s: lease.Status{State: lease.StateClaiming, Machine: -1}}
+	f := newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, func(c *Config) { c.Lease = ls })
+	r := f.do(req{target: "/healthz"})
+	if r.status != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", r.status)
+	}
+	e := errorOf(t, r)
+	if e.Code != CodeFenced || e.Reason != "no-lease" || !strings.HasPrefix(e.Message, "no lease yet") {
+		t.Errorf("error %+v: want fenced, no-lease, \"no lease yet…\"", e)
+	}
+	var b errorBody
+	if err := json.Unmarshal([]byte(r.body), &b); err != nil || b.Health == nil || b.Health.Status != "refusing" || b.Health.Lease == nil {
+		t.Errorf("body %s: want the health with status refusing and the lease (%v)", r.body, err)
+	}
+}
+
+func TestHealthRefusalCodes(t *testing.T) {
+	tests := []struct {
+		h    snowfence.Health
+		want string
+	}{
+		{snowfence.Health{Reason: "fenced", Detail: "snowfence: fenced (renewal-overdue): late"}, CodeFenced},
+		{snowfence.Health{Reason: "clock-backwards", Detail: "x"}, CodeClockBackwards},
+		{snowfence.Health{Reason: "clock-unsynchronized"}, CodeClockUnsynchronized},
+		{snowfence.Health{Reason: "layout", Detail: snowfence.ErrLayoutExhausted.Error() + ": past"}, CodeLayoutExhausted},
+		{snowfence.Health{Reason: "layout", Detail: snowfence.ErrNoLayout.Error() + ": no fit"}, CodeNoLayout},
+		{snowfence.Health{Reason: "closed"}, CodeClosed},
+		{snowfence.Health{Reason: "new-reason"}, CodeUnavailable},
+	}
+	for _, tt := range tests {
+		e := healthRefusal(tt.h, nil)
+		if e.code != tt.want || e.message == "" {
+			t.Errorf("healthRefusal(%q, %q) = %q %q, want %q", tt.h.Reason, tt.h.Detail, e.code, e.message, tt.want)
+		}
+	}
+	if e := healthRefusal(tests[0].h, nil); e.reason != "renewal-overdue" {
+		t.Errorf("fenced reason = %q, want renewal-overdue", e.reason)
+	}
+}

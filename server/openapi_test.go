@@ -1,0 +1,391 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/api"
+)
+
+// spec is the part of the OpenAPI document the tests read.
+type spec struct {
+	OpenAPI    string                                `json:"openapi"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas   map[string]json.RawMessage `json:"schemas"`
+		Responses map[string]json.RawMessage `json:"responses"`
+	} `json:"components"`
+}
+
+type operation struct {
+	Responses map[string]json.RawMessage `json:"responses"`
+}
+
+func loadSpec(t *testing.T) *spec {
+	t.Helper()
+	var s spec
+	dec := json.NewDecoder(bytes.NewReader(api.OpenAPI()))
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("api/openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(s.OpenAPI, "3.") {
+		t.Fatalf("openapi = %q, want 3.x", s.OpenAPI)
+	}
+	return &s
+}
+
+// concrete turns a path template into a request path.
+func concrete(path string) string { return strings.ReplaceAll(path, "{id}", example) }
+
+// specOps lists "method path" for every operation in the spec.
+func (s *spec) ops(t *testing.T) map[string]operation {
+	t.Helper()
+	out := map[string]operation{}
+	for path, methods := range s.Paths {
+		for m, raw := range methods {
+			if m == "parameters" || m == "summary" || m == "description" {
+				continue
+			}
+			var op operation
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", m, path, err)
+			}
+			out[strings.ToUpper(m)+" "+path] = op
+		}
+	}
+	return out
+}
+
+// TestOpenAPIRoutes checks that the spec and the router agree: every
+// operation in the spec is routed, and every route is in the spec.
+func TestOpenAPIRoutes(t *testing.T) {
+	s := loadSpec(t)
+	ops := s.ops(t)
+	f := newFixture(t, nil, nil)
+	for key := range ops {
+		method, path, _ := strings.Cut(key, " ")
+		body, ct := "", ""
+		if path == "/v1/ids:batch" {
+			body, ct = `{"count":3}`, "application/json"
+		}
+		r := f.do(req{method: method, target: concrete(path), body: body, contentType: ct})
+		if r.status == http.StatusNotFound || r.status == http.StatusMethodNotAllowed {
+			t.Errorf("%s: status %d, body %s; the spec's operation is not routed", key, r.status, r.body)
+		}
+	}
+	rs := routes()
+	var routed []string
+	for ep := range epUnmatched {
+		ri := rs[ep]
+		method := "GET"
+		if ri.post {
+			method = "POST"
+		}
+		key := method + " " + ri.pattern
+		routed = append(routed, key)
+		if _, ok := ops[key]; !ok {
+			t.Errorf("route %s is not in api/openapi.json", key)
+		}
+		if got := match(concrete(ri.pattern)); got != ep {
+			t.Errorf("match(%q) = %d, want %d", concrete(ri.pattern), got, ep)
+		}
+	}
+	if len(routed) != len(ops) {
+		t.Errorf("%d routes, %d operations in the spec", len(routed), len(ops))
+	}
+}
+
+// statusRecipes produce each documented status: "METHOD path status" →
+// whether the generator is fenced, and the request.
+func statusRecipes() map[string]struct {
+	fenced bool
+	r      req
+} {
+	type recipe = struct {
+		fenced bool
+		r      req
+	}
+	big := `{"count":1` + strings.Repeat(" ", 5000) + `}`
+	post := func(target, body string) req {
+		return req{method: "POST", target: target, body: body, contentType: "application/json"}
+	}
+	get := func(target string) req { return req{method: "GET", target: target} }
+	return map[string]recipe{
+		"POST /v1/ids 200":                  {r: post("/v1/ids", "")},
+		"POST /v1/ids 400":                  {r: post("/v1/ids?count=0", "")},
+		"POST /v1/ids 405":                  {r: get("/v1/ids")},
+		"POST /v1/ids 413":                  {r: post("/v1/ids", big)},
+		"POST /v1/ids 503":                  {fenced: true, r: post("/v1/ids", "")},
+		"POST /v1/ids:batch 200":            {r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 400":            {r: post("/v1/ids:batch", `{"count":"3"}`)},
+		"POST /v1/ids:batch 405":            {r: get("/v1/ids:batch")},
+		"POST /v1/ids:batch 413":            {r: post("/v1/ids:batch", big)},
+		"POST /v1/ids:batch 503":            {fenced: true, r: post("/v1/ids:batch", `{"count":3}`)},
+		"GET /v1/ids/{id}/decode 200":       {r: get("/v1/ids/" + example + "/decode")},
+		"GET /v1/ids/{id}/decode 400":       {r: get("/v1/ids/x/decode")},
+		"GET /v1/ids/{id}/decode 405":       {r: post("/v1/ids/"+example+"/decode", "")},
+		"GET /v1/ids/{id}/decode 422":       {r: get("/v1/ids/9223372036854775807/decode")},
+		"GET /healthz 200":                  {r: get("/healthz")},
+		"GET /healthz 405":                  {r: post("/healthz", "")},
+		"GET /healthz 503":                  {fenced: true, r: get("/healthz")},
+		"GET /readyz 200":                   {r: get("/readyz")},
+		"GET /readyz 405":                   {r: post("/readyz", "")},
+		"GET /readyz 503":                   {fenced: true, r: get("/readyz")},
+		"GET /metrics 200":                  {r: get("/metrics")},
+		"GET /metrics 405":                  {r: post("/metrics", "")},
+		"GET /openapi.json 200":             {r: get("/openapi.json")},
+		"GET /openapi.json 405":             {r: post("/openapi.json", "")},
+		"POST /v1/ids 200 with count":       {r: post("/v1/ids?count=2", "")},
+		"POST /v1/ids:batch 200 with query": {r: post("/v1/ids:batch?count=2", "")},
+	}
+}
+
+// TestOpenAPIStatuses produces every status the spec documents and checks
+// each response body against the documented schema.
+func TestOpenAPIStatuses(t *testing.T) {
+	s := loadSpec(t)
+	ops := s.ops(t)
+	recipes := statusRecipes()
+	ok := newFixture(t, nil, nil)
+	fenced := newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil)
+	documented := map[string]bool{}
+	for key, op := range ops {
+		for status, raw := range op.Responses {
+			name := key + " " + status
+			documented[name] = true
+			rc, found := recipes[name]
+			if !found {
+				t.Errorf("%s is documented but the test has no recipe for it", name)
+				continue
+			}
+			f := ok
+			if rc.fenced {
+				f = fenced
+			}
+			got := f.do(rc.r)
+			if fmt.Sprint(got.status) != status {
+				t.Errorf("%s: got status %d, body %.300s", name, got.status, got.body)
+				continue
+			}
+			checkResponse(t, s, name, raw, got)
+		}
+	}
+	for name, rc := range recipes {
+		method, rest, _ := strings.Cut(name, " ")
+		path, status, _ := strings.Cut(rest, " ")
+		status, extra, _ := strings.Cut(status, " ")
+		if extra == "" && !documented[name] {
+			t.Errorf("recipe %s is not documented in the spec", name)
+			continue
+		}
+		if extra != "" { // a further 200 case of a documented status
+			f := ok
+			got := f.do(rc.r)
+			if fmt.Sprint(got.status) != status {
+				t.Errorf("%s: got status %d, body %.300s", name, got.status, got.body)
+				continue
+			}
+			var op operation
+			json.Unmarshal(s.Paths[path][strings.ToLower(method)], &op)
+			checkResponse(t, s, name, op.Responses[status], got)
+		}
+	}
+}
+
+// checkResponse checks a response's headers and body against a documented
+// response.
+func checkResponse(t *testing.T, s *spec, name string, raw json.RawMessage, got response) {
+	t.Helper()
+	var resp struct {
+		Headers map[string]json.RawMessage `json:"headers"`
+		Content map[string]struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"content"`
+	}
+	s.resolve(t, raw, &resp)
+	for h := range resp.Headers {
+		if got.header.Get(h) == "" {
+			t.Errorf("%s: documented header %s is missing", name, h)
+		}
+	}
+	ct := got.header.Get("Content-Type")
+	mt, _, _ := strings.Cut(ct, ";")
+	media, found := resp.Content[mt]
+	if !found {
+		t.Errorf("%s: Content-Type %q is not documented", name, ct)
+		return
+	}
+	if mt != "application/json" {
+		return
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(got.body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Errorf("%s: body is not JSON: %v", name, err)
+		return
+	}
+	if err := s.validate(media.Schema, v, "$"); err != nil {
+		t.Errorf("%s: body %.300s: %v", name, got.body, err)
+	}
+}
+
+// resolve follows a $ref, if raw is one, and decodes the target into v.
+func (s *spec) resolve(t *testing.T, raw json.RawMessage, v any) {
+	t.Helper()
+	raw = s.deref(raw)
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *spec) deref(raw json.RawMessage) json.RawMessage {
+	for range 10 {
+		var r struct {
+			Ref string `json:"$ref"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.Ref == "" {
+			return raw
+		}
+		switch {
+		case strings.HasPrefix(r.Ref, "#/components/schemas/"):
+			raw = s.Components.Schemas[strings.TrimPrefix(r.Ref, "#/components/schemas/")]
+		case strings.HasPrefix(r.Ref, "#/components/responses/"):
+			raw = s.Components.Responses[strings.TrimPrefix(r.Ref, "#/components/responses/")]
+		default:
+			return raw
+		}
+	}
+	return raw
+}
+
+// validate checks v against the subset of JSON Schema the spec uses.
+func (s *spec) validate(raw json.RawMessage, v any, at string) error {
+	var sc struct {
+		Type                 string                     `json:"type"`
+		Required             []string                   `json:"required"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+		Items                json.RawMessage            `json:"items"`
+		OneOf                []json.RawMessage          `json:"oneOf"`
+		Pattern              string                     `json:"pattern"`
+		Enum                 []any                      `json:"enum"`
+	}
+	if err := json.Unmarshal(s.deref(raw), &sc); err != nil {
+		return err
+	}
+	if len(sc.OneOf) > 0 {
+		var errs []string
+		for _, alt := range sc.OneOf {
+			err := s.validate(alt, v, at)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, err.Error())
+		}
+		return fmt.Errorf("%s matches no alternative: %s", at, strings.Join(errs, "; "))
+	}
+	switch sc.Type {
+	case "object":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not an object", at)
+		}
+		for _, k := range sc.Required {
+			if _, ok := m[k]; !ok {
+				return fmt.Errorf("%s lacks required %q", at, k)
+			}
+		}
+		for k, fv := range m {
+			ps, ok := sc.Properties[k]
+			if !ok {
+				if sc.AdditionalProperties != nil && !*sc.AdditionalProperties {
+					return fmt.Errorf("%s has undocumented %q", at, k)
+				}
+				continue
+			}
+			if err := s.validate(ps, fv, at+"."+k); err != nil {
+				return err
+			}
+		}
+	case "array":
+		a, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s is not an array", at)
+		}
+		for i, x := range a {
+			if err := s.validate(sc.Items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	case "string":
+		str, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s is not a string", at)
+		}
+		if sc.Pattern != "" && !regexp.MustCompile(sc.Pattern).MatchString(str) {
+			return fmt.Errorf("%s = %q does not match %s", at, str, sc.Pattern)
+		}
+		if len(sc.Enum) > 0 && !slices.Contains(sc.Enum, any(str)) {
+			return fmt.Errorf("%s = %q is not in the enum", at, str)
+		}
+	case "integer":
+		n, ok := v.(json.Number)
+		if !ok || strings.ContainsAny(string(n), ".eE") {
+			return fmt.Errorf("%s = %v is not an integer literal", at, v)
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s is not a boolean", at)
+		}
+	}
+	return nil
+}
+
+// TestOpenAPIErrorCodes checks that the documented error codes are exactly
+// the server's.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	s := loadSpec(t)
+	var e struct {
+		Properties struct {
+			Error struct {
+				Properties struct {
+					Code struct {
+						Enum []string `json:"enum"`
+					} `json:"code"`
+				} `json:"properties"`
+			} `json:"error"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(s.Components.Schemas["Error"], &e); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Clone(e.Properties.Error.Properties.Code.Enum)
+	want := []string{
+		CodeInvalidCount, CodeInvalidBody, CodeInvalidQuery, CodeConflictingCount, CodeInvalidContentType,
+		CodeBodyTooLarge, CodeInvalidID, CodeIDInFuture, CodeMethodNotAllowed, CodeNotFound,
+		CodeFenced, CodeClockBackwards, CodeClockUnsynchronized, CodeLayoutExhausted, CodeNoLayout,
+		CodeClosed, CodeCanceled, CodeShuttingDown, CodeUnavailable, CodeInternal,
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("documented codes %v\nserver codes     %v", got, want)
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	r := f.do(req{target: "/openapi.json"})
+	if r.status != http.StatusOK || r.body != string(api.OpenAPI()) {
+		t.Errorf("/openapi.json: status %d, body differs from api/openapi.json", r.status)
+	}
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/api"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// DefaultMaxBodyBytes is the largest request body taken when
+// Config.MaxBodyBytes is zero. A batch body is about 20 bytes.
+const DefaultMaxBodyBytes = 4096
+
+// futureSkew is how far past the server's clock a decoded ID's timestamp may
+// lie before decode refuses it: IDs minted on a machine whose clock runs a
+// little ahead are still decoded.
+const futureSkew = time.Second
+
+// StatusReporter reports the state of the lease behind the generator;
+// *lease.Keeper is one.
+type StatusReporter interface {
+	Status() lease.Status
+}
+
+var _ StatusReporter = (*lease.Keeper)(nil)
+
+// Config configures a Server. Every field but Generator may be left zero.
+type Config struct {
+	// Generator mints the IDs. Required. The server does not close it.
+	Generator *snowfence.Generator
+	// Schedule decodes IDs for /v1/ids/{id}/decode; it should be the
+	// generator's. Zero means snowfence.DefaultSchedule().
+	Schedule snowfence.Schedule
+	// Lease, if set, adds the lease's state to /healthz and /metrics.
+	Lease StatusReporter
+	// Logger receives the server's few log lines (none per request at
+	// Info). Nil discards them.
+	Logger *slog.Logger
+	// Registerer is where the server registers its metrics, and Gatherer is
+	// what /metrics serves. With both nil the server uses a fresh registry of
+	// its own, with the Go and process collectors added. With only
+	// Registerer set it must also be a Gatherer (a *prometheus.Registry is).
+	// With only Gatherer set, /metrics serves it merged with a fresh registry
+	// holding the server's metrics. The server never touches the global
+	// default registry.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// MaxBodyBytes is the largest request body accepted; larger ones get a
+	// 413. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Clock is used to refuse decoding IDs timestamped in the future. Nil
+	// means snowfence.SystemClock().
+	Clock snowfence.Clock
+}
+
+// Server is the HTTP service in front of one generator. Serve its Handler
+// with an http.Server.
+type Server struct {
+	gen      *snowfence.Generator
+	schedule snowfence.Schedule
+	lease    StatusReporter
+	log      *slog.Logger
+	clock    snowfence.Clock
+	maxBody  int64
+	draining atomic.Bool
+	// origin is the zero of request timing.
+	origin time.Time
+
+	routes         [numEndpoints]routeInfo
+	metrics        *metrics
+	metricsHandler http.Handler
+	openAPI        []byte
+
+	// Header values shared by every response; net/http only reads them.
+	jsonType, retryAfter, nosniff []string
+
+	// single holds *[]byte buffers for one-ID responses; batch holds
+	// *batchBuffers.
+	single, batch sync.Pool
+}
+
+// New checks cfg, registers the server's metrics and returns the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Generator == nil {
+		return nil, fmt.Errorf("%w: server: Config.Generator is nil", snowfence.ErrInvalidConfig)
+	}
+	if len(cfg.Schedule.Steps()) == 0 {
+		cfg.Schedule = snowfence.DefaultSchedule()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case cfg.MaxBodyBytes == 0:
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	case cfg.MaxBodyBytes < 0:
+		return nil, fmt.Errorf("%w: server: Config.MaxBodyBytes is %d; use a positive size, or zero for %d", snowfence.ErrInvalidConfig, cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = snowfence.SystemClock()
+	}
+	reg, gath := cfg.Registerer, cfg.Gatherer
+	switch {
+	case reg == nil:
+		own := prometheus.NewRegistry()
+		if gath == nil {
+			if err := own.Register(collectors.NewGoCollector()); err != nil {
+				return nil, err
+			}
+			if err := own.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+				return nil, err
+			}
+			gath = own
+		} else {
+			gath = prometheus.Gatherers{gath, own}
+		}
+		reg = own
+	case gath == nil:
+		g, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			return nil, fmt.Errorf("%w: server: Config.Registerer (%T) is not a prometheus.Gatherer; set Config.Gatherer too", snowfence.ErrInvalidConfig, reg)
+		}
+		gath = g
+	}
+	s := &Server{
+		gen:        cfg.Generator,
+		schedule:   cfg.Schedule,
+		lease:      cfg.Lease,
+		log:        cfg.Logger,
+		clock:      cfg.Clock,
+		maxBody:    cfg.MaxBodyBytes,
+		routes:     routes(),
+		origin:     time.Now(),
+		openAPI:    api.OpenAPI(),
+		jsonType:   []string{"application/json"},
+		retryAfter: []string{"1"},
+		nosniff:    []string{"nosniff"},
+	}
+	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
+	s.batch.New = func() any { return newBatchBuffers() }
+	m, err := newMetrics(reg, cfg.Generator, cfg.Lease, s.draining.Load)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.metricsHandler = promhttp.HandlerFor(gath, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
+	})
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return handler{s} }
+
+// SetDraining marks the server as shutting down: /healthz and /readyz answer
+// 503 "shutting_down" from now on, so load balancers stop sending traffic,
+// while the ID endpoints keep serving the requests that still arrive. Call it
+// before http.Server.Shutdown. It cannot be undone.
+func (s *Server) SetDraining() {
+	if !s.draining.Swap(true) {
+		s.log.Info("draining: health and readiness now report shutting down")
+	}
+}
+
+// endpoint identifies a route, for dispatch and metric labels.
+type endpoint int
+
+const (
+	epIDs endpoint = iota
+	epBatch
+	epDecode
+	epHealthz
+	epReadyz
+	epMetrics
+	epOpenAPI
+	epUnmatched
+	numEndpoints
+)
+
+// routeInfo describes an endpoint: its path pattern (as in the OpenAPI
+// document, and the metric label) and the methods it takes.
+type routeInfo struct {
+	pattern string
+	post    bool   // POST only; else GET and HEAD
+	allow   string // the Allow header
+}
+
+// routes lists every endpoint in endpoint order.
+func routes() [numEndpoints]routeInfo {
+	get := func(p string) routeInfo { return routeInfo{pattern: p, allow: "GET, HEAD"} }
+	post := func(p string) routeInfo { return routeInfo{pattern: p, post: true, allow: "POST"} }
+	return [numEndpoints]routeInfo{
+		epIDs:       post("/v1/ids"),
+		epBatch:     post("/v1/ids:batch"),
+		epDecode:    get("/v1/ids/{id}/decode"),
+		epHealthz:   get("/healthz"),
+		epReadyz:    get("/readyz"),
+		epMetrics:   get("/metrics"),
+		epOpenAPI:   get("/openapi.json"),
+		epUnmatched: {pattern: "unmatched"},
+	}
+}
+
+// match finds the endpoint of a request path. Paths match exactly: no
+// trailing-slash or case variants.
+func match(path string) endpoint {
+	switch path {
+	case "/v1/ids":
+		return epIDs
+	case "/v1/ids:batch":
+		return epBatch
+	case "/healthz":
+		return epHealthz
+	case "/readyz":
+		return epReadyz
+	case "/metrics":
+		return epMetrics
+	case "/openapi.json":
+		return epOpenAPI
+	}
+	if _, ok := decodeTarget(path); ok {
+		return epDecode
+	}
+	return epUnmatched
+}
+
+// decodeTarget returns the {id} of /v1/ids/{id}/decode: one non-empty path
+// segment.
+func decodeTarget(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/v1/ids/")
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, "/decode")
+	if !ok || id == "" || strings.IndexByte(id, '/') >= 0 {
+		return "", false
+	}
+	return id, true
+}
+
+type handler struct{ s *Server }
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	// time.Since on a reading with a monotonic clock reads only the
+	// monotonic clock: half the cost of time.Now.
+	start := time.Since(s.origin)
+	ep := match(r.URL.Path)
+	status := s.serve(ep, w, r)
+	s.metrics.observe(ep, status, time.Since(s.origin)-start)
+}
+
+// serve dispatches a request and returns the status it answered with.
+func (s *Server) serve(ep endpoint, w http.ResponseWriter, r *http.Request) int {
+	if ep < 0 || ep >= epUnmatched {
+		return s.writeError(w, &apiError{status: http.StatusNotFound, code: CodeNotFound,
+			message: fmt.Sprintf("no such path %s; see /openapi.json", quoteShort(r.URL.Path))})
+	}
+	ri := &s.routes[ep]
+	if ri.post && r.Method != http.MethodPost || !ri.post && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", ri.allow)
+		return s.writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed,
+			message: fmt.Sprintf("%s takes %s, not %s", ri.pattern, ri.allow, quoteShort(r.Method))})
+	}
+	switch ep {
+	case epIDs:
+		if r.ContentLength == 0 && r.URL.RawQuery == "" {
+			return s.mintOne(w, r)
+		}
+		return s.mintMany(w, r, false)
+	case epBatch:
+		return s.mintMany(w, r, true)
+	case epDecode:
+		return s.decode(w, r)
+	case epHealthz:
+		return s.healthz(w)
+	case epReadyz:
+		return s.readyz(w)
+	case epMetrics:
+		return s.serveMetrics(w, r)
+	case epOpenAPI:
+		h := w.Header()
+		h["Content-Type"] = s.jsonType
+		h["Cache-Control"] = []string{"public, max-age=300"}
+		w.Write(s.openAPI)
+	}
+	return http.StatusOK
+}
+
+// serveMetrics runs promhttp, capturing the status it writes.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.metricsHandler.ServeHTTP(sw, r)
+	return sw.status
+}
+
+// statusWriter records the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
