@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -65,10 +66,15 @@ func newMetrics(reg prometheus.Registerer, gen *snowfence.Generator, ls StatusRe
 		Name: "snowfence_draining",
 		Help: "1 once the server is shutting down (health and readiness report 503), else 0.",
 	}, func() float64 { return b2f(draining()) })
+	var done []prometheus.Collector
 	for _, c := range []prometheus.Collector{m.requestsVec, latency, drainingGauge, newGeneratorCollector(gen, ls)} {
 		if err := reg.Register(c); err != nil {
-			return nil, err
+			for _, d := range done { // leave the registry as it was
+				reg.Unregister(d)
+			}
+			return nil, fmt.Errorf("server: registering metrics: %w", err)
 		}
+		done = append(done, c)
 	}
 	// The statuses each endpoint can answer with get their series up front,
 	// so rates start at zero instead of appearing with the first error.

@@ -126,6 +126,15 @@ func TestMetricsRegistries(t *testing.T) {
 	if _, err := New(Config{Generator: gen, Registerer: reg}); err == nil {
 		t.Error("second server on one registry: no error")
 	}
+	// A New that fails part way leaves the registry as it was.
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "snowfence_draining", Help: "x"}))
+	if _, err := New(Config{Generator: gen, Registerer: clash}); err == nil {
+		t.Fatal("New over a clashing metric: no error")
+	}
+	if err := clash.Register(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "snowfence_http_requests_total", Help: "HTTP requests by endpoint (path pattern) and status code."}, []string{"endpoint", "code"})); err != nil {
+		t.Errorf("a failed New left its request counter registered: %v", err)
+	}
 	// A Registerer that cannot gather needs a Gatherer.
 	if _, err := New(Config{Generator: gen, Registerer: wrapRegisterer{reg}}); !errors.Is(err, snowfence.ErrInvalidConfig) {
 		t.Errorf("Registerer without Gatherer: err = %v, want ErrInvalidConfig", err)

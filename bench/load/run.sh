@@ -2,9 +2,9 @@
 # Loopback load test of the snowfence HTTP service against its ceiling, a
 # constant net/http handler, on the same core.
 #
-# The server under test runs on core 0 with GOMAXPROCS=1; the load generator
-# runs on core 1 (`taskset -c 1 wrk -t1 -c32 -d10s --latency`). Each case
-# runs RUNS times and the medians are printed:
+# The servers run on core 0 with GOMAXPROCS=1; the load generator runs on
+# core 1 (`taskset -c 1 wrk -t1 -c32 -d10s --latency`). Each case runs RUNS
+# times (constant and single-ID runs alternate) and the medians are printed:
 #
 #   1. constant handler (bench/load/consthttp, a body the size of one ID)
 #   2. POST /v1/ids, one ID per request              (bench/load/single.lua)
@@ -118,79 +118,92 @@ to_us() {
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# bench LABEL SCRIPT URL: RUNS wrk runs; sets $rps_med and $p99_med (µs).
-bench() {
-	local label=$1 script=$2 url=$3 rps=() p99=() out r p n
-	for i in $(seq "$RUNS"); do
-		out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$script" "$url")
-		r=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")
-		p=$(to_us "$(awk '$1 == "99%" { print $2 }' <<<"$out")")
-		n=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")
-		[ -z "$n" ] || echo "  WARNING: $n non-2xx responses" >&2
-		printf '  %-28s run %d: %10.0f req/s  p99 %8.1f µs\n' "$label" "$i" "$r" "$p" >&2
-		rps+=("$r")
-		p99+=("$p")
-	done
-	rps_med=$(median "${rps[@]}")
-	p99_med=$(median "${p99[@]}")
+# wrk_once SCRIPT URL: one wrk run; prints "req/s p99_µs".
+wrk_once() {
+	local out r p n
+	out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$1" "$2")
+	r=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")
+	p=$(to_us "$(awk '$1 == "99%" { print $2 }' <<<"$out")")
+	n=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")
+	[ -z "$n" ] || echo "  WARNING: $n non-2xx responses from $2" >&2
+	echo "$r $p"
 }
 
-# openloop LABEL ADDR RATE: RUNS open-loop runs at RATE req/s; sets
-# $p50_med $p99o_med $p999_med (µs) and $err_sum.
-openloop() {
-	local label=$1 addr=$2 rate=$3 p50=() p99=() p999=() out line
-	err_sum=0
-	for i in $(seq "$RUNS"); do
-		out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/rate" -addr "$addr" -path /v1/ids -rate "$rate" -duration "${RATE_SECONDS}s" -conns "$CONNS")
-		line=$(grep '^RESULT' <<<"$out")
-		p50+=("$(sed -E 's/.* p50_us=([^ ]+).*/\1/' <<<"$line")")
-		p99+=("$(sed -E 's/.* p99_us=([^ ]+).*/\1/' <<<"$line")")
-		p999+=("$(sed -E 's/.* p999_us=([^ ]+).*/\1/' <<<"$line")")
-		err_sum=$((err_sum + $(sed -E 's/.* errors=([0-9]+).*/\1/' <<<"$line")))
-		printf '  %-28s run %d: p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs\n' "$label" "$i" "${p50[-1]}" "${p99[-1]}" "${p999[-1]}" >&2
-	done
-	p50_med=$(median "${p50[@]}")
-	p99o_med=$(median "${p99[@]}")
-	p999_med=$(median "${p999[@]}")
+# openloop_once ADDR RATE: one open-loop run; prints "p50 p99 p99.9 errors".
+openloop_once() {
+	local out line
+	out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/rate" -addr "$1" -path /v1/ids -rate "$2" -duration "${RATE_SECONDS}s" -conns "$CONNS")
+	line=$(grep '^RESULT' <<<"$out")
+	for k in p50_us p99_us p999_us errors; do
+		sed -E "s/.* $k=([^ ]+).*/\1/" <<<"$line"
+	done | paste -sd' '
 }
 
 warmup() { taskset -c 1 wrk -t1 -c"$CONNS" -d2s -s "$1" "$2" >/dev/null; }
 
-results=()
-
-# 1. The ceiling: a constant handler.
+# Both servers run on core 0 for the whole test and the runs alternate, so
+# drift in what else the machine is doing falls on both alike. A server
+# without load costs next to nothing.
 echo "constant handler on $CONST_ADDR (core 0, GOMAXPROCS=1); load on core 1" >&2
 start consthttp "$tmp/consthttp -addr $CONST_ADDR -max-lifetime 30m"
 const_pid=$server_pid
 ready "http://$CONST_ADDR/" consthttp
 warmup "$here/single.lua" "http://$CONST_ADDR"
-bench "constant handler" "$here/single.lua" "http://$CONST_ADDR"
-const_rps=$rps_med
-results+=("$(printf '%-34s %12.0f req/s   p99 %8.1f µs' "constant handler" "$rps_med" "$p99_med")")
-const_half=$(awk -v r="$const_rps" 'BEGIN { printf "%d", r / 2 }')
-openloop "constant @ $const_half/s" "$CONST_ADDR" "$const_half"
-results+=("$(printf '%-34s p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d' "constant @ $const_half req/s (open)" "$p50_med" "$p99o_med" "$p999_med" "$err_sum")")
-stop "$const_pid"
-
 if [ "$ONLY_CONST" != 1 ]; then
 	echo "snowfence on $SNOWFENCE_ADDR: $SNOWFENCE_SERVE_CMD" >&2
 	start snowfence "$SNOWFENCE_SERVE_CMD"
 	sf_pid=$server_pid
 	ready "http://$SNOWFENCE_ADDR/healthz" snowfence
 	warmup "$here/single.lua" "http://$SNOWFENCE_ADDR"
+fi
 
-	bench "single ID" "$here/single.lua" "http://$SNOWFENCE_ADDR"
-	single_rps=$rps_med
-	results+=("$(printf '%-34s %12.0f req/s   p99 %8.1f µs   %.2f × constant' "POST /v1/ids (single ID)" "$rps_med" "$p99_med" "$(awk -v a="$rps_med" -v b="$const_rps" 'BEGIN { print a / b }')")")
+c_rps=() c_p99=() s_rps=() s_p99=() b_rps=() b_p99=()
+for i in $(seq "$RUNS"); do
+	read -r r p < <(wrk_once "$here/single.lua" "http://$CONST_ADDR")
+	printf '  run %d  %-36s %10.0f req/s  p99 %8.1f µs\n' "$i" "constant handler" "$r" "$p" >&2
+	c_rps+=("$r") c_p99+=("$p")
+	[ "$ONLY_CONST" != 1 ] || continue
+	read -r r p < <(wrk_once "$here/single.lua" "http://$SNOWFENCE_ADDR")
+	printf '  run %d  %-36s %10.0f req/s  p99 %8.1f µs\n' "$i" "POST /v1/ids" "$r" "$p" >&2
+	s_rps+=("$r") s_p99+=("$p")
+done
+if [ "$ONLY_CONST" != 1 ]; then
+	for i in $(seq "$RUNS"); do
+		read -r r p < <(wrk_once "$here/batch.lua" "http://$SNOWFENCE_ADDR")
+		printf '  run %d  %-36s %10.0f req/s  p99 %8.1f µs\n' "$i" "POST /v1/ids:batch 1000" "$r" "$p" >&2
+		b_rps+=("$r") b_p99+=("$p")
+	done
+fi
 
-	bench "batch 1000" "$here/batch.lua" "http://$SNOWFENCE_ADDR"
-	results+=("$(printf '%-34s %12.0f req/s   p99 %8.1f µs   %.0f IDs/s' "POST /v1/ids:batch (1000)" "$rps_med" "$p99_med" "$(awk -v a="$rps_med" 'BEGIN { print a * 1000 }')")")
+const_rps=$(median "${c_rps[@]}")
+results=("$(printf '%-38s %10.0f req/s   p99 %8.1f µs' "constant handler" "$const_rps" "$(median "${c_p99[@]}")")")
+if [ "$ONLY_CONST" != 1 ]; then
+	single_rps=$(median "${s_rps[@]}")
+	results+=("$(printf '%-38s %10.0f req/s   p99 %8.1f µs   %.2f × constant' "POST /v1/ids (single ID)" "$single_rps" "$(median "${s_p99[@]}")" "$(awk -v a="$single_rps" -v b="$const_rps" 'BEGIN { print a / b }')")")
+	batch_rps=$(median "${b_rps[@]}")
+	results+=("$(printf '%-38s %10.0f req/s   p99 %8.1f µs   %.0f IDs/s' "POST /v1/ids:batch (1000)" "$batch_rps" "$(median "${b_p99[@]}")" "$(awk -v a="$batch_rps" 'BEGIN { print a * 1000 }')")")
+fi
 
+# Open loop at half the measured maximum: the constant handler at half its
+# rate as the baseline, then the single-ID endpoint at half its rate.
+openloop_case() {
+	local label=$1 addr=$2 rate=$3 p50=() p99=() p999=() errs=0 a b c e
+	for i in $(seq "$RUNS"); do
+		read -r a b c e < <(openloop_once "$addr" "$rate")
+		printf '  run %d  %-36s p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d\n' "$i" "$label" "$a" "$b" "$c" "$e" >&2
+		p50+=("$a") p99+=("$b") p999+=("$c")
+		errs=$((errs + e))
+	done
+	results+=("$(printf '%-38s p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d' "$label" "$(median "${p50[@]}")" "$(median "${p99[@]}")" "$(median "${p999[@]}")" "$errs")")
+}
+half=$(awk -v r="$const_rps" 'BEGIN { printf "%d", r / 2 }')
+openloop_case "constant @ $half req/s (open loop)" "$CONST_ADDR" "$half"
+if [ "$ONLY_CONST" != 1 ]; then
 	half=$(awk -v r="$single_rps" 'BEGIN { printf "%d", r / 2 }')
-	openloop "single ID @ $half/s" "$SNOWFENCE_ADDR" "$half"
-	results+=("$(printf '%-34s p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d' "single ID @ $half req/s (open)" "$p50_med" "$p99o_med" "$p999_med" "$err_sum")")
+	openloop_case "single ID @ $half req/s (open loop)" "$SNOWFENCE_ADDR" "$half"
 	stop "$sf_pid"
 fi
+stop "$const_pid"
 
 echo
 echo "medians of $RUNS runs (server: core 0, GOMAXPROCS=1; load: core 1, $CONNS connections, wrk $DURATION, open loop ${RATE_SECONDS}s)"
