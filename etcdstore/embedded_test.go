@@ -1,0 +1,111 @@
+package etcdstore_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// TestEmbedded starts an embedded etcd on a free port, measures the time to
+// the first Put, leases a number from it, and starts it again on the same
+// data directory: the mark survives, and the client-url file follows the
+// running server.
+func TestEmbedded(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	begin := time.Now()
+	e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	cli, err := e.Client(ctxFor(t))
+	if err != nil {
+		t.Fatalf("Client: %v", err)
+	}
+	if _, err := cli.Put(ctxFor(t), "first", "put"); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	t.Logf("StartEmbedded to first Put: %v (endpoint %v)", time.Since(begin).Round(time.Millisecond), e.Endpoints())
+
+	if got, err := etcdstore.ReadClientURL(dir); err != nil || got != e.Endpoints()[0] {
+		t.Errorf("ReadClientURL = %q, %v; want %q", got, err, e.Endpoints()[0])
+	}
+	s := newStore(t, cli, etcdstore.Config{})
+	now := baseMs()
+	l := mustExtend(t, s, mustClaim(t, s, req("h", 0, 0, now)), now+4000)
+	if err := s.Release(ctxFor(t), l, now+4000); err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := etcdstore.ReadClientURL(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadClientURL after Close: %v, want ErrNotExist", err)
+	}
+
+	e2, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("StartEmbedded again: %v", err)
+	}
+	t.Cleanup(func() { e2.Close() })
+	if got, _ := etcdstore.ReadClientURL(dir); got != e2.Endpoints()[0] {
+		t.Errorf("ReadClientURL after restart = %q, want %q", got, e2.Endpoints()[0])
+	}
+	cli2, err := e2.Client(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli2.Close() })
+	if l2 := mustClaim(t, newStore(t, cli2, etcdstore.Config{}), req("h2", 0, 0, now)); l2.StartMs < now+4000 {
+		t.Errorf("claim after restart starts at %d, want ≥ the mark %d kept in %s", l2.StartMs, now+4000, dir)
+	}
+}
+
+// TestEmbeddedSecondOnSameDir: a second embedded etcd on a data directory
+// in use fails at once with ErrDirInUse and leaves the first one's client-url file.
+func TestEmbeddedSecondOnSameDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e2, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	if err == nil {
+		e2.Close()
+	}
+	if !errors.Is(err, etcdstore.ErrDirInUse) {
+		t.Fatalf("second StartEmbedded on the same directory: %v, want ErrDirInUse", err)
+	}
+	if got, _ := etcdstore.ReadClientURL(dir); got != e.Endpoints()[0] {
+		t.Errorf("ReadClientURL = %q, want the first server's %q", got, e.Endpoints()[0])
+	}
+}
+
+// TestEmbedConfigInvalid: bad URLs and log levels fail before anything
+// starts.
+func TestEmbedConfigInvalid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  etcdstore.EmbedConfig
+	}{
+		{"no port", etcdstore.EmbedConfig{ClientURL: "http://127.0.0.1"}},
+		{"https", etcdstore.EmbedConfig{ClientURL: "https://127.0.0.1:0"}},
+		{"bad peer", etcdstore.EmbedConfig{PeerURL: "127.0.0.1:2380"}},
+		{"log level", etcdstore.EmbedConfig{LogLevel: "chatty"}},
+	} {
+		tc.cfg.Dir = t.TempDir()
+		if _, err := etcdstore.StartEmbedded(ctxFor(t), tc.cfg); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: StartEmbedded = %v, want ErrInvalid", tc.name, err)
+		}
+	}
+}
