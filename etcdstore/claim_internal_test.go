@@ -1,0 +1,87 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestTryClaimUndoesFarAhead: a claim that finds, inside its transaction, a
+// mark further ahead than MaxAhead (raised after the candidates were read)
+// gives the number back: the owner key is deleted and the etcd lease
+// revoked.
+func TestTryClaimUndoesFarAhead(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	s, err := New(cli, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	if _, err := s.RaiseMarks(testCtx(t), lease.Range{Lo: 0, Hi: 0}, now+time.Hour.Milliseconds()); err != nil {
+		t.Fatal(err)
+	}
+	r := lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: now, LeaseFor: 10 * time.Second, MaxAhead: time.Second}
+	l, why, err := s.tryClaim(testCtx(t), r, 0)
+	if l != nil || err != nil || why != skipAhead {
+		t.Fatalf("tryClaim = %v, %v, %v; want nil, skipAhead, nil", l, why, err)
+	}
+	if resp, err := cli.Get(testCtx(t), s.keys.owner(0)); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("owner key after undo: %v, %v; want none", resp.Kvs, err)
+	}
+	if resp, err := cli.Leases(testCtx(t)); err != nil || len(resp.Leases) != 0 {
+		t.Errorf("etcd leases after undo: %v, %v; want none", resp.Leases, err)
+	}
+}
+
+// TestAdoptDecidesFromTheStore: after a claim transaction errs, adopt takes
+// the claim if the owner key is bound to the claim's etcd lease, and
+// otherwise revokes that lease and fails.
+func TestAdoptDecidesFromTheStore(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	s, err := New(cli, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := lease.ClaimRequest{Holder: "h", NowMs: time.Now().UnixMilli()}
+	cause := errors.New("context deadline exceeded")
+
+	// The transaction committed before the error reached us.
+	committed, err := cli.Grant(testCtx(t), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := cli.Put(testCtx(t), s.keys.owner(1), encode(ownerValue{Holder: "h"}), clientv3.WithLease(committed.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.adopt(testCtx(t), r, 1, committed.ID, cause)
+	if err != nil || token != uint64(put.Header.Revision) {
+		t.Errorf("adopt of a committed claim = %d, %v; want token %d", token, err, put.Header.Revision)
+	}
+
+	// It did not commit: someone else holds the number.
+	lost, err := cli.Grant(testCtx(t), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.adopt(testCtx(t), r, 1, lost.ID, cause); !errors.Is(err, cause) {
+		t.Errorf("adopt of a claim that did not commit = %v, want the cause", err)
+	}
+	if ttl, err := cli.TimeToLive(testCtx(t), lost.ID); err != nil || ttl.TTL != -1 {
+		t.Errorf("etcd lease of the failed claim: TTL %v, %v; want revoked (-1)", ttl.TTL, err)
+	}
+}
