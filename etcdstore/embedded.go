@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,7 +41,7 @@ const embedBindTries = 5
 
 // EmbedConfig configures an embedded single-member etcd. The zero value is
 // a valid configuration: data in ./snowfence-data, clients on
-// 127.0.0.1:2379, peers on 127.0.0.1:2380, logging errors only.
+// 127.0.0.1:2379, peers on 127.0.0.1:2380, etcd's errors to slog.Default().
 type EmbedConfig struct {
 	// Dir is the data directory; it is created if missing. Keep it: the
 	// marks in it are what keeps a restarted holder from repeating IDs.
@@ -54,9 +56,13 @@ type EmbedConfig struct {
 	PeerURL string
 	// Name is the member's name. Zero: DefaultEmbedName.
 	Name string
-	// LogLevel is etcd's own log level (debug, info, warn, error), logged
-	// to stderr. Zero: "error".
+	// LogLevel is the level of etcd's own log lines that reach Logger
+	// (debug, info, warn, error). Zero: "error". The errors etcd reports
+	// about its own listeners closing during Close are dropped.
 	LogLevel string
+	// Logger receives etcd's log lines, tagged component=etcd. Nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // An Embedded is a single-member etcd running in this process.
@@ -65,6 +71,7 @@ type Embedded struct {
 	endpoint string
 	urlFile  string
 	lock     *os.File
+	quiet    *atomic.Bool // set while closing: etcd logs its closing listeners as errors
 	once     sync.Once
 }
 
@@ -88,7 +95,8 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := startEtcd(ctx, cfg)
+	quiet := new(atomic.Bool)
+	e, err := startEtcd(ctx, cfg, quiet)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -98,8 +106,10 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		endpoint: "http://" + e.Clients[0].Addr().String(),
 		urlFile:  filepath.Join(cfg.Dir, ClientURLFile),
 		lock:     lock,
+		quiet:    quiet,
 	}
 	if err := writeFileAtomic(em.urlFile, em.endpoint+"\n"); err != nil {
+		quiet.Store(true)
 		e.Close()
 		lock.Close()
 		return nil, fmt.Errorf("etcdstore: embedded etcd: record client URL: %w", err)
@@ -110,7 +120,7 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 // startEtcd starts etcd, on new ports if one it picked was taken meanwhile,
 // and waits until it serves. etcd's start does not take a context; if ctx
 // ends first, the start is abandoned and its server closed once it returns.
-func startEtcd(ctx context.Context, cfg EmbedConfig) (*embed.Etcd, error) {
+func startEtcd(ctx context.Context, cfg EmbedConfig, quiet *atomic.Bool) (*embed.Etcd, error) {
 	type started struct {
 		e   *embed.Etcd
 		err error
@@ -118,7 +128,7 @@ func startEtcd(ctx context.Context, cfg EmbedConfig) (*embed.Etcd, error) {
 	done := make(chan started, 1)
 	go func() {
 		for try := 0; ; try++ {
-			ecfg, err := cfg.etcdConfig()
+			ecfg, err := cfg.etcdConfig(quiet)
 			if err != nil {
 				done <- started{nil, err}
 				return
@@ -131,9 +141,11 @@ func startEtcd(ctx context.Context, cfg EmbedConfig) (*embed.Etcd, error) {
 				select {
 				case <-e.Server.ReadyNotify():
 				case err = <-e.Err():
+					quiet.Store(true)
 					e.Close()
 					e = nil
 				case <-ctx.Done():
+					quiet.Store(true)
 					e.Close()
 					e, err = nil, ctx.Err()
 				}
@@ -151,6 +163,7 @@ func startEtcd(ctx context.Context, cfg EmbedConfig) (*embed.Etcd, error) {
 	case <-ctx.Done():
 		go func() {
 			if r := <-done; r.e != nil {
+				quiet.Store(true)
 				r.e.Close()
 			}
 		}()
@@ -181,6 +194,7 @@ func (e *Embedded) Close() error {
 				err = fmt.Errorf("etcdstore: remove %s: %w", e.urlFile, rerr)
 			}
 		}
+		e.quiet.Store(true)
 		e.etcd.Close()
 		e.lock.Close()
 	})
@@ -210,12 +224,14 @@ func (c EmbedConfig) withDefaults() (EmbedConfig, error) {
 	if c.Name == "" {
 		c.Name = DefaultEmbedName
 	}
-	switch c.LogLevel {
-	case "":
+	if c.LogLevel == "" {
 		c.LogLevel = DefaultEmbedLogLevel
-	case "debug", "info", "warn", "error":
-	default:
+	}
+	if _, ok := zapLevel(c.LogLevel); !ok {
 		return c, fmt.Errorf("%w: embedded etcd log level %q: use debug, info, warn or error", lease.ErrInvalid, c.LogLevel)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	for _, u := range []string{c.ClientURL, c.PeerURL} {
 		if u == "" {
@@ -240,7 +256,7 @@ func (c EmbedConfig) picksPorts() bool {
 }
 
 // etcdConfig builds etcd's configuration, picking free ports for port 0.
-func (c EmbedConfig) etcdConfig() (*embed.Config, error) {
+func (c EmbedConfig) etcdConfig(quiet *atomic.Bool) (*embed.Config, error) {
 	cu, _ := parseHTTPURL(c.ClientURL)
 	var pick []*url.URL
 	if cu.Port() == "0" {
@@ -272,9 +288,15 @@ func (c EmbedConfig) etcdConfig() (*embed.Config, error) {
 	ec.AdvertisePeerUrls = []url.URL{*pu}
 	ec.InitialCluster = c.Name + "=" + pu.String()
 	ec.InitialClusterToken = "snowfence-embedded"
+	level, _ := zapLevel(c.LogLevel)
 	ec.LogLevel = c.LogLevel
-	ec.LogOutputs = []string{embed.StdErrLogOutput}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEmbedLogger(c.Logger, level, quiet))
 	ec.EnableGRPCGateway = false
+	// A single member has nobody to lose an election to, so a short
+	// election timeout costs nothing and starts it in tens of ms rather
+	// than up to a second (etcd's 100 ms tick, 1 s election).
+	ec.TickMs = 10
+	ec.ElectionMs = 100
 	// Every extension writes a revision; keep an hour of history.
 	ec.AutoCompactionMode = embed.CompactorModePeriodic
 	ec.AutoCompactionRetention = "1h"

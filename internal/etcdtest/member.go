@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -31,6 +32,7 @@ type member struct {
 // config builds a fresh embed.Config for m (embed mutates the one it is
 // given, so every start needs a new one).
 func (m *member) config(initialCluster, token string) *embed.Config {
+	single := !strings.Contains(initialCluster, ",")
 	cfg := embed.NewConfig()
 	cfg.Name = m.name
 	cfg.Dir = m.dir
@@ -43,6 +45,10 @@ func (m *member) config(initialCluster, token string) *embed.Config {
 	cfg.ClusterState = embed.ClusterStateFlagNew
 	cfg.TickMs = tickMs
 	cfg.ElectionMs = electionMs
+	if single {
+		// Nobody to lose an election to: elect at once.
+		cfg.TickMs, cfg.ElectionMs = 10, 100
+	}
 	cfg.UnsafeNoFsync = true // test data: speed over durability
 	cfg.EnableGRPCGateway = false
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
