@@ -457,6 +457,8 @@ type Health struct {
 	Reason string `json:"reason,omitempty"`
 	// Detail is the refusal's message.
 	Detail string `json:"detail,omitempty"`
+	// Err is the refusal itself, for errors.Is and errors.As.
+	Err error `json:"-"`
 	// Warnings lists conditions that do not stop issuing.
 	Warnings []string `json:"warnings,omitempty"`
 	// Machine and Region are the numbers in use, -1 with no lease.
@@ -464,8 +466,11 @@ type Health struct {
 	Region  int `json:"region"`
 	// Layout names the layout in force.
 	Layout string `json:"layout,omitempty"`
-	// UntilFence is the wall time left before the lease's mark; negative
-	// when reached, zero with no lease.
+	// HasFence is false with no lease, and with a LeaseView that sets no
+	// mark (Static).
+	HasFence bool `json:"has_fence"`
+	// UntilFence is the wall time left before the lease's mark; zero or
+	// negative when reached, zero without a fence.
 	UntilFence time.Duration `json:"until_fence"`
 	// Clock is the last clock-sync state read (zero with ClockOff).
 	Clock ClockStatus `json:"clock"`
@@ -480,17 +485,20 @@ func (g *Generator) Health() Health {
 	h := Health{Machine: -1, Region: -1}
 	r := g.clock.Now()
 	if g.closed {
-		h.Reason, h.Detail = "closed", ErrClosed.Error()
+		h.Reason, h.Detail, h.Err = "closed", ErrClosed.Error(), ErrClosed
 		return h
 	}
 	_, _, _, err := g.check(r)
 	if g.grant != nil {
 		h.Machine, h.Region, h.Layout = g.grant.Machine, g.grant.Region, g.stepLayout
-		h.UntilFence = time.Duration(g.epochMs+g.limitTick*g.unitMs-r.WallMs) * time.Millisecond
+		if g.grant.LimitMs != math.MaxInt64 {
+			h.HasFence = true
+			h.UntilFence = time.Duration(g.epochMs+g.limitTick*g.unitMs-r.WallMs) * time.Millisecond
+		}
 	}
 	h.Issuing = err == nil
 	if err != nil {
-		h.Reason, h.Detail = g.why, err.Error()
+		h.Reason, h.Detail, h.Err = g.why, err.Error(), err
 	}
 	h.Clock = g.status
 	if g.policy == ClockWarn && g.statusRead {

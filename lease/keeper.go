@@ -350,6 +350,17 @@ func (k *Keeper) renew(ctx context.Context) error {
 		return nil
 	case isFinal(err):
 		k.lose(l, err)
+		if errors.Is(err, ErrQuarantined) {
+			// The number is still ours in the store, bound to an etcd
+			// lease nobody renews now: give it up, recording the whole
+			// reservation, so it is free the moment the quarantine is
+			// lifted. If this fails, the lease expires on its own.
+			rctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
+			if rerr := k.cfg.Store.Release(rctx, l, l.MarkMs); rerr != nil {
+				k.log.Warn("release of the quarantined number failed; it frees itself when its lease expires", "machine", l.Machine, "error", rerr)
+			}
+			cancel()
+		}
 		return err
 	default:
 		k.mu.Lock()

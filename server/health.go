@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
@@ -42,7 +41,7 @@ func (s *Server) check() (*healthJSON, *apiError) {
 		Region:   h.Region,
 		Layout:   h.Layout,
 	}
-	if h.Machine >= 0 && !noFence(h) {
+	if h.HasFence {
 		ms := h.UntilFence.Milliseconds()
 		out.UntilFenceMs = &ms
 	}
@@ -67,42 +66,16 @@ func (s *Server) check() (*healthJSON, *apiError) {
 	return out, e
 }
 
-// noFence reports a lease without a mark (snowfence.Static): Health then
-// reports an UntilFence that overflowed time.Duration, negative although the
-// generator issues. An issuing generator is never past its fence.
-func noFence(h snowfence.Health) bool { return h.Issuing && h.UntilFence < 0 }
-
 // healthRefusal maps a generator's refusal, as Health reports it, to the
 // code a refused mint would carry.
 func healthRefusal(h snowfence.Health, ls *lease.Status) *apiError {
-	e := &apiError{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: h.Detail}
-	if e.message == "" {
-		e.message = "not issuing: " + h.Reason
+	if h.Err == nil {
+		return &apiError{status: http.StatusServiceUnavailable, code: CodeUnavailable, message: "not issuing: " + h.Reason}
 	}
-	switch h.Reason {
-	case "fenced":
-		e.code = CodeFenced
-		// The detail reads "snowfence: fenced (<reason>): …".
-		if rest, ok := strings.CutPrefix(h.Detail, snowfence.ErrFenced.Error()+" ("); ok {
-			if r, _, ok := strings.Cut(rest, ")"); ok {
-				e.reason = r
-			}
-		}
-		if e.reason == "no-lease" || ls != nil && ls.State == lease.StateClaiming {
-			e.reason = "no-lease"
-			e.message = "no lease yet: " + e.message
-		}
-	case "clock-backwards":
-		e.code = CodeClockBackwards
-	case "clock-unsynchronized":
-		e.code = CodeClockUnsynchronized
-	case "layout":
-		e.code = CodeNoLayout
-		if strings.HasPrefix(h.Detail, snowfence.ErrLayoutExhausted.Error()) {
-			e.code = CodeLayoutExhausted
-		}
-	case "closed":
-		e.code = CodeClosed
+	e := refusal(h.Err)
+	if e.code == CodeFenced && (e.reason == "no-lease" || ls != nil && ls.State == lease.StateClaiming) {
+		e.reason = "no-lease"
+		e.message = "no lease yet: " + e.message
 	}
 	return e
 }

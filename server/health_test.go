@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
@@ -69,12 +71,12 @@ func TestHealthRefusalCodes(t *testing.T) {
 		h    snowfence.Health
 		want string
 	}{
-		{snowfence.Health{Reason: "fenced", Detail: "snowfence: fenced (renewal-overdue): late"}, CodeFenced},
-		{snowfence.Health{Reason: "clock-backwards", Detail: "x"}, CodeClockBackwards},
-		{snowfence.Health{Reason: "clock-unsynchronized"}, CodeClockUnsynchronized},
-		{snowfence.Health{Reason: "layout", Detail: snowfence.ErrLayoutExhausted.Error() + ": past"}, CodeLayoutExhausted},
-		{snowfence.Health{Reason: "layout", Detail: snowfence.ErrNoLayout.Error() + ": no fit"}, CodeNoLayout},
-		{snowfence.Health{Reason: "closed"}, CodeClosed},
+		{snowfence.Health{Reason: "fenced", Err: &snowfence.FencedError{Reason: "renewal-overdue", Detail: "late"}}, CodeFenced},
+		{snowfence.Health{Reason: "clock-backwards", Err: &snowfence.ClockBackwardsError{Step: 40 * time.Millisecond}}, CodeClockBackwards},
+		{snowfence.Health{Reason: "clock-unsynchronized", Err: fmt.Errorf("%w: no ntpd", snowfence.ErrClockUnsynchronized)}, CodeClockUnsynchronized},
+		{snowfence.Health{Reason: "layout", Err: fmt.Errorf("%w: past", snowfence.ErrLayoutExhausted)}, CodeLayoutExhausted},
+		{snowfence.Health{Reason: "layout", Err: fmt.Errorf("%w: no fit", snowfence.ErrNoLayout)}, CodeNoLayout},
+		{snowfence.Health{Reason: "closed", Err: snowfence.ErrClosed}, CodeClosed},
 		{snowfence.Health{Reason: "new-reason"}, CodeUnavailable},
 	}
 	for _, tt := range tests {

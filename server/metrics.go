@@ -211,7 +211,7 @@ func (c *generatorCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.issuing, b2f(h.Issuing))
 	if h.Machine >= 0 {
 		fence := h.UntilFence.Seconds()
-		if noFence(h) {
+		if !h.HasFence {
 			fence = math.Inf(1)
 		}
 		gauge(c.untilFence, fence)

@@ -1,0 +1,366 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// These tests run the Keeper against real etcd (embedded, in-process) with a
+// fake clock: the keeper's schedule and the generator's checks move only
+// when the test advances time, while etcd runs for real.
+
+var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newStore connects a store under a prefix of its own to endpoints.
+func newStore(t *testing.T, endpoints []string) *etcdstore.Store {
+	t.Helper()
+	s, err := etcdstore.Connect(testCtx(t), etcdstore.ClientConfig{Endpoints: endpoints},
+		etcdstore.Config{Prefix: "/test/" + t.Name(), RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// holder is a keeper and its generator on one fake clock.
+type holder struct {
+	t   *testing.T
+	k   *lease.Keeper
+	g   *snowfence.Generator
+	clk *fakeclock.Clock
+	ids []snowfence.ID
+}
+
+func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range, opts ...func(*lease.KeeperConfig)) (*holder, error) {
+	t.Helper()
+	kc := lease.KeeperConfig{Store: s, Holder: name, Range: rng, Clock: clk}
+	for _, o := range opts {
+		o(&kc)
+	}
+	k, err := lease.StartKeeper(testCtx(t), kc)
+	if err != nil {
+		return nil, err
+	}
+	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.SetLastIssued(g.LastIssued)
+	h := &holder{t: t, k: k, g: g, clk: clk}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	// The keeper's loop is asleep on the clock once StartKeeper returns.
+	h.settle()
+	return h, nil
+}
+
+func mustHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range, opts ...func(*lease.KeeperConfig)) *holder {
+	t.Helper()
+	h, err := startHolder(t, s, clk, name, rng, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// settle waits until the keeper's loop is asleep on the clock again.
+func (h *holder) settle() {
+	h.t.Helper()
+	if err := h.clk.BlockUntilWaiters(testCtx(h.t), 1); err != nil {
+		h.t.Fatalf("keeper never went back to sleep: %v", err)
+	}
+}
+
+// step lets d pass and waits for the keeper to act on it.
+func (h *holder) step(d time.Duration) {
+	h.t.Helper()
+	h.settle()
+	h.clk.Advance(d)
+	h.settle()
+}
+
+// mint takes n IDs, failing the test on any refusal.
+func (h *holder) mint(n int) []snowfence.ID {
+	h.t.Helper()
+	ids, err := h.g.NextN(context.Background(), n)
+	if err != nil {
+		h.t.Fatalf("NextN: %v (keeper %+v)", err, h.k.Status())
+	}
+	h.ids = append(h.ids, ids...)
+	return ids
+}
+
+// mintAfterWait takes one ID that must first wait for the clock (a lease
+// starting just above the clock, say): it waits until the generator blocks
+// on the clock beside the sleeping keeper, then moves the clock by d.
+func (h *holder) mintAfterWait(d time.Duration) snowfence.ID {
+	h.t.Helper()
+	h.settle()
+	type result struct {
+		id  snowfence.ID
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		id, err := h.g.Next(context.Background())
+		done <- result{id, err}
+	}()
+	if err := h.clk.BlockUntilWaiters(testCtx(h.t), 2); err != nil {
+		h.t.Fatalf("the generator did not wait: %v", err)
+	}
+	h.clk.Advance(d)
+	r := <-done
+	if r.err != nil {
+		h.t.Fatalf("Next: %v", r.err)
+	}
+	h.ids = append(h.ids, r.id)
+	return r.id
+}
+
+func (h *holder) last() snowfence.ID { return h.ids[len(h.ids)-1] }
+
+func isFenced(err error) bool { return errors.Is(err, snowfence.ErrFenced) }
+
+func TestKeeperTwoHoldersRaceForOneNumber(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	var wg sync.WaitGroup
+	results := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+				Store: s, Holder: fmt.Sprintf("racer-%d", i), Range: lease.Range{Lo: 5, Hi: 5}, Clock: fakeclock.New(t0)})
+			if err == nil {
+				t.Cleanup(func() { k.Close(context.Background()) })
+			}
+			results[i] = err
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, lease.ErrNoFreeNumber):
+			t.Errorf("racer %d: %v, want ErrNoFreeNumber", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d holders won number 5, want exactly 1", won)
+	}
+}
+
+func TestKeeperReservesBeforeIssuing(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 9, Hi: 9})
+	rec, err := s.Get(testCtx(t), 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.UnixMilli() + 10_000; rec.MarkMs < want || rec.Holder != "a" {
+		t.Fatalf("record after claim = %+v, want holder a and mark ≥ %d (now + 10 s)", rec, want)
+	}
+	for _, id := range h.mint(1000) {
+		if ts := snowfence.V1().TimeOf(id).UnixMilli(); ts >= rec.MarkMs {
+			t.Fatalf("ID %d at %d not below the stored mark %d", id, ts, rec.MarkMs)
+		}
+	}
+	// Each renewal moves the mark ahead of the clock.
+	h.step(2 * time.Second)
+	rec2, _ := s.Get(testCtx(t), 9)
+	if rec2.MarkMs != t0.UnixMilli()+12_000 {
+		t.Errorf("mark after renewal at +2 s = %d, want now + 10 s = %d", rec2.MarkMs, t0.UnixMilli()+12_000)
+	}
+	if st := h.k.Status(); st.State != lease.StateHeld || st.Machine != 9 || st.Claims != 1 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestKeeperStoreOutage(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 0, Hi: 3},
+		func(kc *lease.KeeperConfig) { kc.RequestTimeout = 300 * time.Millisecond })
+	h.mint(10)
+
+	// Down for 4.5 s, shorter than the 5 s self-fence: no refusal.
+	c.Stop(0)
+	for range 9 {
+		h.step(500 * time.Millisecond)
+		h.mint(10)
+	}
+	c.Restart(t, 0)
+	waitAnswers(t, s)
+	h.step(500 * time.Millisecond) // the first renewal after the outage
+	h.mint(10)
+	if st := h.g.Stats(); st.Refused["fenced"] != 0 {
+		t.Fatalf("refusals during a short outage: %+v", st)
+	}
+	if st := h.k.Status(); st.RenewFailures == 0 {
+		t.Errorf("no renewal failures recorded during the outage: %+v", st)
+	}
+
+	// Down for longer than the self-fence window: refusal, then recovery.
+	c.Stop(0)
+	for range 10 {
+		h.step(500 * time.Millisecond)
+	}
+	if _, err := h.g.Next(context.Background()); !isFenced(err) {
+		t.Fatalf("5 s into an outage: err = %v, want ErrFenced", err)
+	}
+	if hl := h.g.Health(); hl.Issuing || hl.Reason != "fenced" {
+		t.Errorf("health during the outage = %+v", hl)
+	}
+	c.Restart(t, 0)
+	waitAnswers(t, s)
+	h.step(500 * time.Millisecond)
+	before := h.last()
+	if got := h.mint(1)[0]; got <= before {
+		t.Fatalf("after recovery: %d not above %d", got, before)
+	}
+}
+
+// waitAnswers polls the store until etcd answers again after a restart
+// (bounded: the test's context).
+func waitAnswers(t *testing.T, s lease.Store) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := s.List(cctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("etcd did not answer after restart: %v", err)
+		}
+	}
+}
+
+func TestKeeperRestartNeverRepeats(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	clk := fakeclock.New(t0)
+	a := mustHolder(t, s, clk, "host/pid-1/1000", lease.Range{Lo: 7, Hi: 7})
+	a.mint(1000)
+	a.mint(1000)
+	last := a.last()
+	if err := a.k.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := s.Get(testCtx(t), 7)
+	if rec.Held() || rec.MarkMs != a.g.LastIssued() {
+		t.Fatalf("after release: %+v, want free with mark = last issued end %d", rec, a.g.LastIssued())
+	}
+	// The restarted process (a new holder identity) gets number 7 back at
+	// the same instant: it waits for the millisecond after its
+	// predecessor's last instead of repeating it.
+	b := mustHolder(t, s, clk, "host/pid-1/2000", lease.Range{Lo: 7, Hi: 7})
+	if first := b.mintAfterWait(time.Millisecond); first <= last {
+		t.Fatalf("restarted holder's first ID %d is not above its predecessor's last %d", first, last)
+	}
+}
+
+func TestKeeperQuarantine(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 3, Hi: 4})
+	first := h.k.Status().Machine
+	h.mint(5)
+	if err := s.Quarantine(testCtx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	// The next renewal fails: the keeper drops the number and claims the
+	// other one at once.
+	h.step(2 * time.Second)
+	st := h.k.Status()
+	if st.Machine == first || st.Machine == -1 || st.Losses != 1 {
+		t.Fatalf("after quarantine of %d: status %+v, want the other number held", first, st)
+	}
+	if got := h.mint(1)[0]; got <= h.ids[4] || snowfence.V1().Split(got).Machine != st.Machine {
+		t.Fatalf("ID after moving numbers: %d", got)
+	}
+	// Nobody can claim the quarantined number; after release it is free.
+	if _, err := startHolder(t, s, fakeclock.New(t0.Add(time.Minute)), "b", lease.Range{Lo: first, Hi: first}); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Fatalf("claim of a quarantined number: %v, want ErrNoFreeNumber", err)
+	}
+	if err := s.Unquarantine(testCtx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	mustHolder(t, s, fakeclock.New(t0.Add(time.Minute)), "b", lease.Range{Lo: first, Hi: first})
+}
+
+// The holder's etcd lease is revoked, or its key replaced by another
+// holder's, behind its back: the next extension fails the token compare and
+// the holder stops issuing on that number at once.
+func TestKeeperLeaseTakenBehindItsBack(t *testing.T) {
+	for _, how := range []string{"revoked", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			c := etcdtest.Start(t, 1)
+			s := newStore(t, c.Endpoints())
+			h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 2, Hi: 2})
+			h.mint(5)
+			cli := c.Client(t)
+			key := "/test/" + t.Name() + "/0/owner/2"
+			resp, err := cli.Get(testCtx(t), key)
+			if err != nil || len(resp.Kvs) != 1 {
+				t.Fatalf("owner key %s: %v %v", key, resp, err)
+			}
+			if _, err := cli.Revoke(testCtx(t), leaseID(resp.Kvs[0].Lease)); err != nil {
+				t.Fatal(err)
+			}
+			if how == "replaced" {
+				// Someone else's key with a lease of its own: our etcd
+				// lease is gone, but a keep-alive on a new lease would
+				// look fine; only the create revision tells.
+				g, _ := cli.Grant(testCtx(t), 30)
+				if _, err := cli.Put(testCtx(t), key, `{"holder":"intruder"}`, withLease(g.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.step(2 * time.Second)
+			if _, err := h.g.Next(context.Background()); !isFenced(err) {
+				t.Fatalf("after the lease was %s: err = %v, want ErrFenced", how, err)
+			}
+			if st := h.k.Status(); st.Losses != 1 || st.State != lease.StateClaiming {
+				t.Fatalf("status = %+v, want one loss and claiming", st)
+			}
+		})
+	}
+}
+
+func TestKeeperConfigChecks(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	for _, kc := range []lease.KeeperConfig{
+		{},
+		{Store: s, RenewEvery: 5 * time.Second, SelfFence: 5 * time.Second},
+		{Store: s, LeaseFor: 5 * time.Second, SelfFence: 5 * time.Second},
+		{Store: s, Margin: 20 * time.Second},
+	} {
+		if _, err := lease.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("StartKeeper(%+v) = %v, want ErrInvalid", kc, err)
+		}
+	}
+}
