@@ -58,14 +58,14 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 		return h, nil
 	}
 	n := l.Machine
-	resp, err := s.txn(ctx, nil, []clientv3.Op{
-		clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.quarantine(n)), clientv3.OpGet(s.keys.mark(n)),
-	}, nil)
+	// Quarantine is left to the caller's own compare: a quarantined holder
+	// may still release.
+	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.mark(n))}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: read machine %d: %w", n, err)
 	}
-	o, q, m := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2)
-	if err := s.ownership(l, o, q); err != nil {
+	o, m := kvAt(resp, 0), kvAt(resp, 1)
+	if err := s.ownership(l, o, nil); err != nil {
 		return nil, err
 	}
 	mv, err := parseMark(m)
@@ -105,7 +105,9 @@ func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
 	return nil
 }
 
-// forget drops the state of a lease that is gone.
+// forget drops the state of a lease that is gone. Leases fenced by a
+// restore are kept: forgotten, a later call would read the restored store
+// afresh and could find the lease's owner key there, unfenced.
 func (s *Store) forget(l *lease.Lease) {
 	s.mu.Lock()
 	delete(s.leases, leaseKey{l.Machine, l.Token})
