@@ -21,9 +21,9 @@ type KeeperConfig struct {
 	Store Store
 	// Holder is this holder's identity. Empty means ThisProcess().
 	Holder string
-	// Range is the machine numbers this holder's class may use. The zero
-	// Range means 0–1023 (all of v1).
-	Range Range
+	// Range is the machine numbers this holder's class may use. Nil means
+	// 0–1023 (all of v1).
+	Range *Range
 	// Region is written into the leases (and v2 IDs).
 	Region int
 	// Clock is the source of time; it must be the generator's. Nil means
@@ -141,8 +141,8 @@ func (c *KeeperConfig) defaults() error {
 		}
 		c.Holder = h
 	}
-	if c.Range == (Range{}) {
-		c.Range = Range{0, 1023}
+	if c.Range == nil {
+		c.Range = &Range{0, 1023}
 	}
 	if c.Clock == nil {
 		c.Clock = snowfence.SystemClock()
@@ -291,7 +291,7 @@ func (k *Keeper) claim(ctx context.Context) error {
 	k.mu.Lock()
 	req := ClaimRequest{
 		Holder:   k.cfg.Holder,
-		Range:    k.cfg.Range,
+		Range:    *k.cfg.Range,
 		NowMs:    r.WallMs,
 		LeaseFor: k.cfg.LeaseFor,
 		MaxAhead: k.cfg.MaxAhead,
@@ -315,7 +315,7 @@ func (k *Keeper) claim(ctx context.Context) error {
 	k.status.State = StateHeld
 	k.status.Machine, k.status.Token = l.Machine, l.Token
 	k.mu.Unlock()
-	k.log.Info("claimed machine number", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
+	k.log.Debug("claimed machine number", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
 		"stored_mark", msTime(l.MarkMs), "start", msTime(l.StartMs))
 	// Reserve time before issuing anything: the generator gets no grant
 	// until this extension is acknowledged.
@@ -488,4 +488,9 @@ func (k *Keeper) Close(ctx context.Context) error {
 	return nil
 }
 
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "none"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}

@@ -50,7 +50,7 @@ type holder struct {
 
 func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range, opts ...func(*lease.KeeperConfig)) (*holder, error) {
 	t.Helper()
-	kc := lease.KeeperConfig{Store: s, Holder: name, Range: rng, Clock: clk}
+	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &rng, Clock: clk}
 	for _, o := range opts {
 		o(&kc)
 	}
@@ -147,7 +147,7 @@ func TestKeeperTwoHoldersRaceForOneNumber(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
-				Store: s, Holder: fmt.Sprintf("racer-%d", i), Range: lease.Range{Lo: 5, Hi: 5}, Clock: fakeclock.New(t0)})
+				Store: s, Holder: fmt.Sprintf("racer-%d", i), Range: &lease.Range{Lo: 5, Hi: 5}, Clock: fakeclock.New(t0)})
 			if err == nil {
 				t.Cleanup(func() { k.Close(context.Background()) })
 			}

@@ -44,6 +44,7 @@ func commands() map[string]command {
 		"serve":   {"run the ID service (HTTP), leasing a machine number", runServe},
 		"decode":  {"decode an ID: snowfence decode <id> [--schedule …] [--json]", runDecode},
 		"clock":   {"show the kernel's clock-sync state", runClock},
+		"leases":  {"list, show, quarantine, release machine-number leases; raise marks after a restore", runLeases},
 		"version": {"print the version", runVersion},
 	}
 }

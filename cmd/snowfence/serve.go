@@ -3,8 +3,200 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
+	"github.com/snowfence/snowfence/server"
 )
 
+// serveFlags are serve's options; every one can also be set with its
+// SNOWFENCE_* environment variable.
+type serveFlags struct {
+	store           storeFlags
+	listen          string
+	embeddedURL     string
+	machines        string
+	schedule        string
+	clockPolicy     string
+	holder          string
+	leaseTTL        time.Duration
+	renewEvery      time.Duration
+	selfFence       time.Duration
+	maxBackwardWait time.Duration
+	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        string
+}
+
+// runServe runs the ID service until ctx ends (SIGTERM or SIGINT): then it
+// stops accepting, finishes the requests in flight, and releases the lease.
 func runServe(ctx context.Context, e env, args []string) error {
-	return errors.New("serve comes next: the HTTP service is being built (see the README)")
+	var f serveFlags
+	fs := newFlags(e, "serve")
+	f.store.register(fs)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
+	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", etcdstore.DefaultEmbedClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
+	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range of this holder class, lo-hi")
+	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"`)
+	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
+	fs.StringVar(&f.holder, "holder", "", "holder identity (default host/pid-N/process-start-ms)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "lease lifetime without renewal")
+	fs.DurationVar(&f.renewEvery, "renew-every", 2*time.Second, "renewal period")
+	fs.DurationVar(&f.selfFence, "self-fence", 5*time.Second, "stop issuing this long after the last acknowledged renewal")
+	fs.DurationVar(&f.maxBackwardWait, "max-backward-wait", 5*time.Millisecond, "largest clock step back waited out")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests get at shutdown")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pos, err := parse(e, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("takes no arguments, got %q", pos)
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
+	log, err := newLogger(e, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.nodeConfig(log)
+	if err != nil {
+		return err
+	}
+	log.Info("starting snowfence serve", "options", describeFlags(fs))
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.listen, err)
+	}
+	defer ln.Close()
+	started := time.Now()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	closeNode := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := n.Close(cctx); err != nil {
+			log.Warn("shutdown", "error", err)
+		}
+	}
+	if n.Embedded != nil {
+		fmt.Fprintf(e.stdout, "embedded etcd on %s (data in %s)\n", n.Embedded.Endpoints()[0], f.store.dataDir)
+	}
+	st := n.Keeper.Status()
+	fmt.Fprintf(e.stdout, "machine %d (region %d, token %d), ready in %s\n", st.Machine, st.Region, st.Token, time.Since(started).Round(time.Millisecond))
+
+	srv, err := server.New(server.Config{Generator: n.Generator, Schedule: cfg.Generator.Schedule, Lease: n.Keeper, Logger: log})
+	if err != nil {
+		closeNode()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
+
+	select {
+	case err = <-served:
+		closeNode()
+		return fmt.Errorf("http server: %w", err)
+	case err = <-embeddedErr(n):
+		log.Error("embedded etcd failed", "error", err)
+	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight, then releasing the lease")
+	}
+	srv.SetDraining()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
+	defer cancel()
+	shutErr := hs.Shutdown(sctx)
+	closeNode()
+	if shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", shutErr)
+	}
+	log.Info("stopped")
+	return err
+}
+
+// embeddedErr delivers the embedded etcd's failure, if there is one.
+func embeddedErr(n *node.Node) <-chan error {
+	if n.Embedded == nil {
+		return nil
+	}
+	return n.Embedded.Err()
+}
+
+// nodeConfig turns the flags into a node configuration.
+func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
+	var cfg node.Config
+	cc, err := f.store.clientConfig()
+	if err != nil {
+		return cfg, err
+	}
+	rng, err := lease.ParseRange(f.machines)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	sched, err := snowfence.ParseSchedule(f.schedule)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	policy, err := snowfence.ParseClockPolicy(f.clockPolicy)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	if len(cc.Endpoints) > 0 && f.embeddedURL != etcdstore.DefaultEmbedClientURL {
+		return cfg, usagef("--embedded-etcd-url has no effect with --etcd-endpoints; pass one or the other")
+	}
+	if u := f.embeddedURL; !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
+		return cfg, usagef("--embedded-etcd-url %q must be a loopback http URL: the embedded etcd has no authentication", u)
+	}
+	cfg.Logger = log
+	cfg.Etcd = cc
+	cfg.Embedded = etcdstore.EmbedConfig{Dir: f.store.dataDir, ClientURL: f.embeddedURL}
+	cfg.EtcdStore = f.store.storeConfig()
+	cfg.Keeper = lease.KeeperConfig{
+		Holder:     f.holder,
+		Range:      &rng,
+		Region:     f.store.region,
+		LeaseFor:   f.leaseTTL,
+		RenewEvery: f.renewEvery,
+		SelfFence:  f.selfFence,
+	}
+	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
+	return cfg, nil
+}
+
+// newLogger builds the structured logger: diagnostics go to stderr.
+func newLogger(e env, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usagef("--log-format %q: use text or json", format)
 }

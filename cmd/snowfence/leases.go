@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+const leasesUsage = `usage: snowfence leases <list | show N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
+  list           every machine number with a record: holder, token, mark, quarantine
+  show N         one machine number
+  quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
+  release N      lift the quarantine on N
+  raise-marks    raise every mark to at least --to (after a restore from backup; docs/runbook.md)`
+
+// runLeases inspects and fences machine-number leases.
+func runLeases(ctx context.Context, e env, args []string) error {
+	var sf storeFlags
+	fs := newFlags(e, "leases")
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	to := fs.String("to", "", "raise-marks: the new minimum mark, RFC 3339 or now+DURATION (e.g. now+1m)")
+	machines := fs.String("machines", "0-1023", "raise-marks: the machine numbers to raise")
+	pos, err := parse(e, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("%s", leasesUsage)
+	}
+	verb, rest := pos[0], pos[1:]
+	wantArgs := map[string]int{"list": 0, "show": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
+	n, ok := wantArgs[verb]
+	if !ok || len(rest) != n {
+		return usagef("%s", leasesUsage)
+	}
+	machine := -1
+	if n == 1 {
+		if machine, err = strconv.Atoi(rest[0]); err != nil || machine < 0 {
+			return usagef("machine number %q: want a number from 0 up", rest[0])
+		}
+	}
+	var markMs int64
+	var rng lease.Range
+	if verb == "raise-marks" {
+		if markMs, err = parseMarkTime(*to, time.Now()); err != nil {
+			return err
+		}
+		if rng, err = lease.ParseRange(*machines); err != nil {
+			return usageError{err}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := sf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	switch verb {
+	case "list":
+		recs, err := store.List(ctx)
+		if err != nil {
+			return err
+		}
+		return printRecords(e, recs, *asJSON)
+	case "show":
+		rec, err := store.Get(ctx, machine)
+		if err != nil {
+			return err
+		}
+		return printRecords(e, []lease.Record{rec}, *asJSON)
+	case "quarantine":
+		if err := store.Quarantine(ctx, machine); err != nil {
+			return err
+		}
+		return say(e, *asJSON, map[string]any{"machine": machine, "quarantined": true},
+			"machine %d quarantined: it can be neither claimed nor renewed; its holder stops at its mark", machine)
+	case "release":
+		if err := store.Unquarantine(ctx, machine); err != nil {
+			return err
+		}
+		return say(e, *asJSON, map[string]any{"machine": machine, "quarantined": false},
+			"machine %d released from quarantine: it can be claimed again", machine)
+	default: // raise-marks
+		changed, err := store.RaiseMarks(ctx, rng, markMs)
+		if err != nil {
+			return err
+		}
+		return say(e, *asJSON, map[string]any{"raised": changed, "mark_ms": markMs, "mark": fmtMs(markMs)},
+			"raised %d marks in %s to at least %s: every later claim starts at or after it", changed, rng, fmtMs(markMs))
+	}
+}
+
+// parseMarkTime reads "now+1m" or an RFC 3339 instant.
+func parseMarkTime(s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, usagef("raise-marks needs --to, e.g. --to now+1m")
+	}
+	if d, ok := strings.CutPrefix(s, "now+"); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil || dur <= 0 {
+			return 0, usagef("--to %q: after now+ put a positive duration such as 1m", s)
+		}
+		return now.Add(dur).UnixMilli(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, usagef("--to %q: use now+DURATION or an RFC 3339 instant", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+func fmtMs(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// say prints a confirmation as a sentence or as JSON.
+func say(e env, asJSON bool, v any, format string, args ...any) error {
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(v)
+	}
+	_, err := fmt.Fprintf(e.stdout, format+"\n", args...)
+	return err
+}
+
+func printRecords(e env, recs []lease.Record, asJSON bool) error {
+	if asJSON {
+		if recs == nil {
+			recs = []lease.Record{}
+		}
+		return json.NewEncoder(e.stdout).Encode(recs)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MACHINE\tREGION\tHOLDER\tTOKEN\tMARK\tEXPIRES\tQUARANTINED")
+	for _, r := range recs {
+		holder, token := r.Holder, strconv.FormatUint(r.Token, 10)
+		if holder == "" {
+			holder, token = "-", "-"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\n", r.Machine, r.Region, holder, token, fmtMs(r.MarkMs), fmtMs(r.ExpiresMs), r.Quarantined)
+	}
+	return tw.Flush()
+}
