@@ -1,0 +1,426 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+)
+
+// The end-to-end tests run the real binary, built from this package, on
+// free loopback ports with its embedded etcd, and talk to it over HTTP.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/snowfence once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "snowfence-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "snowfence")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// service is a running "snowfence serve".
+type service struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+var listenLine = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+
+// startService starts serve with its embedded etcd in dataDir and waits
+// (bounded) for it to print where it listens.
+func startService(t *testing.T, dataDir string, extra ...string) *service {
+	t.Helper()
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--embedded-etcd-url", "http://127.0.0.1:0",
+		"--data-dir", dataDir, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(binary(t), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &service{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.done
+	})
+	select {
+	case s.url = <-found:
+	case err := <-s.done:
+		t.Fatalf("serve exited before listening: %v\n%s", err, s.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not print its address within 60 s\n%s", s.stderr)
+	}
+	return s
+}
+
+// stop sends SIGTERM and waits (bounded) for a clean exit.
+func (s *service) stop(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("serve exited with %v after SIGTERM\n%s", err, s.stderr)
+		}
+		s.done <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30 s of SIGTERM")
+	}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func call(t *testing.T, method, url, contentType, body string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+func TestE2EEndpoints(t *testing.T) {
+	s := startService(t, t.TempDir(), "--machines", "37-37")
+
+	// POST /v1/ids
+	r := call(t, "POST", s.url+"/v1/ids", "", "")
+	var one struct {
+		ID    string `json:"id"`
+		IDNum json.Number
+	}
+	dec := json.NewDecoder(strings.NewReader(r.body))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); r.status != 200 || err != nil {
+		t.Fatalf("POST /v1/ids: %d %s", r.status, r.body)
+	}
+	one.ID, _ = raw["id"].(string)
+	one.IDNum, _ = raw["id_num"].(json.Number)
+	id, err := snowfence.ParseID(one.ID)
+	if err != nil || one.IDNum.String() != one.ID {
+		t.Fatalf("id %q, id_num %q: want the same exact integer", one.ID, one.IDNum)
+	}
+	if d, _ := snowfence.Decode(id); d.Machine != 37 {
+		t.Errorf("machine %d, want 37 (--machines 37-37)", d.Machine)
+	}
+
+	// Batches by body and by query: increasing, the right count.
+	for _, tc := range []struct{ url, body string }{
+		{"/v1/ids:batch", `{"count": 1000}`},
+		{"/v1/ids?count=7", ""},
+	} {
+		r := call(t, "POST", s.url+tc.url, "application/json", tc.body)
+		var b struct{ IDs []snowfence.ID }
+		if err := json.Unmarshal([]byte(r.body), &b); r.status != 200 || err != nil {
+			t.Fatalf("POST %s: %d %s", tc.url, r.status, r.body)
+		}
+		if !slices.IsSorted(b.IDs) || len(b.IDs) == 0 || b.IDs[0] <= id {
+			t.Errorf("POST %s: %d IDs, not increasing after %d", tc.url, len(b.IDs), id)
+		}
+	}
+
+	// Decode the DESIGN's worked example.
+	r = call(t, "GET", s.url+"/v1/ids/97301141913751557/decode", "", "")
+	want := `{"id":"97301141913751557","layout":"v1","region":"0","region_number":0,"machine":37,"sequence":5,"created_at":"2026-09-26T12:00:00.000Z"}`
+	if r.status != 200 || strings.TrimSpace(r.body) != want {
+		t.Errorf("decode: %d %s\nwant %s", r.status, r.body, want)
+	}
+
+	// Health, readiness, metrics, the API description.
+	for _, tc := range []struct{ path, contains string }{
+		{"/healthz", `"issuing":true`},
+		{"/readyz", `"ready":true`},
+		{"/metrics", "snowfence_ids_issued_total"},
+		{"/openapi.json", `"openapi"`},
+	} {
+		r := call(t, "GET", s.url+tc.path, "", "")
+		if r.status != 200 || !strings.Contains(r.body, tc.contains) {
+			t.Errorf("GET %s: %d, body lacks %q:\n%.300s", tc.path, r.status, tc.contains, r.body)
+		}
+	}
+
+	// Every bad input: a 4xx with a JSON error, and nothing issued.
+	bad := []struct {
+		method, path, ctype, body string
+		status                    int
+	}{
+		{"GET", "/v1/ids", "", "", 405},
+		{"DELETE", "/v1/ids:batch", "", "", 405},
+		{"POST", "/v1/ids/1/decode", "", "", 405},
+		{"POST", "/v1/ids:batch", "application/json", `{}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":0}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":1001}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":-1}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":"ten"}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":1.5}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":5,"extra":1}`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":5} trailing`, 400},
+		{"POST", "/v1/ids:batch", "application/json", `{"count":5,"pad":"` + strings.Repeat("x", 5000) + `"}`, 413},
+		{"POST", "/v1/ids?count=0", "", "", 400},
+		{"POST", "/v1/ids?count=1001", "", "", 400},
+		{"POST", "/v1/ids?count=ten", "", "", 400},
+		{"POST", "/v1/ids?count=1.5", "", "", 400},
+		{"POST", "/v1/ids?count=-1", "", "", 400},
+		{"GET", "/v1/ids/12x/decode", "", "", 400},
+		{"GET", "/v1/ids/-5/decode", "", "", 400},
+		{"GET", "/v1/ids/9223372036854775808/decode", "", "", 400},
+		{"GET", "/v1/ids/9223372036854775807/decode", "", "", 422}, // 2095: in the future
+		{"GET", "/nope", "", "", 404},
+	}
+	before := metricValue(t, s.url, "snowfence_ids_issued_total")
+	for _, b := range bad {
+		r := call(t, b.method, s.url+b.path, b.ctype, b.body)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(r.body), &e); r.status != b.status || err != nil || e.Error.Code == "" || e.Error.Message == "" {
+			t.Errorf("%s %s %.40q: %d %.200s; want %d with a JSON error", b.method, b.path, b.body, r.status, r.body, b.status)
+		}
+		if r.status == 405 && r.header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without Allow", b.method, b.path)
+		}
+	}
+	if after := metricValue(t, s.url, "snowfence_ids_issued_total"); after != before {
+		t.Errorf("bad input issued IDs: %s -> %s", before, after)
+	}
+	s.stop(t)
+}
+
+// metricValue reads one unlabelled metric from /metrics.
+func metricValue(t *testing.T, url, name string) string {
+	t.Helper()
+	r := call(t, "GET", url+"/metrics", "", "")
+	for _, line := range strings.Split(r.body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("metric %s not in /metrics", name)
+	return ""
+}
+
+// JavaScript parses the response with JSON.parse: the string id survives
+// exactly, id_num does not (it is above 2^53). This is why IDs travel as
+// strings.
+func TestE2ENodeJSONParse(t *testing.T) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node (Node.js) not found; scripts/test installs it")
+		}
+		t.Skip("node (Node.js) not found: apt-get install nodejs")
+	}
+	s := startService(t, t.TempDir())
+	script := `
+const res = await fetch(process.env.SNOWFENCE_URL + "/v1/ids", {method: "POST"});
+const text = await res.text();
+const body = JSON.parse(text);
+const raw = /"id_num":(\d+)/.exec(text)[1];
+console.log(JSON.stringify({
+  status: res.status,
+  id: body.id,
+  idNumAsParsed: String(body.id_num),
+  idNumRaw: raw,
+  stringExact: body.id === raw,
+  numberExact: String(body.id_num) === raw,
+  safe: Number.isSafeInteger(body.id_num),
+}));`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nodeBin, "--input-type=module", "-e", script)
+	cmd.Env = append(os.Environ(), "SNOWFENCE_URL="+s.url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct {
+		Status                         int
+		ID, IDNumAsParsed, IDNumRaw    string
+		StringExact, NumberExact, Safe bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %s: %v", out, err)
+	}
+	t.Logf("JSON.parse in Node.js: id %q, id_num parsed as %s (raw %s)", got.ID, got.IDNumAsParsed, got.IDNumRaw)
+	if got.Status != 200 || !got.StringExact {
+		t.Errorf("the string id did not survive JSON.parse: %+v", got)
+	}
+	if got.NumberExact || got.Safe {
+		t.Errorf("id_num survived JSON.parse exactly (%+v): the ID should be above 2^53", got)
+	}
+	s.stop(t)
+}
+
+// SIGTERM mid-load: every acknowledged ID is unique, the in-flight requests
+// finish, and the next start on the same number repeats none of them.
+func TestE2ESigtermMidLoad(t *testing.T) {
+	dataDir := t.TempDir()
+	first := startService(t, dataDir, "--machines", "5-5")
+	ids1, cut1 := load(t, first, func() { first.stop(t) })
+	second := startService(t, dataDir, "--machines", "5-5")
+	ids2, _ := load(t, second, func() { second.stop(t) })
+
+	if len(ids1) == 0 || len(ids2) == 0 {
+		t.Fatalf("no IDs acknowledged: %d before, %d after the restart", len(ids1), len(ids2))
+	}
+	seen := map[snowfence.ID]bool{}
+	for _, id := range append(slices.Clone(ids1), ids2...) {
+		if seen[id] {
+			t.Fatalf("duplicate ID %d", id)
+		}
+		seen[id] = true
+	}
+	if max1, min2 := slices.Max(ids1), slices.Min(ids2); min2 <= max1 {
+		t.Fatalf("after the restart the first ID %d is not above the last before it %d", min2, max1)
+	}
+	t.Logf("%d IDs acknowledged before SIGTERM (%d requests not answered once shutdown began), %d after the restart, no duplicate",
+		len(ids1), cut1, len(ids2))
+}
+
+// load runs 8 clients posting batches of 100 until the service stops; stop is
+// called after 300 acknowledged requests. It returns every acknowledged ID and
+// how many requests got no answer (the listener closed under them: not
+// acknowledged, so nothing is lost). Every answer must be a 200 with 100
+// IDs: a draining server still finishes what it accepted, and a refusal here
+// would mean the shutdown stopped the generator under requests in flight. A
+// transport error while no shutdown has begun fails the test.
+func load(t *testing.T, s *service, stop func()) ([]snowfence.ID, int) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		ids   []snowfence.ID
+		acked int
+		cut   int
+		bad   []string
+	)
+	stopping := make(chan struct{})
+	stopped := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100_000 && time.Now().Before(deadline); i++ {
+				resp, err := client.Post(s.url+"/v1/ids?count=100", "", nil)
+				if err != nil {
+					began := false
+					select {
+					case <-stopping:
+						began = true
+					default:
+					}
+					mu.Lock()
+					if began {
+						cut++
+					} else {
+						bad = append(bad, "sent before the shutdown, not answered: "+err.Error())
+					}
+					mu.Unlock()
+					select {
+					case <-stopped:
+						return // the service is gone
+					default:
+						continue
+					}
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var b struct{ IDs []snowfence.ID }
+				mu.Lock()
+				if err := json.Unmarshal(body, &b); resp.StatusCode == 200 && err == nil && len(b.IDs) == 100 {
+					ids = append(ids, b.IDs...)
+					acked++
+				} else {
+					bad = append(bad, fmt.Sprintf("%d %.200s", resp.StatusCode, body))
+				}
+				n := acked
+				mu.Unlock()
+				if n == 300 {
+					once.Do(func() {
+						close(stopping)
+						go func() {
+							stop()
+							close(stopped)
+						}()
+					})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-stopped
+	for i, b := range bad {
+		if i == 5 {
+			t.Errorf("… and %d more", len(bad)-5)
+			break
+		}
+		t.Errorf("bad answer: %s", b)
+	}
+	return ids, cut
+}
