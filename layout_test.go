@@ -200,3 +200,24 @@ func TestScheduleErrors(t *testing.T) {
 		t.Errorf("schedule mixing units: err = %v, want ErrInvalidLayout", err)
 	}
 }
+
+// FuzzParseSchedule checks that the schedule parser never panics, and that
+// whatever it accepts prints back to a text it reads as the same schedule.
+func FuzzParseSchedule(f *testing.F) {
+	for _, s := range []string{"", "v1", "v2", "v1,v2@2028-01-01T00:00:00Z", "v1,v2@2028-01-01T00:00:00.001+02:00", "v1,,v2", "v1,v2@", "@", "v1,v2@2028-01-01T00:00:00Z,v1@2029-01-01T00:00:00Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := snowfence.ParseSchedule(text)
+		if err != nil {
+			if !errors.Is(err, snowfence.ErrInvalidLayout) {
+				t.Fatalf("ParseSchedule(%q) error %v does not match ErrInvalidLayout", text, err)
+			}
+			return
+		}
+		again, err := snowfence.ParseSchedule(s.String())
+		if err != nil || again.String() != s.String() {
+			t.Fatalf("ParseSchedule(%q).String() = %q reads back as %q, %v", text, s.String(), again.String(), err)
+		}
+	})
+}

@@ -29,6 +29,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -80,17 +82,26 @@ func (r Range) Validate(limit int) error {
 // String formats the range as "lo-hi".
 func (r Range) String() string { return fmt.Sprintf("%d-%d", r.Lo, r.Hi) }
 
-// ParseRange reads "lo-hi" or a single number.
+// ParseRange reads "lo-hi" or a single number: decimal digits only, lo ≤ hi.
 func ParseRange(s string) (Range, error) {
-	var r Range
-	if n, err := fmt.Sscanf(s, "%d-%d", &r.Lo, &r.Hi); err == nil && n == 2 {
-		return r, nil
+	bad := fmt.Errorf("%w: machine range %q: write lo-hi with lo ≤ hi, e.g. 0-63, or one number", ErrInvalid, s)
+	lo, hi, isPair := strings.Cut(s, "-")
+	if !isPair {
+		hi = lo
 	}
-	if n, err := fmt.Sscanf(s, "%d", &r.Lo); err == nil && n == 1 && fmt.Sprint(r.Lo) == s {
-		r.Hi = r.Lo
-		return r, nil
+	num := func(t string) (int, bool) {
+		if t == "" || len(t) > 9 || strings.Trim(t, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(t)
+		return n, err == nil
 	}
-	return Range{}, fmt.Errorf("%w: machine range %q: write lo-hi, e.g. 0-63", ErrInvalid, s)
+	l, ok1 := num(lo)
+	h, ok2 := num(hi)
+	if !ok1 || !ok2 || l > h {
+		return Range{}, bad
+	}
+	return Range{Lo: l, Hi: h}, nil
 }
 
 // A Lease is one holder's claim on one machine number.
