@@ -65,11 +65,11 @@ type Node struct {
 // Start starts the store (embedded etcd if so configured), claims a machine
 // number and returns a Node ready to mint. On error everything started is
 // stopped again.
-func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	n = &Node{Store: cfg.Store}
+	n := &Node{Store: cfg.Store}
 	defer func() {
 		if err != nil {
 			n.stopStore()
