@@ -1,0 +1,177 @@
+//go:build linux
+
+package lease_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// TestPausedHolderRefusesOnWaking stops a child process holding machine
+// number N with SIGSTOP — the whole process, keeper and generator, as a
+// long GC pause, a frozen VM or a debugger would — until its etcd lease has
+// expired, claims N in the parent, and resumes the child with SIGCONT. The
+// child refuses from the moment it wakes (ErrFenced: its last renewal is
+// older than the self-fence window, and then its lease is found lost), so
+// every ID it ever printed on N is stamped below the parent's first, and no
+// ID occurs twice.
+func TestPausedHolderRefusesOnWaking(t *testing.T) {
+	t.Parallel()
+	const n = 7
+	c := etcdtest.Start(t, 1)
+	prefix := "/test/" + t.Name()
+
+	var mu sync.Mutex
+	var lines []string
+	arrived := make(chan struct{}, 1)
+	child := startChild(t, childConfig{
+		Endpoints: c.Endpoints(), Prefix: prefix, Range: lease.Range{Lo: n, Hi: n},
+		Holders: 1, Batch: 1, Every: 20 * time.Millisecond, Lifetime: time.Minute,
+		LeaseFor: shortLeaseFor, RenewEvery: shortRenewEvery, SelfFence: shortSelfFence,
+	}, func(l string) {
+		mu.Lock()
+		lines = append(lines, l)
+		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+	})
+	// await waits (up to d) until cond holds for the child's lines so far.
+	await := func(what string, d time.Duration, cond func([]string) bool) {
+		t.Helper()
+		timeout := time.NewTimer(d)
+		defer timeout.Stop()
+		for {
+			mu.Lock()
+			ok := cond(lines)
+			tail := lines[max(0, len(lines)-5):]
+			mu.Unlock()
+			if ok {
+				return
+			}
+			select {
+			case <-arrived:
+			case <-timeout.C:
+				t.Fatalf("%s: not within %v; last lines %q; stderr %s", what, d, tail, child.stderr)
+			}
+		}
+	}
+	// A second of issuing: two renewals at least.
+	await("the child issues", 30*time.Second, func(ls []string) bool { return count(ls, "ids ") >= 50 })
+
+	if err := child.signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if !pollUntil(5*time.Second, 2*time.Millisecond, child.stopped) {
+		t.Fatal("the child did not stop")
+	}
+	stoppedAt := time.Now()
+
+	// The child's etcd lease expires while it is stopped.
+	s := newStore(t, c.Endpoints())
+	if !pollUntil(15*time.Second, 20*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rec, err := s.Get(ctx, n)
+		return err == nil && !rec.Held()
+	}) {
+		t.Fatalf("the stopped child's key never expired: %+v", mustGetRecord(t, s, n))
+	}
+	t.Logf("the stopped child's owner key expired %v after SIGSTOP", time.Since(stoppedAt).Round(time.Millisecond))
+
+	// The parent claims N and issues.
+	p := startMinter(t, s, snowfence.SystemClock(), "parent", lease.Range{Lo: n, Hi: n}, time.Millisecond, 10, shortTimings)
+	if !pollUntil(10*time.Second, 5*time.Millisecond, func() bool { return p.issued() > 0 }) {
+		t.Fatalf("the parent issued nothing on %d: %+v, %v", n, p.k.Status(), p.lastErr())
+	}
+	parentFirst := p.allIDs()[0]
+	parentFirstMs := snowfence.V1().TimeOf(parentFirst).UnixMilli()
+
+	// Wake the child; the line it echoes marks everything after as printed
+	// after it woke.
+	if err := child.signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.write("resumed"); err != nil {
+		t.Fatal(err)
+	}
+	after := func(ls []string) []string {
+		for i, l := range ls {
+			if l == "echo resumed" {
+				return ls[i+1:]
+			}
+		}
+		return nil
+	}
+	await("the child prints after waking", 20*time.Second, func(ls []string) bool { return len(after(ls)) >= 10 })
+	p.halt()
+	child.finish(5 * time.Second)
+
+	mu.Lock()
+	all := append([]string(nil), lines...)
+	mu.Unlock()
+	woke := after(all)
+	if k := count(woke, "ids "); k != 0 {
+		t.Errorf("the child issued %d batches after waking, want none: %q", k, woke)
+	}
+	if k := count(woke, "refused 0 fenced "); k == 0 {
+		t.Errorf("the child printed no ErrFenced refusal after waking: %q", woke)
+	} else {
+		t.Logf("after waking the child refused %d times; the first: %q", k, woke[slices.IndexFunc(woke, func(l string) bool { return strings.HasPrefix(l, "refused ") })])
+	}
+	var childIDs []snowfence.ID
+	for _, l := range all {
+		childIDs = append(childIDs, parseIDs(t, l)...)
+	}
+	for _, id := range childIDs {
+		if m := snowfence.V1().Split(id).Machine; m != n {
+			continue // a number re-claimed elsewhere is fine (the range has only n)
+		}
+		if ms := snowfence.V1().TimeOf(id).UnixMilli(); ms >= parentFirstMs {
+			t.Errorf("child ID %d on machine %d stamped %d, not below the parent's first timestamp %d", id, n, ms, parentFirstMs)
+		}
+	}
+	t.Logf("child: %d IDs, parent: %d IDs from %d; %d distinct", len(childIDs), p.issued(), parentFirst,
+		checkUnique(t, childIDs, p.allIDs()))
+}
+
+// count is how many lines start with prefix.
+func count(lines []string, prefix string) int {
+	k := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			k++
+		}
+	}
+	return k
+}
+
+// parseIDs returns the IDs of an "ids <holder> <id> …" line, nil for other
+// lines.
+func parseIDs(t *testing.T, line string) []snowfence.ID {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[0] != "ids" {
+		return nil
+	}
+	ids := make([]snowfence.ID, 0, len(f)-2)
+	for _, s := range f[2:] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Errorf("child line %q: %v", line, err)
+			return nil
+		}
+		ids = append(ids, snowfence.ID(v))
+	}
+	return ids
+}
