@@ -227,7 +227,8 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 	next := c.Leader(t)
 	elected := time.Since(stopAt)
 	resumed := awaitRenewals("under the new leader", stopAt.Add(elected))
-	t.Logf("stopped leader m%d; m%d elected after %v; every keeper renewed %v after that", leader, next, elected.Round(time.Millisecond), resumed.Round(time.Millisecond))
+	t.Logf("stopped leader m%d; %v after the stop began (the clean shutdown included), m%d leads; every keeper renewed within %v after that",
+		leader, elected.Round(time.Millisecond), next, resumed.Round(time.Millisecond))
 
 	c.Restart(t, leader)
 	restarted := time.Now()
