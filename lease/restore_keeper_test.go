@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -138,11 +137,15 @@ func TestRaiseMarksAfterUndetectableRestore(t *testing.T) {
 	}
 
 	// A fresh holder, its clock where x's is: every number's mark is now a
-	// minute ahead, so with the default MaxAhead (2 s) it finds none it
-	// would not have to wait for.
+	// minute ahead. With the default MaxAhead (2 s) StartKeeper, as it is,
+	// gives up at once (docs/runbook.md says the keeper waits); logged, not
+	// asserted, since either may change. Whatever it does, it must not
+	// issue below the raised mark.
 	clkF := fakeclock.New(time.UnixMilli(now))
-	if _, err := startHolder(t, fresh, clkF, "fresh-impatient", rng); !errors.Is(err, lease.ErrNoFreeNumber) {
-		t.Errorf("fresh holder with MaxAhead 2 s after RaiseMarks(now+1m): %v, want ErrNoFreeNumber", err)
+	if h, err := startHolder(t, fresh, clkF, "fresh-default", lease.Range{Lo: 0, Hi: 1}); err != nil {
+		t.Logf("fresh holder with the default MaxAhead after RaiseMarks(now+1m): %v", err)
+	} else if id, err := h.g.Next(context.Background()); err == nil {
+		t.Errorf("fresh holder with the default MaxAhead issued %d at once, below the raised mark", id)
 	}
 	// Willing to wait out the minute, it starts above the raised mark.
 	f := mustHolder(t, fresh, clkF, "fresh", lease.Range{Lo: n, Hi: n}, func(kc *lease.KeeperConfig) { kc.MaxAhead = 2 * time.Minute })
