@@ -21,7 +21,9 @@ type Config struct {
 	Lease LeaseView
 	// Schedule is the layout schedule. Zero means DefaultSchedule (v1).
 	Schedule Schedule
-	// Clock is the source of time. Nil means SystemClock().
+	// Clock is the source of time. Nil means the Lease's clock if it has a
+	// Clock() method (lease.Keeper does; the two must share one), else
+	// SystemClock().
 	Clock Clock
 	// MaxBackwardWait is the largest wall-clock step back that is waited out;
 	// a larger one is refused with ErrClockBackwards. Zero means 5 ms; a
@@ -123,7 +125,13 @@ func New(cfg Config) (*Generator, error) {
 		cfg.Schedule = DefaultSchedule()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock()
+		// A lease keeper's clock must be shared: the self-fence compares
+		// the keeper's monotonic readings with the generator's.
+		if c, ok := cfg.Lease.(interface{ Clock() Clock }); ok {
+			cfg.Clock = c.Clock()
+		} else {
+			cfg.Clock = SystemClock()
+		}
 	}
 	switch {
 	case cfg.MaxBackwardWait == 0:

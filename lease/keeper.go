@@ -26,8 +26,10 @@ type KeeperConfig struct {
 	Range *Range
 	// Region is written into the leases (and v2 IDs).
 	Region int
-	// Clock is the source of time; it must be the generator's. Nil means
-	// snowfence.SystemClock().
+	// Clock is the source of time; the generator must use the same one
+	// (snowfence.New takes it from the keeper when its own Config.Clock is
+	// nil), because the self-fence compares monotonic readings of both. Nil
+	// means snowfence.SystemClock().
 	Clock snowfence.Clock
 	// LeaseFor is how long a lease lives in the store without renewal (the
 	// etcd lease TTL). Zero means 10 s.
@@ -50,6 +52,11 @@ type KeeperConfig struct {
 	// MaxAhead: a number whose mark is further than this ahead of the clock
 	// is passed over for another rather than waited for. Zero means 2 s.
 	MaxAhead time.Duration
+	// MaxWait: when no number is within MaxAhead, a number whose mark is
+	// up to this far ahead is taken, and the generator refuses ("fenced:
+	// not-started") until the clock reaches the mark. Zero means 2 minutes;
+	// set it equal to MaxAhead to fail with ErrNoFreeNumber instead.
+	MaxWait time.Duration
 	// RestoreMargin: after the store is found restored from an earlier
 	// state, new leases start no earlier than the clock plus this. Zero
 	// means Reserve + 1 s.
@@ -147,7 +154,7 @@ func (c *KeeperConfig) defaults() error {
 	if c.Clock == nil {
 		c.Clock = snowfence.SystemClock()
 		if c.Boottime == nil {
-			c.Boottime = boottime
+			c.Boottime = Boottime
 		}
 	}
 	def := func(d *time.Duration, v time.Duration) {
@@ -160,6 +167,7 @@ func (c *KeeperConfig) defaults() error {
 	def(&c.SelfFence, 5*time.Second)
 	def(&c.Reserve, c.LeaseFor)
 	def(&c.MaxAhead, 2*time.Second)
+	def(&c.MaxWait, 2*time.Minute)
 	def(&c.RestoreMargin, c.Reserve+time.Second)
 	def(&c.RequestTimeout, c.RenewEvery/2)
 	if c.Logger == nil {
@@ -220,6 +228,9 @@ func (k *Keeper) Lease() *Lease {
 	l := *k.lease
 	return &l
 }
+
+// Clock returns the keeper's clock, which its generator must share.
+func (k *Keeper) Clock() snowfence.Clock { return k.cfg.Clock }
 
 // Done is closed when the keeper has stopped (after Close).
 func (k *Keeper) Done() <-chan struct{} { return k.done }
@@ -301,6 +312,19 @@ func (k *Keeper) claim(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
 	l, err := k.cfg.Store.Claim(cctx, req)
 	cancel()
+	if errors.Is(err, ErrNoFreeNumber) && k.cfg.MaxWait > k.cfg.MaxAhead {
+		// Every number is held, or its mark is far ahead of this clock
+		// (after raise-marks, say): take one whose mark is within
+		// MaxWait, and let the generator wait for it, rather than fail.
+		// The number just lost is no longer excluded either.
+		req.MaxAhead, req.Exclude = k.cfg.MaxWait, nil
+		cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
+		l, err = k.cfg.Store.Claim(cctx, req)
+		cancel()
+	}
+	k.mu.Lock()
+	k.exclude = nil // avoid the lost number once, not for ever
+	k.mu.Unlock()
 	if err != nil {
 		k.mu.Lock()
 		k.status.LastError = err.Error()

@@ -321,6 +321,7 @@ func TestKeeperLeaseTakenBehindItsBack(t *testing.T) {
 			s := newStore(t, c.Endpoints())
 			h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 2, Hi: 2})
 			h.mint(5)
+			oldToken := h.k.Status().Token
 			cli := c.Client(t)
 			key := "/test/" + t.Name() + "/0/owner/2"
 			resp, err := cli.Get(testCtx(t), key)
@@ -343,8 +344,11 @@ func TestKeeperLeaseTakenBehindItsBack(t *testing.T) {
 			if _, err := h.g.Next(context.Background()); !isFenced(err) {
 				t.Fatalf("after the lease was %s: err = %v, want ErrFenced", how, err)
 			}
-			if st := h.k.Status(); st.Losses != 1 || st.State != lease.StateClaiming {
-				t.Fatalf("status = %+v, want one loss and claiming", st)
+			// Revoked: number 2 is free again, and the keeper claims it
+			// anew (a new token, starting at its old mark). Replaced: it
+			// is held by the intruder, and the keeper keeps claiming.
+			if st := h.k.Status(); st.Losses != 1 || st.Token == oldToken {
+				t.Fatalf("status = %+v, want one loss and not the old token %d", st, oldToken)
 			}
 		})
 	}
@@ -362,5 +366,62 @@ func TestKeeperConfigChecks(t *testing.T) {
 		if _, err := lease.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("StartKeeper(%+v) = %v, want ErrInvalid", kc, err)
 		}
+	}
+}
+
+// A keeper whose only number was taken from it claims it back once it is
+// free, and its generator waits for the mark it left rather than failing.
+func TestKeeperReclaimsItsOnlyNumber(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 2, Hi: 2})
+	before := h.mint(10)
+	cli := c.Client(t)
+	resp, err := cli.Get(testCtx(t), "/test/"+t.Name()+"/0/owner/2")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("owner key: %v %v", resp, err)
+	}
+	if _, err := cli.Revoke(testCtx(t), leaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	h.step(2 * time.Second)
+	st := h.k.Status()
+	if st.Losses != 1 || st.Machine != 2 || st.Claims != 2 {
+		t.Fatalf("status after the loss = %+v, want number 2 claimed again", st)
+	}
+	// The new lease starts at the mark the old one reserved (10 s ahead):
+	// refused until then, not failed for ever.
+	if _, err := h.g.Next(context.Background()); !isFenced(err) {
+		t.Fatalf("before the old mark: err = %v, want ErrFenced (not-started)", err)
+	}
+	for range 5 {
+		h.step(2 * time.Second)
+	}
+	if got := h.mint(1)[0]; got <= before[len(before)-1] {
+		t.Fatalf("after re-claiming: %d not above %d", got, before[len(before)-1])
+	}
+}
+
+// A generator built without a clock takes its keeper's: the self-fence
+// compares the two clocks' monotonic readings.
+func TestGeneratorSharesKeeperClock(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	clk := fakeclock.New(t0)
+	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snowfence.V1().TimeOf(id); !got.Equal(t0) {
+		t.Fatalf("ID timestamp %s, want the keeper's fake clock %s", got, t0)
 	}
 }

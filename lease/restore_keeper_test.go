@@ -137,25 +137,21 @@ func TestRaiseMarksAfterUndetectableRestore(t *testing.T) {
 	}
 
 	// A fresh holder, its clock where x's is: every number's mark is now a
-	// minute ahead. With the default MaxAhead (2 s) StartKeeper, as it is,
-	// gives up at once (docs/runbook.md says the keeper waits); logged, not
-	// asserted, since either may change. Whatever it does, it must not
-	// issue below the raised mark.
+	// minute ahead. The keeper takes a number anyway (within MaxWait) and
+	// its generator refuses until the clock reaches the raised mark
+	// (docs/runbook.md); it never issues below it.
 	clkF := fakeclock.New(time.UnixMilli(now))
-	if h, err := startHolder(t, fresh, clkF, "fresh-default", lease.Range{Lo: 0, Hi: 1}); err != nil {
-		t.Logf("fresh holder with the default MaxAhead after RaiseMarks(now+1m): %v", err)
-	} else if id, err := h.g.Next(context.Background()); err == nil {
-		t.Errorf("fresh holder with the default MaxAhead issued %d at once, below the raised mark", id)
-	}
-	// Willing to wait out the minute, it starts above the raised mark.
-	f := mustHolder(t, fresh, clkF, "fresh", lease.Range{Lo: n, Hi: n}, func(kc *lease.KeeperConfig) { kc.MaxAhead = 2 * time.Minute })
+	f := mustHolder(t, fresh, clkF, "fresh", lease.Range{Lo: 0, Hi: 1})
 	if _, err := f.g.Next(context.Background()); !isFenced(err) {
 		t.Errorf("fresh holder before the raised mark: %v, want ErrFenced (not started)", err)
 	}
-	f.step(time.Minute + time.Second)
+	for range 31 {
+		f.step(2 * time.Second)
+	}
 	ids := f.mint(1000)
-	if ms := snowfence.V1().TimeOf(ids[0]).UnixMilli(); ms < lostMark || ids[0] <= slices.Max(x.ids) {
-		t.Errorf("fresh holder's first ID %d stamped %d: want above the lost holder's last ID %d and mark %d", ids[0], ms, slices.Max(x.ids), lostMark)
+	if ms := snowfence.V1().TimeOf(ids[0]).UnixMilli(); ms < now+time.Minute.Milliseconds() || ids[0] <= slices.Max(x.ids) {
+		t.Errorf("fresh holder's first ID %d stamped %d: want at or above the raised mark %d and above the lost holder's last ID %d",
+			ids[0], ms, now+time.Minute.Milliseconds(), slices.Max(x.ids))
 	}
 	checkUnique(t, x.ids, ids)
 }

@@ -97,11 +97,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 		n.Store, n.ownsStore = s, true
 	}
+	// One clock for keeper and generator: the self-fence compares their
+	// monotonic readings.
+	kc := cfg.Keeper
 	clock := cfg.Generator.Clock
 	if clock == nil {
-		clock = cfg.Keeper.Clock
+		clock = kc.Clock
 	}
-	kc := cfg.Keeper
+	if clock == nil {
+		clock = snowfence.SystemClock()
+		if kc.Boottime == nil {
+			kc.Boottime = lease.Boottime
+		}
+	}
 	kc.Store = n.Store
 	kc.Clock = clock
 	if kc.Logger == nil {
