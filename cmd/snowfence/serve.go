@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ type serveFlags struct {
 	shutdownTimeout time.Duration
 	logFormat       string
 	logLevel        string
+	cpuProfile      string
 }
 
 // runServe runs the ID service until ctx ends (SIGTERM or SIGINT): then it
@@ -55,6 +58,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests get at shutdown")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, for performance work")
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -74,6 +78,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	log.Info("starting snowfence serve", "options", describeFlags(fs))
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -134,6 +145,22 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// startCPUProfile profiles the process until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 // embeddedErr delivers the embedded etcd's failure, if there is one.
