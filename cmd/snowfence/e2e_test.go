@@ -424,3 +424,58 @@ func load(t *testing.T, s *service, stop func()) ([]snowfence.ID, int) {
 	}
 	return ids, cut
 }
+
+// snowfence leases, next to a running serve: it finds the embedded etcd
+// through the data directory.
+func TestE2ELeasesCLI(t *testing.T) {
+	dir := t.TempDir()
+	s := startService(t, dir, "--machines", "40-40")
+	cli := func(wantCode int, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary(t), append(args, "--data-dir", dir)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != wantCode {
+			t.Fatalf("snowfence %v: exit %d, want %d\nstdout %s\nstderr %s", args, code, wantCode, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	type rec struct {
+		Machine     int    `json:"machine"`
+		Holder      string `json:"holder"`
+		Token       uint64 `json:"token"`
+		MarkMs      int64  `json:"mark_ms"`
+		Quarantined bool   `json:"quarantined"`
+	}
+	var recs []rec
+	if err := json.Unmarshal([]byte(cli(0, "leases", "list", "--json")), &recs); err != nil || len(recs) != 1 || recs[0].Machine != 40 || recs[0].Holder == "" || recs[0].Token == 0 {
+		t.Fatalf("leases list --json = %+v, %v; want machine 40 held", recs, err)
+	}
+	if out := cli(0, "leases", "show", "40"); !strings.Contains(out, "MACHINE") || !strings.Contains(out, recs[0].Holder) {
+		t.Errorf("leases show 40:\n%s", out)
+	}
+	cli(0, "leases", "quarantine", "40")
+	if err := json.Unmarshal([]byte(cli(0, "leases", "show", "40", "--json")), &recs); err != nil || !recs[0].Quarantined {
+		t.Fatalf("after quarantine: %+v, %v", recs, err)
+	}
+	cli(0, "leases", "release", "40")
+	cli(1, "leases", "release", "40") // not quarantined any more
+	out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--json")
+	var raised struct{ Raised int }
+	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2 {
+		t.Errorf("raise-marks: %s", out)
+	}
+	cli(2, "leases", "frobnicate")
+	cli(2, "leases", "show", "x")
+	cli(2, "leases", "raise-marks", "--to", "yesterday")
+	s.stop(t)
+	// With the service gone, the CLI says how to reach etcd.
+	cli(1, "leases", "list")
+}
