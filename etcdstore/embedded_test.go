@@ -1,17 +1,16 @@
 package etcdstore_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -122,7 +121,7 @@ func TestEmbeddedLogs(t *testing.T) {
 		level string
 		quiet bool
 	}{{"", true}, {"info", false}} {
-		var buf syncBuffer
+		var buf etcdtest.SyncBuffer
 		lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{
 			Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", LogLevel: tc.level, Logger: lg,
@@ -175,22 +174,4 @@ func BenchmarkStartEmbedded(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-first-put")
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

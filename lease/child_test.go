@@ -4,7 +4,6 @@ package lease_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -200,7 +200,7 @@ type childProc struct {
 	t        *testing.T
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stderr   *syncBuffer
+	stderr   *etcdtest.SyncBuffer
 	readDone chan struct{}
 	waitOnce sync.Once
 }
@@ -222,7 +222,7 @@ func startChild(t *testing.T, cfg childConfig, onLine func(string)) *childProc {
 		"-test.timeout="+(cfg.Lifetime+30*time.Second).String())
 	cmd.Env = append(os.Environ(), envChild+"=holder", envChildConfig+"="+string(js))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &childProc{t: t, cmd: cmd, stderr: &syncBuffer{}, readDone: make(chan struct{})}
+	p := &childProc{t: t, cmd: cmd, stderr: &etcdtest.SyncBuffer{Limit: 64 << 10}, readDone: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -297,26 +297,4 @@ func (p *childProc) stopped() bool {
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] == "T"
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, keeping at most
-// 64 KiB (a child's stderr, shown when something fails).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() < 64<<10 {
-		s.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -29,7 +29,7 @@ type Binary struct {
 	endpoint string
 	version  string
 	exited   chan struct{}
-	out      *syncBuffer
+	out      *SyncBuffer
 }
 
 // StartBinary starts the etcd executable at path as a one-member cluster on
@@ -72,7 +72,7 @@ func startBinary(path, dir string) (*Binary, error) {
 		return nil, err
 	}
 	client, peer := loopbackURL(ports[0]), loopbackURL(ports[1])
-	b := &Binary{endpoint: client.String(), exited: make(chan struct{}), out: &syncBuffer{}}
+	b := &Binary{endpoint: client.String(), exited: make(chan struct{}), out: &SyncBuffer{}}
 	b.cmd = exec.Command(path,
 		"--name", "bin0",
 		"--data-dir", dir,
@@ -184,20 +184,28 @@ func binaryVersion(path string) string {
 	return strings.TrimSpace(line)
 }
 
-// syncBuffer is a bytes.Buffer safe for the writes of a child process's
-// output copier and the reads of the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// SyncBuffer is a bytes.Buffer safe for the writes of a child process's
+// output copier and the reads of the test. With Limit > 0 it keeps only the
+// first Limit bytes (and still reports every write as complete).
+type SyncBuffer struct {
+	Limit int
+	mu    sync.Mutex
+	b     bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p, up to Limit.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Limit > 0 && s.b.Len()+len(p) > s.Limit {
+		s.b.Write(p[:max(0, s.Limit-s.b.Len())])
+		return len(p), nil
+	}
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
