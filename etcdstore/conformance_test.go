@@ -1,0 +1,59 @@
+package etcdstore_test
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
+)
+
+// TestConformance runs the lease-store conformance suite against an
+// embedded etcd. etcd judges expiry itself (the owner key's etcd lease), so
+// the harness expires a lease by revoking that etcd lease.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	var mu sync.Mutex
+	prefixes := map[lease.Store]string{}
+	open := func(t *testing.T, prefix string) lease.Store {
+		s, err := etcdstore.New(cli, etcdstore.Config{Prefix: prefix, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+		if err != nil {
+			t.Fatalf("etcdstore.New: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		mu.Lock()
+		prefixes[s] = prefix
+		mu.Unlock()
+		return s
+	}
+	prefixOf := func(s lease.Store) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return prefixes[s]
+	}
+	leasetest.Run(t, leasetest.Harness{
+		New: func(t *testing.T) lease.Store {
+			return open(t, "/conformance/"+strings.ReplaceAll(t.Name(), "/", "_"))
+		},
+		Reopen: func(t *testing.T, s lease.Store) lease.Store { return open(t, prefixOf(s)) },
+		Expire: func(t *testing.T, s lease.Store, l *lease.Lease) {
+			revokeOwner(t, cli, prefixOf(s), l.Machine)
+		},
+	})
+}
+
+// revokeOwner revokes the etcd lease machine n's owner key is bound to,
+// as its expiry would: the key goes, and the holder's next compare fails.
+func revokeOwner(t *testing.T, cli *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	if _, err := cli.Revoke(ctxFor(t), ownerLease(t, cli, prefix, n)); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+}

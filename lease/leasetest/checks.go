@@ -1,0 +1,546 @@
+package leasetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// checkClaimRace: many claimers, each with its own Store value, race for
+// ranges of one to three numbers: each number is won exactly once, every
+// loser gets ErrNoFreeNumber, and the store names the winner.
+func checkClaimRace(t *testing.T, s *suite) {
+	for _, size := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("range of %d", size), func(t *testing.T) {
+			const claimers = 12
+			st := s.store(t)
+			stores := make([]lease.Store, claimers)
+			for i := range stores {
+				stores[i] = s.reopen(t, st)
+			}
+			nowMs := now()
+			var wg sync.WaitGroup
+			leases := make([]*lease.Lease, claimers)
+			errs := make([]error, claimers)
+			for i := range claimers {
+				wg.Go(func() {
+					leases[i], errs[i] = stores[i].Claim(ctxFor(t), s.req(fmt.Sprintf("h%d", i), 10, 10+size-1, nowMs))
+				})
+			}
+			wg.Wait()
+			winners := make(map[int]string)
+			for i := range claimers {
+				switch {
+				case errs[i] == nil:
+					if prev, ok := winners[leases[i].Machine]; ok {
+						t.Errorf("machine %d claimed by both %s and h%d", leases[i].Machine, prev, i)
+					}
+					winners[leases[i].Machine] = leases[i].Holder
+				case errors.Is(errs[i], lease.ErrNoFreeNumber):
+				default:
+					t.Errorf("claimer h%d: %v, want a lease or ErrNoFreeNumber", i, errs[i])
+				}
+			}
+			if len(winners) != size {
+				t.Errorf("%d numbers claimed, want %d: %v", len(winners), size, winners)
+			}
+			for n, holder := range winners {
+				if rec := mustGet(t, st, n); rec.Holder != holder {
+					t.Errorf("Get(%d).Holder = %q, want winner %q", n, rec.Holder, holder)
+				}
+			}
+		})
+	}
+}
+
+// checkClaimOnlyWhenFree: a held number cannot be claimed; once its lease
+// lapses (for tables: once the claimer's clock is past its expiry, and not
+// at it) it can, with a larger token and a start at or above the old mark.
+func checkClaimOnlyWhenFree(t *testing.T, s *suite) {
+	st := s.store(t)
+	other := s.reopen(t, st)
+	nowMs := now()
+	l := mustClaim(t, st, s.req("a", 0, 0, nowMs))
+	l = s.mustExtend(t, st, l, s.top(nowMs)+1000)
+	if _, err := other.Claim(ctxFor(t), s.req("b", 0, 0, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Fatalf("Claim of a held number: %v, want ErrNoFreeNumber", err)
+	}
+	rec := mustGet(t, st, 0)
+	if s.h.ClockExpiry {
+		if rec.ExpiresMs != rec.MarkMs || rec.MarkMs != l.MarkMs {
+			t.Errorf("record %+v: want expiry = mark = %d (a table's lease_expiry is the mark)", rec, l.MarkMs)
+		}
+		if _, err := other.Claim(ctxFor(t), s.req("b", 0, 0, rec.ExpiresMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
+			t.Errorf("Claim by a clock reading exactly the expiry: %v, want ErrNoFreeNumber (expiry < now is required)", err)
+		}
+	}
+	at := s.expire(t, st, l, nowMs)
+	l2 := mustClaim(t, other, s.req("b", 0, 0, at))
+	if l2.Token <= l.Token {
+		t.Errorf("token after expiry %d, want > %d", l2.Token, l.Token)
+	}
+	if l2.StartMs < l.MarkMs {
+		t.Errorf("new holder starts at %d, below the old holder's mark %d", l2.StartMs, l.MarkMs)
+	}
+	if s.h.ClockExpiry {
+		if l2.Token != l.Token+1 {
+			t.Errorf("epoch after a claim %d, want %d (+1)", l2.Token, l.Token+1)
+		}
+		if l2.StartMs <= rec.ExpiresMs {
+			t.Errorf("new holder starts at %d, want strictly above the old expiry %d", l2.StartMs, rec.ExpiresMs)
+		}
+	}
+	if rec := mustGet(t, st, 0); rec.Holder != "b" || rec.Token != l2.Token {
+		t.Errorf("record after the new claim = %+v, want holder b token %d", rec, l2.Token)
+	}
+}
+
+// checkTokensIncrease: every claim of a number gets a larger token,
+// whether the number was released, expired, or quarantined in between.
+func checkTokensIncrease(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	var last uint64
+	claim := func(i int) *lease.Lease {
+		t.Helper()
+		l := mustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 3, 3, nowMs))
+		if l.Token <= last {
+			t.Errorf("claim %d: token %d, want > %d", i, l.Token, last)
+		}
+		if s.h.ClockExpiry && last != 0 && l.Token != last+1 {
+			t.Errorf("claim %d: epoch %d, want %d (+1 per claim)", i, l.Token, last+1)
+		}
+		last = l.Token
+		return l
+	}
+	for i := range 6 {
+		l := claim(i)
+		if i%2 == 0 {
+			mustRelease(t, st, l, l.StartMs)
+		} else {
+			nowMs = s.expire(t, st, l, nowMs)
+		}
+	}
+	if err := st.Quarantine(ctxFor(t), 3); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	rec := mustGet(t, st, 3)
+	if s.h.ClockExpiry {
+		if rec.Token != last+1 {
+			t.Errorf("epoch after Quarantine %d, want %d (+1, seed 002 runbook command 3)", rec.Token, last+1)
+		}
+	}
+	last = max(last, rec.Token)
+	if err := st.Unquarantine(ctxFor(t), 3); err != nil {
+		t.Fatalf("Unquarantine: %v", err)
+	}
+	l := mustClaim(t, st, s.req("after", 3, 3, nowMs))
+	if l.Token <= last {
+		t.Errorf("claim after unquarantine: token %d, want > %d", l.Token, last)
+	}
+}
+
+// checkExtendCompares: Extend compares on the token (and, in tables, on the
+// holder too); a failed compare is ErrLost and changes nothing.
+func checkExtendCompares(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	l = s.mustExtend(t, st, l, s.top(nowMs)+1000)
+	bad := map[string]*lease.Lease{}
+	wrongToken := *l
+	wrongToken.Token += 1000
+	bad["another token"] = &wrongToken
+	if s.h.ClockExpiry {
+		wrongHolder := *l
+		wrongHolder.Holder = "someone-else"
+		bad["another holder"] = &wrongHolder
+	}
+	for name, b := range bad {
+		if _, err := s.reopen(t, st).Extend(ctxFor(t), b, s.top(nowMs)+5000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("Extend with %s: %v, want ErrLost", name, err)
+		}
+	}
+	if rec := mustGet(t, st, 0); rec.MarkMs != l.MarkMs || rec.Token != l.Token || rec.Holder != "h" {
+		t.Errorf("record after refused extensions = %+v, want holder h token %d mark %d", rec, l.Token, l.MarkMs)
+	}
+	s.mustExtend(t, st, l, s.top(nowMs)+2000)
+}
+
+// checkExtendOnlyForward: an extension to an earlier mark keeps the later
+// one, in the returned lease and in the store, through any Store value.
+func checkExtendOnlyForward(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	l = s.mustExtend(t, st, l, base+5000)
+	stale := *l
+	stale.MarkMs = nowMs // a caller passing an old copy of its lease
+	for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+		got, err := via.Extend(ctxFor(t), &stale, base+1000, s.h.LeaseFor)
+		if err != nil {
+			t.Fatalf("%s: Extend to an earlier mark: %v, want the later mark kept", name, err)
+		}
+		if got.MarkMs != base+5000 {
+			t.Errorf("%s: Extend to an earlier mark returned mark %d, want %d", name, got.MarkMs, base+5000)
+		}
+		if rec := mustGet(t, st, 0); rec.MarkMs != base+5000 {
+			t.Errorf("%s: stored mark %d, want %d", name, rec.MarkMs, base+5000)
+		}
+	}
+	if got := s.mustExtend(t, st, l, base+6000); got.MarkMs != base+6000 {
+		t.Errorf("Extend forward returned mark %d, want %d", got.MarkMs, base+6000)
+	}
+}
+
+// checkStaleHolderLost: a holder whose lease lapsed and was claimed by
+// another is refused everything with ErrLost, changes nothing, and the new
+// holder starts at or above its mark.
+func checkStaleHolderLost(t *testing.T, s *suite) {
+	st := s.store(t)
+	other := s.reopen(t, st)
+	nowMs := now()
+	a := mustClaim(t, st, s.req("a", 0, 0, nowMs))
+	a = s.mustExtend(t, st, a, s.top(nowMs)+1000)
+	at := s.expire(t, st, a, nowMs)
+	b := mustClaim(t, other, s.req("b", 0, 0, at))
+	if b.StartMs < a.MarkMs {
+		t.Errorf("new holder starts at %d, below the old holder's mark %d", b.StartMs, a.MarkMs)
+	}
+	before := mustGet(t, st, 0)
+	if _, err := st.Extend(ctxFor(t), a, s.top(at)+99000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("stale holder's Extend: %v, want ErrLost", err)
+	}
+	if err := st.Release(ctxFor(t), a, a.MarkMs); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("stale holder's Release: %v, want ErrLost", err)
+	}
+	after := mustGet(t, st, 0)
+	if !s.h.ClockExpiry { // etcd reports the time left on its lease, which moves
+		after.ExpiresMs, before.ExpiresMs = 0, 0
+	}
+	if after != before {
+		t.Errorf("record after the stale holder's calls = %+v, want unchanged %+v", after, before)
+	}
+	s.mustExtend(t, other, b, s.top(at)+1000)
+}
+
+// checkRelease: Release frees the number and records the mark, which may
+// lower the holder's own reservation but not a mark an earlier holder
+// left; a released lease can neither extend nor release again, and a
+// non-holder cannot release.
+func checkRelease(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	l := mustClaim(t, st, s.req("h", 7, 7, nowMs))
+	l = s.mustExtend(t, st, l, base+9000)
+	mustRelease(t, st, l, base+3000)
+	rec := mustGet(t, st, 7)
+	if rec.Held() || rec.MarkMs != base+3000 {
+		t.Errorf("record after Release = %+v, want free with mark %d", rec, base+3000)
+	}
+	if err := st.Release(ctxFor(t), l, base+3000); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("second Release: %v, want ErrLost", err)
+	}
+	if _, err := st.Extend(ctxFor(t), l, base+4000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Extend after Release: %v, want ErrLost", err)
+	}
+	l2 := mustClaim(t, s.reopen(t, st), s.req("next", 7, 7, nowMs))
+	if l2.StartMs < base+3000 {
+		t.Errorf("next claim starts at %d, want ≥ %d", l2.StartMs, base+3000)
+	}
+	forged := *l2
+	forged.Token++
+	if s.h.ClockExpiry {
+		forged.Token = l2.Token
+		forged.Holder = "not-the-holder"
+	}
+	if err := st.Release(ctxFor(t), &forged, base+100000); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Release by a non-holder: %v, want ErrLost", err)
+	}
+	if rec := mustGet(t, st, 7); rec.Holder != "next" || rec.Token != l2.Token {
+		t.Errorf("record after a non-holder's Release = %+v, want holder next token %d", rec, l2.Token)
+	}
+	// A release below the mark the previous holder left keeps that mark.
+	mustRelease(t, st, l2, nowMs+1000)
+	if rec := mustGet(t, st, 7); rec.MarkMs != base+3000 {
+		t.Errorf("mark after a release below the previous holder's = %d, want %d", rec.MarkMs, base+3000)
+	}
+}
+
+// checkMarkSurvivesRelease: the mark outlives the holder. A claimer whose
+// clock is far behind still starts at or above the released mark, and one
+// after a lapsed lease at or above the reservation the dead holder made.
+func checkMarkSurvivesRelease(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	l := mustClaim(t, st, s.req("h", 2, 2, nowMs))
+	l = s.mustExtend(t, st, l, base+5000)
+	mustRelease(t, st, l, base+4000)
+	behind := s.req("behind", 2, 2, nowMs-3_600_000)
+	behind.MaxAhead = 3 * time.Hour
+	l2 := mustClaim(t, s.reopen(t, st), behind)
+	if l2.StartMs < base+4000 {
+		t.Errorf("claimer an hour behind starts at %d, want ≥ the released mark %d", l2.StartMs, base+4000)
+	}
+	l2 = s.mustExtend(t, st, l2, base+8000)
+	at := s.expire(t, st, l2, nowMs)
+	l3 := mustClaim(t, s.reopen(t, st), s.req("third", 2, 2, at))
+	if l3.StartMs < base+8000 {
+		t.Errorf("claimer after a lapsed lease starts at %d, want ≥ the dead holder's reservation %d", l3.StartMs, base+8000)
+	}
+}
+
+// checkGetList: records show holder, token, mark and quarantine; a number
+// never claimed reads as a zero record; List returns numbers in order.
+func checkGetList(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	if rec := mustGet(t, st, 9); rec.Machine != 9 || rec.Held() || rec.Token != 0 || rec.MarkMs != 0 || rec.Quarantined {
+		t.Errorf("Get of a never-claimed number = %+v, want a zero record for machine 9", rec)
+	}
+	if recs, err := st.List(ctxFor(t)); err != nil || len(recs) != 0 {
+		t.Errorf("List of an empty store = %+v, %v; want none", recs, err)
+	}
+	l := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 5, 5, nowMs)), s.top(nowMs)+700)
+	if err := st.Quarantine(ctxFor(t), 6); err != nil {
+		t.Fatal(err)
+	}
+	rec := mustGet(t, st, 5)
+	if rec.Machine != 5 || rec.Holder != "h" || rec.Token != l.Token || rec.MarkMs != l.MarkMs || rec.Quarantined {
+		t.Errorf("Get(5) = %+v, want holder h token %d mark %d", rec, l.Token, l.MarkMs)
+	}
+	if s.h.ClockExpiry && rec.ExpiresMs != l.MarkMs {
+		t.Errorf("Get(5).ExpiresMs = %d, want the mark %d", rec.ExpiresMs, l.MarkMs)
+	}
+	recs, err := st.List(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Machine != 5 || recs[0].Token != l.Token || recs[0].Holder != "h" ||
+		recs[1].Machine != 6 || !recs[1].Quarantined {
+		t.Errorf("List = %+v, want 5 held by h and 6 quarantined", recs)
+	}
+}
+
+// checkQuarantine: quarantine defeats both claim and renewal (ErrQuarantined)
+// and is idempotent; unquarantine makes the number claimable again, with a
+// mark no lower than what the holder before could have issued.
+func checkQuarantine(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	l := mustClaim(t, st, s.req("h", 4, 4, nowMs))
+	l = s.mustExtend(t, st, l, base+1000)
+	pre := l.MarkMs
+	if err := st.Quarantine(ctxFor(t), 4); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	rec := mustGet(t, st, 4)
+	if err := st.Quarantine(ctxFor(t), 4); err != nil {
+		t.Errorf("second Quarantine: %v, want nil (idempotent)", err)
+	}
+	if _, err := st.Extend(ctxFor(t), l, base+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrQuarantined) {
+		t.Errorf("Extend of a quarantined number: %v, want ErrQuarantined", err)
+	}
+	if !rec.Quarantined || rec.MarkMs < pre {
+		t.Errorf("record = %+v, want quarantined with mark ≥ %d", rec, pre)
+	}
+	if s.h.ClockExpiry && (rec.Holder != QuarantineHolder || rec.ExpiresMs != QuarantineExpiryMs || rec.Token != l.Token+1) {
+		t.Errorf("record = %+v, want holder %q, expiry %d (2100-01-01) and epoch %d (seed 002 runbook command 3)",
+			rec, QuarantineHolder, QuarantineExpiryMs, l.Token+1)
+	}
+	claimers := []int64{nowMs}
+	if s.h.ClockExpiry {
+		claimers = append(claimers, QuarantineExpiryMs-1) // a clock in 2099
+	}
+	for _, at := range claimers {
+		r := s.req("other", 4, 4, at)
+		r.MaxAhead = time.Duration(1 << 62)
+		if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
+			t.Errorf("Claim of a quarantined number at %d: %v, want ErrNoFreeNumber", at, err)
+		}
+	}
+	// The old holder releases (through another Store value); a store may
+	// refuse, as the quarantine took the number from it.
+	relErr := s.reopen(t, st).Release(ctxFor(t), l, base+800)
+	want := pre
+	switch {
+	case relErr == nil:
+		want = base + 800
+	case errors.Is(relErr, lease.ErrLost), errors.Is(relErr, lease.ErrQuarantined):
+	default:
+		t.Errorf("Release of a quarantined number: %v, want nil, ErrLost or ErrQuarantined", relErr)
+	}
+	if _, err := st.Claim(ctxFor(t), s.req("other", 4, 4, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim of a quarantined number after its release: %v, want ErrNoFreeNumber", err)
+	}
+	// A number never claimed can be quarantined too.
+	if err := st.Quarantine(ctxFor(t), 5); err != nil {
+		t.Fatalf("Quarantine of a free number: %v", err)
+	}
+	if _, err := st.Claim(ctxFor(t), s.req("other", 5, 5, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim of a quarantined, never-claimed number: %v, want ErrNoFreeNumber", err)
+	}
+	if err := st.Unquarantine(ctxFor(t), 4); err != nil {
+		t.Fatalf("Unquarantine: %v", err)
+	}
+	if err := st.Unquarantine(ctxFor(t), 4); !errors.Is(err, lease.ErrNotHeld) {
+		t.Errorf("Unquarantine of a number not quarantined: %v, want ErrNotHeld", err)
+	}
+	if rec := mustGet(t, st, 4); rec.Quarantined || rec.MarkMs < want {
+		t.Errorf("record after Unquarantine = %+v, want not quarantined with mark ≥ %d", rec, want)
+	}
+	l2 := mustClaim(t, st, s.req("other", 4, 4, nowMs))
+	if l2.StartMs < want {
+		t.Errorf("claim after unquarantine starts at %d, want ≥ %d (what the holder before the quarantine could have issued)", l2.StartMs, want)
+	}
+	if l2.Token <= rec.Token {
+		t.Errorf("claim after unquarantine: token %d, want > %d", l2.Token, rec.Token)
+	}
+	if err := st.Unquarantine(ctxFor(t), 5); err != nil {
+		t.Errorf("Unquarantine of 5: %v", err)
+	}
+	mustClaim(t, st, s.req("other", 5, 5, nowMs))
+}
+
+// checkRanges: claims stay in their range, a full range fails with
+// ErrNoFreeNumber without touching numbers outside it, and Exclude is kept.
+func checkRanges(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	var got []int
+	var leases []*lease.Lease
+	for i := range 3 {
+		l := mustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 30, 32, nowMs))
+		got = append(got, l.Machine)
+		leases = append(leases, l)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{30, 31, 32}) {
+		t.Errorf("three claims in 30-32 got %v, want each of 30, 31, 32 once", got)
+	}
+	if _, err := st.Claim(ctxFor(t), s.req("h3", 30, 32, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim in a full range: %v, want ErrNoFreeNumber", err)
+	}
+	for _, n := range []int{29, 33} {
+		if l := mustClaim(t, st, s.req("outside", n, n, nowMs)); l.Machine != n {
+			t.Errorf("claim of %d-%d got %d", n, n, l.Machine)
+		}
+	}
+	freed := leases[1]
+	mustRelease(t, st, freed, nowMs)
+	r := s.req("h4", 30, 32, nowMs)
+	r.Exclude = []int{freed.Machine}
+	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim with the only free number excluded: %v, want ErrNoFreeNumber", err)
+	}
+	r.Exclude = nil
+	if l := mustClaim(t, st, r); l.Machine != freed.Machine {
+		t.Errorf("claim got %d, want the freed %d", l.Machine, freed.Machine)
+	}
+}
+
+// checkMaxAhead: a number whose mark is further ahead of the claimer's
+// clock than MaxAhead is passed over; within it, the claim starts at the
+// mark.
+func checkMaxAhead(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	far := nowMs + 3_600_000
+	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 20, Hi: 20}, far); err != nil || n != 1 {
+		t.Fatalf("RaiseMarks = %d, %v; want 1, nil", n, err)
+	}
+	r := s.req("h", 20, 21, nowMs)
+	r.MaxAhead = 2 * time.Second
+	for range 4 { // the start is random; 20 must never be taken
+		l := mustClaim(t, st, r)
+		if l.Machine != 21 {
+			t.Fatalf("claimed %d, want 21 (20's mark is an hour ahead)", l.Machine)
+		}
+		mustRelease(t, st, l, nowMs)
+	}
+	r.Range = lease.Range{Lo: 20, Hi: 20}
+	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim with only a far-ahead number: %v, want ErrNoFreeNumber", err)
+	}
+	r.MaxAhead = 2 * time.Hour
+	if l := mustClaim(t, st, r); l.StartMs != far {
+		t.Errorf("claim within MaxAhead starts at %d, want the mark %d", l.StartMs, far)
+	}
+}
+
+// checkRaiseMarks: RaiseMarks raises lower and missing marks only, a holder
+// extending afterwards builds on the raised mark, and its release keeps it.
+func checkRaiseMarks(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	held := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 1, 1, nowMs)), base+1000)
+	high := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 2, 2, nowMs)), base+99000)
+	mustRelease(t, st, high, base+99000)
+	raised := base + 50000
+	n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised)
+	if err != nil || n != 3 {
+		t.Fatalf("RaiseMarks(0-3) = %d, %v; want 3 (0, 1 and 3; 2 is higher), nil", n, err)
+	}
+	for m, want := range map[int]int64{0: raised, 1: raised, 2: base + 99000, 3: raised} {
+		if rec := mustGet(t, st, m); rec.MarkMs != want {
+			t.Errorf("machine %d mark %d, want %d", m, rec.MarkMs, want)
+		}
+	}
+	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised); err != nil || n != 0 {
+		t.Errorf("RaiseMarks again = %d, %v; want 0, nil", n, err)
+	}
+	got, err := st.Extend(ctxFor(t), held, base+2000, s.h.LeaseFor)
+	if err != nil {
+		t.Fatalf("Extend after RaiseMarks: %v", err)
+	}
+	if got.MarkMs < raised {
+		t.Errorf("Extend after RaiseMarks returned mark %d, want ≥ %d", got.MarkMs, raised)
+	}
+	mustRelease(t, st, got, base+1500)
+	if rec := mustGet(t, st, 1); rec.MarkMs < raised {
+		t.Errorf("mark after release below the raised mark = %d, want ≥ %d", rec.MarkMs, raised)
+	}
+	if l := mustClaim(t, st, s.req("next", 0, 0, nowMs)); l.StartMs < raised {
+		t.Errorf("claim of a raised, never-claimed number starts at %d, want ≥ %d", l.StartMs, raised)
+	}
+}
+
+// checkInvalid: requests outside the store's limits fail with ErrInvalid.
+func checkInvalid(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	noLease := s.req("h", 0, 1, nowMs)
+	noLease.LeaseFor = 0
+	for name, r := range map[string]lease.ClaimRequest{
+		"no holder":      s.req("", 0, 1, nowMs),
+		"negative range": s.req("h", -1, 1, nowMs),
+		"empty range":    s.req("h", 2, 1, nowMs),
+		"no lease time":  noLease,
+	} {
+		if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: Claim = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := st.Get(ctxFor(t), -1); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("Get(-1) = %v, want ErrInvalid", err)
+	}
+	if err := st.Quarantine(ctxFor(t), -1); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("Quarantine(-1) = %v, want ErrInvalid", err)
+	}
+	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	wrong := *l
+	wrong.Region++
+	if _, err := st.Extend(ctxFor(t), &wrong, s.top(nowMs)+1000, s.h.LeaseFor); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("Extend of another region's lease = %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,113 @@
+package leasetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// callTimeout bounds every store call the suite makes.
+const callTimeout = 30 * time.Second
+
+// suite carries the harness into the checks.
+type suite struct{ h Harness }
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *suite) store(t *testing.T) lease.Store { return s.h.New(t) }
+
+func (s *suite) reopen(t *testing.T, st lease.Store) lease.Store {
+	if s.h.Reopen == nil {
+		return st
+	}
+	return s.h.Reopen(t, st)
+}
+
+// now is the claimer's clock for a check: the real wall clock, so that
+// server-side expiry (etcd) and the records' expiry times agree with it.
+func now() int64 { return time.Now().UnixMilli() }
+
+// top is a mark above any a claim at nowMs reserves by itself (a table
+// store's claim writes nowMs + LeaseFor), so Extend to it moves forward.
+func (s *suite) top(nowMs int64) int64 { return nowMs + s.h.LeaseFor.Milliseconds() }
+
+func (s *suite) req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
+	return lease.ClaimRequest{
+		Holder:   holder,
+		Range:    lease.Range{Lo: lo, Hi: hi},
+		NowMs:    nowMs,
+		LeaseFor: s.h.LeaseFor,
+		MaxAhead: time.Hour,
+	}
+}
+
+func mustClaim(t testing.TB, st lease.Store, r lease.ClaimRequest) *lease.Lease {
+	t.Helper()
+	l, err := st.Claim(ctxFor(t), r)
+	if err != nil {
+		t.Fatalf("Claim(%s in %s at %d): %v", r.Holder, r.Range, r.NowMs, err)
+	}
+	if !r.Range.Contains(l.Machine) {
+		t.Fatalf("Claim(%s in %s) = machine %d, outside the range", r.Holder, r.Range, l.Machine)
+	}
+	if l.Holder != r.Holder || l.StartMs < r.NowMs {
+		t.Fatalf("Claim(%s at %d) = %v starting at %d; want holder %s and a start at or above the claimer's clock",
+			r.Holder, r.NowMs, l, l.StartMs, r.Holder)
+	}
+	return l
+}
+
+func (s *suite) mustExtend(t testing.TB, st lease.Store, l *lease.Lease, markMs int64) *lease.Lease {
+	t.Helper()
+	nl, err := st.Extend(ctxFor(t), l, markMs, s.h.LeaseFor)
+	if err != nil {
+		t.Fatalf("Extend(machine %d token %d, %d): %v", l.Machine, l.Token, markMs, err)
+	}
+	if nl.MarkMs < markMs {
+		t.Fatalf("Extend(machine %d token %d, %d) returned mark %d, below the one asked for", l.Machine, l.Token, markMs, nl.MarkMs)
+	}
+	return nl
+}
+
+func mustRelease(t testing.TB, st lease.Store, l *lease.Lease, markMs int64) {
+	t.Helper()
+	if err := st.Release(ctxFor(t), l, markMs); err != nil {
+		t.Fatalf("Release(machine %d token %d, %d): %v", l.Machine, l.Token, markMs, err)
+	}
+}
+
+func mustGet(t testing.TB, st lease.Store, machine int) lease.Record {
+	t.Helper()
+	rec, err := st.Get(ctxFor(t), machine)
+	if err != nil {
+		t.Fatalf("Get(%d): %v", machine, err)
+	}
+	return rec
+}
+
+// expire makes l lapse and returns a claimer's clock, at or after nowMs, at
+// which it has: for ClockExpiry stores one past the record's expiry, for
+// the others nowMs after the harness's Expire.
+func (s *suite) expire(t *testing.T, st lease.Store, l *lease.Lease, nowMs int64) int64 {
+	t.Helper()
+	if s.h.Expire != nil {
+		s.h.Expire(t, st, l)
+	}
+	if !s.h.ClockExpiry {
+		if s.h.Expire == nil {
+			t.Fatal("leasetest: Harness.Expire is nil and ClockExpiry is false: the suite cannot expire a lease")
+		}
+		return nowMs
+	}
+	rec := mustGet(t, st, l.Machine)
+	if rec.ExpiresMs == 0 {
+		t.Fatalf("Get(%d) = %+v: a ClockExpiry store must report ExpiresMs", l.Machine, rec)
+	}
+	return max(nowMs, rec.ExpiresMs+1)
+}

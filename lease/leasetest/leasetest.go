@@ -1,0 +1,100 @@
+// Package leasetest is the conformance suite every lease.Store must pass.
+// A store's own tests call Run with a Harness that opens stores on a real
+// server (etcd, PostgreSQL, DynamoDB Local, …); the suite then checks the
+// two rules of package lease — a new fencing token on every claim, compared
+// on every extension, and a mark that every later holder starts at or
+// above — plus the operator's commands (quarantine, raise-marks) and the
+// typed errors.
+//
+// Every check runs as a named parallel subtest on a keyspace of its own, so
+// one server serves the whole suite.
+//
+// # Two kinds of store
+//
+// Stores differ in who decides that a lease has expired. In etcd the server
+// does (the owner key's etcd lease runs out); its Harness.Expire revokes that
+// lease. In a lease table the claimer does: a claim succeeds only if the
+// row's lease_expiry is below the claimer's clock (ClaimRequest.NowMs). Such
+// stores set Harness.ClockExpiry, leave Expire nil (or use it for nothing),
+// and the suite expires a lease by moving the next claimer's clock past the
+// record's ExpiresMs. The checks are the same for both; only the way to
+// expire a lease differs.
+package leasetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// A Harness tells the suite how to open and age stores of one kind.
+type Harness struct {
+	// New returns a store on a fresh, empty keyspace (a key prefix, a
+	// table, a schema) of its own. Required. The harness closes it when t
+	// ends.
+	New func(t *testing.T) lease.Store
+	// Reopen returns another Store value on the same keyspace as s, as a
+	// second process would open it: it shares the data, not the in-memory
+	// state. Nil means s itself is used.
+	Reopen func(t *testing.T, s lease.Store) lease.Store
+	// Expire makes lease l lapse in the store without its holder's help, as
+	// a holder that died would let it (etcd: revoke its etcd lease). Nil
+	// does nothing, which is right for ClockExpiry stores.
+	Expire func(t *testing.T, s lease.Store, l *lease.Lease)
+	// ClockExpiry is true for lease tables, where expiry is judged by the
+	// claimer's clock against the record's ExpiresMs, which is also its
+	// mark. The suite then also checks what is specific to tables: the
+	// claim condition "expiry < claimer's now", the epoch as token (+1 per
+	// claim, and per quarantine as in seed 002's runbook command 3), the
+	// compare on the holder as well as the token, and the quarantine row
+	// (holder "QUARANTINED", expiry 2100-01-01).
+	ClockExpiry bool
+	// LeaseFor is the lease length the suite claims with. Zero means 10 s.
+	LeaseFor time.Duration
+}
+
+// QuarantineHolder and QuarantineExpiryMs are what seed 002's runbook
+// (command 3) writes into a quarantined row of a lease table: no claimer's
+// clock passes the expiry and no holder has that name or the new epoch.
+const (
+	QuarantineHolder         = "QUARANTINED"
+	QuarantineExpiryMs int64 = 4102444800000 // 2100-01-01T00:00:00Z
+)
+
+// Run runs every check of the suite against stores from h, each as a
+// parallel subtest named after what it checks.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("leasetest: Harness.New is nil")
+	}
+	if h.LeaseFor == 0 {
+		h.LeaseFor = 10 * time.Second
+	}
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, *suite)
+	}{
+		{"ClaimRace", checkClaimRace},
+		{"ClaimOnlyWhenFreeOrExpired", checkClaimOnlyWhenFree},
+		{"TokensIncrease", checkTokensIncrease},
+		{"ExtendComparesHolderAndToken", checkExtendCompares},
+		{"ExtendOnlyForward", checkExtendOnlyForward},
+		{"StaleHolderLost", checkStaleHolderLost},
+		{"Release", checkRelease},
+		{"MarkSurvivesRelease", checkMarkSurvivesRelease},
+		{"GetList", checkGetList},
+		{"Quarantine", checkQuarantine},
+		{"Ranges", checkRanges},
+		{"MaxAhead", checkMaxAhead},
+		{"RaiseMarks", checkRaiseMarks},
+		{"Invalid", checkInvalid},
+		{"KeeperRace", checkKeeperRace},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.f(t, &suite{h: h})
+		})
+	}
+}
