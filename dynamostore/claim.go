@@ -1,0 +1,198 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// The claim of seed 002 (absent or expired by the claimer's clock), and the
+// claim of a released number whose mark is still ahead of the claimer's
+// clock, compared on the mark read.
+const (
+	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = if_not_exists(lease_epoch, :zero) + :one"
+	claimExpired   = "attribute_not_exists(machine_id) OR lease_expiry < :now"
+	claimFreeAhead = "attribute_not_exists(holder) AND lease_expiry = :seen"
+)
+
+// Claim takes a free number in req.Range, not in req.Exclude: first one with
+// no item or whose lease expired by req.NowMs (lease_expiry < NowMs),
+// starting from a random number in the range so holders starting together
+// spread out; then released numbers whose mark is at most req.MaxAhead ahead
+// of NowMs, lowest mark first. The candidates come from a consistent scan;
+// each claim is a conditional UpdateItem that adds one to lease_epoch, the
+// new lease's token, and writes lease_expiry = NowMs + LeaseFor (never below
+// the mark). StartMs is NowMs for an expired number (strictly above its
+// expiry, by the condition) and the stored mark for a released one.
+//
+// After an error of unknown outcome it re-reads the item: a claim that
+// committed is adopted. It returns lease.ErrNoFreeNumber, saying why each
+// number was passed over, when no number can be claimed.
+func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := checkClaim(req); err != nil {
+		return nil, err
+	}
+	items, err := s.scan(ctx, req.Range)
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: claim in %s: %w; retry", req.Range, err)
+	}
+	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
+	for _, c := range cands {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
+		}
+		l, err := s.tryClaim(ctx, req, c)
+		switch {
+		case err != nil:
+			return nil, err
+		case l != nil:
+			return l, nil
+		}
+		skipped.add("taken by another claimer meanwhile")
+	}
+	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for leases to expire",
+		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
+}
+
+func checkClaim(req lease.ClaimRequest) error {
+	switch {
+	case req.Holder == "":
+		return fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
+	case req.Holder == Quarantined:
+		return fmt.Errorf("%w: holder %q is reserved for quarantined numbers", lease.ErrInvalid, Quarantined)
+	case req.LeaseFor <= 0:
+		return fmt.Errorf("%w: claim with LeaseFor %s: must be positive", lease.ErrInvalid, req.LeaseFor)
+	case req.NowMs <= 0:
+		return fmt.Errorf("%w: claim with NowMs %d: pass the claimer's wall clock in Unix ms", lease.ErrInvalid, req.NowMs)
+	case req.MaxAhead < 0:
+		return fmt.Errorf("%w: claim with negative MaxAhead %s", lease.ErrInvalid, req.MaxAhead)
+	}
+	return checkRange(req.Range)
+}
+
+// A candidate is a number to try, with the mark seen for it.
+type candidate struct {
+	n       int
+	expired bool  // absent or lease_expiry < NowMs: the seed's claim
+	seenMs  int64 // the free number's mark, ahead of NowMs
+}
+
+// reasons counts why numbers were passed over.
+type reasons map[string]int
+
+func (r reasons) add(why string) { r[why]++ }
+
+func (r reasons) String() string {
+	if len(r) == 0 {
+		return "no numbers"
+	}
+	var parts []string
+	for why, n := range r {
+		parts = append(parts, fmt.Sprintf("%d %s", n, why))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// candidates orders the numbers of req.Range for claiming, starting at
+// offset start: expired or absent first, then free with a mark within
+// MaxAhead, lowest mark first.
+func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, reasons) {
+	byN := make(map[int]item, len(items))
+	for _, it := range items {
+		byN[it.machine] = it
+	}
+	skipped := reasons{}
+	var expired, ahead []candidate
+	size := req.Range.Size()
+	for i := range size {
+		n := req.Range.Lo + (start+i)%size
+		it := byN[n]
+		switch {
+		case slices.Contains(req.Exclude, n):
+			skipped.add("excluded")
+		case !it.exists || (it.expiryMs < req.NowMs && !it.quarantined):
+			expired = append(expired, candidate{n: n, expired: true})
+		case it.quarantined:
+			skipped.add("quarantined")
+		case it.holder != "":
+			skipped.add("held")
+		case it.expiryMs-req.NowMs > req.MaxAhead.Milliseconds():
+			skipped.add(fmt.Sprintf("free but with a mark more than %s ahead of the claimer's clock", req.MaxAhead))
+		default:
+			ahead = append(ahead, candidate{n: n, seenMs: it.expiryMs})
+		}
+	}
+	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seenMs - b.seenMs) })
+	return append(expired, ahead...), skipped
+}
+
+// tryClaim claims one candidate: a lease, or nil if the condition failed.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate) (*lease.Lease, error) {
+	start := req.NowMs
+	cond := claimExpired
+	vals := map[string]types.AttributeValue{
+		":me": str(req.Holder), ":zero": num(0), ":one": num(1),
+	}
+	if c.expired {
+		vals[":now"] = num(req.NowMs)
+	} else {
+		cond, start = claimFreeAhead, c.seenMs
+		vals[":seen"] = num(c.seenMs)
+	}
+	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
+	vals[":expiry"] = num(expiry)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(c.n),
+		UpdateExpression:                    aws.String(claimUpdate),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	mine := func(it item) bool { return it.holder == req.Holder && it.expiryMs == expiry }
+	var it item
+	if err == nil {
+		if it, err = s.parseItem(out.Attributes); err != nil {
+			return nil, err
+		}
+	} else if failed, old := conditionFailed(err); failed {
+		// An SDK retry of a claim that committed fails its own condition:
+		// the item returned then names this claim.
+		if it, _ = s.parseItem(old); !mine(it) {
+			s.log.Debug("claim lost a race", "machine", c.n, "holder", req.Holder)
+			return nil, nil
+		}
+	} else {
+		it, rerr := s.reread(c.n)
+		if rerr != nil || !mine(it) {
+			if rerr != nil {
+				err = fmt.Errorf("%w (re-reading it failed too: %v)", err, rerr)
+			}
+			return nil, fmt.Errorf("dynamostore: claim machine %d region %d: %w; if it committed, the number frees itself at %s; retry",
+				c.n, s.region, err, msTime(expiry))
+		}
+		s.log.Info("claim of unknown outcome had committed", "machine", c.n, "holder", req.Holder, "epoch", it.epoch)
+		return s.claimed(req, c.n, it, start), nil
+	}
+	return s.claimed(req, c.n, it, start), nil
+}
+
+func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {
+	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: it.epoch, StartMs: startMs, MarkMs: it.expiryMs}
+	s.log.Info("claimed machine number", "machine", n, "holder", req.Holder, "epoch", it.epoch,
+		"start", msTime(startMs), "mark", msTime(it.expiryMs))
+	return l
+}

@@ -1,0 +1,126 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultTable          = "idgen-leases"
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxReserve     = 5 * time.Minute
+)
+
+// Machines is how many machine numbers each region has: machine_id is
+// Region×Machines + number.
+const Machines = 1024
+
+// Config configures a Store. The zero value is a valid configuration: the
+// table "idgen-leases", region 0, no logging.
+type Config struct {
+	// Table is the lease table's name. Zero: "idgen-leases".
+	Table string
+	// Region is the snowfence region whose machine numbers this store
+	// leases: its items are machine_id Region×1024 … Region×1024+1023, so
+	// one table serves every region. Negative is invalid.
+	Region int
+	// Logger receives a line for every claim, failed renewal, release,
+	// quarantine and raised mark, with machine, holder, epoch and mark. Nil
+	// discards them.
+	Logger *slog.Logger
+	// RequestTimeout bounds the requests the store makes on its own after a
+	// caller's request failed: re-reading an item whose write has an
+	// unknown outcome, undoing a claim. Zero: 5 s.
+	RequestTimeout time.Duration
+	// MaxReserve is the longest any holder reserves ahead of its clock (the
+	// keeper's Reserve). It is used only by Unquarantine for a number
+	// quarantined by hand (seed 002 runbook command 3, which keeps no
+	// pre-quarantine mark): the mark restored is then the time of the
+	// unquarantine plus MaxReserve. Zero: 5 minutes.
+	MaxReserve time.Duration
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Table == "" {
+		c.Table = DefaultTable
+	}
+	if c.Region < 0 {
+		return c, fmt.Errorf("%w: dynamostore: region %d is negative", lease.ErrInvalid, c.Region)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxReserve <= 0 {
+		c.MaxReserve = DefaultMaxReserve
+	}
+	return c, nil
+}
+
+// ClientConfig says how Connect reaches DynamoDB. The zero value uses the
+// SDK's default chain (environment, shared config, instance role) and its
+// region.
+type ClientConfig struct {
+	// Endpoint overrides the service URL, e.g. "http://127.0.0.1:4567" for
+	// dynalite or DynamoDB Local. Empty: the AWS endpoint of AWSRegion.
+	Endpoint string
+	// AWSRegion is the AWS region, e.g. "eu-west-1". Empty: the SDK's
+	// default (AWS_REGION, shared config); with an Endpoint and no region
+	// anywhere, "us-east-1".
+	AWSRegion string
+	// AccessKeyID and SecretAccessKey, when set, are static credentials
+	// (local servers accept any). Empty: the SDK's default chain.
+	AccessKeyID     string
+	SecretAccessKey string
+	// RetryMaxAttempts caps the SDK's attempts per request, retries
+	// included. Zero: the SDK default (3).
+	RetryMaxAttempts int
+}
+
+// Connect builds a DynamoDB client from cc and returns a Store on it.
+func Connect(ctx context.Context, cc ClientConfig, cfg Config) (*Store, error) {
+	var opts []func(*config.LoadOptions) error
+	region := cc.AWSRegion
+	if region == "" && cc.Endpoint != "" {
+		region = "us-east-1"
+	}
+	if cc.AWSRegion != "" {
+		opts = append(opts, config.WithRegion(cc.AWSRegion))
+	}
+	if cc.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cc.AccessKeyID, cc.SecretAccessKey, "")))
+	}
+	if cc.RetryMaxAttempts > 0 {
+		opts = append(opts, config.WithRetryMaxAttempts(cc.RetryMaxAttempts))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: load AWS configuration: %w; set the region and credentials (AWS_REGION, AWS_PROFILE) or pass them in ClientConfig", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = region
+	}
+	if awsCfg.Region == "" {
+		return nil, fmt.Errorf("%w: dynamostore: no AWS region: set ClientConfig.AWSRegion or AWS_REGION", lease.ErrInvalid)
+	}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cc.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cc.Endpoint)
+		}
+	})
+	return New(client, cfg)
+}

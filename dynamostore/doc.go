@@ -1,0 +1,51 @@
+// Package dynamostore keeps snowfence machine-number leases in a DynamoDB
+// table with conditional writes (DESIGN.md §3, seed 002).
+//
+// # The table
+//
+// One item per machine number, in a table named "idgen-leases" by default,
+// created by CreateTable (on-demand billing, partition key machine_id of
+// type N) or by hand:
+//
+//	machine_id        N  Region×1024 + machine number (region 0: the number itself)
+//	holder            S  the holder's identity; absent when free, "QUARANTINED" when quarantined
+//	lease_expiry      N  Unix ms: the lease's expiry and the high-water mark (exclusive)
+//	lease_epoch       N  the fencing token: +1 on every claim and every quarantine
+//	quarantined_mark  N  while quarantined: the mark before the quarantine
+//
+// lease_expiry is both the lease's expiry and its mark: the holder issues
+// only timestamps below it, and a claim succeeds only when the claimer's
+// clock is past it, so a new holder starts strictly above everything the
+// last one could issue, whatever pauses happened in between.
+//
+// # The requests
+//
+//	claim     UpdateItem SET holder = :me, lease_expiry = :expiry,
+//	                         lease_epoch = if_not_exists(lease_epoch, :zero) + :one
+//	          IF attribute_not_exists(machine_id) OR lease_expiry < :now       (ReturnValues ALL_NEW)
+//	renew     UpdateItem SET lease_expiry = :new_expiry
+//	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry
+//	release   UpdateItem REMOVE holder SET lease_expiry = :last
+//	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :my_mark
+//	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
+//	                          quarantined_mark = lease_expiry ADD lease_epoch 1
+//
+// The claim and renewal are seed 002's, word for word. A released number
+// whose mark is still ahead of the claimer's clock (but within MaxAhead) is
+// claimed with a compare on the mark read, and its holder starts at that
+// mark. A failed condition (ConditionalCheckFailedException) is classified
+// from the item DynamoDB returns with it (ReturnValuesOnConditionCheckFailure
+// ALL_OLD) or, where the server does not return it, from a consistent read:
+// lease.ErrLost when the holder or epoch changed, lease.ErrQuarantined when
+// the number is quarantined. After an error of unknown outcome (a timeout;
+// the SDK's own retries, which may repeat a write that committed) the item
+// is re-read with a consistent read before deciding.
+//
+// Reads (Get, List, the scan a claim starts with) are consistent.
+//
+// # Permissions
+//
+// docs/dynamodb-iam-policy.json is an IAM policy limited to the table:
+// GetItem, UpdateItem, Scan and DescribeTable, and CreateTable for the
+// command that creates it.
+package dynamostore

@@ -1,0 +1,110 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// The renewal of seed 002.
+const (
+	renewUpdate = "SET lease_expiry = :new_expiry"
+	renewCond   = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
+)
+
+// Extend raises l's mark, which is also its lease's expiry, to markMs with
+// seed 002's renewal: a conditional UpdateItem on holder and epoch. In a
+// lease table the lease lives exactly as long as its mark, so leaseFor is
+// not used: the keeper's Reserve (default LeaseFor) sets how far ahead
+// markMs is. A mark already at or above markMs (an SDK retry that
+// committed, RaiseMarks) is kept, not lowered, and returned in MarkMs.
+//
+// Errors: lease.ErrLost if the item names another holder or epoch (or is
+// gone), lease.ErrQuarantined if the number is quarantined. After any other
+// error the item is re-read with a consistent read to decide; if that fails
+// too the error is returned and the outcome is unknown.
+func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := checkLease(l); err != nil {
+		return nil, err
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(l.Machine),
+		UpdateExpression:    aws.String(renewUpdate),
+		ConditionExpression: aws.String(renewCond),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		nl := *l
+		nl.MarkMs = markMs
+		return &nl, nil
+	}
+	it, why := s.afterFailure(l, err)
+	if why == nil {
+		switch {
+		case it.expiryMs >= markMs:
+			nl := *l
+			nl.MarkMs = it.expiryMs
+			return &nl, nil
+		default:
+			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
+				l.Machine, l.Token, msTime(markMs), err, msTime(l.MarkMs))
+		}
+	}
+	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
+		"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", why)
+	return nil, why
+}
+
+// afterFailure reads the item after a failed conditional write on l (from
+// the failure itself, or with a consistent read) and returns it if it still
+// names l's holder and epoch, or the typed error saying why not.
+func (s *Store) afterFailure(l *lease.Lease, err error) (item, error) {
+	failed, old := conditionFailed(err)
+	var it item
+	var perr error
+	if failed && len(old) > 0 {
+		it, perr = s.parseItem(old)
+	} else {
+		it, perr = s.reread(l.Machine)
+	}
+	if perr != nil {
+		return item{}, fmt.Errorf("dynamostore: machine %d epoch %d: %w (and reading the item to decide failed: %v); the outcome is unknown: retry",
+			l.Machine, l.Token, err, perr)
+	}
+	return it, owns(l, it)
+}
+
+// owns says whether it still belongs to l: nil, or lease.ErrQuarantined or
+// lease.ErrLost with what the item says now.
+func owns(l *lease.Lease, it item) error {
+	switch {
+	case !it.exists:
+		return fmt.Errorf("%w: machine %d has no item any more (deleted by hand?); stop issuing on it and claim another", lease.ErrLost, l.Machine)
+	case it.quarantined:
+		return fmt.Errorf("%w: machine %d (epoch %d); stop issuing on it and claim another", lease.ErrQuarantined, l.Machine, it.epoch)
+	case it.holder != l.Holder || it.epoch != l.Token:
+		return fmt.Errorf("%w: machine %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim another",
+			lease.ErrLost, l.Machine, it.holder, it.epoch, l.Holder, l.Token)
+	}
+	return nil
+}
+
+func checkLease(l *lease.Lease) error {
+	if l == nil {
+		return fmt.Errorf("%w: nil lease", lease.ErrInvalid)
+	}
+	return checkMachine(l.Machine)
+}

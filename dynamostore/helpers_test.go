@@ -1,0 +1,114 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// The tests run against a real DynamoDB API: dynalite, started by
+// scripts/services/dynalite.sh, at the endpoint in this variable.
+const endpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
+
+func endpoint(t testing.TB) string {
+	t.Helper()
+	ep := os.Getenv(endpointEnv)
+	if ep == "" {
+		msg := endpointEnv + " is not set: run `export " + endpointEnv + "=$(scripts/services/dynalite.sh start)` (needs Node.js and npm), or scripts/test"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return ep
+}
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var tableSeq atomic.Int64
+
+var unsafeTableChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// tableFor names a table of the test's own.
+func tableFor(t testing.TB) string {
+	name := unsafeTableChars.ReplaceAllString(t.Name(), "_")
+	if len(name) > 180 {
+		name = name[:180]
+	}
+	return fmt.Sprintf("t-%s-%d-%d", name, os.Getpid(), tableSeq.Add(1))
+}
+
+// connect returns a store on the test endpoint for table (which it does not
+// create).
+func connect(t testing.TB, table string, region int) *dynamostore.Store {
+	t.Helper()
+	s, err := dynamostore.Connect(ctxFor(t), dynamostore.ClientConfig{
+		Endpoint: endpoint(t), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
+	}, dynamostore.Config{Table: table, Region: region, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newStore creates a table of the test's own and returns a store on it.
+func newStore(t testing.TB) *dynamostore.Store {
+	t.Helper()
+	s := connect(t, tableFor(t), 0)
+	if err := s.CreateTable(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func baseMs() int64 { return time.Now().UnixMilli() }
+
+// req builds a claim request for a range with generous limits.
+func req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
+	return lease.ClaimRequest{
+		Holder:   holder,
+		Range:    lease.Range{Lo: lo, Hi: hi},
+		NowMs:    nowMs,
+		LeaseFor: 10 * time.Second,
+		MaxAhead: time.Hour,
+	}
+}
+
+func mustClaim(t testing.TB, s *dynamostore.Store, r lease.ClaimRequest) *lease.Lease {
+	t.Helper()
+	l, err := s.Claim(ctxFor(t), r)
+	if err != nil {
+		t.Fatalf("Claim(%s in %s): %v", r.Holder, r.Range, err)
+	}
+	return l
+}
+
+func mustExtend(t testing.TB, s *dynamostore.Store, l *lease.Lease, markMs int64) *lease.Lease {
+	t.Helper()
+	nl, err := s.Extend(ctxFor(t), l, markMs, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Extend(machine %d epoch %d, %d): %v", l.Machine, l.Token, markMs, err)
+	}
+	return nl
+}
+
+func mustGet(t testing.TB, s *dynamostore.Store, machine int) lease.Record {
+	t.Helper()
+	r, err := s.Get(ctxFor(t), machine)
+	if err != nil {
+		t.Fatalf("Get(%d): %v", machine, err)
+	}
+	return r
+}

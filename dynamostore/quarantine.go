@@ -1,0 +1,113 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Quarantine makes number machine unclaimable and unrenewable with seed
+// 002's runbook command 3 — holder "QUARANTINED", lease_expiry in 2100, one
+// more epoch — and keeps the mark it had in quarantined_mark, for
+// Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
+// and it stops at its mark. Quarantining a quarantined number does nothing.
+func (s *Store) Quarantine(ctx context.Context, machine int) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := checkMachine(machine); err != nil {
+		return err
+	}
+	_, err := s.update(ctx, machine,
+		"SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero) ADD lease_epoch :one",
+		"attribute_not_exists(holder) OR holder <> :q",
+		map[string]types.AttributeValue{":q": str(Quarantined), ":far": num(QuarantineExpiryMs), ":zero": num(0), ":one": num(1)})
+	if f, _ := conditionFailed(err); f {
+		s.log.Info("machine number already quarantined", "machine", machine)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: quarantine machine %d: %w; the outcome is unknown: run it again (it is idempotent)", machine, err)
+	}
+	it, _ := s.read(ctx, machine)
+	s.log.Warn("quarantined machine number", "machine", machine, "epoch", it.epoch, "mark", msTime(it.preMarkMs))
+	return nil
+}
+
+// Unquarantine lifts a quarantine: it removes the holder and restores the
+// mark kept by Quarantine, so the next holder starts above everything the
+// old one could have issued. A number quarantined by hand (no
+// quarantined_mark) gets the time now plus Config.MaxReserve instead. It
+// fails with lease.ErrNotHeld if the number is not quarantined.
+func (s *Store) Unquarantine(ctx context.Context, machine int) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := checkMachine(machine); err != nil {
+		return err
+	}
+	it, err := s.read(ctx, machine)
+	if err != nil {
+		return err
+	}
+	if !it.quarantined {
+		return fmt.Errorf("%w: machine %d is not quarantined", lease.ErrNotHeld, machine)
+	}
+	mark := it.preMarkMs
+	if !it.hasPreMark {
+		mark = time.Now().Add(s.cfg.MaxReserve).UnixMilli()
+	}
+	_, err = s.update(ctx, machine, "REMOVE holder, quarantined_mark SET lease_expiry = :mark",
+		"holder = :q AND lease_epoch = :e",
+		map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)})
+	if f, _ := conditionFailed(err); f {
+		return fmt.Errorf("%w: machine %d changed while being unquarantined; look at it again", lease.ErrNotHeld, machine)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: unquarantine machine %d: %w; the outcome is unknown: check with Get", machine, err)
+	}
+	s.log.Warn("unquarantined machine number", "machine", machine, "epoch", it.epoch, "mark", msTime(mark))
+	return nil
+}
+
+// RaiseMarks raises the mark of every number in r to at least markMs, one
+// conditional UpdateItem per number (creating the items of numbers never
+// claimed): lease_expiry for free and held numbers — a holder keeps its
+// lease, now reserved up to markMs — and quarantined_mark for quarantined
+// ones. It returns how many items it changed.
+func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
+	if err := s.open(); err != nil {
+		return 0, err
+	}
+	if err := checkRange(r); err != nil {
+		return 0, err
+	}
+	changed := 0
+	for n := r.Lo; n <= r.Hi; n++ {
+		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined)}
+		_, err := s.update(ctx, n, "SET lease_expiry = :m",
+			"attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q))", vals)
+		if err == nil {
+			changed++
+			continue
+		}
+		if f, _ := conditionFailed(err); !f {
+			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+		}
+		_, err = s.update(ctx, n, "SET quarantined_mark = :m",
+			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", vals)
+		if err == nil {
+			changed++
+			continue
+		}
+		if f, _ := conditionFailed(err); !f {
+			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+		}
+	}
+	s.log.Warn("raised marks", "range", r.String(), "mark", msTime(markMs), "changed", changed)
+	return changed, nil
+}

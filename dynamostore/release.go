@@ -1,0 +1,95 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Release gives l's number up: it removes the holder and records markMs
+// (at least l.StartMs) as lease_expiry, conditioned on holder and epoch and
+// on the stored mark being no higher than l's own (l.MarkMs). If someone
+// raised the mark above l's (RaiseMarks), it removes the holder and keeps
+// the raised mark. If the number was quarantined out from under l, it lowers
+// the mark the quarantine keeps to markMs, so the number is claimable sooner
+// once unquarantined, and returns nil.
+//
+// Errors: lease.ErrLost if l no longer holds the number. After any other
+// error the item is re-read to decide; if that fails the outcome is unknown,
+// and the number frees itself at its mark.
+func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := checkLease(l); err != nil {
+		return err
+	}
+	last := max(markMs, l.StartMs)
+	err := s.release(ctx, l, last)
+	if err != nil {
+		s.log.Warn("release failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", msTime(last), "error", err)
+		return err
+	}
+	s.log.Info("released machine number", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", msTime(last))
+	return nil
+}
+
+func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
+	vals := map[string]types.AttributeValue{
+		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)),
+	}
+	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last",
+		"holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine", vals)
+	if err == nil {
+		return nil
+	}
+	failed, _ := conditionFailed(err)
+	it, why := s.afterFailure(l, err)
+	switch {
+	case it.quarantined && it.epoch == l.Token+1:
+		// The quarantine that fenced l: l's reservation is what it keeps.
+		_, qerr := s.update(ctx, l.Machine, "SET quarantined_mark = :last",
+			"holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine",
+			map[string]types.AttributeValue{":q": str(Quarantined), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))})
+		if f, _ := conditionFailed(qerr); qerr != nil && !f {
+			return fmt.Errorf("dynamostore: release quarantined machine %d: %w", l.Machine, qerr)
+		}
+		return nil
+	case !failed && it.exists && it.holder == "" && it.epoch == l.Token:
+		return nil // the release of unknown outcome had committed
+	case why != nil:
+		return why
+	case !failed:
+		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
+	}
+	// Still l's, with a mark someone raised above l's own: keep it.
+	_, err = s.update(ctx, l.Machine, "REMOVE holder", "holder = :me AND lease_epoch = :my_epoch",
+		map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token))})
+	if f, _ := conditionFailed(err); f {
+		return fmt.Errorf("%w: machine %d changed hands during its release", lease.ErrLost, l.Machine)
+	} else if err != nil {
+		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
+	}
+	return nil
+}
+
+// update is a conditional UpdateItem on number n that returns the old item
+// when the condition fails.
+func (s *Store) update(ctx context.Context, n int, expr, cond string, vals map[string]types.AttributeValue) (*dynamodb.UpdateItemOutput, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(n),
+		UpdateExpression:                    aws.String(expr),
+		ExpressionAttributeValues:           vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	return s.db.UpdateItem(ctx, in)
+}

@@ -1,0 +1,303 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Attribute names and the quarantine values of seed 002's runbook.
+const (
+	attrMachine     = "machine_id"
+	attrHolder      = "holder"
+	attrExpiry      = "lease_expiry"
+	attrEpoch       = "lease_epoch"
+	attrQuarantined = "quarantined_mark"
+
+	// Quarantined is the holder written by Quarantine (and by runbook
+	// command 3).
+	Quarantined = "QUARANTINED"
+	// QuarantineExpiryMs is the lease_expiry of a quarantined number:
+	// 2100-01-01T00:00:00Z, so no claim's condition passes.
+	QuarantineExpiryMs int64 = 4102444800000
+)
+
+// A Store keeps leases in one DynamoDB table for one region. It is safe for
+// concurrent use; it holds no state between requests, so any number of
+// Store values (in any number of processes) may share a table.
+type Store struct {
+	db     *dynamodb.Client
+	table  string
+	region int
+	cfg    Config
+	log    *slog.Logger
+	closed atomic.Bool
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// New returns a Store on client. The table must exist (CreateTable).
+func New(client *dynamodb.Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: dynamostore: nil DynamoDB client", lease.ErrInvalid)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: client, table: cfg.Table, region: cfg.Region, cfg: cfg,
+		log: cfg.Logger.With("table", cfg.Table, "region", cfg.Region)}, nil
+}
+
+// Client returns the DynamoDB client the store uses.
+func (s *Store) Client() *dynamodb.Client { return s.db }
+
+// Close marks the store closed; later calls fail. The SDK client holds no
+// connections that need closing, and the leases are not released.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+var errClosed = errors.New("dynamostore: store is closed")
+
+func (s *Store) open() error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// CreateTable creates the lease table (on-demand billing, partition key
+// machine_id N) and waits until it is active. A table that already exists is
+// not an error.
+func (s *Store) CreateTable(ctx context.Context) error {
+	_, err := s.db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(s.table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrMachine), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrMachine), KeyType: types.KeyTypeHash}},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("dynamostore: create table %s: %w; check the credentials allow dynamodb:CreateTable, or create it by hand (docs/dynamodb-iam-policy.json)", s.table, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(s.db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 2*time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, 2*time.Minute); err != nil {
+		return fmt.Errorf("dynamostore: table %s did not become active: %w", s.table, err)
+	}
+	s.log.Info("lease table ready")
+	return nil
+}
+
+// item is one machine number's item.
+type item struct {
+	exists      bool
+	machine     int // within the region
+	holder      string
+	epoch       uint64
+	expiryMs    int64
+	quarantined bool
+	preMarkMs   int64 // quarantined_mark
+	hasPreMark  bool
+}
+
+func (s *Store) key(n int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrMachine: num(int64(s.region*Machines + n))}
+}
+
+func num(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func str(v string) types.AttributeValue {
+	return &types.AttributeValueMemberS{Value: v}
+}
+
+func getNum(m map[string]types.AttributeValue, name string) (int64, bool, error) {
+	v, ok := m[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false, fmt.Errorf("dynamostore: attribute %s is %T, not a number: the table holds items this store did not write", name, v)
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("dynamostore: attribute %s = %q is not an integer: %w", name, n.Value, err)
+	}
+	return i, true, nil
+}
+
+// parseItem reads an item; a nil or empty map is a number with no item.
+func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
+	if len(m) == 0 {
+		return item{}, nil
+	}
+	id, ok, err := getNum(m, attrMachine)
+	if err != nil || !ok {
+		return item{}, fmt.Errorf("dynamostore: item without a numeric machine_id: %v", err)
+	}
+	it := item{exists: true, machine: int(id) - s.region*Machines}
+	if h, ok := m[attrHolder]; ok {
+		hs, ok := h.(*types.AttributeValueMemberS)
+		if !ok {
+			return item{}, fmt.Errorf("dynamostore: machine_id %d: holder is %T, not a string", id, h)
+		}
+		it.holder = hs.Value
+	}
+	it.quarantined = it.holder == Quarantined
+	ep, _, err := getNum(m, attrEpoch)
+	if err != nil {
+		return item{}, err
+	}
+	if ep < 0 {
+		return item{}, fmt.Errorf("dynamostore: machine_id %d: negative lease_epoch %d", id, ep)
+	}
+	it.epoch = uint64(ep)
+	if it.expiryMs, _, err = getNum(m, attrExpiry); err != nil {
+		return item{}, err
+	}
+	if it.preMarkMs, it.hasPreMark, err = getNum(m, attrQuarantined); err != nil {
+		return item{}, err
+	}
+	return it, nil
+}
+
+// record turns an item into the lease.Record callers see. A quarantined
+// number shows no holder and, as its mark, the one it had before the
+// quarantine (the mark it gets back on Unquarantine).
+func (s *Store) record(n int, it item) lease.Record {
+	r := lease.Record{Machine: n, Region: s.region}
+	if !it.exists {
+		return r
+	}
+	r.Token, r.MarkMs = it.epoch, it.expiryMs
+	switch {
+	case it.quarantined:
+		r.Quarantined, r.ExpiresMs = true, it.expiryMs
+		if it.hasPreMark {
+			r.MarkMs = it.preMarkMs
+		}
+	case it.holder != "":
+		r.Holder, r.ExpiresMs = it.holder, it.expiryMs
+	}
+	return r
+}
+
+// read is a consistent GetItem of number n.
+func (s *Store) read(ctx context.Context, n int) (item, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            s.key(n),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return item{}, fmt.Errorf("dynamostore: read machine %d: %w", n, err)
+	}
+	return s.parseItem(out.Item)
+}
+
+// reread is read on a context of its own, for deciding after the caller's
+// request failed (its context may be the one that ended).
+func (s *Store) reread(n int) (item, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	return s.read(ctx, n)
+}
+
+// Get returns number machine's record (a zero record if it has no item).
+func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
+	if err := s.open(); err != nil {
+		return lease.Record{}, err
+	}
+	if err := checkMachine(machine); err != nil {
+		return lease.Record{}, err
+	}
+	it, err := s.read(ctx, machine)
+	if err != nil {
+		return lease.Record{}, err
+	}
+	return s.record(machine, it), nil
+}
+
+// List returns the record of every number of the region that has an item,
+// in order, from a consistent scan.
+func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	items, err := s.scan(ctx, lease.Range{Lo: 0, Hi: Machines - 1})
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]lease.Record, 0, len(items))
+	for _, it := range items {
+		recs = append(recs, s.record(it.machine, it))
+	}
+	return recs, nil
+}
+
+// scan reads the items of numbers in r with a consistent, paginated scan,
+// sorted by number.
+func (s *Store) scan(ctx context.Context, r lease.Range) ([]item, error) {
+	in := &dynamodb.ScanInput{
+		TableName:        aws.String(s.table),
+		ConsistentRead:   aws.Bool(true),
+		FilterExpression: aws.String("machine_id BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":lo": num(int64(s.region*Machines + r.Lo)),
+			":hi": num(int64(s.region*Machines + r.Hi)),
+		},
+	}
+	var items []item
+	p := dynamodb.NewScanPaginator(s.db, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamostore: scan table %s: %w", s.table, err)
+		}
+		for _, m := range out.Items {
+			it, err := s.parseItem(m)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int { return a.machine - b.machine })
+	return items, nil
+}
+
+func checkMachine(n int) error {
+	if n < 0 || n >= Machines {
+		return fmt.Errorf("%w: machine number %d: must be 0–%d", lease.ErrInvalid, n, Machines-1)
+	}
+	return nil
+}
+
+func checkRange(r lease.Range) error { return r.Validate(Machines) }
+
+// conditionFailed reports whether err is a failed condition, and returns the
+// item DynamoDB sent back with it, if any.
+func conditionFailed(err error) (bool, map[string]types.AttributeValue) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true, ccf.Item
+	}
+	return false, nil
+}
+
+// msTime formats Unix ms for logs and messages.
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
