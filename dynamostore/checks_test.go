@@ -173,7 +173,7 @@ func checkQuarantine(t *testing.T) {
 		t.Fatalf("second quarantine: %v", err)
 	}
 	rec := mustGet(t, s, 2)
-	if !rec.Quarantined || rec.Held() || rec.Token != l.Token+1 || rec.MarkMs != now+30_000 || rec.ExpiresMs != dynamostore.QuarantineExpiryMs {
+	if !rec.Quarantined || rec.Holder != dynamostore.Quarantined || rec.Token != l.Token+1 || rec.MarkMs != now+30_000 || rec.ExpiresMs != dynamostore.QuarantineExpiryMs {
 		t.Fatalf("quarantined record %+v", rec)
 	}
 	if _, err := s.Extend(ctxFor(t), l, now+40_000, 0); !errors.Is(err, lease.ErrQuarantined) {

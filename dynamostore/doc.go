@@ -12,6 +12,7 @@
 //	lease_expiry      N  Unix ms: the lease's expiry and the high-water mark (exclusive)
 //	lease_epoch       N  the fencing token: +1 on every claim and every quarantine
 //	quarantined_mark  N  while quarantined: the mark before the quarantine
+//	mark_floor        N  set by RaiseMarks: no release records a mark below it
 //
 // lease_expiry is both the lease's expiry and its mark: the holder issues
 // only timestamps below it, and a claim succeeds only when the claimer's

@@ -33,7 +33,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	if err := checkLease(l); err != nil {
+	if err := s.checkLease(l); err != nil {
 		return nil, err
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -102,9 +102,12 @@ func owns(l *lease.Lease, it item) error {
 	return nil
 }
 
-func checkLease(l *lease.Lease) error {
+func (s *Store) checkLease(l *lease.Lease) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", lease.ErrInvalid)
+	}
+	if l.Region != s.region {
+		return fmt.Errorf("%w: lease of region %d given to the store of region %d", lease.ErrInvalid, l.Region, s.region)
 	}
 	return checkMachine(l.Machine)
 }

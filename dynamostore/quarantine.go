@@ -74,11 +74,12 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	return nil
 }
 
-// RaiseMarks raises the mark of every number in r to at least markMs, one
-// conditional UpdateItem per number (creating the items of numbers never
+// RaiseMarks raises the mark of every number in r to at least markMs, with
+// conditional UpdateItems per number (creating the items of numbers never
 // claimed): lease_expiry for free and held numbers — a holder keeps its
 // lease, now reserved up to markMs — and quarantined_mark for quarantined
-// ones. It returns how many items it changed.
+// ones. Every item also gets mark_floor = markMs, below which no release
+// records a mark. It returns how many marks it raised.
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
 	if err := s.open(); err != nil {
 		return 0, err
@@ -89,7 +90,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	changed := 0
 	for n := r.Lo; n <= r.Hi; n++ {
 		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined)}
-		_, err := s.update(ctx, n, "SET lease_expiry = :m",
+		_, err := s.update(ctx, n, "SET lease_expiry = :m, mark_floor = :m",
 			"attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q))", vals)
 		if err == nil {
 			changed++
@@ -98,13 +99,20 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		if f, _ := conditionFailed(err); !f {
 			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
 		}
-		_, err = s.update(ctx, n, "SET quarantined_mark = :m",
+		_, err = s.update(ctx, n, "SET quarantined_mark = :m, mark_floor = :m",
 			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", vals)
 		if err == nil {
 			changed++
 			continue
 		}
 		if f, _ := conditionFailed(err); !f {
+			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+		}
+		// The mark is already higher, but its holder may release lower:
+		// leave the floor.
+		_, err = s.update(ctx, n, "SET mark_floor = :m", "attribute_not_exists(mark_floor) OR mark_floor < :m",
+			map[string]types.AttributeValue{":m": num(markMs)})
+		if f, _ := conditionFailed(err); err != nil && !f {
 			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
 		}
 	}

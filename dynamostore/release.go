@@ -13,9 +13,10 @@ import (
 
 // Release gives l's number up: it removes the holder and records markMs
 // (at least l.StartMs) as lease_expiry, conditioned on holder and epoch and
-// on the stored mark being no higher than l's own (l.MarkMs). If someone
-// raised the mark above l's (RaiseMarks), it removes the holder and keeps
-// the raised mark. If the number was quarantined out from under l, it lowers
+// on the stored mark being no higher than l's own (l.MarkMs) and markMs
+// being at or above the floor RaiseMarks leaves (mark_floor). Otherwise —
+// someone raised the mark — it removes the holder and keeps the stored
+// mark. If the number was quarantined out from under l, it lowers
 // the mark the quarantine keeps to markMs, so the number is claimable sooner
 // once unquarantined, and returns nil.
 //
@@ -26,7 +27,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkLease(l); err != nil {
+	if err := s.checkLease(l); err != nil {
 		return err
 	}
 	last := max(markMs, l.StartMs)
@@ -44,7 +45,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)),
 	}
 	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last",
-		"holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine", vals)
+		"holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals)
 	if err == nil {
 		return nil
 	}
@@ -54,7 +55,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	case it.quarantined && it.epoch == l.Token+1:
 		// The quarantine that fenced l: l's reservation is what it keeps.
 		_, qerr := s.update(ctx, l.Machine, "SET quarantined_mark = :last",
-			"holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine",
+			"holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine AND "+aboveFloor,
 			map[string]types.AttributeValue{":q": str(Quarantined), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))})
 		if f, _ := conditionFailed(qerr); qerr != nil && !f {
 			return fmt.Errorf("dynamostore: release quarantined machine %d: %w", l.Machine, qerr)
@@ -77,6 +78,9 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	}
 	return nil
 }
+
+// aboveFloor holds when :last is at or above the floor RaiseMarks left.
+const aboveFloor = "(attribute_not_exists(mark_floor) OR mark_floor <= :last)"
 
 // update is a conditional UpdateItem on number n that returns the old item
 // when the condition fails.

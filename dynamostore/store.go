@@ -24,6 +24,7 @@ const (
 	attrExpiry      = "lease_expiry"
 	attrEpoch       = "lease_epoch"
 	attrQuarantined = "quarantined_mark"
+	attrFloor       = "mark_floor"
 
 	// Quarantined is the holder written by Quarantine (and by runbook
 	// command 3).
@@ -119,7 +120,9 @@ func (s *Store) key(n int) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrMachine: num(int64(s.region*Machines + n))}
 }
 
-func num(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 func str(v string) types.AttributeValue {
 	return &types.AttributeValueMemberS{Value: v}
 }
@@ -176,8 +179,9 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 }
 
 // record turns an item into the lease.Record callers see. A quarantined
-// number shows no holder and, as its mark, the one it had before the
-// quarantine (the mark it gets back on Unquarantine).
+// number shows holder "QUARANTINED", its 2100 expiry in ExpiresMs and, as
+// its mark, the one it had before the quarantine (the mark it gets back on
+// Unquarantine).
 func (s *Store) record(n int, it item) lease.Record {
 	r := lease.Record{Machine: n, Region: s.region}
 	if !it.exists {
@@ -186,7 +190,7 @@ func (s *Store) record(n int, it item) lease.Record {
 	r.Token, r.MarkMs = it.epoch, it.expiryMs
 	switch {
 	case it.quarantined:
-		r.Quarantined, r.ExpiresMs = true, it.expiryMs
+		r.Holder, r.Quarantined, r.ExpiresMs = it.holder, true, it.expiryMs
 		if it.hasPreMark {
 			r.MarkMs = it.preMarkMs
 		}
@@ -301,3 +305,6 @@ func conditionFailed(err error) (bool, map[string]types.AttributeValue) {
 
 // msTime formats Unix ms for logs and messages.
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// Table returns the lease table's name.
+func (s *Store) Table() string { return s.table }

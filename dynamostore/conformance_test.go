@@ -1,0 +1,22 @@
+package dynamostore_test
+
+import (
+	"testing"
+
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
+)
+
+// TestConformance runs the suite every lease store passes, each check on a
+// table of its own in dynalite.
+func TestConformance(t *testing.T) {
+	endpoint(t)
+	leasetest.Run(t, leasetest.Harness{
+		New: func(t *testing.T) lease.Store { return newStore(t) },
+		Reopen: func(t *testing.T, s lease.Store) lease.Store {
+			return connect(t, s.(*dynamostore.Store).Table(), 0)
+		},
+		ClockExpiry: true,
+	})
+}
