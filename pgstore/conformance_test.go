@@ -1,0 +1,24 @@
+package pgstore_test
+
+import (
+	"testing"
+
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// TestConformance runs the lease-store conformance suite against a real
+// PostgreSQL, each check in a table of its own. Expiry is the claimer's
+// clock against lease_expiry, so the harness needs no Expire hook.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t, 16)
+	leasetest.Run(t, leasetest.Harness{
+		New: func(t *testing.T) lease.Store { return openStore(t, pool, newTable(t, pool)) },
+		Reopen: func(t *testing.T, s lease.Store) lease.Store {
+			return openStore(t, pool, s.(*pgstore.Store).Table())
+		},
+		ClockExpiry: true,
+	})
+}

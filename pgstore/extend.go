@@ -1,0 +1,111 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Extend raises the lease's mark (lease_expiry) to markMs with one
+// conditional update that succeeds only if the row still names l's holder
+// and epoch and the mark moves forward. If no row changed it re-reads the
+// row to say why: lease.ErrQuarantined, lease.ErrLost (another holder or
+// epoch, or no row), or — holder and epoch still match and the mark is
+// already at or past markMs, as after RaiseMarks — success with that mark.
+//
+// leaseFor is not used: a table's lease lasts as far as its mark, so the
+// mark asked for is the new expiry. After any other error the update may
+// or may not have committed; issue nothing past the previous mark.
+func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if err := s.checkLease(l); err != nil {
+		return nil, err
+	}
+	target := max(markMs, l.MarkMs)
+	var got int64
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target).Scan(&got)
+	switch {
+	case err == nil:
+		nl := *l
+		nl.MarkMs = got
+		return &nl, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
+			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, msTime(target), err))
+	}
+	r, ok, err := s.read(ctx, l.Machine)
+	if err != nil {
+		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, and re-reading "+
+			"the row to learn why failed: %w; retry", l.Machine, l.Token, err))
+	}
+	if err := s.ownership(l, r, ok); err != nil {
+		return nil, s.renewFailed(l, target, err)
+	}
+	nl := *l
+	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
+	return &nl, nil
+}
+
+// ownership says whether row r (ok false: no row) still belongs to l:
+// lease.ErrQuarantined, lease.ErrLost, or nil.
+func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
+	switch {
+	case ok && r.quarantined():
+		return fmt.Errorf("%w: machine %d region %d was quarantined by an operator (epoch now %d); epoch %d may issue nothing "+
+			"past its mark %s (unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, r.epoch, l.Token, msTime(l.MarkMs))
+	case !ok:
+		return fmt.Errorf("%w: machine %d region %d has no row (the table was emptied or restored); stop issuing on it and claim again",
+			lease.ErrLost, l.Machine, l.Region)
+	case r.holder == "" && r.epoch == int64(l.Token):
+		return fmt.Errorf("%w: machine %d region %d epoch %d was released; stop issuing on it and claim again", lease.ErrLost, l.Machine, l.Region, l.Token)
+	case r.holder != l.Holder || r.epoch != int64(l.Token):
+		return fmt.Errorf("%w: machine %d region %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim again",
+			lease.ErrLost, l.Machine, l.Region, r.holder, r.epoch, l.Holder, l.Token)
+	}
+	return nil
+}
+
+// renewFailed logs a failed renewal and returns err.
+func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
+	s.log.Warn("renewal failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token,
+		"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", err)
+	return err
+}
+
+// Release gives l's number up with one conditional update on holder and
+// epoch: holder ” and lease_expiry = max(markMs, floor_ms), so the mark
+// may fall to the end of what this holder issued but never below a mark
+// anyone else wrote. The number can be claimed at once; the next holder
+// starts at or above the recorded mark. Errors: lease.ErrLost if l no
+// longer holds the number, lease.ErrQuarantined if it was quarantined.
+// After any other error the release may or may not have committed; the
+// number frees itself when its lease expires.
+func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	if err := s.checkLease(l); err != nil {
+		return err
+	}
+	var mark int64
+	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs).Scan(&mark)
+	switch {
+	case err == nil:
+		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", msTime(mark))
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		r, ok, rerr := s.read(ctx, l.Machine)
+		if rerr == nil {
+			err = s.ownership(l, r, ok)
+		}
+		if rerr != nil || err == nil { // err nil: it matched a moment later; ask to retry
+			err = fmt.Errorf("pgstore: release machine %d epoch %d: the update changed nothing (%v); retry", l.Machine, l.Token, rerr)
+		}
+	default:
+		err = fmt.Errorf("pgstore: release machine %d epoch %d: %w; it may have committed, and otherwise the number frees itself "+
+			"when its lease expires", l.Machine, l.Token, err)
+	}
+	s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", msTime(markMs), "error", err)
+	return err
+}

@@ -1,0 +1,84 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// urlEnv names the PostgreSQL the tests use; scripts/services/postgres.sh
+// start prints one.
+const urlEnv = "SNOWFENCE_TEST_POSTGRES_URL"
+
+// testURL returns the test server's URL, or skips the test without one
+// (fails it under CI=true, where a skip would hide the store's tests).
+func testURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(urlEnv)
+	if u == "" {
+		msg := "no PostgreSQL: set " + urlEnv + ", e.g. export " + urlEnv + `="$(scripts/services/postgres.sh start)"`
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return u
+}
+
+// testPool opens a pool on the test server, closed when t ends.
+func testPool(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatalf("%s: %v", urlEnv, err)
+	}
+	cfg.MaxConns = maxConns
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", urlEnv, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newTable returns a fresh table name, dropped when t ends.
+func newTable(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "lt_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	})
+	return name
+}
+
+// openStore returns a store on table, creating the table, logging to t.
+func openStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.New(pool, pgstore.Config{Table: table, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatalf("pgstore.New: %v", err)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -1,0 +1,91 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Quarantine makes a number unclaimable and unrenewable as seed 002's
+// runbook (command 3) does: holder QuarantineHolder, lease_expiry
+// QuarantineExpiryMs, epoch + 1, in one upsert (a number without a row gets
+// one). The old lease_expiry is kept in floor_ms. The current holder's next
+// Extend fails with lease.ErrQuarantined and it stops at its mark.
+// Quarantining a quarantined number changes nothing and is not an error.
+func (s *Store) Quarantine(ctx context.Context, machine int) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := checkMachine(machine); err != nil {
+		return err
+	}
+	var epoch, floor int64
+	err := s.pool.QueryRow(ctx, s.queries.quarantine, s.region, machine).Scan(&epoch, &floor)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		s.log.Info("machine number already quarantined", "machine", machine, "region", s.region)
+		return nil
+	case err != nil:
+		return fmt.Errorf("pgstore: quarantine machine %d region %d: %w; check with Get whether it took effect, and retry", machine, s.region, err)
+	}
+	s.log.Warn("quarantined machine number: it can be neither claimed nor renewed", "machine", machine, "region", s.region,
+		"epoch", epoch, "mark", msTime(floor))
+	return nil
+}
+
+// Unquarantine makes a quarantined number claimable again: holder ” and
+// lease_expiry set to the mark kept at the quarantine (floor_ms), so the
+// next holder starts above anything the holder before could have issued.
+// It returns lease.ErrNotHeld if the number is not quarantined.
+func (s *Store) Unquarantine(ctx context.Context, machine int) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := checkMachine(machine); err != nil {
+		return err
+	}
+	var epoch, mark int64
+	err := s.pool.QueryRow(ctx, s.queries.unquarantine, s.region, machine).Scan(&epoch, &mark)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: machine %d region %d is not quarantined, so there is nothing to undo", lease.ErrNotHeld, machine, s.region)
+	case err != nil:
+		return fmt.Errorf("pgstore: unquarantine machine %d region %d: %w; check with Get whether it took effect, and retry", machine, s.region, err)
+	}
+	s.log.Warn("unquarantined machine number: it can be claimed again", "machine", machine, "region", s.region,
+		"epoch", epoch, "mark", msTime(mark))
+	return nil
+}
+
+// RaiseMarks raises the mark of every number in r to at least markMs, in
+// one statement: free and held rows get lease_expiry ≥ markMs (a holder's
+// next Extend returns the raised mark), quarantined rows keep theirs, every
+// row gets floor_ms ≥ markMs so no release records less, and numbers
+// without a row get a free one with the mark. It returns how many numbers'
+// marks were below markMs.
+func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
+	if err := s.open(); err != nil {
+		return 0, err
+	}
+	if err := checkRange(r); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, s.queries.raise, s.region, r.Lo, r.Hi, markMs).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pgstore: raise marks of %s region %d to %s: %w; it may have committed: retry (it is idempotent)",
+			r, s.region, msTime(markMs), err)
+	}
+	s.log.Warn("raised marks", "range", r.String(), "region", s.region, "mark", msTime(markMs), "changed", n)
+	return n, nil
+}
+
+func checkRange(r lease.Range) error {
+	if r.Lo < 0 || r.Hi < r.Lo {
+		return fmt.Errorf("%w: machine range %d–%d must satisfy 0 ≤ lo ≤ hi", lease.ErrInvalid, r.Lo, r.Hi)
+	}
+	return nil
+}

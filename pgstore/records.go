@@ -1,0 +1,92 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// row is one row of the lease table.
+type row struct {
+	machine                  int
+	holder                   string
+	expiryMs, epoch, floorMs int64
+}
+
+func (r row) quarantined() bool { return r.holder == QuarantineHolder }
+
+// mark is the row's high-water mark: lease_expiry, or for a quarantined
+// row the mark kept from before the quarantine.
+func (r row) mark() int64 {
+	if r.quarantined() {
+		return r.floorMs
+	}
+	return r.expiryMs
+}
+
+func (s *Store) record(r row) lease.Record {
+	rec := lease.Record{Machine: r.machine, Region: s.region, Holder: r.holder, Token: uint64(r.epoch), MarkMs: r.mark(), Quarantined: r.quarantined()}
+	if r.holder != "" {
+		rec.ExpiresMs = r.expiryMs
+	}
+	return rec
+}
+
+func scanRow(rows pgx.CollectableRow) (row, error) {
+	var r row
+	err := rows.Scan(&r.machine, &r.holder, &r.expiryMs, &r.epoch, &r.floorMs)
+	return r, err
+}
+
+// read returns machine n's row, or ok false if it has none.
+func (s *Store) read(ctx context.Context, n int) (r row, ok bool, err error) {
+	rows, _ := s.pool.Query(ctx, s.queries.get, s.region, n)
+	r, err = pgx.CollectExactlyOneRow(rows, scanRow)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return row{machine: n}, false, nil
+	case err != nil:
+		return row{}, false, fmt.Errorf("pgstore: read machine %d region %d: %w", n, s.region, err)
+	}
+	return r, true, nil
+}
+
+// Get returns the record of one number: holder (QuarantineHolder when
+// quarantined), epoch as token, mark, and the lease's expiry while held
+// (which, in a table, is the mark). A number without a row reads as a zero
+// record.
+func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
+	if err := s.open(); err != nil {
+		return lease.Record{}, err
+	}
+	if err := checkMachine(machine); err != nil {
+		return lease.Record{}, err
+	}
+	r, _, err := s.read(ctx, machine)
+	if err != nil {
+		return lease.Record{}, err
+	}
+	return s.record(r), nil
+}
+
+// List returns the records of every row of the store's region, in order of
+// number, from one query.
+func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	rows, _ := s.pool.Query(ctx, s.queries.list, s.region)
+	rs, err := pgx.CollectRows(rows, scanRow)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list region %d: %w", s.region, err)
+	}
+	recs := make([]lease.Record, 0, len(rs))
+	for _, r := range rs {
+		recs = append(recs, s.record(r))
+	}
+	return recs, nil
+}

@@ -1,0 +1,167 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Quarantine values of seed 002's runbook (command 3).
+const (
+	// QuarantineHolder is the holder name of a quarantined row.
+	QuarantineHolder = "QUARANTINED"
+	// QuarantineExpiryMs is 2100-01-01T00:00:00Z in Unix ms: no claimer's
+	// clock passes it.
+	QuarantineExpiryMs int64 = 4102444800000
+)
+
+// DefaultTable is the table Config.Table names when empty.
+const DefaultTable = "idgen_leases"
+
+// Config configures a Store. The zero value is a working configuration.
+type Config struct {
+	// Table is the lease table, optionally schema-qualified ("ids.leases"):
+	// lower-case letters, digits and underscores. Empty means
+	// "idgen_leases".
+	Table string
+	// Region is the region whose rows this store reads and writes (≥ 0).
+	Region int
+	// Logger receives claims, failed renewals, releases and quarantines.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a lease.Store on a PostgreSQL table. It is safe for concurrent
+// use.
+type Store struct {
+	pool    *pgxpool.Pool
+	owned   bool
+	table   string // quoted, ready for SQL
+	name    string // as configured
+	region  int
+	log     *slog.Logger
+	closed  atomic.Bool
+	queries queries
+}
+
+var _ lease.Store = (*Store)(nil)
+
+var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$`)
+
+// New returns a store on pool, which the caller keeps and closes. It does
+// not touch the database; call Migrate to create the table.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: pgstore.New: nil pool", lease.ErrInvalid)
+	}
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if !tableName.MatchString(cfg.Table) {
+		return nil, fmt.Errorf("%w: pgstore: table name %q: use lower-case letters, digits and _, optionally schema.table", lease.ErrInvalid, cfg.Table)
+	}
+	if cfg.Region < 0 {
+		return nil, fmt.Errorf("%w: pgstore: region %d is negative", lease.ErrInvalid, cfg.Region)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	quoted := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
+	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, log: cfg.Logger.With("store", "pgstore", "table", cfg.Table)}
+	s.queries = newQueries(quoted)
+	return s, nil
+}
+
+// Connect opens a pool on url (a postgres:// URL or key=value string), checks
+// that the server answers, and returns a store that owns the pool: Close
+// closes it.
+func Connect(ctx context.Context, url string, cfg Config) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connect: the server does not answer: %w", err)
+	}
+	s, err := New(pool, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Table returns the table's name as configured.
+func (s *Store) Table() string { return s.name }
+
+// Region returns the store's region.
+func (s *Store) Region() int { return s.region }
+
+// Migrate creates the lease table (and its schema) if they do not exist.
+func (s *Store) Migrate(ctx context.Context) error {
+	if schema, _, ok := strings.Cut(s.name, "."); ok {
+		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return fmt.Errorf("pgstore: create schema %s: %w", schema, err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, s.queries.create); err != nil {
+		return fmt.Errorf("pgstore: create table %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// Close closes the pool if Connect opened it. It does not release leases.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		s.pool.Close()
+	}
+	return nil
+}
+
+var errClosed = errors.New("pgstore: store is closed")
+
+func (s *Store) open() error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+func checkMachine(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, n)
+	}
+	return nil
+}
+
+func (s *Store) checkLease(l *lease.Lease) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	switch {
+	case l == nil:
+		return fmt.Errorf("%w: nil lease", lease.ErrInvalid)
+	case l.Region != s.region:
+		return fmt.Errorf("%w: lease of region %d given to the store of region %d", lease.ErrInvalid, l.Region, s.region)
+	}
+	return checkMachine(l.Machine)
+}
+
+// msTime formats Unix ms for logs and messages.
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
