@@ -33,6 +33,19 @@ install() {
 	npm install --silent --no-audit --no-fund --prefix "$cache" "dynalite@$v" >&2
 }
 
+wrapper() {
+	cat >"$cache/run.js" <<'JS'
+// dynalite's request handler rethrows client aborts; a killed client must
+// not take the server down.
+process.on('uncaughtException', (err) => {
+  if (err && (err.code === 'ECONNRESET' || err.message === 'aborted')) return
+  console.error(err)
+  process.exit(1)
+})
+require('./node_modules/dynalite/cli.js')
+JS
+}
+
 freeport() {
 	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
@@ -50,13 +63,16 @@ start() {
 		return
 	fi
 	install
+	wrapper
 	mkdir -p "$run"
 	local port url pid
 	for _ in 1 2 3; do
 		port=$(freeport)
 		url=http://127.0.0.1:$port
-		# In memory (no --path); tables become ACTIVE at once.
-		nohup "$bin" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 \
+		# In memory (no --path); tables become ACTIVE at once. Through
+		# run.js: dynalite 4.0.0 throws (and exits) when a client aborts a
+		# request mid-body, which the soak's SIGKILLed holders do.
+		nohup node "$cache/run.js" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 \
 			>"$run/log" 2>&1 </dev/null &
 		pid=$!
 		for _ in $(seq 100); do
