@@ -12,7 +12,8 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-const leasesUsage = `usage: snowfence leases <list | show N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
+const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
+  init           create the lease table (--lease-store postgres or dynamodb)
   list           every machine number with a record: holder, token, mark, quarantine
   show N         one machine number
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
@@ -38,7 +39,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		return usagef("%s", leasesUsage)
 	}
 	verb, rest := pos[0], pos[1:]
-	wantArgs := map[string]int{"list": 0, "show": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
+	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
 	n, ok := wantArgs[verb]
 	if !ok || len(rest) != n {
 		return usagef("%s", leasesUsage)
@@ -61,6 +62,9 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if verb == "init" {
+		return initTable(ctx, e, &sf)
+	}
 	store, err := sf.connect(ctx)
 	if err != nil {
 		return err
@@ -100,6 +104,26 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		return say(e, *asJSON, map[string]any{"raised": changed, "mark_ms": markMs, "mark": fmtMs(markMs)},
 			"raised %d marks in %s to at least %s: every later claim starts at or after it", changed, rng, fmtMs(markMs))
 	}
+}
+
+// initTable creates the lease table of a table store.
+func initTable(ctx context.Context, e env, sf *storeFlags) error {
+	if err := sf.check(); err != nil {
+		return err
+	}
+	if !sf.isTable() {
+		return usagef("init is for --lease-store postgres or dynamodb; etcd needs no set-up")
+	}
+	store, create, err := sf.tableStore(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := create(ctx); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "lease table ready (%s)\n", sf.kind)
+	return err
 }
 
 // parseMarkTime reads "now+1m" or an RFC 3339 instant.

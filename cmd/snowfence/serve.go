@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -32,6 +33,7 @@ type serveFlags struct {
 	leaseTTL        time.Duration
 	renewEvery      time.Duration
 	selfFence       time.Duration
+	fenceMargin     time.Duration
 	maxBackwardWait time.Duration
 	shutdownTimeout time.Duration
 	logFormat       string
@@ -51,9 +53,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"`)
 	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default host/pid-N/process-start-ms)")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "lease lifetime without renewal")
-	fs.DurationVar(&f.renewEvery, "renew-every", 2*time.Second, "renewal period")
-	fs.DurationVar(&f.selfFence, "self-fence", 5*time.Second, "stop issuing this long after the last acknowledged renewal")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "lease lifetime without renewal (lease tables: 5m unless set)")
+	fs.DurationVar(&f.renewEvery, "renew-every", 2*time.Second, "renewal period (lease tables: 10s unless set)")
+	fs.DurationVar(&f.selfFence, "self-fence", 5*time.Second, "stop issuing this long after the last acknowledged renewal (lease tables: 30s unless set)")
+	fs.DurationVar(&f.fenceMargin, "fence-margin", 0, "stop issuing this long before the reserved mark (lease tables: 5s unless set)")
 	fs.DurationVar(&f.maxBackwardWait, "max-backward-wait", 5*time.Millisecond, "largest clock step back waited out")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests get at shutdown")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -68,6 +71,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if err := applyEnv(fs, e.getenv); err != nil {
 		return err
+	}
+	if err := f.store.check(); err != nil {
+		return err
+	}
+	if f.store.isTable() {
+		f.tableTimings(fs)
 	}
 	log, err := newLogger(e, f.logFormat, f.logLevel)
 	if err != nil {
@@ -92,6 +101,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	defer ln.Close()
 	started := time.Now()
+	if f.store.isTable() {
+		if cfg.Store, _, err = f.store.tableStore(ctx, log); err != nil {
+			return fmt.Errorf("lease store %s: %w", f.store.kind, err)
+		}
+		defer cfg.Store.Close()
+	}
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -207,9 +222,32 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		LeaseFor:   f.leaseTTL,
 		RenewEvery: f.renewEvery,
 		SelfFence:  f.selfFence,
+		Margin:     f.fenceMargin,
 	}
 	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
 	return cfg, nil
+}
+
+// tableTimings applies seed 002's lease-table timings to the timing flags
+// that were not set: a 5-minute lease renewed every 10 s, issuing stopping
+// 5 s before the stored expiry, and a 30 s self-fence.
+func (f *serveFlags) tableTimings(fs *flag.FlagSet) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+		to   time.Duration
+	}{
+		{"lease-ttl", &f.leaseTTL, 5 * time.Minute},
+		{"renew-every", &f.renewEvery, 10 * time.Second},
+		{"self-fence", &f.selfFence, 30 * time.Second},
+		{"fence-margin", &f.fenceMargin, 5 * time.Second},
+	} {
+		if !set[d.flag] {
+			*d.v = d.to
+		}
+	}
 }
 
 // newLogger builds the structured logger: diagnostics go to stderr.

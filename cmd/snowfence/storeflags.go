@@ -5,26 +5,40 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
 )
 
 // storeFlags are the options that say where the leases live; serve and
 // leases share them.
 type storeFlags struct {
-	endpoints          string
-	cert, key, ca      string
-	username, password string
-	prefix             string
-	dataDir            string
-	region             int
-	dialTimeout        time.Duration
+	kind                        string
+	postgresURL, postgresTable  string
+	dynamoTable, dynamoEndpoint string
+	awsRegion                   string
+	endpoints                   string
+	cert, key, ca               string
+	username, password          string
+	prefix                      string
+	dataDir                     string
+	region                      int
+	dialTimeout                 time.Duration
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres or dynamodb")
+	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db)")
+	fs.StringVar(&f.postgresTable, "postgres-table", pgstore.DefaultTable, "lease table for --lease-store postgres")
+	fs.StringVar(&f.dynamoTable, "dynamodb-table", dynamostore.DefaultTable, "lease table for --lease-store dynamodb")
+	fs.StringVar(&f.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL override (a local server such as dynalite); credentials come from the AWS SDK's usual chain (AWS_ACCESS_KEY_ID, …)")
+	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region for --lease-store dynamodb (default: the SDK's, e.g. AWS_REGION)")
 	fs.StringVar(&f.endpoints, "etcd-endpoints", "", "comma-separated client URLs of an external etcd cluster (empty: the embedded etcd)")
 	fs.StringVar(&f.cert, "etcd-cert", "", "client certificate (PEM) for etcd TLS")
 	fs.StringVar(&f.key, "etcd-key", "", "client key (PEM) for etcd TLS")
@@ -63,10 +77,57 @@ func (f *storeFlags) storeConfig() etcdstore.Config {
 	return etcdstore.Config{Prefix: f.prefix, Region: f.region}
 }
 
-// connect opens the lease store for an operator command: the external
-// cluster, or the embedded etcd of a snowfence serve running on this
-// machine (found through the client-url file in its data directory).
-func (f *storeFlags) connect(ctx context.Context) (*etcdstore.Store, error) {
+// isTable reports a lease-table store (PostgreSQL or DynamoDB).
+func (f *storeFlags) isTable() bool { return f.kind == "postgres" || f.kind == "dynamodb" }
+
+// check validates the store choice.
+func (f *storeFlags) check() error {
+	switch f.kind {
+	case "etcd":
+	case "postgres":
+		if f.postgresURL == "" {
+			return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
+		}
+	case "dynamodb":
+	default:
+		return usagef("--lease-store %q: use etcd, postgres or dynamodb", f.kind)
+	}
+	return nil
+}
+
+// tableStore opens the PostgreSQL or DynamoDB store, and returns it with the
+// function that creates its table; the caller closes it.
+func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Store, func(context.Context) error, error) {
+	switch f.kind {
+	case "postgres":
+		s, err := pgstore.Connect(ctx, f.postgresURL, pgstore.Config{Table: f.postgresTable, Region: f.region, Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Migrate, nil
+	case "dynamodb":
+		s, err := dynamostore.Connect(ctx, dynamostore.ClientConfig{Endpoint: f.dynamoEndpoint, AWSRegion: f.awsRegion},
+			dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.CreateTable, nil
+	}
+	return nil, nil, usagef("--lease-store %q is not a lease table", f.kind)
+}
+
+// connect opens the lease store for an operator command: a lease table, the
+// external etcd cluster, or the embedded etcd of a snowfence serve running
+// on this machine (found through the client-url file in its data
+// directory).
+func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if f.isTable() {
+		s, _, err := f.tableStore(ctx, nil)
+		return s, err
+	}
 	cc, err := f.clientConfig()
 	if err != nil {
 		return nil, err
