@@ -18,7 +18,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// TestSoakKilledHoldersNeverDuplicate runs 16 holders in 4 child processes
+// TestSoakKilledHoldersNeverDuplicate runs 16 holders in 8 child processes
 // on one small range of machine numbers (0–23, so numbers change hands
 // often), minting continuously, while the parent SIGKILLs a random process
 // every 0.3–1.5 s and starts a fresh one in its place, or now and then
@@ -30,7 +30,7 @@ import (
 //
 // SNOWFENCE_SOAK_SEED replays a kill schedule; the seed is logged.
 func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
-	const procs, perProc = 4, 4
+	const procs, perProc = 8, 2
 	dur := 15 * time.Second
 	if testing.Short() {
 		dur = 4 * time.Second

@@ -34,6 +34,7 @@ type storeFlags struct {
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres or dynamodb")
+	fs.StringVar(&f.kind, "store", "etcd", "short for --lease-store")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db)")
 	fs.StringVar(&f.postgresTable, "postgres-table", pgstore.DefaultTable, "lease table for --lease-store postgres")
 	fs.StringVar(&f.dynamoTable, "dynamodb-table", dynamostore.DefaultTable, "lease table for --lease-store dynamodb")
