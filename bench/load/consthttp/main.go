@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/snowfence/snowfence/bench/load/internal/loopback"
 	"log"
 	"net"
 	"net/http"
@@ -44,7 +45,7 @@ func body() ([]byte, error) {
 }
 
 func run(addr string, life time.Duration) error {
-	if err := loopbackOnly(addr); err != nil {
+	if err := loopback.Check("consthttp", addr); err != nil {
 		return err
 	}
 	b, err := body()
@@ -80,21 +81,6 @@ func run(addr string, life time.Duration) error {
 	fmt.Fprintf(os.Stderr, "consthttp: %d-byte body on http://%s\n", len(b), ln.Addr())
 	if err := srv.Serve(ln); err != http.ErrServerClosed {
 		return err
-	}
-	return nil
-}
-
-// loopbackOnly refuses addresses off the loopback interface.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("consthttp: %q is not a loopback address; this tool serves loopback only", addr)
 	}
 	return nil
 }

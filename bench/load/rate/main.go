@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/snowfence/snowfence/bench/load/internal/loopback"
 	"io"
 	"net"
 	"os"
@@ -67,7 +68,7 @@ func main() {
 }
 
 func run(c config, out io.Writer) error {
-	if err := loopbackOnly(c.addr); err != nil {
+	if err := loopback.Check("rate", c.addr); err != nil {
 		return err
 	}
 	switch {
@@ -312,19 +313,4 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// loopbackOnly refuses addresses off the loopback interface.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("%q is not a loopback address; this tool sends on loopback only", addr)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/snowfence/snowfence/bench/load/internal/loopback"
 	"log"
 	"log/slog"
 	"net"
@@ -36,7 +37,7 @@ func main() {
 }
 
 func run(addr string, machine int, policy string, life time.Duration) error {
-	if err := loopbackOnly(addr); err != nil {
+	if err := loopback.Check("staticserve", addr); err != nil {
 		return err
 	}
 	cp, err := snowfence.ParseClockPolicy(policy)
@@ -81,20 +82,5 @@ func run(addr string, machine int, policy string, life time.Duration) error {
 		return err
 	}
 	<-done
-	return nil
-}
-
-// loopbackOnly refuses addresses off the loopback interface.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("staticserve: %q is not a loopback address; this tool serves loopback only", addr)
-	}
 	return nil
 }
