@@ -1,0 +1,41 @@
+// Package soaktest is the shared machinery of the multi-process soak tests
+// of the lease stores (etcd, PostgreSQL, DynamoDB): child holder processes
+// that re-execute the test binary, the parent that reads what they print
+// and kills or pauses them on a seeded schedule, and the checks on every ID
+// they printed.
+//
+// # The child
+//
+// A parent starts a child with Spawn: it re-executes its own test binary
+// running one test (the child's body, which calls ChildMain) with a JSON
+// configuration in an environment variable. The child runs holders (a
+// lease.Keeper and a generator each, see RunHolders) and prints one flushed
+// line per event through an Out:
+//
+//	claimed <holder> <machine> <token>     a keeper's first claim
+//	noclaim <holder> <error>               StartKeeper failed (retried)
+//	ids <holder> <id> <id> …               one batch, in issue order
+//	refused <holder> fenced|other <error>  a refused batch
+//	reqs <n> …                             store-specific request counts
+//	echo <text>                            a line the parent wrote to stdin
+//	fatal <error>                          the child could not start
+//
+// <holder> is the holder's index in its process. Lines are written under
+// one lock and flushed at once, so a line the parent reads was printed
+// whole, and a killed child's unprinted IDs never reach the parent. The
+// child exits when its stdin closes (the parent ended or is done with it;
+// its holders release their numbers), when its lifetime runs out, or with
+// its parent (SIGKILL on parent death).
+//
+// # The parent
+//
+// Soak.Run starts the child processes, SIGKILLs (and, with Pauses, now and
+// then SIGSTOPs) a random one on a schedule drawn from SNOWFENCE_SOAK_SEED
+// (or the clock; the seed is logged), collects every printed ID with a
+// Collector, and checks with Check that no ID occurs twice, that no two
+// holders stamped the same millisecond on the same number, and that each
+// holder's IDs strictly increase.
+//
+// The package is Linux-only (SIGSTOP, Pdeathsig, /proc) and has no init
+// side effects.
+package soaktest
