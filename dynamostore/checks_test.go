@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // TestStore runs the store's own checks against dynalite, each on a table of
@@ -78,7 +79,7 @@ func checkClaimRace(t *testing.T) {
 			t.Fatalf("size %d: %d numbers won (%v), want %d", size, len(won), won, size)
 		}
 		for n, h := range won {
-			if rec := mustGet(t, s, n); rec.Holder != h || rec.Token != 1 {
+			if rec := leasetest.MustGet(t, s, n); rec.Holder != h || rec.Token != 1 {
 				t.Errorf("record %+v, want holder %s epoch 1", rec, h)
 			}
 		}
@@ -92,7 +93,7 @@ func checkEpochsIncrease(t *testing.T) {
 	now := baseMs()
 	var prev *lease.Lease
 	for i := range 5 {
-		l := mustClaim(t, s, req(fmt.Sprintf("h%d", i), 7, 7, now))
+		l := leasetest.MustClaim(t, s, req(fmt.Sprintf("h%d", i), 7, 7, now))
 		if l.Token != uint64(i+1) {
 			t.Fatalf("claim %d: epoch %d, want %d", i, l.Token, i+1)
 		}
@@ -112,15 +113,15 @@ func checkEpochsIncrease(t *testing.T) {
 func checkRenewalConditions(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	l := mustClaim(t, s, req("a", 1, 1, now))
+	l := leasetest.MustClaim(t, s, req("a", 1, 1, now))
 	l2 := mustExtend(t, s, l, now+20_000)
-	if l2.MarkMs != now+20_000 || mustGet(t, s, 1).MarkMs != now+20_000 {
-		t.Fatalf("mark after extend = %d / %+v, want %d", l2.MarkMs, mustGet(t, s, 1), now+20_000)
+	if l2.MarkMs != now+20_000 || leasetest.MustGet(t, s, 1).MarkMs != now+20_000 {
+		t.Fatalf("mark after extend = %d / %+v, want %d", l2.MarkMs, leasetest.MustGet(t, s, 1), now+20_000)
 	}
 	if l3 := mustExtend(t, s, l2, now+15_000); l3.MarkMs != now+20_000 {
 		t.Errorf("extend to an earlier mark returned %d, want the stored %d", l3.MarkMs, now+20_000)
 	}
-	if got := mustGet(t, s, 1).MarkMs; got != now+20_000 {
+	if got := leasetest.MustGet(t, s, 1).MarkMs; got != now+20_000 {
 		t.Errorf("extend to an earlier mark lowered it to %d", got)
 	}
 	wrongHolder := *l2
@@ -133,7 +134,7 @@ func checkRenewalConditions(t *testing.T) {
 	if _, err := s.Extend(ctxFor(t), &wrongEpoch, now+30_000, 0); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("renewal with another epoch: %v, want ErrLost", err)
 	}
-	if got := mustGet(t, s, 1).MarkMs; got != now+20_000 {
+	if got := leasetest.MustGet(t, s, 1).MarkMs; got != now+20_000 {
 		t.Errorf("failed renewals moved the mark to %d", got)
 	}
 }
@@ -143,8 +144,8 @@ func checkRenewalConditions(t *testing.T) {
 func checkStaleRenewal(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	a := mustClaim(t, s, req("a", 4, 4, now))
-	b := mustClaim(t, s, req("b", 4, 4, a.MarkMs+1))
+	a := leasetest.MustClaim(t, s, req("a", 4, 4, now))
+	b := leasetest.MustClaim(t, s, req("b", 4, 4, a.MarkMs+1))
 	if b.Token != a.Token+1 || b.StartMs <= a.MarkMs {
 		t.Fatalf("b = %+v after a = %+v", b, a)
 	}
@@ -154,7 +155,7 @@ func checkStaleRenewal(t *testing.T) {
 	if err := s.Release(ctxFor(t), a, a.MarkMs); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("stale release: %v, want ErrLost", err)
 	}
-	if rec := mustGet(t, s, 4); rec.Holder != "b" || rec.Token != b.Token || rec.MarkMs != b.MarkMs {
+	if rec := leasetest.MustGet(t, s, 4); rec.Holder != "b" || rec.Token != b.Token || rec.MarkMs != b.MarkMs {
 		t.Fatalf("record %+v, want b's lease %+v untouched", rec, b)
 	}
 	mustExtend(t, s, b, b.MarkMs+1000)
@@ -165,14 +166,14 @@ func checkStaleRenewal(t *testing.T) {
 func checkQuarantine(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	l := mustExtend(t, s, mustClaim(t, s, req("a", 2, 2, now)), now+30_000)
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, req("a", 2, 2, now)), now+30_000)
 	if err := s.Quarantine(ctxFor(t), 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Quarantine(ctxFor(t), 2); err != nil {
 		t.Fatalf("second quarantine: %v", err)
 	}
-	rec := mustGet(t, s, 2)
+	rec := leasetest.MustGet(t, s, 2)
 	if !rec.Quarantined || rec.Holder != dynamostore.Quarantined || rec.Token != l.Token+1 || rec.MarkMs != now+30_000 || rec.ExpiresMs != dynamostore.QuarantineExpiryMs {
 		t.Fatalf("quarantined record %+v", rec)
 	}
@@ -194,11 +195,11 @@ func checkQuarantine(t *testing.T) {
 	if err := s.Unquarantine(ctxFor(t), 2); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("second unquarantine: %v, want ErrNotHeld", err)
 	}
-	rec = mustGet(t, s, 2)
+	rec = leasetest.MustGet(t, s, 2)
 	if rec.Quarantined || rec.Held() || rec.MarkMs != now+5_000 {
 		t.Fatalf("unquarantined record %+v, want free with mark %d", rec, now+5_000)
 	}
-	b := mustClaim(t, s, req("b", 2, 2, now+6_000))
+	b := leasetest.MustClaim(t, s, req("b", 2, 2, now+6_000))
 	if b.Token != l.Token+2 || b.StartMs != now+6_000 {
 		t.Fatalf("claim after unquarantine %+v", b)
 	}
@@ -209,7 +210,7 @@ func checkQuarantine(t *testing.T) {
 func checkHandQuarantine(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	l := mustClaim(t, s, req("a", 3, 3, now))
+	l := leasetest.MustClaim(t, s, req("a", 3, 3, now))
 	// aws dynamodb update-item … --update-expression "SET #h = :q, lease_expiry = :far ADD lease_epoch :one"
 	if err := dynamostore.RunbookQuarantine(ctxFor(t), s, 3); err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func checkHandQuarantine(t *testing.T) {
 	if err := s.Unquarantine(ctxFor(t), 3); err != nil {
 		t.Fatal(err)
 	}
-	if rec := mustGet(t, s, 3); rec.MarkMs < time.Now().Add(dynamostore.DefaultMaxReserve).UnixMilli()-5000 {
+	if rec := leasetest.MustGet(t, s, 3); rec.MarkMs < time.Now().Add(dynamostore.DefaultMaxReserve).UnixMilli()-5000 {
 		t.Fatalf("record %+v: mark not MaxReserve ahead", rec)
 	}
 }
@@ -230,18 +231,18 @@ func checkHandQuarantine(t *testing.T) {
 func checkRelease(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	l := mustExtend(t, s, mustClaim(t, s, req("a", 5, 5, now)), now+30_000)
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, req("a", 5, 5, now)), now+30_000)
 	if err := s.Release(ctxFor(t), l, now+1234); err != nil {
 		t.Fatal(err)
 	}
-	if rec := mustGet(t, s, 5); rec.Held() || rec.MarkMs != now+1234 || rec.Token != l.Token {
+	if rec := leasetest.MustGet(t, s, 5); rec.Held() || rec.MarkMs != now+1234 || rec.Token != l.Token {
 		t.Fatalf("released record %+v", rec)
 	}
 	if err := s.Release(ctxFor(t), l, now+1234); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("second release: %v, want ErrLost", err)
 	}
 	// A claimer whose clock is behind the released mark starts at the mark.
-	b := mustClaim(t, s, req("b", 5, 5, now+1000))
+	b := leasetest.MustClaim(t, s, req("b", 5, 5, now+1000))
 	if b.StartMs != now+1234 || b.Token != l.Token+1 || b.MarkMs < b.StartMs {
 		t.Fatalf("claim after release %+v, want start %d", b, now+1234)
 	}
@@ -252,14 +253,14 @@ func checkRelease(t *testing.T) {
 func checkReleaseKeepsRaisedMark(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	l := mustClaim(t, s, req("a", 6, 6, now))
+	l := leasetest.MustClaim(t, s, req("a", 6, 6, now))
 	if _, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 6, Hi: 6}, now+60_000); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(ctxFor(t), l, now+100); err != nil {
 		t.Fatal(err)
 	}
-	if rec := mustGet(t, s, 6); rec.Held() || rec.MarkMs != now+60_000 {
+	if rec := leasetest.MustGet(t, s, 6); rec.Held() || rec.MarkMs != now+60_000 {
 		t.Fatalf("record %+v, want free with the raised mark %d", rec, now+60_000)
 	}
 }
@@ -270,7 +271,7 @@ func checkMaxAheadAndExclude(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
 	for n, mark := range map[int]int64{10: now + 10_000, 11: now + 500} {
-		l := mustExtend(t, s, mustClaim(t, s, req("x", n, n, now)), mark)
+		l := mustExtend(t, s, leasetest.MustClaim(t, s, req("x", n, n, now)), mark)
 		if err := s.Release(ctxFor(t), l, mark); err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +279,7 @@ func checkMaxAheadAndExclude(t *testing.T) {
 	r := req("y", 10, 12, now)
 	r.MaxAhead = time.Second
 	r.Exclude = []int{12}
-	l := mustClaim(t, s, r)
+	l := leasetest.MustClaim(t, s, r)
 	if l.Machine != 11 || l.StartMs != now+500 {
 		t.Fatalf("claim = %+v, want 11 starting at its mark", l)
 	}
@@ -286,7 +287,7 @@ func checkMaxAheadAndExclude(t *testing.T) {
 		t.Fatalf("claim with 10 too far ahead, 11 held, 12 excluded: %v", err)
 	}
 	r.Exclude = nil
-	if l := mustClaim(t, s, r); l.Machine != 12 {
+	if l := leasetest.MustClaim(t, s, r); l.Machine != 12 {
 		t.Fatalf("claim = %+v, want 12 (never claimed) before 10 (ahead)", l)
 	}
 }
@@ -296,22 +297,22 @@ func checkMaxAheadAndExclude(t *testing.T) {
 func checkRaiseMarks(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	held := mustClaim(t, s, req("a", 0, 0, now))
-	free := mustClaim(t, s, req("b", 1, 1, now))
+	held := leasetest.MustClaim(t, s, req("a", 0, 0, now))
+	free := leasetest.MustClaim(t, s, req("b", 1, 1, now))
 	if err := s.Release(ctxFor(t), free, now+10); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Quarantine(ctxFor(t), 2); err != nil {
 		t.Fatal(err)
 	}
-	high := mustExtend(t, s, mustClaim(t, s, req("c", 3, 3, now)), now+999_000)
+	high := mustExtend(t, s, leasetest.MustClaim(t, s, req("c", 3, 3, now)), now+999_000)
 	m := now + 100_000
 	got, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 4}, m)
 	if err != nil || got != 4 {
 		t.Fatalf("RaiseMarks = %d, %v; want 4 (all but the higher mark of 3)", got, err)
 	}
 	for n := range 5 {
-		if rec := mustGet(t, s, n); rec.MarkMs < m {
+		if rec := leasetest.MustGet(t, s, n); rec.MarkMs < m {
 			t.Errorf("machine %d: %+v, mark below %d", n, rec, m)
 		}
 	}
@@ -323,7 +324,7 @@ func checkRaiseMarks(t *testing.T) {
 	if err := s.Unquarantine(ctxFor(t), 2); err != nil {
 		t.Fatal(err)
 	}
-	if rec := mustGet(t, s, 2); rec.MarkMs != m {
+	if rec := leasetest.MustGet(t, s, 2); rec.MarkMs != m {
 		t.Errorf("unquarantined after raise: %+v, want mark %d", rec, m)
 	}
 }
@@ -336,8 +337,8 @@ func checkRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := baseMs()
-	a := mustClaim(t, s0, req("a", 7, 7, now))
-	b := mustClaim(t, s1, req("b", 7, 7, now))
+	a := leasetest.MustClaim(t, s0, req("a", 7, 7, now))
+	b := leasetest.MustClaim(t, s1, req("b", 7, 7, now))
 	if a.Region != 0 || b.Region != 1 || a.Token != 1 || b.Token != 1 {
 		t.Fatalf("a = %+v, b = %+v", a, b)
 	}
@@ -351,11 +352,11 @@ func checkRegions(t *testing.T) {
 func checkGetList(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
-	if rec := mustGet(t, s, 42); rec != (lease.Record{Machine: 42}) {
+	if rec := leasetest.MustGet(t, s, 42); rec != (lease.Record{Machine: 42}) {
 		t.Fatalf("never-claimed record %+v, want zero", rec)
 	}
 	for _, n := range []int{9, 3, 1000} {
-		mustClaim(t, s, req(fmt.Sprint("h", n), n, n, now))
+		leasetest.MustClaim(t, s, req(fmt.Sprint("h", n), n, n, now))
 	}
 	recs, err := s.List(ctxFor(t))
 	if err != nil {

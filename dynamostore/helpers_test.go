@@ -11,6 +11,7 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // The tests run against a real DynamoDB API: dynalite, started by
@@ -86,29 +87,8 @@ func req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
 	}
 }
 
-func mustClaim(t testing.TB, s *dynamostore.Store, r lease.ClaimRequest) *lease.Lease {
+// mustExtend extends l to markMs for a 10 s lease (leasetest.MustExtend).
+func mustExtend(t testing.TB, s lease.Store, l *lease.Lease, markMs int64) *lease.Lease {
 	t.Helper()
-	l, err := s.Claim(ctxFor(t), r)
-	if err != nil {
-		t.Fatalf("Claim(%s in %s): %v", r.Holder, r.Range, err)
-	}
-	return l
-}
-
-func mustExtend(t testing.TB, s *dynamostore.Store, l *lease.Lease, markMs int64) *lease.Lease {
-	t.Helper()
-	nl, err := s.Extend(ctxFor(t), l, markMs, 10*time.Second)
-	if err != nil {
-		t.Fatalf("Extend(machine %d epoch %d, %d): %v", l.Machine, l.Token, markMs, err)
-	}
-	return nl
-}
-
-func mustGet(t testing.TB, s *dynamostore.Store, machine int) lease.Record {
-	t.Helper()
-	r, err := s.Get(ctxFor(t), machine)
-	if err != nil {
-		t.Fatalf("Get(%d): %v", machine, err)
-	}
-	return r
+	return leasetest.MustExtend(t, s, l, markMs, 10*time.Second)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // seedMs is wall-clock second 0 of seed 002's pause trace: its times are
@@ -103,7 +104,7 @@ func TestSeedPauseTrace(t *testing.T) {
 	// A claims at 90 s (epoch 7) and renews at 100 s: expiry 130 s.
 	a := startTraceHolder(t, s, fakeclock.New(wall(90)), nameA)
 	a.advance(t, 10*time.Second)
-	rec := mustGet(t, s, 37)
+	rec := leasetest.MustGet(t, s, 37)
 	if rec.Holder != nameA || rec.Token != 7 || rec.MarkMs != wall(130).UnixMilli() {
 		t.Fatalf("row after A's renewal at 100 s = %+v, want holder A, epoch 7, expiry 130 s", rec)
 	}
@@ -114,7 +115,7 @@ func TestSeedPauseTrace(t *testing.T) {
 
 	// B, by its own clock at 131 s, claims the expired number: epoch 8.
 	b := startTraceHolder(t, s, fakeclock.New(wall(131)), nameB)
-	rec = mustGet(t, s, 37)
+	rec = leasetest.MustGet(t, s, 37)
 	if rec.Holder != nameB || rec.Token != 8 || rec.MarkMs != wall(161).UnixMilli() {
 		t.Fatalf("row after B's claim = %+v, want holder B, epoch 8, expiry 161 s", rec)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // TestStore runs the store checks against an embedded etcd.
@@ -92,7 +93,7 @@ func checkClaimRace(t *testing.T, cli *clientv3.Client) {
 				t.Errorf("%d numbers claimed, want %d: %v", len(winners), size, winners)
 			}
 			for n, holder := range winners {
-				if rec := mustGet(t, stores[0], n); rec.Holder != holder {
+				if rec := leasetest.MustGet(t, stores[0], n); rec.Holder != holder {
 					t.Errorf("Get(%d).Holder = %q, want winner %q", n, rec.Holder, holder)
 				}
 			}
@@ -105,7 +106,7 @@ func checkTokensIncrease(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	var last uint64
 	for i := range 5 {
-		l := mustClaim(t, s, req(fmt.Sprintf("h%d", i), 3, 3, baseMs()))
+		l := leasetest.MustClaim(t, s, req(fmt.Sprintf("h%d", i), 3, 3, baseMs()))
 		if l.Token <= last {
 			t.Errorf("claim %d: token %d, want > %d", i, l.Token, last)
 		}
@@ -121,7 +122,7 @@ func checkTokensIncrease(t *testing.T, cli *clientv3.Client) {
 func checkRevokedBehindBack(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustClaim(t, s, req("victim", 0, 0, now))
+	l := leasetest.MustClaim(t, s, req("victim", 0, 0, now))
 	l = mustExtend(t, s, l, now+1000)
 	if _, err := cli.Revoke(ctxFor(t), ownerLease(t, cli, prefixFor(t), 0)); err != nil {
 		t.Fatalf("Revoke: %v", err)
@@ -130,11 +131,11 @@ func checkRevokedBehindBack(t *testing.T, cli *clientv3.Client) {
 	if !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("Extend after revoke: %v, want ErrLost", err)
 	}
-	if rec := mustGet(t, s, 0); rec.MarkMs != now+1000 {
+	if rec := leasetest.MustGet(t, s, 0); rec.MarkMs != now+1000 {
 		t.Errorf("mark after failed Extend = %d, want %d (unchanged)", rec.MarkMs, now+1000)
 	}
 	// The next holder starts above the victim's reservation.
-	l2 := mustClaim(t, newStore(t, cli, etcdstore.Config{}), req("next", 0, 0, now))
+	l2 := leasetest.MustClaim(t, newStore(t, cli, etcdstore.Config{}), req("next", 0, 0, now))
 	if l2.StartMs < now+1000 || l2.Token <= l.Token {
 		t.Errorf("next claim: start %d token %d, want start ≥ %d and token > %d", l2.StartMs, l2.Token, now+1000, l.Token)
 	}
@@ -147,13 +148,13 @@ func checkRevokedBehindBack(t *testing.T, cli *clientv3.Client) {
 func checkRetakenWhileKeepAliveFine(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustClaim(t, s, req("first", 0, 0, now))
+	l := leasetest.MustClaim(t, s, req("first", 0, 0, now))
 	id := ownerLease(t, cli, prefixFor(t), 0)
 	if _, err := cli.Delete(ctxFor(t), prefixFor(t)+"/0/owner/0"); err != nil {
 		t.Fatal(err)
 	}
 	other := newStore(t, cli, etcdstore.Config{})
-	l2 := mustClaim(t, other, req("second", 0, 0, now))
+	l2 := leasetest.MustClaim(t, other, req("second", 0, 0, now))
 	if _, err := cli.KeepAliveOnce(ctxFor(t), id); err != nil {
 		t.Fatalf("keep-alive of the first holder's etcd lease: %v, want it alive", err)
 	}
@@ -171,7 +172,7 @@ func checkRetakenWhileKeepAliveFine(t *testing.T, cli *clientv3.Client) {
 func checkExtendNeverLowers(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustClaim(t, s, req("h", 0, 0, now))
+	l := leasetest.MustClaim(t, s, req("h", 0, 0, now))
 	l = mustExtend(t, s, l, now+5000)
 	stale := *l
 	stale.MarkMs = now // a caller passing an old copy of its lease
@@ -179,7 +180,7 @@ func checkExtendNeverLowers(t *testing.T, cli *clientv3.Client) {
 	if got.MarkMs != now+5000 {
 		t.Errorf("Extend to an earlier mark returned mark %d, want %d", got.MarkMs, now+5000)
 	}
-	if rec := mustGet(t, s, 0); rec.MarkMs != now+5000 {
+	if rec := leasetest.MustGet(t, s, 0); rec.MarkMs != now+5000 {
 		t.Errorf("stored mark %d, want %d", rec.MarkMs, now+5000)
 	}
 	// A second Store value handed the lease (it did not claim it) must not
@@ -195,7 +196,7 @@ func checkExtendNeverLowers(t *testing.T, cli *clientv3.Client) {
 func checkQuarantine(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustClaim(t, s, req("h", 4, 4, now))
+	l := leasetest.MustClaim(t, s, req("h", 4, 4, now))
 	l = mustExtend(t, s, l, now+1000)
 	if err := s.Quarantine(ctxFor(t), 4); err != nil {
 		t.Fatalf("Quarantine: %v", err)
@@ -206,7 +207,7 @@ func checkQuarantine(t *testing.T, cli *clientv3.Client) {
 	if _, err := s.Extend(ctxFor(t), l, now+2000, 10*time.Second); !errors.Is(err, lease.ErrQuarantined) {
 		t.Errorf("Extend of a quarantined number: %v, want ErrQuarantined", err)
 	}
-	if rec := mustGet(t, s, 4); !rec.Quarantined || rec.MarkMs != now+1000 {
+	if rec := leasetest.MustGet(t, s, 4); !rec.Quarantined || rec.MarkMs != now+1000 {
 		t.Errorf("record = %+v, want quarantined with mark %d", rec, now+1000)
 	}
 	// Released through another Store value, which did not claim it.
@@ -222,7 +223,7 @@ func checkQuarantine(t *testing.T, cli *clientv3.Client) {
 	if err := s.Unquarantine(ctxFor(t), 4); !errors.Is(err, lease.ErrNotHeld) {
 		t.Errorf("Unquarantine of a number not quarantined: %v, want ErrNotHeld", err)
 	}
-	l2 := mustClaim(t, s, req("other", 4, 4, now))
+	l2 := leasetest.MustClaim(t, s, req("other", 4, 4, now))
 	if l2.StartMs < now+800 {
 		t.Errorf("claim after unquarantine starts at %d, want ≥ %d (the mark the quarantined holder released with)", l2.StartMs, now+800)
 	}
@@ -233,12 +234,12 @@ func checkQuarantine(t *testing.T, cli *clientv3.Client) {
 func checkReleaseRecordsMark(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustClaim(t, s, req("h", 7, 7, now))
+	l := leasetest.MustClaim(t, s, req("h", 7, 7, now))
 	l = mustExtend(t, s, l, now+9000)
 	if err := s.Release(ctxFor(t), l, now+3000); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	rec := mustGet(t, s, 7)
+	rec := leasetest.MustGet(t, s, 7)
 	if rec.Held() || rec.MarkMs != now+3000 {
 		t.Errorf("record after Release = %+v, want free with mark %d", rec, now+3000)
 	}
@@ -248,7 +249,7 @@ func checkReleaseRecordsMark(t *testing.T, cli *clientv3.Client) {
 	if _, err := s.Extend(ctxFor(t), l, now+4000, 10*time.Second); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Extend after Release: %v, want ErrLost", err)
 	}
-	l2 := mustClaim(t, s, req("next", 7, 7, now))
+	l2 := leasetest.MustClaim(t, s, req("next", 7, 7, now))
 	if l2.StartMs < now+3000 || l2.MarkMs != now+3000 {
 		t.Errorf("next claim: start %d, stored mark %d; want start ≥ %d and mark %d", l2.StartMs, l2.MarkMs, now+3000, now+3000)
 	}
@@ -256,7 +257,7 @@ func checkReleaseRecordsMark(t *testing.T, cli *clientv3.Client) {
 	if err := s.Release(ctxFor(t), l2, now+1000); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if rec := mustGet(t, s, 7); rec.MarkMs != now+3000 {
+	if rec := leasetest.MustGet(t, s, 7); rec.MarkMs != now+3000 {
 		t.Errorf("mark after a release below the previous holder's = %d, want %d", rec.MarkMs, now+3000)
 	}
 }
@@ -273,7 +274,7 @@ func checkMaxAhead(t *testing.T, cli *clientv3.Client) {
 	r := req("h", 20, 21, now)
 	r.MaxAhead = 2 * time.Second
 	for range 3 { // the start is random; 20 must never be taken
-		l := mustClaim(t, s, r)
+		l := leasetest.MustClaim(t, s, r)
 		if l.Machine != 21 {
 			t.Fatalf("claimed %d, want 21 (20's mark is an hour ahead)", l.Machine)
 		}
@@ -286,7 +287,7 @@ func checkMaxAhead(t *testing.T, cli *clientv3.Client) {
 		t.Errorf("Claim with only a far-ahead number: %v, want ErrNoFreeNumber", err)
 	}
 	r.MaxAhead = 2 * time.Hour
-	if l := mustClaim(t, s, r); l.StartMs != far {
+	if l := leasetest.MustClaim(t, s, r); l.StartMs != far {
 		t.Errorf("claim within MaxAhead starts at %d, want the mark %d", l.StartMs, far)
 	}
 }
@@ -296,8 +297,8 @@ func checkMaxAhead(t *testing.T, cli *clientv3.Client) {
 func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	held := mustExtend(t, s, mustClaim(t, s, req("h", 1, 1, now)), now+1000)
-	high := mustClaim(t, s, req("h", 2, 2, now))
+	held := mustExtend(t, s, leasetest.MustClaim(t, s, req("h", 1, 1, now)), now+1000)
+	high := leasetest.MustClaim(t, s, req("h", 2, 2, now))
 	high = mustExtend(t, s, high, now+99000)
 	if err := s.Release(ctxFor(t), high, now+99000); err != nil {
 		t.Fatal(err)
@@ -308,7 +309,7 @@ func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 		t.Fatalf("RaiseMarks(0-3) = %d, %v; want 3 (0, 1 and 3; 2 is higher), nil", n, err)
 	}
 	for m, want := range map[int]int64{0: raised, 1: raised, 2: now + 99000, 3: raised} {
-		if rec := mustGet(t, s, m); rec.MarkMs != want {
+		if rec := leasetest.MustGet(t, s, m); rec.MarkMs != want {
 			t.Errorf("machine %d mark %d, want %d", m, rec.MarkMs, want)
 		}
 	}
@@ -322,7 +323,7 @@ func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 	if err := s.Release(ctxFor(t), got, now+1500); err != nil {
 		t.Fatal(err)
 	}
-	if rec := mustGet(t, s, 1); rec.MarkMs < raised {
+	if rec := leasetest.MustGet(t, s, 1); rec.MarkMs < raised {
 		t.Errorf("mark after release below the raised mark = %d, want ≥ %d", rec.MarkMs, raised)
 	}
 }
@@ -331,14 +332,14 @@ func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 func checkGetList(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	if rec := mustGet(t, s, 9); rec != (lease.Record{Machine: 9}) {
+	if rec := leasetest.MustGet(t, s, 9); rec != (lease.Record{Machine: 9}) {
 		t.Errorf("Get of a never-claimed number = %+v, want a zero record", rec)
 	}
-	l := mustExtend(t, s, mustClaim(t, s, req("h", 5, 5, now)), now+700)
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, req("h", 5, 5, now)), now+700)
 	if err := s.Quarantine(ctxFor(t), 6); err != nil {
 		t.Fatal(err)
 	}
-	rec := mustGet(t, s, 5)
+	rec := leasetest.MustGet(t, s, 5)
 	if rec.Holder != "h" || rec.Token != l.Token || rec.MarkMs != now+700 || rec.Quarantined {
 		t.Errorf("Get(5) = %+v, want holder h token %d mark %d", rec, l.Token, now+700)
 	}

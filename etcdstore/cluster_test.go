@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // extension is one outcome of a background extender.
@@ -34,7 +35,7 @@ func TestLeaderStopWhileExtending(t *testing.T) {
 	tokens := make(map[uint64]string)
 	claim := func(holder string) *lease.Lease {
 		t.Helper()
-		l := mustClaim(t, s, req(holder, 0, 15, now))
+		l := leasetest.MustClaim(t, s, req(holder, 0, 15, now))
 		if prev, ok := tokens[l.Token]; ok {
 			t.Fatalf("token %d given to %s and %s", l.Token, prev, holder)
 		}

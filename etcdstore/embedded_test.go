@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // TestEmbedded starts an embedded etcd on a free port, measures the time to
@@ -41,7 +42,7 @@ func TestEmbedded(t *testing.T) {
 	}
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
-	l := mustExtend(t, s, mustClaim(t, s, req("h", 0, 0, now)), now+4000)
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, req("h", 0, 0, now)), now+4000)
 	if err := s.Release(ctxFor(t), l, now+4000); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli2.Close() })
-	if l2 := mustClaim(t, newStore(t, cli2, etcdstore.Config{}), req("h2", 0, 0, now)); l2.StartMs < now+4000 {
+	if l2 := leasetest.MustClaim(t, newStore(t, cli2, etcdstore.Config{}), req("h2", 0, 0, now)); l2.StartMs < now+4000 {
 		t.Errorf("claim after restart starts at %d, want ≥ the mark %d kept in %s", l2.StartMs, now+4000, dir)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // testTimeout bounds every store call in the tests.
@@ -60,33 +61,6 @@ func req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
 	}
 }
 
-func mustClaim(t testing.TB, s *etcdstore.Store, r lease.ClaimRequest) *lease.Lease {
-	t.Helper()
-	l, err := s.Claim(ctxFor(t), r)
-	if err != nil {
-		t.Fatalf("Claim(%s in %s): %v", r.Holder, r.Range, err)
-	}
-	return l
-}
-
-func mustExtend(t testing.TB, s *etcdstore.Store, l *lease.Lease, markMs int64) *lease.Lease {
-	t.Helper()
-	nl, err := s.Extend(ctxFor(t), l, markMs, 10*time.Second)
-	if err != nil {
-		t.Fatalf("Extend(machine %d token %d, %d): %v", l.Machine, l.Token, markMs, err)
-	}
-	return nl
-}
-
-func mustGet(t testing.TB, s *etcdstore.Store, machine int) lease.Record {
-	t.Helper()
-	rec, err := s.Get(ctxFor(t), machine)
-	if err != nil {
-		t.Fatalf("Get(%d): %v", machine, err)
-	}
-	return rec
-}
-
 // ownerLease returns the etcd lease the owner key of machine n is bound to.
 func ownerLease(t testing.TB, cli *clientv3.Client, prefix string, n int) clientv3.LeaseID {
 	t.Helper()
@@ -99,4 +73,10 @@ func ownerLease(t testing.TB, cli *clientv3.Client, prefix string, n int) client
 		t.Fatalf("no owner key %s", key)
 	}
 	return clientv3.LeaseID(resp.Kvs[0].Lease)
+}
+
+// mustExtend extends l to markMs for a 10 s lease (leasetest.MustExtend).
+func mustExtend(t testing.TB, s lease.Store, l *lease.Lease, markMs int64) *lease.Lease {
+	t.Helper()
+	return leasetest.MustExtend(t, s, l, markMs, 10*time.Second)
 }

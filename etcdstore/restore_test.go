@@ -8,6 +8,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // TestRestoreFencesEarlierLeases restores etcd from a snapshot taken while
@@ -28,9 +29,9 @@ func TestRestoreFencesEarlierLeases(t *testing.T) {
 			c := etcdtest.Start(t, 1)
 			s := newStore(t, c.Client(t), etcdstore.Config{RestoreMargin: time.Minute})
 			now := baseMs()
-			a := mustExtend(t, s, mustClaim(t, s, req("a", 0, 0, now)), now+1000)
+			a := mustExtend(t, s, leasetest.MustClaim(t, s, req("a", 0, 0, now)), now+1000)
 			snap := c.Snapshot(t)
-			b := mustExtend(t, s, mustClaim(t, s, req("b", 1, 1, now)), now+1000)
+			b := mustExtend(t, s, leasetest.MustClaim(t, s, req("b", 1, 1, now)), now+1000)
 			for i := range 5 {
 				a = mustExtend(t, s, a, now+2000+int64(i))
 			}
@@ -48,7 +49,7 @@ func TestRestoreFencesEarlierLeases(t *testing.T) {
 			if _, err := s.Extend(ctxFor(t), b, now+3000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
 				t.Errorf("Extend of a lease lost by the restore: %v, want ErrRestored", err)
 			}
-			l := mustClaim(t, s, req("c", 2, 2, now))
+			l := leasetest.MustClaim(t, s, req("c", 2, 2, now))
 			if floor := restored.Add(time.Minute).UnixMilli(); l.StartMs < floor {
 				t.Errorf("claim after the restore starts at %d, want ≥ %d (noticed + RestoreMargin)", l.StartMs, floor)
 			}
@@ -68,20 +69,20 @@ func TestRestoreInvisibleNeedsRaiseMarks(t *testing.T) {
 	s := newStore(t, c.Client(t), etcdstore.Config{})
 	now := baseMs()
 	snap := c.Snapshot(t)
-	lost := mustExtend(t, s, mustClaim(t, s, req("lost", 0, 0, now)), now+5000)
+	lost := mustExtend(t, s, leasetest.MustClaim(t, s, req("lost", 0, 0, now)), now+5000)
 	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 100000})
 
 	if _, err := s.Extend(ctxFor(t), lost, now+6000, 10*time.Second); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("Extend of a lease the invisible restore dropped: %v, want ErrLost", err)
 	}
 	fresh := newStore(t, c.Client(t), etcdstore.Config{})
-	if rec := mustGet(t, fresh, 0); rec.MarkMs >= lost.MarkMs {
+	if rec := leasetest.MustGet(t, fresh, 0); rec.MarkMs >= lost.MarkMs {
 		t.Fatalf("restored mark %d, want below the lost holder's %d (else this test shows nothing)", rec.MarkMs, lost.MarkMs)
 	}
 	if n, err := fresh.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 63}, lost.MarkMs); err != nil || n != 64 {
 		t.Fatalf("RaiseMarks = %d, %v; want 64, nil", n, err)
 	}
-	if l := mustClaim(t, fresh, req("next", 0, 0, now)); l.StartMs < lost.MarkMs {
+	if l := leasetest.MustClaim(t, fresh, req("next", 0, 0, now)); l.StartMs < lost.MarkMs {
 		t.Errorf("claim after RaiseMarks starts at %d, want ≥ the lost holder's mark %d", l.StartMs, lost.MarkMs)
 	}
 }

@@ -50,7 +50,7 @@ func checkClaimRace(t *testing.T, s *suite) {
 				t.Errorf("%d numbers claimed, want %d: %v", len(winners), size, winners)
 			}
 			for n, holder := range winners {
-				if rec := mustGet(t, st, n); rec.Holder != holder {
+				if rec := MustGet(t, st, n); rec.Holder != holder {
 					t.Errorf("Get(%d).Holder = %q, want winner %q", n, rec.Holder, holder)
 				}
 			}
@@ -65,12 +65,12 @@ func checkClaimOnlyWhenFree(t *testing.T, s *suite) {
 	st := s.store(t)
 	other := s.reopen(t, st)
 	nowMs := now()
-	l := mustClaim(t, st, s.req("a", 0, 0, nowMs))
+	l := MustClaim(t, st, s.req("a", 0, 0, nowMs))
 	l = s.mustExtend(t, st, l, s.top(nowMs)+1000)
 	if _, err := other.Claim(ctxFor(t), s.req("b", 0, 0, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Fatalf("Claim of a held number: %v, want ErrNoFreeNumber", err)
 	}
-	rec := mustGet(t, st, 0)
+	rec := MustGet(t, st, 0)
 	if s.h.ClockExpiry {
 		if rec.ExpiresMs != rec.MarkMs || rec.MarkMs != l.MarkMs {
 			t.Errorf("record %+v: want expiry = mark = %d (a table's lease_expiry is the mark)", rec, l.MarkMs)
@@ -80,7 +80,7 @@ func checkClaimOnlyWhenFree(t *testing.T, s *suite) {
 		}
 	}
 	at := s.expire(t, st, l, nowMs)
-	l2 := mustClaim(t, other, s.req("b", 0, 0, at))
+	l2 := MustClaim(t, other, s.req("b", 0, 0, at))
 	if l2.Token <= l.Token {
 		t.Errorf("token after expiry %d, want > %d", l2.Token, l.Token)
 	}
@@ -95,7 +95,7 @@ func checkClaimOnlyWhenFree(t *testing.T, s *suite) {
 			t.Errorf("new holder starts at %d, want strictly above the old expiry %d", l2.StartMs, rec.ExpiresMs)
 		}
 	}
-	if rec := mustGet(t, st, 0); rec.Holder != "b" || rec.Token != l2.Token {
+	if rec := MustGet(t, st, 0); rec.Holder != "b" || rec.Token != l2.Token {
 		t.Errorf("record after the new claim = %+v, want holder b token %d", rec, l2.Token)
 	}
 }
@@ -108,7 +108,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 	var last uint64
 	claim := func(i int) *lease.Lease {
 		t.Helper()
-		l := mustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 3, 3, nowMs))
+		l := MustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 3, 3, nowMs))
 		if l.Token <= last {
 			t.Errorf("claim %d: token %d, want > %d", i, l.Token, last)
 		}
@@ -121,7 +121,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 	for i := range 6 {
 		l := claim(i)
 		if i%2 == 0 {
-			mustRelease(t, st, l, l.StartMs)
+			MustRelease(t, st, l, l.StartMs)
 		} else {
 			nowMs = s.expire(t, st, l, nowMs)
 		}
@@ -129,7 +129,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 	if err := st.Quarantine(ctxFor(t), 3); err != nil {
 		t.Fatalf("Quarantine: %v", err)
 	}
-	rec := mustGet(t, st, 3)
+	rec := MustGet(t, st, 3)
 	if s.h.ClockExpiry {
 		if rec.Token != last+1 {
 			t.Errorf("epoch after Quarantine %d, want %d (+1, seed 002 runbook command 3)", rec.Token, last+1)
@@ -139,7 +139,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 	if err := st.Unquarantine(ctxFor(t), 3); err != nil {
 		t.Fatalf("Unquarantine: %v", err)
 	}
-	l := mustClaim(t, st, s.req("after", 3, 3, nowMs))
+	l := MustClaim(t, st, s.req("after", 3, 3, nowMs))
 	if l.Token <= last {
 		t.Errorf("claim after unquarantine: token %d, want > %d", l.Token, last)
 	}
@@ -150,7 +150,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 func checkExtendCompares(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
-	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	l := MustClaim(t, st, s.req("h", 0, 0, nowMs))
 	l = s.mustExtend(t, st, l, s.top(nowMs)+1000)
 	bad := map[string]*lease.Lease{}
 	wrongToken := *l
@@ -166,7 +166,7 @@ func checkExtendCompares(t *testing.T, s *suite) {
 			t.Errorf("Extend with %s: %v, want ErrLost", name, err)
 		}
 	}
-	if rec := mustGet(t, st, 0); rec.MarkMs != l.MarkMs || rec.Token != l.Token || rec.Holder != "h" {
+	if rec := MustGet(t, st, 0); rec.MarkMs != l.MarkMs || rec.Token != l.Token || rec.Holder != "h" {
 		t.Errorf("record after refused extensions = %+v, want holder h token %d mark %d", rec, l.Token, l.MarkMs)
 	}
 	s.mustExtend(t, st, l, s.top(nowMs)+2000)
@@ -178,7 +178,7 @@ func checkExtendOnlyForward(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
-	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	l := MustClaim(t, st, s.req("h", 0, 0, nowMs))
 	l = s.mustExtend(t, st, l, base+5000)
 	stale := *l
 	stale.MarkMs = nowMs // a caller passing an old copy of its lease
@@ -190,7 +190,7 @@ func checkExtendOnlyForward(t *testing.T, s *suite) {
 		if got.MarkMs != base+5000 {
 			t.Errorf("%s: Extend to an earlier mark returned mark %d, want %d", name, got.MarkMs, base+5000)
 		}
-		if rec := mustGet(t, st, 0); rec.MarkMs != base+5000 {
+		if rec := MustGet(t, st, 0); rec.MarkMs != base+5000 {
 			t.Errorf("%s: stored mark %d, want %d", name, rec.MarkMs, base+5000)
 		}
 	}
@@ -206,21 +206,21 @@ func checkStaleHolderLost(t *testing.T, s *suite) {
 	st := s.store(t)
 	other := s.reopen(t, st)
 	nowMs := now()
-	a := mustClaim(t, st, s.req("a", 0, 0, nowMs))
+	a := MustClaim(t, st, s.req("a", 0, 0, nowMs))
 	a = s.mustExtend(t, st, a, s.top(nowMs)+1000)
 	at := s.expire(t, st, a, nowMs)
-	b := mustClaim(t, other, s.req("b", 0, 0, at))
+	b := MustClaim(t, other, s.req("b", 0, 0, at))
 	if b.StartMs < a.MarkMs {
 		t.Errorf("new holder starts at %d, below the old holder's mark %d", b.StartMs, a.MarkMs)
 	}
-	before := mustGet(t, st, 0)
+	before := MustGet(t, st, 0)
 	if _, err := st.Extend(ctxFor(t), a, s.top(at)+99000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("stale holder's Extend: %v, want ErrLost", err)
 	}
 	if err := st.Release(ctxFor(t), a, a.MarkMs); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("stale holder's Release: %v, want ErrLost", err)
 	}
-	after := mustGet(t, st, 0)
+	after := MustGet(t, st, 0)
 	if !s.h.ClockExpiry { // etcd reports the time left on its lease, which moves
 		after.ExpiresMs, before.ExpiresMs = 0, 0
 	}
@@ -238,10 +238,10 @@ func checkRelease(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
-	l := mustClaim(t, st, s.req("h", 7, 7, nowMs))
+	l := MustClaim(t, st, s.req("h", 7, 7, nowMs))
 	l = s.mustExtend(t, st, l, base+9000)
-	mustRelease(t, st, l, base+3000)
-	rec := mustGet(t, st, 7)
+	MustRelease(t, st, l, base+3000)
+	rec := MustGet(t, st, 7)
 	if rec.Held() || rec.MarkMs != base+3000 {
 		t.Errorf("record after Release = %+v, want free with mark %d", rec, base+3000)
 	}
@@ -251,7 +251,7 @@ func checkRelease(t *testing.T, s *suite) {
 	if _, err := st.Extend(ctxFor(t), l, base+4000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Extend after Release: %v, want ErrLost", err)
 	}
-	l2 := mustClaim(t, s.reopen(t, st), s.req("next", 7, 7, nowMs))
+	l2 := MustClaim(t, s.reopen(t, st), s.req("next", 7, 7, nowMs))
 	if l2.StartMs < base+3000 {
 		t.Errorf("next claim starts at %d, want ≥ %d", l2.StartMs, base+3000)
 	}
@@ -264,12 +264,12 @@ func checkRelease(t *testing.T, s *suite) {
 	if err := st.Release(ctxFor(t), &forged, base+100000); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Release by a non-holder: %v, want ErrLost", err)
 	}
-	if rec := mustGet(t, st, 7); rec.Holder != "next" || rec.Token != l2.Token {
+	if rec := MustGet(t, st, 7); rec.Holder != "next" || rec.Token != l2.Token {
 		t.Errorf("record after a non-holder's Release = %+v, want holder next token %d", rec, l2.Token)
 	}
 	// A release below the mark the previous holder left keeps that mark.
-	mustRelease(t, st, l2, nowMs+1000)
-	if rec := mustGet(t, st, 7); rec.MarkMs != base+3000 {
+	MustRelease(t, st, l2, nowMs+1000)
+	if rec := MustGet(t, st, 7); rec.MarkMs != base+3000 {
 		t.Errorf("mark after a release below the previous holder's = %d, want %d", rec.MarkMs, base+3000)
 	}
 }
@@ -281,18 +281,18 @@ func checkMarkSurvivesRelease(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
-	l := mustClaim(t, st, s.req("h", 2, 2, nowMs))
+	l := MustClaim(t, st, s.req("h", 2, 2, nowMs))
 	l = s.mustExtend(t, st, l, base+5000)
-	mustRelease(t, st, l, base+4000)
+	MustRelease(t, st, l, base+4000)
 	behind := s.req("behind", 2, 2, nowMs-3_600_000)
 	behind.MaxAhead = 3 * time.Hour
-	l2 := mustClaim(t, s.reopen(t, st), behind)
+	l2 := MustClaim(t, s.reopen(t, st), behind)
 	if l2.StartMs < base+4000 {
 		t.Errorf("claimer an hour behind starts at %d, want ≥ the released mark %d", l2.StartMs, base+4000)
 	}
 	l2 = s.mustExtend(t, st, l2, base+8000)
 	at := s.expire(t, st, l2, nowMs)
-	l3 := mustClaim(t, s.reopen(t, st), s.req("third", 2, 2, at))
+	l3 := MustClaim(t, s.reopen(t, st), s.req("third", 2, 2, at))
 	if l3.StartMs < base+8000 {
 		t.Errorf("claimer after a lapsed lease starts at %d, want ≥ the dead holder's reservation %d", l3.StartMs, base+8000)
 	}
@@ -303,17 +303,17 @@ func checkMarkSurvivesRelease(t *testing.T, s *suite) {
 func checkGetList(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
-	if rec := mustGet(t, st, 9); rec.Machine != 9 || rec.Held() || rec.Token != 0 || rec.MarkMs != 0 || rec.Quarantined {
+	if rec := MustGet(t, st, 9); rec.Machine != 9 || rec.Held() || rec.Token != 0 || rec.MarkMs != 0 || rec.Quarantined {
 		t.Errorf("Get of a never-claimed number = %+v, want a zero record for machine 9", rec)
 	}
 	if recs, err := st.List(ctxFor(t)); err != nil || len(recs) != 0 {
 		t.Errorf("List of an empty store = %+v, %v; want none", recs, err)
 	}
-	l := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 5, 5, nowMs)), s.top(nowMs)+700)
+	l := s.mustExtend(t, st, MustClaim(t, st, s.req("h", 5, 5, nowMs)), s.top(nowMs)+700)
 	if err := st.Quarantine(ctxFor(t), 6); err != nil {
 		t.Fatal(err)
 	}
-	rec := mustGet(t, st, 5)
+	rec := MustGet(t, st, 5)
 	if rec.Machine != 5 || rec.Holder != "h" || rec.Token != l.Token || rec.MarkMs != l.MarkMs || rec.Quarantined {
 		t.Errorf("Get(5) = %+v, want holder h token %d mark %d", rec, l.Token, l.MarkMs)
 	}
@@ -337,13 +337,13 @@ func checkQuarantine(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
-	l := mustClaim(t, st, s.req("h", 4, 4, nowMs))
+	l := MustClaim(t, st, s.req("h", 4, 4, nowMs))
 	l = s.mustExtend(t, st, l, base+1000)
 	pre := l.MarkMs
 	if err := st.Quarantine(ctxFor(t), 4); err != nil {
 		t.Fatalf("Quarantine: %v", err)
 	}
-	rec := mustGet(t, st, 4)
+	rec := MustGet(t, st, 4)
 	if err := st.Quarantine(ctxFor(t), 4); err != nil {
 		t.Errorf("second Quarantine: %v, want nil (idempotent)", err)
 	}
@@ -395,10 +395,10 @@ func checkQuarantine(t *testing.T, s *suite) {
 	if err := st.Unquarantine(ctxFor(t), 4); !errors.Is(err, lease.ErrNotHeld) {
 		t.Errorf("Unquarantine of a number not quarantined: %v, want ErrNotHeld", err)
 	}
-	if rec := mustGet(t, st, 4); rec.Quarantined || rec.MarkMs < want {
+	if rec := MustGet(t, st, 4); rec.Quarantined || rec.MarkMs < want {
 		t.Errorf("record after Unquarantine = %+v, want not quarantined with mark ≥ %d", rec, want)
 	}
-	l2 := mustClaim(t, st, s.req("other", 4, 4, nowMs))
+	l2 := MustClaim(t, st, s.req("other", 4, 4, nowMs))
 	if l2.StartMs < want {
 		t.Errorf("claim after unquarantine starts at %d, want ≥ %d (what the holder before the quarantine could have issued)", l2.StartMs, want)
 	}
@@ -408,7 +408,7 @@ func checkQuarantine(t *testing.T, s *suite) {
 	if err := st.Unquarantine(ctxFor(t), 5); err != nil {
 		t.Errorf("Unquarantine of 5: %v", err)
 	}
-	mustClaim(t, st, s.req("other", 5, 5, nowMs))
+	MustClaim(t, st, s.req("other", 5, 5, nowMs))
 }
 
 // checkRanges: claims stay in their range, a full range fails with
@@ -419,7 +419,7 @@ func checkRanges(t *testing.T, s *suite) {
 	var got []int
 	var leases []*lease.Lease
 	for i := range 3 {
-		l := mustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 30, 32, nowMs))
+		l := MustClaim(t, st, s.req(fmt.Sprintf("h%d", i), 30, 32, nowMs))
 		got = append(got, l.Machine)
 		leases = append(leases, l)
 	}
@@ -431,19 +431,19 @@ func checkRanges(t *testing.T, s *suite) {
 		t.Errorf("Claim in a full range: %v, want ErrNoFreeNumber", err)
 	}
 	for _, n := range []int{29, 33} {
-		if l := mustClaim(t, st, s.req("outside", n, n, nowMs)); l.Machine != n {
+		if l := MustClaim(t, st, s.req("outside", n, n, nowMs)); l.Machine != n {
 			t.Errorf("claim of %d-%d got %d", n, n, l.Machine)
 		}
 	}
 	freed := leases[1]
-	mustRelease(t, st, freed, nowMs)
+	MustRelease(t, st, freed, nowMs)
 	r := s.req("h4", 30, 32, nowMs)
 	r.Exclude = []int{freed.Machine}
 	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Errorf("Claim with the only free number excluded: %v, want ErrNoFreeNumber", err)
 	}
 	r.Exclude = nil
-	if l := mustClaim(t, st, r); l.Machine != freed.Machine {
+	if l := MustClaim(t, st, r); l.Machine != freed.Machine {
 		t.Errorf("claim got %d, want the freed %d", l.Machine, freed.Machine)
 	}
 }
@@ -461,18 +461,18 @@ func checkMaxAhead(t *testing.T, s *suite) {
 	r := s.req("h", 20, 21, nowMs)
 	r.MaxAhead = 2 * time.Second
 	for range 4 { // the start is random; 20 must never be taken
-		l := mustClaim(t, st, r)
+		l := MustClaim(t, st, r)
 		if l.Machine != 21 {
 			t.Fatalf("claimed %d, want 21 (20's mark is an hour ahead)", l.Machine)
 		}
-		mustRelease(t, st, l, nowMs)
+		MustRelease(t, st, l, nowMs)
 	}
 	r.Range = lease.Range{Lo: 20, Hi: 20}
 	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Errorf("Claim with only a far-ahead number: %v, want ErrNoFreeNumber", err)
 	}
 	r.MaxAhead = 2 * time.Hour
-	if l := mustClaim(t, st, r); l.StartMs != far {
+	if l := MustClaim(t, st, r); l.StartMs != far {
 		t.Errorf("claim within MaxAhead starts at %d, want the mark %d", l.StartMs, far)
 	}
 }
@@ -483,16 +483,16 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
-	held := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 1, 1, nowMs)), base+1000)
-	high := s.mustExtend(t, st, mustClaim(t, st, s.req("h", 2, 2, nowMs)), base+99000)
-	mustRelease(t, st, high, base+99000)
+	held := s.mustExtend(t, st, MustClaim(t, st, s.req("h", 1, 1, nowMs)), base+1000)
+	high := s.mustExtend(t, st, MustClaim(t, st, s.req("h", 2, 2, nowMs)), base+99000)
+	MustRelease(t, st, high, base+99000)
 	raised := base + 50000
 	n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised)
 	if err != nil || n != 3 {
 		t.Fatalf("RaiseMarks(0-3) = %d, %v; want 3 (0, 1 and 3; 2 is higher), nil", n, err)
 	}
 	for m, want := range map[int]int64{0: raised, 1: raised, 2: base + 99000, 3: raised} {
-		if rec := mustGet(t, st, m); rec.MarkMs != want {
+		if rec := MustGet(t, st, m); rec.MarkMs != want {
 			t.Errorf("machine %d mark %d, want %d", m, rec.MarkMs, want)
 		}
 	}
@@ -506,11 +506,11 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 	if got.MarkMs < raised {
 		t.Errorf("Extend after RaiseMarks returned mark %d, want ≥ %d", got.MarkMs, raised)
 	}
-	mustRelease(t, st, got, base+1500)
-	if rec := mustGet(t, st, 1); rec.MarkMs < raised {
+	MustRelease(t, st, got, base+1500)
+	if rec := MustGet(t, st, 1); rec.MarkMs < raised {
 		t.Errorf("mark after release below the raised mark = %d, want ≥ %d", rec.MarkMs, raised)
 	}
-	if l := mustClaim(t, st, s.req("next", 0, 0, nowMs)); l.StartMs < raised {
+	if l := MustClaim(t, st, s.req("next", 0, 0, nowMs)); l.StartMs < raised {
 		t.Errorf("claim of a raised, never-claimed number starts at %d, want ≥ %d", l.StartMs, raised)
 	}
 }
@@ -537,7 +537,7 @@ func checkInvalid(t *testing.T, s *suite) {
 	if err := st.Quarantine(ctxFor(t), -1); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Quarantine(-1) = %v, want ErrInvalid", err)
 	}
-	l := mustClaim(t, st, s.req("h", 0, 0, nowMs))
+	l := MustClaim(t, st, s.req("h", 0, 0, nowMs))
 	wrong := *l
 	wrong.Region++
 	if _, err := st.Extend(ctxFor(t), &wrong, s.top(nowMs)+1000, s.h.LeaseFor); !errors.Is(err, lease.ErrInvalid) {

@@ -47,7 +47,9 @@ func (s *suite) req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
 	}
 }
 
-func mustClaim(t testing.TB, st lease.Store, r lease.ClaimRequest) *lease.Lease {
+// MustClaim claims with r, failing the test on an error, on a number outside
+// r.Range, or on a lease that is not r.Holder's or starts below r.NowMs.
+func MustClaim(t testing.TB, st lease.Store, r lease.ClaimRequest) *lease.Lease {
 	t.Helper()
 	l, err := st.Claim(ctxFor(t), r)
 	if err != nil {
@@ -65,7 +67,14 @@ func mustClaim(t testing.TB, st lease.Store, r lease.ClaimRequest) *lease.Lease 
 
 func (s *suite) mustExtend(t testing.TB, st lease.Store, l *lease.Lease, markMs int64) *lease.Lease {
 	t.Helper()
-	nl, err := st.Extend(ctxFor(t), l, markMs, s.h.LeaseFor)
+	return MustExtend(t, st, l, markMs, s.h.LeaseFor)
+}
+
+// MustExtend extends l to markMs, failing the test on an error or on a
+// returned mark below markMs.
+func MustExtend(t testing.TB, st lease.Store, l *lease.Lease, markMs int64, leaseFor time.Duration) *lease.Lease {
+	t.Helper()
+	nl, err := st.Extend(ctxFor(t), l, markMs, leaseFor)
 	if err != nil {
 		t.Fatalf("Extend(machine %d token %d, %d): %v", l.Machine, l.Token, markMs, err)
 	}
@@ -75,14 +84,16 @@ func (s *suite) mustExtend(t testing.TB, st lease.Store, l *lease.Lease, markMs 
 	return nl
 }
 
-func mustRelease(t testing.TB, st lease.Store, l *lease.Lease, markMs int64) {
+// MustRelease releases l recording markMs, failing the test on an error.
+func MustRelease(t testing.TB, st lease.Store, l *lease.Lease, markMs int64) {
 	t.Helper()
 	if err := st.Release(ctxFor(t), l, markMs); err != nil {
 		t.Fatalf("Release(machine %d token %d, %d): %v", l.Machine, l.Token, markMs, err)
 	}
 }
 
-func mustGet(t testing.TB, st lease.Store, machine int) lease.Record {
+// MustGet reads the record of machine, failing the test on an error.
+func MustGet(t testing.TB, st lease.Store, machine int) lease.Record {
 	t.Helper()
 	rec, err := st.Get(ctxFor(t), machine)
 	if err != nil {
@@ -105,7 +116,7 @@ func (s *suite) expire(t *testing.T, st lease.Store, l *lease.Lease, nowMs int64
 		}
 		return nowMs
 	}
-	rec := mustGet(t, st, l.Machine)
+	rec := MustGet(t, st, l.Machine)
 	if rec.ExpiresMs == 0 {
 		t.Fatalf("Get(%d) = %+v: a ClockExpiry store must report ExpiresMs", l.Machine, rec)
 	}
