@@ -15,6 +15,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/offsetclock"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/server"
@@ -39,6 +40,7 @@ type serveFlags struct {
 	logFormat       string
 	logLevel        string
 	cpuProfile      string
+	testClockOffset bool
 }
 
 // runServe runs the ID service until ctx ends (SIGTERM or SIGINT): then it
@@ -62,6 +64,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, for performance work")
+	fs.BoolVar(&f.testClockOffset, "test-clock-offset", false, "TEST ONLY: serve GET/POST "+testClockPath+`, which steps this process's wall clock ({"step_ms":N} or {"offset_ms":N}), for fault-injection tests; never enable in production`)
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -85,6 +88,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	cfg, err := f.nodeConfig(log)
 	if err != nil {
 		return err
+	}
+	var testClock *offsetclock.Clock
+	if f.testClockOffset {
+		testClock = useTestClock(&cfg)
+		log.Warn("TEST ONLY: the test clock offset endpoint is enabled; any client can step this process's wall clock", "path", testClockPath)
 	}
 	log.Info("starting snowfence serve", "options", describeFlags(fs))
 	if f.cpuProfile != "" {
@@ -129,8 +137,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 		closeNode()
 		return err
 	}
+	handler := srv.Handler()
+	if testClock != nil {
+		handler = withTestClock(handler, testClock)
+	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -264,4 +276,31 @@ func newLogger(e env, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}
 	return nil, usagef("--log-format %q: use text or json", format)
+}
+
+// testClockPath is where --test-clock-offset serves the clock offset.
+const testClockPath = "/test/clock-offset"
+
+// useTestClock makes cfg's keeper and generator share a system clock whose
+// wall reading carries a settable offset (node.Start shares the generator's
+// clock with the keeper), keeping the keeper's CLOCK_BOOTTIME watchdog that
+// node.Start only adds to a system clock it makes itself.
+func useTestClock(cfg *node.Config) *offsetclock.Clock {
+	oc := offsetclock.New(snowfence.SystemClock())
+	cfg.Generator.Clock = oc
+	cfg.Keeper.Boottime = lease.Boottime
+	return oc
+}
+
+// withTestClock routes testClockPath to the offset's handler and every other
+// path to next: the ID server knows nothing of it.
+func withTestClock(next http.Handler, oc *offsetclock.Clock) http.Handler {
+	clock := oc.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == testClockPath {
+			clock.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
