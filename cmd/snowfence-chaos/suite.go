@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/snowfence/snowfence/test/chaos"
+	"github.com/snowfence/snowfence/test/chaos/netns"
+)
+
+// errFailed says a scenario failed (exit 1), as opposed to a usage or
+// set-up error (exit 2).
+var errFailed = errors.New("a scenario failed; see the report")
+
+func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("snowfence-chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	long := fs.Bool("long", false, "long mode: every scenario at full length, ≥ 100 million IDs in all")
+	seed := fs.Uint64("seed", 1, "seed of the run's random choices (which holder is killed when, …)")
+	only := fs.String("scenarios", "", `comma-separated scenarios to run, e.g. "1,5b" ("5" is 5a–5d); empty: all`)
+	out := fs.String("out", "chaos-out", "folder for report.md and report.json")
+	pg := fs.String("postgres", os.Getenv("SNOWFENCE_TEST_POSTGRES_URL"), "PostgreSQL URL of the oracle (default $SNOWFENCE_TEST_POSTGRES_URL)")
+	bin := fs.String("snowfence", "", "snowfence binary the services run (default: go build ./cmd/snowfence)")
+	noFence := fs.Bool("unsafe-no-fence", false, "TEST ONLY: run the library holders without the fence; the suite must then report duplicates (scenario 4)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *pg == "" {
+		return errors.New(`no PostgreSQL for the oracle: pass -postgres or set SNOWFENCE_TEST_POSTGRES_URL (export SNOWFENCE_TEST_POSTGRES_URL="$(scripts/services/postgres.sh start)")`)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "snowfence-chaos-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if *bin == "" {
+		*bin = filepath.Join(work, "snowfence")
+		build := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/snowfence/snowfence/cmd/snowfence")
+		build.Stdout, build.Stderr = stderr, stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building snowfence: %w", err)
+		}
+	}
+	netns.Cleanup("sfchaos-")
+	var scen []string
+	if *only != "" {
+		scen = strings.Split(*only, ",")
+	}
+	var log io.Writer = stderr
+	if *quiet {
+		log = nil
+	}
+	rep, err := chaos.Run(ctx, chaos.Options{
+		Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence,
+		PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: log,
+		Command: func(role string, args ...string) *exec.Cmd {
+			return exec.Command(self, append([]string{role}, args...)...)
+		},
+	})
+	if rep == nil {
+		return err
+	}
+	rep.Machine = machine()
+	rep.Command = "snowfence-chaos " + strings.Join(args, " ")
+	if werr := rep.Write(*out); werr != nil {
+		return werr
+	}
+	fmt.Fprint(stdout, rep.Markdown())
+	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(*out, "report.md"))
+	if err != nil {
+		return err
+	}
+	if !rep.Pass() {
+		return errFailed
+	}
+	return nil
+}
+
+// machine describes the host for the report: CPU model, cores, memory.
+func machine() string {
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &kb)
+		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+	}
+	return fmt.Sprintf("%s, %d cores%s, %s", model, runtime.NumCPU(), mem, runtime.Version())
+}
