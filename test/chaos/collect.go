@@ -13,18 +13,18 @@ import (
 // the in-memory uniqueness check, checks that each lane's IDs increase, and
 // hands them to the PostgreSQL oracle.
 type collector struct {
-	mu       sync.Mutex
-	ids      []int64
-	last     map[lane]int64
-	order    int64    // IDs not above their lane's previous one
-	orderEx  []string // the first few, for the report
-	ahead    int64    // IDs whose timestamp is after the moment they arrived
-	oracle   *oracle.Oracle
-	layout   snowfence.Layout
-	issued   []oracle.Issued // scratch for the oracle
-	perSrc   map[int32]int64
-	minSrc   map[int32]int64
-	maxSrc   map[int32]int64
+	mu        sync.Mutex
+	ids       []int64
+	last      map[lane]int64
+	order     int64    // IDs not above their lane's previous one
+	orderEx   []string // the first few, for the report
+	ahead     int64    // IDs whose timestamp is after the moment they arrived
+	oracle    *oracle.Oracle
+	layout    snowfence.Layout
+	issued    []oracle.Issued // scratch for the oracle
+	perSrc    map[int32]int64
+	minSrc    map[int32]int64
+	maxSrc    map[int32]int64
 	oracleErr error // the first error Add returned
 }
 

@@ -29,15 +29,15 @@ type Env struct {
 	dir     string
 	started time.Time
 
-	cluster   *etcdproc.Cluster
-	col       *collector
-	http      *http.Client
-	services  []*service
-	libraries []*library
-	loads     []*load
-	stopping  atomic.Bool
+	cluster      *etcdproc.Cluster
+	col          *collector
+	http         *http.Client
+	services     []*service
+	libraries    []*library
+	loads        []*load
+	stopping     atomic.Bool
 	probeRefused atomic.Int64
-	cleanups  []func()
+	cleanups     []func()
 
 	mu       sync.Mutex
 	checks   []Check

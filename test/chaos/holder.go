@@ -296,4 +296,3 @@ func (u *unfenced) Grant() (*snowfence.Grant, error) {
 	}
 	return u.inner.Grant()
 }
-

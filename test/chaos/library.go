@@ -51,7 +51,7 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 		cfg.batch = 100
 	}
 	l := &library{env: e, idx: len(e.libraries), name: fmt.Sprintf("lib%d", len(e.libraries)), cfg: cfg,
-		base: int32(1000 + 100*len(e.libraries)),
+		base:    int32(1000 + 100*len(e.libraries)),
 		refused: make([]atomic.Int64, cfg.generators), machine: make([]atomic.Int64, cfg.generators)}
 	e.libraries = append(e.libraries, l)
 	return l, l.start()

@@ -524,5 +524,3 @@ func bursts(e *Env) error {
 
 // idOf is the snowfence ID of a raw value.
 func idOf(v int64) snowfenceID { return snowfenceID(v) }
-
-
