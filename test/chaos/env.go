@@ -166,12 +166,35 @@ func (e *Env) healthz(s *service) (int, string) {
 	return status, string(body)
 }
 
+// outageRecovery records, as the time to recover, the longest run of
+// refused or unanswered attempts any of ss ended with a success.
+func (e *Env) outageRecovery(ss []*service) {
+	var longest time.Duration
+	var who string
+	for _, s := range ss {
+		if d := s.longestOutage(); d > longest {
+			longest, who = d, s.name
+		}
+	}
+	if longest > 0 {
+		e.recovered(longest, "longest a service refused in a row, callers' view ("+who+")")
+	}
+}
+
 // stopAll stops the callers, then every service and holder gracefully.
 func (e *Env) stopAll() {
 	for _, l := range e.loads {
 		l.stop()
 	}
 	e.stopping.Store(true)
+	for _, s := range e.services {
+		if n := s.errors.Load(); n > 0 {
+			e.note("%s: %d attempts without an answer; the last: %v", s.name, n, s.lastErr.Load())
+		}
+		if n := s.waitRestarts.Load(); n > 0 {
+			e.note("%s was restarted %d times while its range was full (serve exits when no number is free)", s.name, n)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, s := range e.services {
 		wg.Go(func() {

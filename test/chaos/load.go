@@ -36,6 +36,8 @@ type load struct {
 	wg       sync.WaitGroup
 
 	requests, refused, failed, lost atomic.Int64
+	ids                             atomic.Int64
+	started, stopped                time.Time
 }
 
 // startLoad starts the callers.
@@ -47,7 +49,7 @@ func (e *Env) startLoad(services []*service, cfg loadConfig) *load {
 		cfg.attempt = time.Second
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	l := &load{env: e, cfg: cfg, services: services, cancel: cancel}
+	l := &load{env: e, cfg: cfg, services: services, cancel: cancel, started: time.Now()}
 	for i := range cfg.callers {
 		l.wg.Go(func() { l.caller(ctx, i) })
 	}
@@ -58,8 +60,23 @@ func (e *Env) startLoad(services []*service, cfg loadConfig) *load {
 // stop stops new requests and waits for the ones in flight to be answered
 // (or lost).
 func (l *load) stop() {
+	if !l.stopped.IsZero() {
+		return
+	}
 	l.cancel()
 	l.wg.Wait()
+	l.stopped = time.Now()
+	d := l.stopped.Sub(l.started)
+	l.env.note("callers: %s IDs in %s requests over %.1f s = %s IDs/s (target %s)", thousands(l.ids.Load()), thousands(l.requests.Load()),
+		d.Seconds(), thousands(int64(float64(l.ids.Load())/d.Seconds())), rateText(l.cfg.rate))
+}
+
+// rateText describes a target rate.
+func rateText(rate int) string {
+	if rate == 0 {
+		return "back to back"
+	}
+	return thousands(int64(rate)) + "/s"
 }
 
 func (l *load) caller(ctx context.Context, idx int) {
@@ -118,9 +135,15 @@ func (l *load) request(stopCtx context.Context, idx, turn int, buf []int64) int 
 				recv = time.Now().UnixMilli()
 			}
 			l.env.col.record(int32(s.idx), int32(idx), res.ids, recv)
+			now := time.Now()
 			s.ok.Add(1)
-			s.lastOK.Store(time.Now().UnixNano())
+			s.lastOK.Store(now.UnixNano())
+			s.answered(true, now)
+			l.ids.Add(int64(len(res.ids)))
 			return turn
+		}
+		if !errors.Is(err, errNotServing) {
+			s.answered(false, time.Now())
 		}
 		switch {
 		case err == nil:
@@ -131,6 +154,7 @@ func (l *load) request(stopCtx context.Context, idx, turn int, buf []int64) int 
 			// down or starting: nothing was sent
 		default:
 			s.errors.Add(1)
+			s.lastErr.Store(err.Error())
 			l.failed.Add(1)
 			skip[pos] = time.Now().Add(250 * time.Millisecond)
 		}

@@ -29,8 +29,8 @@ type Options struct {
 	NoFence bool
 	// PostgresURL is the oracle's database. Required.
 	PostgresURL string
-	// Snowfence is the path of the snowfence binary the services run.
-	// Required.
+	// Snowfence is the path of the snowfence binary the services run;
+	// required unless only library holders run (NoFence).
 	Snowfence string
 	// Command returns a command that runs this harness's child role (see
 	// ChildMain) with args. Required.
@@ -44,8 +44,8 @@ type Options struct {
 // Run runs the selected scenarios one after another and returns their
 // rows. A scenario that cannot be set up still gets a failing row.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.PostgresURL == "" || opts.Snowfence == "" || opts.Command == nil || opts.Dir == "" {
-		return nil, errors.New("chaos: Options need PostgresURL, Snowfence, Command and Dir")
+	if opts.PostgresURL == "" || opts.Command == nil || opts.Dir == "" {
+		return nil, errors.New("chaos: Options need PostgresURL, Command and Dir")
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1

@@ -400,7 +400,7 @@ func etcdFault(e *Env, fault string) error {
 		if err != nil {
 			return err
 		}
-		e.recovered(last.Sub(back), "every service issuing after quorum returned")
+		e.note("every service issuing again %v after quorum returned", last.Sub(back).Round(time.Millisecond))
 		e.note("quorum lost for %v", back.Sub(lost).Round(time.Millisecond))
 		if fault == "quorum30" {
 			e.check("services refused during the outage", load.refused.Load() > refusedBefore, "%d refusals", load.refused.Load()-refusedBefore)
@@ -414,16 +414,22 @@ func etcdFault(e *Env, fault string) error {
 			return err
 		}
 		e.logf("restored from the snapshot in %v", time.Since(t).Round(time.Millisecond))
-		last, err := e.waitAllIssuing(svcs, 90*time.Second)
-		if err != nil {
+		// The holders find the restore at their next renewal and refuse
+		// until their new leases start, RestoreMargin ahead.
+		if err := e.wait(15 * time.Second); err != nil {
 			return err
 		}
-		e.recovered(last.Sub(t), "every service issuing after the restore")
+		e.check("the holders noticed the restore and refused", load.refused.Load() > refusedBefore && lib.refusals() > 0,
+			"%d refused requests, %d refused library calls", load.refused.Load()-refusedBefore, lib.refusals())
+		if _, err := e.waitAllIssuing(svcs, 60*time.Second); err != nil {
+			return err
+		}
 	}
 	if err := e.wait(scale(e, 5*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
 	load.stop()
+	e.outageRecovery(svcs)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,12 @@ type service struct {
 
 	ok, refused, errors atomic.Int64
 	lastOK              atomic.Int64 // unix ns of the last acknowledged request
+	lastErr             atomic.Value // string: the last attempt's failure
+	waitRestarts        atomic.Int64 // supervised restarts while its range was full
+
+	streakMu    sync.Mutex
+	streakStart time.Time     // first failed attempt since the last success
+	streakMax   time.Duration // longest run of failed attempts, ended by a success
 }
 
 // serviceConfig is what a service is started with.
@@ -49,6 +56,9 @@ type serviceConfig struct {
 
 // addService registers and starts a service.
 func (e *Env) addService(cfg serviceConfig) (*service, error) {
+	if e.opts.Snowfence == "" {
+		return nil, errors.New("chaos: no snowfence binary (Options.Snowfence) for the services")
+	}
 	s := &service{env: e, idx: len(e.services), name: fmt.Sprintf("svc%d", len(e.services)), cfg: cfg}
 	s.machine.Store(-1)
 	e.services = append(e.services, s)
@@ -151,7 +161,14 @@ func (s *service) watch(p *proc) {
 	}
 	s.mu.Unlock()
 	if current && s.cfg.supervise && !s.env.stopping.Load() {
-		s.env.logf("%s exited (%v); restarting: %s", p.name, p.err, lastLine(p.stderr.String()))
+		if why := lastLine(p.stderr.String()); strings.Contains(why, "no free machine number") {
+			s.waitRestarts.Add(1) // its range is full: expected while it waits
+		} else {
+			s.env.logf("%s exited (%v); restarting: %s", p.name, p.err, why)
+		}
+		if pause(s.env.ctx, 200*time.Millisecond) != nil {
+			return
+		}
 		if err := s.start(); err != nil {
 			s.env.logf("%s: restart: %v", s.name, err)
 		}
@@ -380,4 +397,26 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// answered notes an attempt's outcome for the longest outage the callers
+// saw: the time from the first refused or failed attempt after a success
+// to the next success.
+func (s *service) answered(ok bool, at time.Time) {
+	s.streakMu.Lock()
+	defer s.streakMu.Unlock()
+	switch {
+	case ok && !s.streakStart.IsZero():
+		s.streakMax = max(s.streakMax, at.Sub(s.streakStart))
+		s.streakStart = time.Time{}
+	case !ok && s.streakStart.IsZero():
+		s.streakStart = at
+	}
+}
+
+// longestOutage is the longest run of failed attempts that ended.
+func (s *service) longestOutage() time.Duration {
+	s.streakMu.Lock()
+	defer s.streakMu.Unlock()
+	return s.streakMax
 }

@@ -1,0 +1,153 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// roleEnv makes the test binary play a child role (see ChildMain), so the
+// tests need no separately built harness.
+const roleEnv = "SNOWFENCE_CHAOS_ROLE"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(ChildMain(context.Background(), role, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// testCommand runs a child role in a copy of the test binary.
+func testCommand(role string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
+	return cmd
+}
+
+// postgresURL returns the oracle's database, or skips without one (fails
+// under CI=true, where a skip would hide the suite).
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	const env = "SNOWFENCE_TEST_POSTGRES_URL"
+	u := os.Getenv(env)
+	if u == "" {
+		msg := "no PostgreSQL: set " + env + `, e.g. export ` + env + `="$(scripts/services/postgres.sh start)"`
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return u
+}
+
+// TestDisabledFenceIsCaught shows the suite can fail: scenario 4 with the
+// library holders' fence switched off must report duplicates, in the
+// PRIMARY KEY and in memory alike, and fail its row. The same scenario with
+// the fence on passes in the short run scripts/test makes.
+func TestDisabledFenceIsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 15 s")
+	}
+	pg := postgresURL(t)
+	var log bytes.Buffer
+	rep, err := Run(t.Context(), Options{
+		Scenarios: []string{"4"}, NoFence: true, PostgresURL: pg,
+		Command: testCommand, Dir: t.TempDir(), Log: &log,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	if len(rep.Rows) != 1 {
+		t.Fatalf("got %d rows, want 1", len(rep.Rows))
+	}
+	row := rep.Rows[0]
+	t.Logf("fence disabled: %d IDs, %d duplicates (PRIMARY KEY), %d in memory; examples %q", row.IDs, row.Duplicates, row.DuplicatesMemory, row.Examples)
+	if row.Error != "" {
+		t.Fatalf("row error: %s\n%s", row.Error, log.String())
+	}
+	if row.Duplicates == 0 || row.DuplicatesMemory != row.Duplicates {
+		t.Errorf("duplicates: PRIMARY KEY %d, memory %d; want the same number > 0", row.Duplicates, row.DuplicatesMemory)
+	}
+	if row.Pass || rep.Pass() {
+		t.Error("a run with duplicates passed")
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "**NO**") || !strings.Contains(md, "FENCE DISABLED") {
+		t.Errorf("the report does not show the failure:\n%s", md)
+	}
+}
+
+func TestSelectScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+		err  bool
+	}{
+		{nil, "1 2 3 4 5a 5b 5c 5d 6 7 8", false},
+		{[]string{"5"}, "5a 5b 5c 5d", false},
+		{[]string{"1", "5b"}, "1 5b", false},
+		{[]string{"9"}, "", true},
+		{[]string{"5e"}, "", true},
+	} {
+		got, err := selectScenarios(tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("%q: error %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		var ids []string
+		for _, sc := range got {
+			ids = append(ids, sc.id)
+		}
+		if s := strings.Join(ids, " "); s != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, s, tc.want)
+		}
+	}
+}
+
+func TestRunNeedsOptions(t *testing.T) {
+	if _, err := Run(t.Context(), Options{}); err == nil {
+		t.Error("Run with no options succeeded")
+	}
+}
+
+func TestReportMarkdown(t *testing.T) {
+	rep := &Report{Mode: "short", Seed: 3, Started: time.Unix(0, 0).UTC(), Elapsed: "1s", Rows: []Row{
+		{Scenario: "1", Name: "one", IDs: 1234567, Refused: 5, RecoverMs: 266, RecoverWhat: "node 5", Pass: true,
+			Checks: []Check{{Name: "refused", OK: true, Detail: "503"}}},
+		{Scenario: "2", Name: "two", IDs: 10, Duplicates: 1, DuplicatesMemory: 1, RecoverMs: -1},
+	}}
+	md := rep.Markdown()
+	for _, want := range []string{
+		"| 1. one | 1,234,567 | 0 / 0 | 5 | 0 | 266 ms (node 5) | yes |",
+		"| 2. two | 10 | 1 / 1 | 0 | 0 | — | **NO** |",
+		"| all | 1,234,577 | 1 / 1 | 5 | 0 | — | **NO** |",
+		"- ok — refused: 503",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if rep.Pass() {
+		t.Error("a report with a failed row passed")
+	}
+	dir := t.TempDir()
+	if err := rep.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.md", "report.json"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 123456789: "123,456,789", -5: "-5"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
