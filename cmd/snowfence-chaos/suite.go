@@ -58,7 +58,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("building snowfence: %w", err)
 		}
 	}
-	netns.Cleanup("sfchaos-")
+	netns.Cleanup(chaos.NamespacePrefix)
 	var scen []string
 	if *only != "" {
 		scen = strings.Split(*only, ",")

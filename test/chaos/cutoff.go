@@ -21,7 +21,7 @@ func cutOff(e *Env) error {
 		e.note("no network namespace here (%v): the holder runs in the host namespace behind the same proxies", err)
 	} else {
 		var err error
-		if ns, err = netns.New(fmt.Sprintf("sfchaos-%d", os.Getpid())); err != nil {
+		if ns, err = netns.New(fmt.Sprintf("%s%d", NamespacePrefix, os.Getpid())); err != nil {
 			return err
 		}
 		e.cleanups = append(e.cleanups, func() { ns.Close() })
@@ -120,3 +120,7 @@ func cutOff(e *Env) error {
 	e.check("the cut-off holder's IDs all precede the new holder's", oOK && hMax < oMin, "last of cut-off %d, first of new %d", hMax, oMin)
 	return nil
 }
+
+// NamespacePrefix starts the names of the network namespaces the suite
+// creates; netns.Cleanup(NamespacePrefix) removes those a crashed run left.
+const NamespacePrefix = netns.Prefix + "run"

@@ -130,7 +130,8 @@ func (s *service) serving(addr string) error {
 		if err != nil {
 			return err
 		}
-		px, err := netns.NewProxy(ln, func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) })
+		inside := addr
+		px, err := netns.NewProxy(ln, func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", inside) })
 		if err != nil {
 			ln.Close()
 			return err
