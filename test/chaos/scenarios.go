@@ -59,7 +59,7 @@ func seed003(e *Env) error {
 		}
 	}
 	load := e.startLoad(svcs, loadConfig{callers: 16, rate: 150000, count: 100})
-	if err := e.wait(scale(e, 4*time.Second, 60*time.Second)); err != nil {
+	if err := e.wait(scale(e, 4*time.Second, 120*time.Second)); err != nil {
 		return err
 	}
 	node5 := svcs[5]
@@ -88,7 +88,7 @@ func seed003(e *Env) error {
 	e.recovered(took, "node 5 issuing again")
 	e.check("node 5 refused until its clock passed its last timestamp", took >= 250*time.Millisecond,
 		"healthy again %v after a 280 ms step back", took.Round(time.Millisecond))
-	if err := e.wait(scale(e, 4*time.Second, 60*time.Second)); err != nil {
+	if err := e.wait(scale(e, 4*time.Second, 120*time.Second)); err != nil {
 		return err
 	}
 	load.stop()
