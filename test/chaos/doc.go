@@ -22,6 +22,7 @@
 //	5b  etcd: quorum lost for 3 s
 //	5c  etcd: quorum lost for 30 s
 //	5d  etcd: the cluster restored from an old snapshot
+//	5e  etcd: one member's data rolled back to an old copy
 //	6   crash loops: holders SIGKILLed and restarted 100 times
 //	7   bursts past 4,096 IDs in one millisecond on one holder
 //	8   a holder cut off from etcd (own network namespace) while it serves callers

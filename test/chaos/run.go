@@ -80,12 +80,12 @@ func selectScenarios(ids []string) ([]scenario, error) {
 		id = strings.TrimSpace(id)
 		n := len(out)
 		for _, sc := range all {
-			if sc.id == id || strings.TrimRight(sc.id, "abcd") == id {
+			if sc.id == id || strings.TrimRight(sc.id, "abcde") == id {
 				out = append(out, sc)
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5d)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5e)", id)
 		}
 	}
 	return out, nil

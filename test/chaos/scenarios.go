@@ -1,7 +1,11 @@
 package chaos
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -23,6 +27,7 @@ func scenarios() []scenario {
 		{"5b", "etcd: quorum lost for 3 s", func(e *Env) error { return etcdFault(e, "quorum3") }},
 		{"5c", "etcd: quorum lost for 30 s", func(e *Env) error { return etcdFault(e, "quorum30") }},
 		{"5d", "etcd: the cluster restored from an old snapshot", func(e *Env) error { return etcdFault(e, "restore") }},
+		{"5e", "etcd: one member's data rolled back to an old copy", func(e *Env) error { return etcdFault(e, "rollback") }},
 		{"6", "crash loops: holders SIGKILLed and restarted 100 times", crashLoops},
 		{"7", "bursts past 4,096 IDs in one millisecond on one holder", bursts},
 		{"8", "a holder cut off from etcd while it still serves callers", cutOff},
@@ -405,6 +410,10 @@ func etcdFault(e *Env, fault string) error {
 		if fault == "quorum30" {
 			e.check("services refused during the outage", load.refused.Load() > refusedBefore, "%d refusals", load.refused.Load()-refusedBefore)
 		}
+	case "rollback":
+		if err := rollbackMember(e, load.refused.Load); err != nil {
+			return err
+		}
 	case "restore":
 		if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
 			return err
@@ -530,3 +539,61 @@ func bursts(e *Env) error {
 
 // idOf is the snowfence ID of a raw value.
 func idOf(v int64) snowfenceID { return snowfenceID(v) }
+
+// rollbackMember copies a follower's data while it is stopped, lets the
+// cluster move on, then puts the old copy back and restarts the member: a
+// VM snapshot of one member rolled back. etcd either brings the member up
+// to date or stops it (its raft log is behind what it acknowledged); the
+// other two keep quorum, so the holders must not notice.
+func rollbackMember(e *Env, refused func() int64) error {
+	leader, err := e.cluster.Leader(e.ctx)
+	if err != nil {
+		return err
+	}
+	m := (leader + 1) % e.cluster.Size()
+	dir := filepath.Join(e.dir, "etcd", fmt.Sprintf("m%d", m))
+	old := dir + ".old"
+	before := refused()
+	if err := e.cluster.Kill(m); err != nil {
+		return err
+	}
+	if out, err := exec.Command("cp", "-a", dir, old).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy m%d's data: %v: %s", m, err, out)
+	}
+	if err := e.cluster.Restart(e.ctx, m); err != nil {
+		return err
+	}
+	e.logf("copied member m%d's data; the cluster moves on", m)
+	if err := e.wait(scale(e, 5*time.Second, 30*time.Second)); err != nil {
+		return err
+	}
+	if err := e.cluster.Kill(m); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Rename(old, dir); err != nil {
+		return err
+	}
+	t := time.Now()
+	if err := e.cluster.Restart(e.ctx, m); err != nil {
+		e.note("member m%d on its rolled-back data did not rejoin: %s", m, firstLine(err.Error()))
+	} else {
+		e.note("member m%d rejoined on its rolled-back data in %v and caught up", m, time.Since(t).Round(time.Millisecond))
+	}
+	if err := e.cluster.WaitWritable(e.ctx); err != nil {
+		return err
+	}
+	if err := e.wait(3 * time.Second); err != nil {
+		return err
+	}
+	e.check("the other two members kept the holders going", refused() == before, "%d refusals", refused()-before)
+	return nil
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
