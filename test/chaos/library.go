@@ -186,6 +186,7 @@ func (l *library) stop() error {
 	if p == nil || p.exited() {
 		return nil
 	}
+	p.signal(sigCont) // a frozen holder cannot read "quit"
 	fmt.Fprintln(p.stdin, "quit")
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
