@@ -60,13 +60,6 @@
 // A stalled database therefore stalls the scenario instead of growing the
 // heap without bound.
 //
-// # Order
-//
-// Add also checks that each source's IDs strictly increase in the order Add
-// receives them, and Result reports the regressions. The check means
-// something only if a source names one generator's lifetime (a holder) and
-// its IDs reach Add in issue order.
-//
 // # Concurrency
 //
 // An Oracle is safe for concurrent use by multiple goroutines. Close ends

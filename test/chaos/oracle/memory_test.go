@@ -33,32 +33,6 @@ func TestDuplicatesInMemory(t *testing.T) {
 	}
 }
 
-// TestOrderCheck checks the per-source order check on its own.
-func TestOrderCheck(t *testing.T) {
-	tests := []struct {
-		name string
-		ids  []Issued
-		want []Regression
-	}{
-		{name: "interleaved, increasing", ids: []Issued{{1, 0}, {2, 1}, {3, 0}, {4, 1}, {5, 0}}},
-		{name: "a step back", ids: []Issued{{5, 0}, {4, 0}}, want: []Regression{{Source: 0, Prev: 5, ID: 4}}},
-		{name: "repeat", ids: []Issued{{5, 0}, {5, 0}}, want: []Regression{{Source: 0, Prev: 5, ID: 5}}},
-		{name: "back after another source", ids: []Issued{{5, 0}, {1, 1}, {3, 0}, {2, 1}},
-			want: []Regression{{Source: 0, Prev: 5, ID: 3}}},
-		{name: "sources are independent", ids: []Issued{{9, 0}, {1, 1}, {10, 0}, {2, 1}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var c orderCheck
-			c.check(tt.ids[:1])
-			c.check(tt.ids[1:])
-			if c.regressions != int64(len(tt.want)) || !slices.Equal(c.examples, tt.want) {
-				t.Errorf("check(%v): %d regressions %v, want %v", tt.ids, c.regressions, c.examples, tt.want)
-			}
-		})
-	}
-}
-
 // TestOpenConfig checks that Open refuses unusable configurations before
 // connecting, and reports a server it cannot reach.
 func TestOpenConfig(t *testing.T) {

@@ -27,7 +27,6 @@ type Oracle struct {
 	closed   bool  // Close was called
 	aborted  bool  // Close gave up: the writer is to stop at once
 	err      error // the writer's fatal error
-	order    orderCheck
 
 	// onBlock, when set, runs (under mu) each time an Add is about to
 	// wait for the writer; tests use it to see backpressure.
@@ -86,7 +85,6 @@ func (o *Oracle) Add(ids []Issued) error {
 			o.pending = o.newBatch()
 		}
 		n := min(len(ids), o.cfg.MaxQueued-o.backlog, o.cfg.Batch-o.pending.len())
-		o.order.check(ids[:n])
 		o.pending.add(ids[:n])
 		o.backlog += n
 		o.received += int64(n)

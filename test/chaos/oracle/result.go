@@ -1,7 +1,6 @@
 package oracle
 
-// MaxExamples is how many duplicate IDs and order regressions a Result
-// describes at most.
+// MaxExamples is how many duplicate IDs a Result describes at most.
 const MaxExamples = 10
 
 // Issued is one acknowledged ID and the index of the holder (or node) that
@@ -27,11 +26,6 @@ type Result struct {
 	// SlowBatches counts the batches redone the slow way because their
 	// COPY hit the primary key.
 	SlowBatches int64
-	// Regressions counts IDs not greater than their source's previous ID
-	// (see the package doc's Order section).
-	Regressions int64
-	// RegressionExamples describes the first MaxExamples regressions.
-	RegressionExamples []Regression
 }
 
 // Duplicate is one ID issued more than once.
@@ -43,14 +37,4 @@ type Duplicate struct {
 	// the order received. Copies received after MaxExamples other IDs were
 	// already described are listed too.
 	Sources []int32
-}
-
-// Regression is one ID that did not increase over its source's previous ID.
-type Regression struct {
-	// Source is the source that issued both IDs.
-	Source int32
-	// Prev is the source's previous ID.
-	Prev int64
-	// ID is the ID that came after it and was not greater.
-	ID int64
 }
