@@ -5,41 +5,25 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// urlEnv names the PostgreSQL the tests use; scripts/services/postgres.sh
-// start prints one.
-const urlEnv = "SNOWFENCE_TEST_POSTGRES_URL"
-
-// testURL returns the test server's URL, or skips the test without one
-// (fails it under CI=true, where a skip would hide the store's tests).
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		msg := "no PostgreSQL: set " + urlEnv + ", e.g. export " + urlEnv + `="$(scripts/services/postgres.sh start)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
-}
+// testURL returns the test server's URL (see testenv.PostgresURL).
+func testURL(t testing.TB) string { return testenv.PostgresURL(t) }
 
 // testPool opens a pool on the test server, closed when t ends.
 func testPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(testURL(t))
 	if err != nil {
-		t.Fatalf("%s: %v", urlEnv, err)
+		t.Fatalf("%s: %v", testenv.PostgresURLEnv, err)
 	}
 	cfg.MaxConns = maxConns
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -49,7 +33,7 @@ func testPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 		err = pool.Ping(ctx)
 	}
 	if err != nil {
-		t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", urlEnv, err)
+		t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", testenv.PostgresURLEnv, err)
 	}
 	t.Cleanup(pool.Close)
 	return pool

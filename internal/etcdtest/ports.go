@@ -1,42 +1,13 @@
 package etcdtest
 
-import (
-	"errors"
-	"fmt"
-	"net"
-	"strings"
-	"syscall"
-)
+import "github.com/snowfence/snowfence/internal/freeport"
 
 // attempts is how many times Start and StartBinary try fresh ports before
 // giving up.
 const attempts = 5
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment
-// ago. All n are held open together so they differ, then closed; whoever
-// binds them next may lose a race with another process, so callers retry on
-// a bind failure (see isAddrInUse).
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("etcdtest: find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// isAddrInUse reports whether err is a failure to bind a port someone else
-// holds.
-func isAddrInUse(err error) bool {
-	return err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use"))
-}
+// freePorts and isAddrInUse: see package freeport.
+var (
+	freePorts   = freeport.Loopback
+	isAddrInUse = freeport.InUse
+)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/testenv"
 )
 
 // roleEnv makes the test binary play a child role (see ChildMain), so the
@@ -28,22 +30,6 @@ func testCommand(role string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// postgresURL returns the oracle's database, or skips without one (fails
-// under CI=true, where a skip would hide the suite).
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	const env = "SNOWFENCE_TEST_POSTGRES_URL"
-	u := os.Getenv(env)
-	if u == "" {
-		msg := "no PostgreSQL: set " + env + `, e.g. export ` + env + `="$(scripts/services/postgres.sh start)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
-}
-
 // TestDisabledFenceIsCaught shows the suite can fail: scenario 4 with the
 // library holders' fence switched off must report duplicates, in the
 // PRIMARY KEY and in memory alike, and fail its row. The same scenario with
@@ -52,7 +38,7 @@ func TestDisabledFenceIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 15 s")
 	}
-	pg := postgresURL(t)
+	pg := testenv.PostgresURL(t)
 	var log bytes.Buffer
 	rep, err := Run(t.Context(), Options{
 		Scenarios: []string{"4"}, NoFence: true, PostgresURL: pg,

@@ -63,14 +63,7 @@ func (l *library) start() error {
 	defer l.mu.Unlock()
 	args := []string{"--etcd", strings.Join(l.env.cluster.Endpoints(), ","), "--machines", l.cfg.machines,
 		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch)}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--lease-ttl", l.cfg.leaseTTL}, {"--renew-every", l.cfg.renewEvery}, {"--self-fence", l.cfg.selfFence}} {
-		if d.v > 0 {
-			args = append(args, d.flag, d.v.String())
-		}
-	}
+	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence)...)
 	if l.cfg.noFence {
 		args = append(args, "--unsafe-no-fence")
 	}

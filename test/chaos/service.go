@@ -77,14 +77,7 @@ func (s *service) start() error {
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--etcd-endpoints", strings.Join(eps, ","),
 		"--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
 		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s"}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--lease-ttl", s.cfg.leaseTTL}, {"--renew-every", s.cfg.renewEvery}, {"--self-fence", s.cfg.selfFence}} {
-		if d.v > 0 {
-			args = append(args, d.flag, d.v.String())
-		}
-	}
+	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence)...)
 	var cmd *exec.Cmd
 	if s.cfg.ns != nil {
 		cmd = s.cfg.ns.Command(s.env.opts.Snowfence, args...)
@@ -155,10 +148,7 @@ func (s *service) watch(p *proc) {
 	if current {
 		s.base.Store(nil)
 		s.machine.Store(-1)
-		if s.proxy != nil {
-			s.proxy.Close()
-			s.proxy = nil
-		}
+		s.closeProxy()
 	}
 	s.mu.Unlock()
 	if current && s.cfg.supervise && !s.env.stopping.Load() {
@@ -184,10 +174,7 @@ func (s *service) kill() {
 	s.p = nil
 	s.base.Store(nil)
 	s.machine.Store(-1)
-	if s.proxy != nil {
-		s.proxy.Close()
-		s.proxy = nil
-	}
+	s.closeProxy()
 	s.mu.Unlock()
 	if p != nil {
 		p.kill()
@@ -211,12 +198,17 @@ func (s *service) stop() error {
 	}
 	err := p.stop(15 * time.Second)
 	s.mu.Lock()
+	s.closeProxy()
+	s.mu.Unlock()
+	return err
+}
+
+// closeProxy closes the namespace proxy, if any; s.mu is held.
+func (s *service) closeProxy() {
 	if s.proxy != nil {
 		s.proxy.Close()
 		s.proxy = nil
 	}
-	s.mu.Unlock()
-	return err
 }
 
 // waitServing waits until the service has a number and an address.
@@ -420,4 +412,19 @@ func (s *service) longestOutage() time.Duration {
 	s.streakMu.Lock()
 	defer s.streakMu.Unlock()
 	return s.streakMax
+}
+
+// timingFlags are the lease-timing flags serve and HolderMain share, for
+// the timings that are set.
+func timingFlags(leaseTTL, renewEvery, selfFence time.Duration) []string {
+	var args []string
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--lease-ttl", leaseTTL}, {"--renew-every", renewEvery}, {"--self-fence", selfFence}} {
+		if d.v > 0 {
+			args = append(args, d.flag, d.v.String())
+		}
+	}
+	return args
 }

@@ -4,31 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/snowfence/snowfence/internal/testenv"
 )
 
-// urlEnv names the PostgreSQL the tests use; scripts/services/postgres.sh
-// start prints one.
-const urlEnv = "SNOWFENCE_TEST_POSTGRES_URL"
-
-// testURL returns the test server's URL, or skips the test without one
-// (fails it under CI=true, where a skip would hide the oracle's tests).
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		msg := "no PostgreSQL: set " + urlEnv + ", e.g. export " + urlEnv + `="$(scripts/services/postgres.sh start)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
-}
+// testURL returns the test server's URL (see testenv.PostgresURL).
+func testURL(t testing.TB) string { return testenv.PostgresURL(t) }
 
 // testConn opens a connection of the test's own, closed when t ends.
 func testConn(t testing.TB) *pgx.Conn {
@@ -37,7 +22,7 @@ func testConn(t testing.TB) *pgx.Conn {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testURL(t))
 	if err != nil {
-		t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", urlEnv, err)
+		t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", testenv.PostgresURLEnv, err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn

@@ -1,0 +1,37 @@
+// Package testenv holds what the tests share about their environment: the
+// servers scripts/test starts for them, and the rule that under CI=true a
+// missing server fails a test instead of skipping it (a skip would hide the
+// tests CI exists to run).
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// PostgresURLEnv names the PostgreSQL the tests use;
+// scripts/services/postgres.sh start prints one.
+const PostgresURLEnv = "SNOWFENCE_TEST_POSTGRES_URL"
+
+// CI reports whether the tests run under CI=true.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Missing ends tb because something it needs is missing: a skip with msg,
+// or a failure under CI=true.
+func Missing(tb testing.TB, msg string) {
+	tb.Helper()
+	if CI() {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// PostgresURL returns the test PostgreSQL's URL, or calls Missing.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(PostgresURLEnv)
+	if u == "" {
+		Missing(tb, "no PostgreSQL: set "+PostgresURLEnv+`, e.g. export `+PostgresURLEnv+`="$(scripts/services/postgres.sh start)"`)
+	}
+	return u
+}
