@@ -464,6 +464,7 @@ func crashLoops(e *Env) error {
 	}
 	every := scale(e, 250*time.Millisecond, 1500*time.Millisecond)
 	const kills = 100
+	var lastKill time.Time
 	for k := range kills {
 		victim := e.rng.IntN(len(svcs) + len(libs))
 		if victim < len(svcs) {
@@ -479,6 +480,7 @@ func crashLoops(e *Env) error {
 				return err
 			}
 		}
+		lastKill = time.Now()
 		if k%20 == 19 {
 			e.logf("%d kills", k+1)
 		}
@@ -486,7 +488,6 @@ func crashLoops(e *Env) error {
 			return err
 		}
 	}
-	last := time.Now()
 	if err := e.waitServices(svcs, 60*time.Second); err != nil {
 		return err
 	}
@@ -495,7 +496,8 @@ func crashLoops(e *Env) error {
 			return err
 		}
 	}
-	e.recovered(time.Since(last), "every holder serving again after the last kill")
+	e.recovered(time.Since(lastKill), "every holder serving again after the last kill")
+	e.outageRecovery(svcs)
 	if err := e.wait(2 * time.Second); err != nil {
 		return err
 	}
