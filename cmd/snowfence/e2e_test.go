@@ -21,6 +21,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/testenv"
 )
 
 // The end-to-end tests run the real binary, built from this package, on
@@ -275,10 +276,7 @@ func metricValue(t *testing.T, url, name string) string {
 func TestE2ENodeJSONParse(t *testing.T) {
 	nodeBin, err := exec.LookPath("node")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node (Node.js) not found; scripts/test installs it")
-		}
-		t.Skip("node (Node.js) not found: apt-get install nodejs")
+		testenv.Missing(t, "node (Node.js) not found: apt-get install nodejs (scripts/test installs it)")
 	}
 	s := startService(t, t.TempDir())
 	script := `
@@ -505,10 +503,7 @@ func TestE2ETableStores(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			v := os.Getenv(st.env)
 			if v == "" {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("%s is not set; scripts/test starts the server (scripts/services/)", st.env)
-				}
-				t.Skipf("%s is not set: start the server with scripts/services/%s.sh start", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name])
+				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name]))
 			}
 			// dynalite takes any credentials; the SDK wants some.
 			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
