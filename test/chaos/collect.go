@@ -22,7 +22,6 @@ type collector struct {
 	oracle    *oracle.Oracle
 	layout    snowfence.Layout
 	issued    []oracle.Issued // scratch for the oracle
-	perSrc    map[int32]int64
 	minSrc    map[int32]int64
 	maxSrc    map[int32]int64
 	oracleErr error // the first error Add returned
@@ -34,7 +33,7 @@ type collector struct {
 type lane struct{ src, caller int32 }
 
 func newCollector(o *oracle.Oracle) *collector {
-	return &collector{last: map[lane]int64{}, oracle: o, layout: snowfence.V1(), perSrc: map[int32]int64{},
+	return &collector{last: map[lane]int64{}, oracle: o, layout: snowfence.V1(),
 		minSrc: map[int32]int64{}, maxSrc: map[int32]int64{}}
 }
 
@@ -48,7 +47,6 @@ func (c *collector) record(src, caller int32, ids []int64, recvMs int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ids = append(c.ids, ids...)
-	c.perSrc[src] += int64(len(ids))
 	lo, hi := slices.Min(ids), slices.Max(ids)
 	if m, ok := c.minSrc[src]; !ok || lo < m {
 		c.minSrc[src] = lo
@@ -78,20 +76,6 @@ func (c *collector) record(src, caller int32, ids []int64, recvMs int64) {
 	if err := c.oracle.Add(c.issued); err != nil && c.oracleErr == nil {
 		c.oracleErr = err
 	}
-}
-
-// count is the number of IDs recorded so far.
-func (c *collector) count() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return int64(len(c.ids))
-}
-
-// bySource is how many IDs src issued.
-func (c *collector) bySource(src int32) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.perSrc[src]
 }
 
 // span is the lowest and highest ID src issued; ok is false if none.

@@ -30,8 +30,6 @@ type library struct {
 	refused  []atomic.Int64 // per generator, this incarnation's last report
 	refusedB atomic.Int64   // refusals of earlier incarnations
 	machine  []atomic.Int64
-	issued   atomic.Int64
-	lastIDs  atomic.Int64 // unix ns of the last IDs frame
 }
 
 // libraryConfig is what a library holder is started with.
@@ -97,8 +95,6 @@ func (l *library) frame(f frame, ready chan struct{}, acks chan int64) {
 	switch f.kind {
 	case frameIDs:
 		l.env.col.record(l.base+int32(f.gen), -1, f.vals, 0)
-		l.issued.Add(int64(len(f.vals)))
-		l.lastIDs.Store(time.Now().UnixNano())
 	case frameStats:
 		if len(f.vals) == 3 {
 			l.refused[f.gen].Store(f.vals[0])

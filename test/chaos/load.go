@@ -137,7 +137,6 @@ func (l *load) request(stopCtx context.Context, idx, turn int, buf []int64) int 
 			l.env.col.record(int32(s.idx), int32(idx), res.ids, recv)
 			now := time.Now()
 			s.ok.Add(1)
-			s.lastOK.Store(now.UnixNano())
 			s.answered(true, now)
 			l.ids.Add(int64(len(res.ids)))
 			return turn

@@ -36,7 +36,6 @@ type service struct {
 	machine atomic.Int64
 
 	ok, refused, errors atomic.Int64
-	lastOK              atomic.Int64 // unix ns of the last acknowledged request
 	lastErr             atomic.Value // string: the last attempt's failure
 	waitRestarts        atomic.Int64 // supervised restarts while its range was full
 
