@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -101,6 +102,7 @@ func startService(t *testing.T, dataDir string, extra ...string) *service {
 	select {
 	case s.url = <-found:
 	case err := <-s.done:
+		s.done <- err // for the cleanup
 		t.Fatalf("serve exited before listening: %v\n%s", err, s.stderr)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve did not print its address within 60 s\n%s", s.stderr)
@@ -114,10 +116,10 @@ func (s *service) stop(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
+		s.done <- err // for the cleanup
 		if err != nil {
 			t.Fatalf("serve exited with %v after SIGTERM\n%s", err, s.stderr)
 		}
-		s.done <- nil // for the cleanup
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not stop within 30 s of SIGTERM")
 	}
@@ -586,4 +588,23 @@ func TestE2EExternalEtcdTLS(t *testing.T) {
 		t.Fatalf("leases list without a client certificate succeeded:\n%s", out)
 	}
 	s.stop(t)
+}
+
+// A client's spare connection, opened but never used, must not turn a
+// graceful stop into a failure: net/http leaves such a connection open for
+// 5 s, longer than this --shutdown-timeout.
+func TestE2EShutdownWithUnusedConnection(t *testing.T) {
+	s := startService(t, t.TempDir(), "--shutdown-timeout", "1s", "--log-level", "info")
+	if r := call(t, "POST", s.url+"/v1/ids", "", ""); r.status != http.StatusOK {
+		t.Fatalf("POST /v1/ids: %d %s", r.status, r.body)
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s.stop(t) // fails the test unless serve exits 0
+	if !strings.Contains(s.stderr.String(), "closed connections that had sent no request") {
+		t.Errorf("no log line about the unused connection; stderr:\n%s", s.stderr)
+	}
 }

@@ -141,7 +141,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if testClock != nil {
 		handler = withTestClock(handler, testClock)
 	}
+	open := newConns()
 	hs := &http.Server{
+		ConnState:         open.track,
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -165,7 +167,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 	srv.SetDraining()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
 	defer cancel()
-	shutErr := hs.Shutdown(sctx)
+	unused, shutErr := shutdown(sctx, hs, open)
+	if unused > 0 {
+		log.Info("closed connections that had sent no request", "count", unused)
+	}
 	closeNode()
 	if shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", shutErr)
