@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/syncbuf"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
@@ -122,7 +122,7 @@ func TestEmbeddedLogs(t *testing.T) {
 		level string
 		quiet bool
 	}{{"", true}, {"info", false}} {
-		var buf etcdtest.SyncBuffer
+		var buf syncbuf.Buffer
 		lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{
 			Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", LogLevel: tc.level, Logger: lg,

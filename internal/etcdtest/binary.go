@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,13 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 // DebianEtcd is where Debian's etcd-server package installs the etcd
@@ -29,7 +29,7 @@ type Binary struct {
 	endpoint string
 	version  string
 	exited   chan struct{}
-	out      *SyncBuffer
+	out      *syncbuf.Buffer
 }
 
 // StartBinary starts the etcd executable at path as a one-member cluster on
@@ -72,7 +72,7 @@ func startBinary(path, dir string) (*Binary, error) {
 		return nil, err
 	}
 	client, peer := loopbackURL(ports[0]), loopbackURL(ports[1])
-	b := &Binary{endpoint: client.String(), exited: make(chan struct{}), out: &SyncBuffer{}}
+	b := &Binary{endpoint: client.String(), exited: make(chan struct{}), out: &syncbuf.Buffer{}}
 	b.cmd = exec.Command(path,
 		"--name", "bin0",
 		"--data-dir", dir,
@@ -182,31 +182,4 @@ func binaryVersion(path string) string {
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line)
-}
-
-// SyncBuffer is a bytes.Buffer safe for the writes of a child process's
-// output copier and the reads of the test. With Limit > 0 it keeps only the
-// first Limit bytes (and still reports every write as complete).
-type SyncBuffer struct {
-	Limit int
-	mu    sync.Mutex
-	b     bytes.Buffer
-}
-
-// Write appends p, up to Limit.
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.Limit > 0 && s.b.Len()+len(p) > s.Limit {
-		s.b.Write(p[:max(0, s.Limit-s.b.Len())])
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-// String returns what was written.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

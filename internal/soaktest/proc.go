@@ -4,7 +4,6 @@ package soaktest
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 // Child names the child process a parent starts: Test is the test whose
@@ -29,7 +30,7 @@ type Child struct {
 type Proc struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stderr   *syncBuffer
+	stderr   *syncbuf.Buffer
 	readDone chan struct{}
 	waitOnce sync.Once
 }
@@ -52,7 +53,7 @@ func Spawn(t *testing.T, c Child, onLine func(string)) *Proc {
 		"-test.timeout="+(c.Config.Spec().Lifetime+30*time.Second).String())
 	cmd.Env = append(os.Environ(), c.Env+"="+string(js))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Proc{cmd: cmd, stderr: &syncBuffer{limit: 64 << 10}, readDone: make(chan struct{})}
+	p := &Proc{cmd: cmd, stderr: &syncbuf.Buffer{Limit: 64 << 10}, readDone: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -135,27 +136,3 @@ func (p *Proc) Stopped() bool {
 
 // Stderr is what the child wrote to its stderr (the first 64 KiB).
 func (p *Proc) Stderr() string { return p.stderr.String() }
-
-// syncBuffer is a bytes.Buffer safe for the writes of the child's output
-// copier and the reads of the test, keeping the first limit bytes.
-type syncBuffer struct {
-	limit int
-	mu    sync.Mutex
-	b     bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len()+len(p) > s.limit {
-		s.b.Write(p[:max(0, s.limit-s.b.Len())])
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

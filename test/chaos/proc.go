@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 // proc is one child process of the harness: an etcd member, a snowfence
@@ -16,7 +17,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *tail
+	stderr *syncbuf.Tail
 	done   chan struct{} // closed once the process is reaped
 	err    error         // its exit status, once done
 }
@@ -29,7 +30,7 @@ func startProc(name string, cmd *exec.Cmd, onStdout func(io.Reader)) (*proc, err
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	p := &proc{name: name, cmd: cmd, stderr: &tail{max: 16 << 10}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stderr: &syncbuf.Tail{Limit: 16 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -95,27 +96,4 @@ func (p *proc) stop(grace time.Duration) error {
 		p.kill()
 		return fmt.Errorf("%s did not stop within %v of SIGTERM; killed", p.name, grace)
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

@@ -10,13 +10,14 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 // Environment variables that turn the test binary into a child process.
@@ -83,7 +84,7 @@ func memberCommand(args ...string) *exec.Cmd {
 // stderr if the test failed.
 func startCluster(t testing.TB) *Cluster {
 	t.Helper()
-	stderr := &tailBuffer{limit: 64 << 10}
+	stderr := &syncbuf.Tail{Limit: 64 << 10}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("members' stderr:\n%s", stderr)
@@ -152,24 +153,6 @@ func gone(pid int) bool {
 	}
 	state, err := procState(pid)
 	return err != nil || state == 'Z'
-}
-
-// syncBuffer is a strings.Builder safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // median returns the median of ds (which it sorts).

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 func TestMemberMainRejectsBadFlags(t *testing.T) {
@@ -72,7 +74,7 @@ func TestMemberMainPrintsOnlyReady(t *testing.T) {
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- MemberMain(ctx, []string{

@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 const (
@@ -33,7 +34,7 @@ type proc struct {
 	ready  chan struct{} // closed when the member printed its ready line
 	exited chan struct{} // closed once the process is reaped
 	err    error         // cmd.Wait's result, set before exited closes
-	tail   *tailBuffer
+	tail   *syncbuf.Tail
 }
 
 // spawn starts cmd as member name. The member is ready when it prints
@@ -52,7 +53,7 @@ func spawn(name string, cmd *exec.Cmd, readyLine string, out io.Writer) (*proc, 
 		cmd:    cmd,
 		ready:  make(chan struct{}),
 		exited: make(chan struct{}),
-		tail:   &tailBuffer{limit: stderrTail},
+		tail:   &syncbuf.Tail{Limit: stderrTail},
 	}
 	errOut := fanOut{p.tail, out}
 	cmd.Stdout = &readyWatcher{want: readyLine, ready: p.ready, other: errOut, name: name}
@@ -236,30 +237,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// tailBuffer keeps the last limit bytes written to it; it is safe for
-// concurrent use.
-type tailBuffer struct {
-	limit int
-	mu    sync.Mutex
-	b     []byte
-}
-
-// Write appends p, dropping the oldest bytes beyond limit.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.limit; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept bytes.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.b), "?")
 }

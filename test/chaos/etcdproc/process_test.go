@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/syncbuf"
 )
 
 // TestStartRetriesTakenPort hands Start a port another listener holds: the
@@ -32,7 +34,7 @@ func TestStartRetriesTakenPort(t *testing.T) {
 		}
 		return ps, err
 	}
-	stderr := &tailBuffer{limit: 64 << 10}
+	stderr := &syncbuf.Tail{Limit: 64 << 10}
 	c, err := start(timeout(t, time.Minute), Config{Dir: t.TempDir(), Command: memberCommand, Stderr: stderr}, ports)
 	if err != nil {
 		t.Fatalf("start: %v\nstderr: %s", err, stderr)
@@ -63,7 +65,7 @@ func TestMembersDieWithParent(t *testing.T) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), parentEnv+"="+t.TempDir())
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
