@@ -35,9 +35,6 @@ func testCommand(role string, args ...string) *exec.Cmd {
 // PRIMARY KEY and in memory alike, and fail its row. The same scenario with
 // the fence on passes in the short run scripts/test makes.
 func TestDisabledFenceIsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes for about 15 s")
-	}
 	pg := testenv.PostgresURL(t)
 	var log bytes.Buffer
 	rep, err := Run(t.Context(), Options{
