@@ -7,18 +7,12 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
+
+	"github.com/snowfence/snowfence/internal/etcdmember"
 )
 
-// Timing of the embedded members: faster than etcd's defaults (100 ms
-// heartbeat, 1 s election) so a stopped leader is replaced quickly, slow
-// enough not to flap on a busy two-core machine under the race detector.
-const (
-	tickMs     = 50
-	electionMs = 500
-	// readyTimeout bounds the wait for a member to join its cluster.
-	readyTimeout = 30 * time.Second
-)
+// readyTimeout bounds the wait for a member to join its cluster.
+const readyTimeout = 30 * time.Second
 
 // member is one embedded etcd server of a Cluster.
 type member struct {
@@ -32,26 +26,12 @@ type member struct {
 // config builds a fresh embed.Config for m (embed mutates the one it is
 // given, so every start needs a new one).
 func (m *member) config(initialCluster, token string) *embed.Config {
-	single := !strings.Contains(initialCluster, ",")
-	cfg := embed.NewConfig()
-	cfg.Name = m.name
-	cfg.Dir = m.dir
-	cfg.ListenClientUrls = []url.URL{m.client}
-	cfg.AdvertiseClientUrls = []url.URL{m.client}
-	cfg.ListenPeerUrls = []url.URL{m.peer}
-	cfg.AdvertisePeerUrls = []url.URL{m.peer}
-	cfg.InitialCluster = initialCluster
-	cfg.InitialClusterToken = token
-	cfg.ClusterState = embed.ClusterStateFlagNew
-	cfg.TickMs = tickMs
-	cfg.ElectionMs = electionMs
-	if single {
+	cfg := etcdmember.Config(etcdmember.Member{Name: m.name, Dir: m.dir, Client: m.client, Peer: m.peer},
+		initialCluster, token, embed.ClusterStateFlagNew, nil)
+	if !strings.Contains(initialCluster, ",") {
 		// Nobody to lose an election to: elect at once.
 		cfg.TickMs, cfg.ElectionMs = 10, 100
 	}
-	cfg.UnsafeNoFsync = true // test data: speed over durability
-	cfg.EnableGRPCGateway = false
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	return cfg
 }
 

@@ -11,14 +11,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-)
 
-// Timing of the members: faster than etcd's defaults (100 ms heartbeat, 1 s
-// election) so a crashed leader is replaced quickly, slow enough not to flap
-// on a busy two-core machine under the race detector.
-const (
-	tickMs     = 50
-	electionMs = 500
+	"github.com/snowfence/snowfence/internal/etcdmember"
 )
 
 // ReadyPrefix starts the one line MemberMain prints on stdout, followed by
@@ -77,27 +71,13 @@ func parseMemberFlags(args []string, stderr io.Writer) (memberFlags, error) {
 // config builds the embedded server's configuration; its logger writes
 // errors, tagged with the member's name, to stderr.
 func (f memberFlags) config(stderr io.Writer) *embed.Config {
-	cfg := embed.NewConfig()
-	cfg.Name = f.name
-	cfg.Dir = f.dir
-	cfg.ListenClientUrls = []url.URL{f.client}
-	cfg.AdvertiseClientUrls = []url.URL{f.client}
-	cfg.ListenPeerUrls = []url.URL{f.peer}
-	cfg.AdvertisePeerUrls = []url.URL{f.peer}
-	cfg.InitialCluster = f.initialCluster
-	cfg.InitialClusterToken = f.token
-	cfg.ClusterState = f.state
-	cfg.TickMs = tickMs
-	cfg.ElectionMs = electionMs
-	cfg.UnsafeNoFsync = true // test data: speed over durability
-	cfg.EnableGRPCGateway = false
 	core := zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.Lock(zapcore.AddSync(stderr)),
 		zap.ErrorLevel,
 	)
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core).With(zap.String("member", f.name)))
-	return cfg
+	m := etcdmember.Member{Name: f.name, Dir: f.dir, Client: f.client, Peer: f.peer}
+	return etcdmember.Config(m, f.initialCluster, f.token, f.state, zap.New(core).With(zap.String("member", f.name)))
 }
 
 // MemberMain runs one etcd member in this process until ctx ends (the
