@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -233,10 +234,10 @@ func (e *Env) close() {
 	e.http.CloseIdleConnections()
 }
 
-// prefixWriter prefixes each write (the members' stderr) for the log.
+// prefixWriter prefixes each write (the members' stderr) for the log,
+// which Run has made safe for concurrent writes.
 type prefixWriter struct {
-	mu     sync.Mutex
-	w      interface{ Write([]byte) (int, error) }
+	w      io.Writer
 	prefix string
 }
 
@@ -244,8 +245,6 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	if p.w == nil {
 		return len(b), nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.w.Write(append([]byte(p.prefix), b...))
 	return len(b), nil
 }

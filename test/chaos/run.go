@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snowfence/snowfence/test/chaos/oracle"
@@ -37,7 +38,8 @@ type Options struct {
 	Command func(role string, args ...string) *exec.Cmd
 	// Dir holds the scenarios' etcd data. Required.
 	Dir string
-	// Log receives progress lines; nil discards them.
+	// Log receives progress lines; nil discards them. Run serialises its
+	// writes.
 	Log io.Writer
 }
 
@@ -49,6 +51,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1
+	}
+	if opts.Log != nil {
+		opts.Log = &lockedWriter{w: opts.Log}
 	}
 	sel, err := selectScenarios(opts.Scenarios)
 	if err != nil {
@@ -167,4 +172,17 @@ func runScenario(ctx context.Context, opts Options, sc scenario) Row {
 		row.IDs, row.Duplicates, row.DuplicatesMemory, row.Refused, row.Lost, row.Pass, row.Error)
 	col.ids = nil
 	return row
+}
+
+// lockedWriter serialises the progress lines of the harness's goroutines
+// and the etcd members' stderr copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
