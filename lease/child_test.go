@@ -52,8 +52,19 @@ func childHolder(cfg childConfig) soaktest.Child {
 // and skips unless the parent test started it.
 func TestChildHolder(t *testing.T) {
 	soaktest.ChildMain(t, envChildConfig, "TestPausedHolder or TestSoak", func(ctx context.Context, cfg childConfig, out *soaktest.Out) {
-		s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: cfg.Endpoints, DialTimeout: 2 * time.Second},
-			etcdstore.Config{Prefix: cfg.Prefix, RequestTimeout: time.Second})
+		// On a busy machine (CI runs the race-instrumented packages two
+		// at a time, some of them starting dozens of processes) a first
+		// connect can take longer than its timeout: try up to five times,
+		// as a supervisor restarting the holder would.
+		var s *etcdstore.Store
+		var err error
+		for try := 1; ; try++ {
+			s, err = etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: cfg.Endpoints, DialTimeout: 2 * time.Second},
+				etcdstore.Config{Prefix: cfg.Prefix, RequestTimeout: time.Second})
+			if err == nil || ctx.Err() != nil || try == 5 {
+				break
+			}
+		}
 		if err != nil {
 			if ctx.Err() == nil { // else told to exit while starting up
 				out.Printf("fatal %s", soaktest.OneLine(err))
