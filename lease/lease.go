@@ -55,6 +55,14 @@ var (
 	ErrNotHeld = errors.New("lease: machine number not held")
 	// ErrInvalid: a request outside the store's limits (range, number).
 	ErrInvalid = errors.New("lease: invalid request")
+	// ErrSchedule: the claimer's layout schedule differs from the fleet's
+	// schedule stored beside the leases. Two layouts can put the same bits
+	// in an ID for different machines, so a fleet must share one schedule;
+	// set it with "snowfence schedule set" and give every holder the same.
+	ErrSchedule = errors.New("lease: layout schedule differs from the fleet's")
+	// ErrConflict: a compare-and-set of the fleet schedule found another
+	// version than the one it was given; read it again and retry.
+	ErrConflict = errors.New("lease: fleet schedule changed concurrently")
 )
 
 // Range is an inclusive range of machine numbers, one per holder class
@@ -122,6 +130,10 @@ type Lease struct {
 	// MarkMs is the high-water mark recorded in the store for this lease
 	// (Unix ms, exclusive): the holder may issue timestamps below it.
 	MarkMs int64
+	// Schedule is the layout schedule the lease was claimed with
+	// (ClaimRequest.Schedule, "v1" for the default). Extend refuses with
+	// ErrSchedule once the fleet schedule stored differs from it.
+	Schedule string
 }
 
 func (l *Lease) String() string {
@@ -167,6 +179,19 @@ type ClaimRequest struct {
 	MaxAhead time.Duration
 	// Exclude lists numbers not to claim (the one just lost, say).
 	Exclude []int
+	// Schedule is the claimer's layout schedule in its textual form
+	// (snowfence.Schedule.String). Empty means the default schedule, "v1".
+	// The store refuses the claim with ErrSchedule unless it equals the
+	// fleet schedule it keeps (FleetSchedule; "v1" when never set), and
+	// the lease remembers it so that every Extend compares again.
+	Schedule string
+	// RestoreWindow is the longest a holder cut off from the store may go
+	// on issuing after its last acknowledged renewal (the keeper's
+	// RestoreWindow: max of Reserve and SelfFence, plus a clock-skew
+	// budget). Once a store has noticed that it went back in time, every
+	// claim starts at least this long after the moment it noticed, read
+	// on the claimer's clock (NowMs). Zero means the store's own default.
+	RestoreWindow time.Duration
 }
 
 // A Store keeps machine-number leases. Every method is safe for concurrent
@@ -206,6 +231,15 @@ type Store interface {
 	// claim survived in the restored store are unaffected. It returns how
 	// many records it changed.
 	RaiseMarks(ctx context.Context, r Range, markMs int64) (int, error)
+	// FleetSchedule returns the layout schedule stored beside the leases:
+	// version 0 and DefaultFleetSchedule when none was ever set.
+	FleetSchedule(ctx context.Context) (FleetSchedule, error)
+	// SetFleetSchedule writes text as the fleet schedule if the stored
+	// version is still prev (0: never set), and returns the new record
+	// (version prev+1). ErrConflict if the version moved. It checks
+	// nothing else: use SetSchedule, which refuses changes to instants
+	// already past or near.
+	SetFleetSchedule(ctx context.Context, prev int64, text string) (FleetSchedule, error)
 	// Close releases the store's connections (not the leases).
 	Close() error
 }

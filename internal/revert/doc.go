@@ -1,0 +1,16 @@
+// Package revert holds the test-only switches that undo, one at a time, the
+// five fixes that close known paths to a duplicate ID. Each switch is a
+// constant set by a build tag and false in every normal build, so the
+// compiler removes the code it guards; nothing at run time can turn one on.
+//
+// They exist to prove that the tests can fail: built with a tag, the search
+// in test/explore (and the test written for that path) must find a
+// duplicate. scripts/prove-search runs the search once per tag.
+//
+//	tag                          undoes
+//	snowfence_revert_region      refusing a region other than 0 under a layout without region bits
+//	snowfence_revert_nonce       adopting a claim only by its own nonce (table stores), unique default holders
+//	snowfence_revert_restore     treating a mark that fell or vanished, or a changed etcd lease, as a restore
+//	snowfence_revert_window      the restore floor derived from the keeper's own window
+//	snowfence_revert_schedule    the fleet schedule compared on every claim
+package revert

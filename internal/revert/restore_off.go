@@ -1,0 +1,6 @@
+//go:build !snowfence_revert_restore
+
+package revert
+
+// Restore is false: the fix is in force (see the package doc).
+const Restore = false

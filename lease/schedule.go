@@ -1,0 +1,119 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/snowfence/snowfence"
+)
+
+// DefaultFleetSchedule is the fleet schedule of a store in which none was
+// ever set: v1 from the epoch on, the default of every holder.
+const DefaultFleetSchedule = "v1"
+
+// DefaultScheduleNotice is how far ahead of the operator's clock a change
+// to the fleet schedule must begin (see SetSchedule). It is longer than
+// any lease a store hands out by default (5 min on the tables), so every
+// holder still on the old schedule has renewed — and been refused — before
+// the first instant at which the two schedules differ.
+const DefaultScheduleNotice = time.Hour
+
+// A FleetSchedule is the layout schedule stored beside the leases: the one
+// every holder of the store must use.
+type FleetSchedule struct {
+	// Text is the schedule's textual form (snowfence.ParseSchedule).
+	Text string `json:"schedule"`
+	// Version is 0 when the schedule was never set, and goes up by one on
+	// every SetFleetSchedule.
+	Version int64 `json:"version"`
+}
+
+// CanonicalSchedule returns the textual form stores compare: the schedule
+// parsed and formatted again, "v1" for the empty string.
+func CanonicalSchedule(text string) (string, error) {
+	s, err := snowfence.ParseSchedule(text)
+	if err != nil {
+		return "", err
+	}
+	return s.String(), nil
+}
+
+// CheckSchedule returns ErrSchedule, saying what to do, unless the holder's
+// schedule (canonical text, "" for the default) equals the fleet's. Every
+// store calls it in Claim and Extend.
+func CheckSchedule(holder string, fleet FleetSchedule) error {
+	if holder == "" {
+		holder = DefaultFleetSchedule
+	}
+	if holder == fleet.Text {
+		return nil
+	}
+	how := "give this holder --schedule " + fleet.Text
+	if fleet.Version == 0 {
+		how = "set the fleet schedule first (snowfence schedule set '" + holder + "'), or give this holder the default schedule"
+	}
+	return fmt.Errorf("%w: this holder's schedule is %q, the fleet's (version %d) is %q: %s", ErrSchedule, holder, fleet.Version, fleet.Text, how)
+}
+
+// SetSchedule changes the fleet schedule stored in st to text, on the
+// operator's clock now. It refuses — with ErrInvalid and the first instant
+// at which they differ — a schedule that differs from the stored one at any
+// instant before now + notice (zero: DefaultScheduleNotice): a cutover
+// already past or near must not move, or holders still on the old schedule
+// would issue, before they learn of the change, IDs that the new one gives
+// other bits. The write is a compare-and-set on the version read.
+func SetSchedule(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
+	if notice <= 0 {
+		notice = DefaultScheduleNotice
+	}
+	next, err := snowfence.ParseSchedule(text)
+	if err != nil {
+		return FleetSchedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	cur, err := st.FleetSchedule(ctx)
+	if err != nil {
+		return FleetSchedule{}, err
+	}
+	if cur.Text == next.String() {
+		return cur, nil
+	}
+	old, err := snowfence.ParseSchedule(cur.Text)
+	if err != nil {
+		return FleetSchedule{}, fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
+	}
+	if at, differ := firstDifference(old, next, now.Add(notice)); differ {
+		return FleetSchedule{}, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before now + %s (%s): "+
+			"only instants at least %s ahead may change; pick a later cutover",
+			ErrInvalid, next.String(), cur.Text, at.UTC().Format(time.RFC3339), notice, now.Add(notice).UTC().Format(time.RFC3339), notice)
+	}
+	return st.SetFleetSchedule(ctx, cur.Version, next.String())
+}
+
+// firstDifference reports the first instant before until at which a and b
+// put different layouts in force, if there is one. Layouts change only at
+// cutovers, so comparing at the epoch and at every cutover of either is
+// enough.
+func firstDifference(a, b snowfence.Schedule, until time.Time) (time.Time, bool) {
+	var instants []time.Time
+	for _, s := range []snowfence.Schedule{a, b} {
+		for i, st := range s.Steps() {
+			if i == 0 {
+				instants = append(instants, st.Layout.Epoch)
+				continue
+			}
+			instants = append(instants, st.From)
+		}
+	}
+	var first time.Time
+	found := false
+	for _, t := range instants {
+		if !t.Before(until) {
+			continue
+		}
+		if a.LayoutAt(t).String() != b.LayoutAt(t).String() && (!found || t.Before(first)) {
+			first, found = t, true
+		}
+	}
+	return first, found
+}
