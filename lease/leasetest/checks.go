@@ -477,8 +477,10 @@ func checkMaxAhead(t *testing.T, s *suite) {
 	}
 }
 
-// checkRaiseMarks: RaiseMarks raises lower and missing marks only, a holder
-// extending afterwards builds on the raised mark, and its release keeps it.
+// checkRaiseMarks: RaiseMarks raises lower and missing marks only, fences
+// every holder in the range (the operator's step after a restore: a claim
+// that survived in the restored store must not extend again), and the next
+// claim of every number starts at or above the raised mark.
 func checkRaiseMarks(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
@@ -499,19 +501,118 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised); err != nil || n != 0 {
 		t.Errorf("RaiseMarks again = %d, %v; want 0, nil", n, err)
 	}
-	got, err := st.Extend(ctxFor(t), held, base+2000, s.h.LeaseFor)
-	if err != nil {
-		t.Fatalf("Extend after RaiseMarks: %v", err)
+	for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+		if _, err := via.Extend(ctxFor(t), held, base+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("%s: Extend of a lease held across RaiseMarks = %v, want ErrLost (RaiseMarks fences every holder)", name, err)
+		}
 	}
-	if got.MarkMs < raised {
-		t.Errorf("Extend after RaiseMarks returned mark %d, want ≥ %d", got.MarkMs, raised)
+	if rec := MustGet(t, st, 1); rec.Held() {
+		t.Errorf("record of a number held across RaiseMarks = %+v, want no holder", rec)
 	}
-	MustRelease(t, st, got, base+1500)
-	if rec := MustGet(t, st, 1); rec.MarkMs < raised {
-		t.Errorf("mark after release below the raised mark = %d, want ≥ %d", rec.MarkMs, raised)
+	at := nowMs
+	if s.h.ClockExpiry {
+		at = max(at, MustGet(t, st, 1).ExpiresMs)
+	}
+	if l := MustClaim(t, st, s.req("next", 1, 1, at)); l.StartMs < raised {
+		t.Errorf("claim of a number held across RaiseMarks starts at %d, want ≥ %d", l.StartMs, raised)
 	}
 	if l := MustClaim(t, st, s.req("next", 0, 0, nowMs)); l.StartMs < raised {
 		t.Errorf("claim of a raised, never-claimed number starts at %d, want ≥ %d", l.StartMs, raised)
+	}
+}
+
+// checkSharedHolderRace: claimers that share one holder string — two
+// keepers of one process, or two processes given one --holder — race for
+// one number at the same instant. Exactly one gets it; the others must not
+// mistake the winner's claim for their own (a store may recognise its own
+// claim only by something unique to the attempt, never by the holder).
+func checkSharedHolderRace(t *testing.T, s *suite) {
+	const claimers = 8
+	for round := range 3 {
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) {
+			st := s.store(t)
+			stores := make([]lease.Store, claimers)
+			for i := range stores {
+				stores[i] = s.reopen(t, st)
+			}
+			nowMs := now()
+			var wg sync.WaitGroup
+			leases := make([]*lease.Lease, claimers)
+			errs := make([]error, claimers)
+			for i := range claimers {
+				wg.Go(func() { leases[i], errs[i] = stores[i].Claim(ctxFor(t), s.req("shared", 7, 7, nowMs)) })
+			}
+			wg.Wait()
+			won := 0
+			for i := range claimers {
+				switch {
+				case errs[i] == nil:
+					won++
+				case errors.Is(errs[i], lease.ErrNoFreeNumber):
+				default:
+					t.Errorf("claimer %d: %v, want a lease or ErrNoFreeNumber", i, errs[i])
+				}
+			}
+			if won != 1 {
+				t.Errorf("%d claimers sharing one holder string got machine 7 at once, want exactly 1", won)
+			}
+		})
+	}
+	t.Run("after the first claim", func(t *testing.T) {
+		st := s.store(t)
+		nowMs := now()
+		first := MustClaim(t, st, s.req("shared", 3, 3, nowMs))
+		l, err := s.reopen(t, st).Claim(ctxFor(t), s.req("shared", 3, 3, nowMs))
+		if !errors.Is(err, lease.ErrNoFreeNumber) {
+			t.Fatalf("second claim with the same holder and clock = %v, %v; want ErrNoFreeNumber, not a copy of %v", l, err, first)
+		}
+	})
+}
+
+// checkSchedule: the fleet schedule kept beside the leases. Never set, it
+// is "v1" at version 0 and only default-schedule claims succeed; set, it is
+// seen by every Store value, claims with another schedule are refused, and
+// a lease claimed under the old one is refused at its next extension.
+// Writes are compare-and-set on the version.
+func checkSchedule(t *testing.T, s *suite) {
+	const next = "v1,v2@2036-01-01T00:00:00Z"
+	st := s.store(t)
+	other := s.reopen(t, st)
+	fs, err := st.FleetSchedule(ctxFor(t))
+	if err != nil || fs.Text != lease.DefaultFleetSchedule || fs.Version != 0 {
+		t.Fatalf("FleetSchedule of a new store = %+v, %v; want v1 at version 0", fs, err)
+	}
+	nowMs := now()
+	old := MustClaim(t, st, s.req("old", 0, 0, nowMs))
+	if old.Schedule != lease.DefaultFleetSchedule {
+		t.Errorf("lease claimed with the default schedule carries %q, want %q", old.Schedule, lease.DefaultFleetSchedule)
+	}
+	old = s.mustExtend(t, st, old, s.top(nowMs)+1000)
+	r := s.req("new", 1, 1, nowMs)
+	r.Schedule = next
+	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("claim with %q while the fleet has v1: %v, want ErrSchedule", next, err)
+	}
+	set, err := other.SetFleetSchedule(ctxFor(t), 0, next)
+	if err != nil || set.Text != next || set.Version != 1 {
+		t.Fatalf("SetFleetSchedule(0, %q) = %+v, %v; want it at version 1", next, set, err)
+	}
+	if _, err := st.SetFleetSchedule(ctxFor(t), 0, "v1"); !errors.Is(err, lease.ErrConflict) {
+		t.Errorf("SetFleetSchedule with a stale version: %v, want ErrConflict", err)
+	}
+	if fs, err := st.FleetSchedule(ctxFor(t)); err != nil || fs != set {
+		t.Errorf("FleetSchedule after the set = %+v, %v; want %+v", fs, err, set)
+	}
+	if _, err := st.Extend(ctxFor(t), old, s.top(nowMs)+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend of a lease claimed under the old schedule: %v, want ErrSchedule", err)
+	}
+	l := MustClaim(t, st, r)
+	if l.Schedule != next {
+		t.Errorf("lease claimed with %q carries %q", next, l.Schedule)
+	}
+	s.mustExtend(t, st, l, s.top(nowMs)+1000)
+	if _, err := st.Claim(ctxFor(t), s.req("default", 2, 2, nowMs)); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("claim with the default schedule after the fleet moved on: %v, want ErrSchedule", err)
 	}
 }
 

@@ -89,6 +89,8 @@ func Run(t *testing.T, h Harness) {
 		{"Ranges", checkRanges},
 		{"MaxAhead", checkMaxAhead},
 		{"RaiseMarks", checkRaiseMarks},
+		{"SharedHolderRace", checkSharedHolderRace},
+		{"Schedule", checkSchedule},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
 	} {
