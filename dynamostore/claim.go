@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -18,7 +19,7 @@ import (
 // claim of a released number whose mark is still ahead of the claimer's
 // clock, compared on the mark read.
 const (
-	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = if_not_exists(lease_epoch, :zero) + :one"
+	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = if_not_exists(lease_epoch, :zero) + :one, claim_nonce = :nonce"
 	claimExpired   = "attribute_not_exists(machine_id) OR lease_expiry < :now"
 	claimFreeAhead = "attribute_not_exists(holder) AND lease_expiry = :seen"
 )
@@ -33,9 +34,18 @@ const (
 // the mark). StartMs is NowMs for an expired number (strictly above its
 // expiry, by the condition) and the stored mark for a released one.
 //
-// After an error of unknown outcome it re-reads the item: a claim that
-// committed is adopted. It returns lease.ErrNoFreeNumber, saying why each
-// number was passed over, when no number can be claimed.
+// Every attempt writes a fresh nonce (claim_nonce). After a failed
+// condition (the item DynamoDB returns with it) or an error of unknown
+// outcome (the item re-read), a claim is adopted only if the item carries
+// that attempt's nonce: a holder string can be shared by two keepers of one
+// process or two processes, and their claims must not be mistaken for each
+// other's.
+//
+// The same consistent scan reads the fleet schedule (lease.ErrSchedule
+// unless req.Schedule is the fleet's) and the table identity: after a
+// restore, claims start at least the restore window after it was noticed
+// (restore.go). It returns lease.ErrNoFreeNumber, saying why each number
+// was passed over, when no number can be claimed.
 func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -43,16 +53,35 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := checkClaim(req); err != nil {
 		return nil, err
 	}
-	items, err := s.scan(ctx, req.Range)
+	items, metas, err := s.scanWith(ctx, req.Range, true)
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w; retry", req.Range, err)
+	}
+	fleet, err := parseSchedule(metas[scheduleKey])
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFleet(req.Schedule, fleet); err != nil {
+		return nil, err
+	}
+	floor, err := s.claimFloor(ctx, req, metas[identityKey])
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
+	}
+	schedule := req.Schedule
+	if schedule == "" {
+		schedule = lease.DefaultFleetSchedule
 	}
 	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c)
+		l, err := s.tryClaim(ctx, req, c, floor)
+		if l != nil {
+			l.Schedule = schedule
+			s.claimedNow(l)
+		}
 		switch {
 		case err != nil:
 			return nil, err
@@ -139,11 +168,13 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 }
 
 // tryClaim claims one candidate: a lease, or nil if the condition failed.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate) (*lease.Lease, error) {
+// floorMs (0: none) is the restore floor: the lease starts at or above it.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64) (*lease.Lease, error) {
 	start := req.NowMs
 	cond := claimExpired
+	nonce := lease.NewNonce()
 	vals := map[string]types.AttributeValue{
-		":me": str(req.Holder), ":zero": num(0), ":one": num(1),
+		":me": str(req.Holder), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
 	}
 	if c.expired {
 		vals[":now"] = num(req.NowMs)
@@ -151,6 +182,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		cond, start = claimFreeAhead, c.seenMs
 		vals[":seen"] = num(c.seenMs)
 	}
+	start = max(start, floorMs)
 	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
 	vals[":expiry"] = num(expiry)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -162,7 +194,12 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	mine := func(it item) bool { return it.holder == req.Holder && it.expiryMs == expiry }
+	mine := func(it item) bool {
+		if !revert.Nonce {
+			return it.nonce == nonce && it.holder == req.Holder
+		}
+		return it.holder == req.Holder && it.expiryMs == expiry
+	}
 	var it item
 	if err == nil {
 		if it, err = s.parseItem(out.Attributes); err != nil {

@@ -20,6 +20,7 @@ const (
 	DefaultTable          = "idgen-leases"
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxReserve     = 5 * time.Minute
+	DefaultIdentityEvery  = 30 * time.Second
 )
 
 // Machines is how many machine numbers each region has: machine_id is
@@ -49,6 +50,11 @@ type Config struct {
 	// pre-quarantine mark): the mark restored is then the time of the
 	// unquarantine plus MaxReserve. Zero: 5 minutes.
 	MaxReserve time.Duration
+	// IdentityEvery is how often, at most, Extend compares the table's
+	// TableId (DescribeTable) with the one the store saw first, to notice a
+	// point-in-time restore (restore.go); every Claim compares it. Zero:
+	// 30 s. Negative: only on Claim.
+	IdentityEvery time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -66,6 +72,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxReserve <= 0 {
 		c.MaxReserve = DefaultMaxReserve
+	}
+	if c.IdentityEvery == 0 {
+		c.IdentityEvery = DefaultIdentityEvery
 	}
 	return c, nil
 }

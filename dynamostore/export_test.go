@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
 )
 
 // RunbookQuarantine runs seed 002's runbook command 3 as an operator types
@@ -13,4 +15,11 @@ func RunbookQuarantine(ctx context.Context, s *Store, n int) error {
 		":q": str(Quarantined), ":far": num(QuarantineExpiryMs), ":one": num(1),
 	})
 	return err
+}
+
+// ClaimAsIfFree is the write of a claim whose scan found number n absent or
+// expired: the second half of a claim that lost the race between its scan
+// and its write, played without the scan.
+func ClaimAsIfFree(ctx context.Context, s *Store, req lease.ClaimRequest, n int) (*lease.Lease, error) {
+	return s.tryClaim(ctx, req, candidate{n: n, expired: true}, 0)
 }

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,11 @@ const (
 // markMs is. A mark already at or above markMs (an SDK retry that
 // committed, RaiseMarks) is kept, not lowered, and returned in MarkMs.
 //
+// Before the write it reads the fleet schedule (lease.ErrSchedule once it
+// differs from l.Schedule; see extendSchedule for why a read is enough) and
+// checks the table's identity (lease.ErrRestored for a lease claimed before
+// a restore this store noticed; restore.go).
+//
 // Errors: lease.ErrLost if the item names another holder or epoch (or is
 // gone), lease.ErrQuarantined if the number is quarantined. After any other
 // error the item is re-read with a consistent read to decide; if that fails
@@ -34,6 +40,13 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		return nil, err
 	}
 	if err := s.checkLease(l); err != nil {
+		return nil, err
+	}
+	if err := s.extendSchedule(ctx, l); err != nil {
+		return nil, err
+	}
+	if err := s.extendIdentity(ctx, l); err != nil {
+		s.forget(l)
 		return nil, err
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -62,6 +75,9 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
 				l.Machine, l.Token, msTime(markMs), err, msTime(l.MarkMs))
 		}
+	}
+	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) {
+		s.forget(l)
 	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
 		"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", why)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/internal/dynashim"
 	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
@@ -47,13 +49,56 @@ func tableFor(t testing.TB) string {
 	return fmt.Sprintf("t-%s-%d-%d", name, os.Getpid(), tableSeq.Add(1))
 }
 
-// connect returns a store on the test endpoint for table (which it does not
-// create).
+var (
+	sharedShimOnce sync.Once
+	sharedShim     *dynashim.Shim
+	sharedShimErr  error
+)
+
+// shimEndpoint is the endpoint the store tests use: one dynashim in front
+// of dynalite for the whole test binary, so that, as on DynamoDB, a failed
+// condition with ALL_OLD carries the item (dynalite alone omits it; see
+// TestDynaliteAloneOmitsItem). Tests that drop replies start a shim of
+// their own (newShim).
+func shimEndpoint(t testing.TB) string {
+	t.Helper()
+	ep := endpoint(t)
+	sharedShimOnce.Do(func() { sharedShim, sharedShimErr = dynashim.Start(ep) })
+	if sharedShimErr != nil {
+		t.Fatal(sharedShimErr)
+	}
+	return sharedShim.URL()
+}
+
+// newShim starts a shim of the test's own in front of dynalite.
+func newShim(t testing.TB) *dynashim.Shim {
+	t.Helper()
+	sh, err := dynashim.Start(endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	return sh
+}
+
+// connect returns a store through the shared shim for table (which it does
+// not create).
 func connect(t testing.TB, table string, region int) *dynamostore.Store {
 	t.Helper()
+	return connectAt(t, shimEndpoint(t), table, dynamostore.Config{Region: region})
+}
+
+// connectAt returns a store on endpoint ep with cfg (Table set to table, a
+// 2 s RequestTimeout unless cfg has one).
+func connectAt(t testing.TB, ep, table string, cfg dynamostore.Config) *dynamostore.Store {
+	t.Helper()
+	cfg.Table = table
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 2 * time.Second
+	}
 	s, err := dynamostore.Connect(ctxFor(t), dynamostore.ClientConfig{
-		Endpoint: endpoint(t), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
-	}, dynamostore.Config{Table: table, Region: region, RequestTimeout: 2 * time.Second})
+		Endpoint: ep, AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
+	}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

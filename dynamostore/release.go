@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,6 +33,9 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	last := max(markMs, l.StartMs)
 	err := s.release(ctx, l, last)
+	if err == nil || errors.Is(err, lease.ErrLost) {
+		s.forget(l)
+	}
 	if err != nil {
 		s.log.Warn("release failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", msTime(last), "error", err)
 		return err

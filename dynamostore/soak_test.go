@@ -84,7 +84,7 @@ func TestSoakChild(t *testing.T) {
 //
 // SNOWFENCE_SOAK_SEED replays a kill schedule; the seed is logged.
 func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
-	ep := endpoint(t)
+	ep := shimEndpoint(t)
 	const procs, perProc = 8, 2
 	dur := 15 * time.Second
 	if testing.Short() {

@@ -25,6 +25,7 @@ const (
 	attrEpoch       = "lease_epoch"
 	attrQuarantined = "quarantined_mark"
 	attrFloor       = "mark_floor"
+	attrNonce       = "claim_nonce"
 
 	// Quarantined is the holder written by Quarantine (and by runbook
 	// command 3).
@@ -35,8 +36,9 @@ const (
 )
 
 // A Store keeps leases in one DynamoDB table for one region. It is safe for
-// concurrent use; it holds no state between requests, so any number of
-// Store values (in any number of processes) may share a table.
+// concurrent use, and any number of Store values (in any number of
+// processes) may share a table. The only state it keeps between requests
+// is what it needs to notice a point-in-time restore (restore.go).
 type Store struct {
 	db     *dynamodb.Client
 	table  string
@@ -44,6 +46,7 @@ type Store struct {
 	cfg    Config
 	log    *slog.Logger
 	closed atomic.Bool
+	id     identity
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -114,6 +117,8 @@ type item struct {
 	quarantined bool
 	preMarkMs   int64 // quarantined_mark
 	hasPreMark  bool
+	floorMs     int64  // mark_floor (0: none)
+	nonce       string // claim_nonce: the attempt that made the last claim
 }
 
 func (s *Store) key(n int) map[string]types.AttributeValue {
@@ -174,6 +179,12 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 	}
 	if it.preMarkMs, it.hasPreMark, err = getNum(m, attrQuarantined); err != nil {
 		return item{}, err
+	}
+	if it.floorMs, _, err = getNum(m, attrFloor); err != nil {
+		return item{}, err
+	}
+	if v, ok := m[attrNonce].(*types.AttributeValueMemberS); ok {
+		it.nonce = v.Value
 	}
 	return it, nil
 }
@@ -254,34 +265,54 @@ func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
 }
 
 // scan reads the items of numbers in r with a consistent, paginated scan,
-// sorted by number.
+// sorted by number. The table's own items (schedule, identity: negative
+// machine_ids) are never among them.
 func (s *Store) scan(ctx context.Context, r lease.Range) ([]item, error) {
+	items, _, err := s.scanWith(ctx, r, false)
+	return items, err
+}
+
+// scanWith is scan that, with meta, also returns the table's own items
+// (the fleet schedule and the table identity) by machine_id, read in the
+// same consistent scan.
+func (s *Store) scanWith(ctx context.Context, r lease.Range, meta bool) ([]item, map[int64]map[string]types.AttributeValue, error) {
+	filter := "machine_id BETWEEN :lo AND :hi"
+	vals := map[string]types.AttributeValue{
+		":lo": num(int64(s.region*Machines + r.Lo)),
+		":hi": num(int64(s.region*Machines + r.Hi)),
+	}
+	if meta {
+		filter += " OR machine_id IN (:sched, :ident)"
+		vals[":sched"], vals[":ident"] = num(scheduleKey), num(identityKey)
+	}
 	in := &dynamodb.ScanInput{
-		TableName:        aws.String(s.table),
-		ConsistentRead:   aws.Bool(true),
-		FilterExpression: aws.String("machine_id BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":lo": num(int64(s.region*Machines + r.Lo)),
-			":hi": num(int64(s.region*Machines + r.Hi)),
-		},
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String(filter),
+		ExpressionAttributeValues: vals,
 	}
 	var items []item
+	metas := map[int64]map[string]types.AttributeValue{}
 	p := dynamodb.NewScanPaginator(s.db, in)
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("dynamostore: scan table %s: %w", s.table, err)
+			return nil, nil, fmt.Errorf("dynamostore: scan table %s: %w", s.table, err)
 		}
 		for _, m := range out.Items {
+			if id, ok, _ := getNum(m, attrMachine); ok && id < 0 {
+				metas[id] = m
+				continue
+			}
 			it, err := s.parseItem(m)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			items = append(items, it)
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int { return a.machine - b.machine })
-	return items, nil
+	return items, metas, nil
 }
 
 func checkMachine(n int) error {

@@ -1,0 +1,224 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// A point-in-time restore (or a restore from an on-demand backup) always
+// creates a new table: DescribeTable gives it a new TableId, while its items
+// are those of the moment restored. The store notices it two ways:
+//
+//   - It remembers the TableId it saw first and compares it on every Claim
+//     and, at most every Config.IdentityEvery, on Extend. A change is a
+//     restore: every lease this Store value claimed before is refused with
+//     lease.ErrRestored at its next Extend, and claims start at least the
+//     restore window after the moment it noticed.
+//   - It writes the TableId into the table itself (the item at machine_id
+//     -2, attribute table_id) on first use. A restored table carries the
+//     TableId of the table it was restored from, so even a Store value that
+//     started after the restore (a restarted process) sees the two differ.
+//
+// The Store that notices writes the new TableId and the claim floor
+// (restore_floor, Unix ms) into that item, so every other Store value,
+// fresh or not, starts its claims at or above it. Not noticed: a restore of
+// a backup taken before any store of this version used the table (no
+// table_id item yet) by a Store value that never saw the old table; and a
+// restore's effect on holders that neither claim nor reach an identity
+// check — which is why the runbook keeps a restored table unreachable to
+// holders until raise-marks has fenced them.
+const (
+	attrTableID      = "table_id"
+	attrRestoreFloor = "restore_floor"
+)
+
+// identity is what a Store remembers of its table.
+type identity struct {
+	mu        sync.Mutex
+	tableID   string    // the TableId seen first ("" before the first check)
+	checked   time.Time // when DescribeTable was last called (real time: it rates the calls)
+	gen       uint64    // restores noticed so far
+	pending   bool      // noticed, but no claim has set a floor yet
+	floorMs   int64     // claims start at or above this
+	generated map[leaseKey]uint64
+}
+
+type leaseKey struct {
+	machine int
+	token   uint64
+}
+
+// restoreWindow is how long after noticing a restore claims start, on the
+// claimer's clock: the request's RestoreWindow, or the store's default
+// (MaxReserve, the furthest any holder reserves, plus a tenth for clocks
+// running apart).
+func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
+	if req.RestoreWindow > 0 {
+		return req.RestoreWindow
+	}
+	return s.cfg.MaxReserve + s.cfg.MaxReserve/10
+}
+
+// describeTableID returns the table's TableId from DescribeTable.
+func (s *Store) describeTableID(ctx context.Context) (string, error) {
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+	if err != nil {
+		return "", fmt.Errorf("dynamostore: describe table %s (to notice a point-in-time restore): %w; check the credentials allow dynamodb:DescribeTable", s.table, err)
+	}
+	if out.Table == nil || out.Table.TableId == nil || *out.Table.TableId == "" {
+		return "", errors.New("dynamostore: DescribeTable returned no TableId")
+	}
+	return *out.Table.TableId, nil
+}
+
+// claimFloor checks the table's identity before a claim and returns the
+// floor every claim starts at or above (0: none). stored is the identity
+// item read by the claim's scan (nil: none).
+func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored map[string]types.AttributeValue) (int64, error) {
+	if revert.Restore {
+		return 0, nil
+	}
+	live, err := s.describeTableID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var itemID string
+	var itemFloor int64
+	if v, ok := stored[attrTableID].(*types.AttributeValueMemberS); ok {
+		itemID = v.Value
+	}
+	if itemFloor, _, err = getNum(stored, attrRestoreFloor); err != nil {
+		return 0, err
+	}
+	id := &s.id
+	id.mu.Lock()
+	restored := id.tableID != "" && id.tableID != live
+	restored = restored || (itemID != "" && itemID != live)
+	if restored {
+		s.noticeLocked(live)
+	}
+	if id.tableID == "" {
+		id.tableID = live
+	}
+	id.checked = time.Now()
+	if id.pending {
+		id.pending = false
+		id.floorMs = max(id.floorMs, req.NowMs+s.restoreWindow(req).Milliseconds())
+	}
+	floor := max(id.floorMs, itemFloor)
+	id.mu.Unlock()
+	if itemID != live || floor > itemFloor {
+		if err := s.writeIdentity(ctx, live, floor); err != nil {
+			return 0, err
+		}
+	}
+	return floor, nil
+}
+
+// noticeLocked records a restore (id.mu held): leases claimed so far are
+// fenced, and the next claim sets the floor.
+func (s *Store) noticeLocked(live string) {
+	id := &s.id
+	s.log.Error("the lease table was restored (its TableId changed): every lease claimed before is fenced, and claims start after the restore window; run raise-marks before letting holders back",
+		"was", id.tableID, "now", live)
+	id.gen++
+	id.pending = true
+	id.tableID = live
+}
+
+// writeIdentity records the table's TableId and the claim floor in the
+// identity item, never lowering a floor already there.
+func (s *Store) writeIdentity(ctx context.Context, live string, floor int64) error {
+	vals := map[string]types.AttributeValue{":id": str(live)}
+	expr := "SET table_id = :id"
+	cond := ""
+	if floor > 0 {
+		expr += ", restore_floor = :f"
+		cond = "attribute_not_exists(restore_floor) OR restore_floor < :f"
+		vals[":f"] = num(floor)
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: metaKey(identityKey),
+		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals,
+	}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	_, err := s.db.UpdateItem(ctx, in)
+	if f, _ := conditionFailed(err); f {
+		// A higher floor is already there: record only the identity.
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.table), Key: metaKey(identityKey),
+			UpdateExpression: aws.String("SET table_id = :id"), ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(live)},
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: record the table's identity: %w; retry", err)
+	}
+	return nil
+}
+
+// claimedNow remembers a lease claimed under the identity known now.
+func (s *Store) claimedNow(l *lease.Lease) {
+	id := &s.id
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.generated == nil {
+		id.generated = map[leaseKey]uint64{}
+	}
+	id.generated[leaseKey{l.Machine, l.Token}] = id.gen
+}
+
+// forget drops a lease that is over from what claimedNow remembers.
+func (s *Store) forget(l *lease.Lease) {
+	id := &s.id
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	delete(id.generated, leaseKey{l.Machine, l.Token})
+}
+
+// extendIdentity is the restore check of Extend: it compares the TableId
+// if the last check is older than Config.IdentityEvery, and refuses with
+// lease.ErrRestored a lease claimed before a restore this Store noticed (or
+// not claimed through this Store value at all, once it noticed one).
+func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
+	if revert.Restore {
+		return nil
+	}
+	id := &s.id
+	id.mu.Lock()
+	due := s.cfg.IdentityEvery > 0 && id.tableID != "" && time.Since(id.checked) >= s.cfg.IdentityEvery
+	id.mu.Unlock()
+	if due {
+		live, err := s.describeTableID(ctx)
+		if err != nil {
+			return err
+		}
+		id.mu.Lock()
+		id.checked = time.Now()
+		if id.tableID != live {
+			s.noticeLocked(live)
+		}
+		id.mu.Unlock()
+	}
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.gen == 0 {
+		return nil
+	}
+	if g, ok := id.generated[leaseKey{l.Machine, l.Token}]; ok && g == id.gen {
+		return nil
+	}
+	return fmt.Errorf("%w: the lease table %s was restored (its TableId changed) after machine %d epoch %d was claimed; stop issuing on it and claim again",
+		lease.ErrRestored, s.table, l.Machine, l.Token)
+}
