@@ -3,7 +3,6 @@ package pgstore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -28,10 +28,17 @@ import (
 // strictly above the old expiry when the number was taken over, at the
 // recorded mark when it was released.
 //
-// After an error of unknown outcome it re-reads the row: a claim that
-// committed (the row names this holder with the next epoch) is adopted;
-// otherwise the error is returned, and a claim that did commit after all
-// simply expires.
+// Every attempt writes a fresh random nonce (claim_nonce). After an error
+// of unknown outcome it re-reads the row: a claim that committed (the row
+// carries this attempt's nonce) is adopted; otherwise the error is
+// returned, and a claim that did commit after all simply expires.
+//
+// The claim statement also refuses unless req.Schedule (canonical; ""
+// means "v1") is the fleet schedule stored in <table>_fleet ("v1" when
+// never set): lease.ErrSchedule. And it claims only while the server is
+// the cluster and timeline <table>_origin records; when it is not, the
+// claim records a restore first (see "Restores" in the package
+// documentation) and starts at or above req.NowMs + req.RestoreWindow.
 //
 // It returns lease.ErrNoFreeNumber, saying why numbers were passed over,
 // when none can be claimed.
@@ -42,17 +49,21 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := checkClaim(req); err != nil {
 		return nil, err
 	}
+	schedule, err := lease.CanonicalSchedule(req.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim with schedule %q: %v", lease.ErrInvalid, req.Schedule, err)
+	}
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: claim in %s region %d: read the range: %w; retry", req.Range, s.region, err)
+		return nil, fmt.Errorf("pgstore: claim in %s region %d: read the range: %w; retry", req.Range, s.region, s.schemaErr(err))
 	}
 	cands, sk := candidates(req, rs)
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("pgstore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c)
+		l, err := s.tryClaim(ctx, req, c, schedule)
 		switch {
 		case err != nil:
 			return nil, err
@@ -60,6 +71,12 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 			return l, nil
 		}
 		sk.taken++
+	}
+	if len(cands) == 0 {
+		// Nothing was tried: say so if the schedule would have refused.
+		if err := s.claimRefused(ctx, req, schedule); err != nil {
+			return nil, err
+		}
 	}
 	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for leases to expire",
 		lease.ErrNoFreeNumber, req.Range, s.region, sk)
@@ -127,48 +144,98 @@ func candidates(req lease.ClaimRequest, rs []row) ([]row, *skips) {
 	return append(behind, ahead...), sk
 }
 
-// tryClaim claims number c.machine, read with epoch c.epoch. It returns nil
-// and no error if the number was taken meanwhile.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row) (*lease.Lease, error) {
-	n := c.machine
-	var epoch, expiry, floor int64
-	err := s.pool.QueryRow(ctx, s.queries.claim, s.region, n, req.Holder, req.NowMs,
-		req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds()).Scan(&epoch, &expiry, &floor)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		r, adopted, rerr := s.adopt(ctx, req, c, err)
-		if rerr != nil {
-			return nil, rerr
-		}
-		_ = adopted
-		epoch, expiry, floor = r.epoch, r.expiryMs, r.floorMs
-	}
-	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: uint64(epoch),
-		StartMs: max(req.NowMs, floor), MarkMs: expiry}
-	s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "epoch", epoch,
-		"expiry", msTime(expiry), "previous_mark", msTime(floor), "start", msTime(l.StartMs), "claimer_now", msTime(req.NowMs))
-	return l, nil
+// claimed is what the claim statement returns.
+type claimed struct {
+	epoch, expiry, floor *int64 // nil when nothing was claimed
+	ident                identity
+	same                 bool // the server is the one the origin row records
 }
 
-// adopt decides a claim that failed with cause: it re-reads the row, and if
-// the row names this holder with the epoch after the one read before the
-// claim, the claim committed and the row is returned.
-func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, cause error) (row, bool, error) {
+// claimArgs are the claim statement's arguments for number n.
+func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce, schedule string) []any {
+	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, schedule}
+}
+
+// tryClaim claims number c.machine, read with epoch c.epoch. It returns nil
+// and no error if the number was taken meanwhile, lease.ErrSchedule if the
+// claimer's schedule is not the fleet's. When the server is not the one
+// the origin row records, it records the change (noticeRestore) and tries
+// once more, so the claim starts above the restore floor.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, schedule string) (*lease.Lease, error) {
+	n := c.machine
+	for attempt := 0; ; attempt++ {
+		nonce := lease.NewNonce()
+		var got claimed
+		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, schedule)...).Scan(
+			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
+		var epoch, expiry, floor int64
+		switch {
+		case err != nil:
+			r, rerr := s.adopt(ctx, req, c, nonce, s.schemaErr(err))
+			if rerr != nil {
+				return nil, rerr
+			}
+			epoch, expiry, floor = r.epoch, r.expiryMs, r.floorMs
+		case got.epoch != nil:
+			epoch, expiry, floor = *got.epoch, *got.expiry, *got.floor
+		case !got.same && attempt == 0:
+			if err := s.noticeRestore(ctx, req, got.ident); err != nil {
+				return nil, err
+			}
+			continue
+		case !got.same:
+			return nil, fmt.Errorf("pgstore: claim machine %d region %d: the server's identity keeps changing (%s); "+
+				"make sure the store's URL names one primary, and retry", n, s.region, got.ident)
+		default:
+			return nil, s.claimRefused(ctx, req, schedule)
+		}
+		l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: uint64(epoch),
+			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: schedule}
+		s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "epoch", epoch,
+			"expiry", msTime(expiry), "previous_mark", msTime(floor), "start", msTime(l.StartMs), "claimer_now", msTime(req.NowMs))
+		return l, nil
+	}
+}
+
+// claimRefused says why a claim statement changed nothing: nil (the
+// number was taken meanwhile) or lease.ErrSchedule.
+func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest, schedule string) error {
+	if revert.Schedule {
+		return nil
+	}
+	fs, err := s.why(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading why failed: %w; retry", req.Range, s.region, err)
+	}
+	return lease.CheckSchedule(schedule, fs)
+}
+
+// adopt decides a claim attempt that failed with cause: it re-reads the
+// row, and returns it if the row carries this attempt's nonce (and names
+// this holder): then the claim committed and nobody claimed after it.
+// A holder name can be shared by two keepers of one process or two
+// processes given one --holder, and an epoch read back may be another
+// claimer's, so neither says whose claim committed.
+func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce string, cause error) (row, error) {
 	n := c.machine
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	r, ok, err := s.read(rctx, n)
 	if err != nil {
-		return row{}, false, fmt.Errorf("pgstore: claim machine %d region %d: %w; re-reading it failed too (%v), so it may have committed: "+
+		return row{}, fmt.Errorf("pgstore: claim machine %d region %d: %w; re-reading it failed too (%v), so it may have committed: "+
 			"if it did, the lease expires by itself at the claimer's now + LeaseFor; retry", n, s.region, cause, err)
 	}
-	if !ok || r.holder != req.Holder || r.epoch != c.epoch+1 {
-		return row{}, false, fmt.Errorf("pgstore: claim machine %d region %d: %w; the row shows it did not commit "+
-			"(holder %q epoch %d); retry", n, s.region, cause, r.holder, r.epoch)
+	var mine bool
+	if !revert.Nonce {
+		mine = ok && r.nonce == nonce && r.holder == req.Holder
+	} else {
+		mine = ok && r.holder == req.Holder && r.epoch == c.epoch+1
 	}
-	s.log.Info("claim adopted after an error of unknown outcome: the row shows it committed", "machine", n, "region", s.region,
+	if !mine {
+		return row{}, fmt.Errorf("pgstore: claim machine %d region %d: %w; the row shows this attempt did not commit "+
+			"(holder %q epoch %d, another attempt's nonce); retry", n, s.region, cause, r.holder, r.epoch)
+	}
+	s.log.Info("claim adopted after an error of unknown outcome: the row carries this attempt's nonce", "machine", n, "region", s.region,
 		"holder", req.Holder, "epoch", r.epoch, "error", cause)
-	return r, true, nil
+	return r, nil
 }

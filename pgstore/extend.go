@@ -8,15 +8,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Extend raises the lease's mark (lease_expiry) to markMs with one
 // conditional update that succeeds only if the row still names l's holder
-// and epoch and the mark moves forward. If no row changed it re-reads the
-// row to say why: lease.ErrQuarantined, lease.ErrLost (another holder or
-// epoch, or no row), or — holder and epoch still match and the mark is
-// already at or past markMs, as after RaiseMarks — success with that mark.
+// and epoch, the mark moves forward, the fleet schedule stored is still
+// l.Schedule, and the server is still the cluster and timeline the origin
+// row records. If no row changed it re-reads the row to say why:
+// lease.ErrRestored (the server changed: failover, recovery, another
+// cluster — or a restore another claimer recorded fenced this lease),
+// lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no row, or
+// fenced by RaiseMarks), lease.ErrSchedule, or — all still match and the
+// mark is already at or past markMs, as after RaiseMarks raised a free
+// row's mark — success with that mark.
 //
 // leaseFor is not used: a table's lease lasts as far as its mark, so the
 // mark asked for is the new expiry. After any other error the update may
@@ -25,17 +31,26 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err := s.checkLease(l); err != nil {
 		return nil, err
 	}
+	schedule, err := lease.CanonicalSchedule(l.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("%w: lease of machine %d with schedule %q: %v", lease.ErrInvalid, l.Machine, l.Schedule, err)
+	}
 	target := max(markMs, l.MarkMs)
-	var got int64
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target).Scan(&got)
+	var got *int64
+	var same bool
+	var id identity
+	err = s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, schedule).Scan(
+		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
-	case err == nil:
-		nl := *l
-		nl.MarkMs = got
-		return &nl, nil
-	case !errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
-			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, msTime(target), err))
+			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, msTime(target), s.schemaErr(err)))
+	case got != nil:
+		nl := *l
+		nl.MarkMs = *got
+		return &nl, nil
+	case !same:
+		return nil, s.renewFailed(l, target, restoredErr(l, id))
 	}
 	r, ok, err := s.read(ctx, l.Machine)
 	if err != nil {
@@ -44,6 +59,16 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	}
 	if err := s.ownership(l, r, ok); err != nil {
 		return nil, s.renewFailed(l, target, err)
+	}
+	if !revert.Schedule {
+		fs, err := s.why(ctx)
+		if err != nil {
+			return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, and reading "+
+				"the fleet schedule to learn why failed: %w; retry", l.Machine, l.Token, err))
+		}
+		if err := lease.CheckSchedule(schedule, fs); err != nil {
+			return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: %w; stop issuing on it", l.Machine, l.Token, err))
+		}
 	}
 	nl := *l
 	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
@@ -60,6 +85,13 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	case !ok:
 		return fmt.Errorf("%w: machine %d region %d has no row (the table was emptied or restored); stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region)
+	case r.holder == "" && r.epoch == int64(l.Token)+1 && r.nonce == fencedByRestore:
+		return fmt.Errorf("%w: machine %d region %d epoch %d was fenced when a claimer found the server on another cluster or "+
+			"timeline than the table was (a failover, a recovery or a restore; acknowledged marks may have been lost): stop issuing "+
+			"on it and claim again", lease.ErrRestored, l.Machine, l.Region, l.Token)
+	case r.holder == "" && r.epoch == int64(l.Token)+1 && r.nonce == fencedByRaise:
+		return fmt.Errorf("%w: machine %d region %d epoch %d was fenced by raise-marks (the operator's step after a restore): "+
+			"stop issuing on it and claim again above the raised mark", lease.ErrLost, l.Machine, l.Region, l.Token)
 	case r.holder == "" && r.epoch == int64(l.Token):
 		return fmt.Errorf("%w: machine %d region %d epoch %d was released; stop issuing on it and claim again", lease.ErrLost, l.Machine, l.Region, l.Token)
 	case r.holder != l.Holder || r.epoch != int64(l.Token):

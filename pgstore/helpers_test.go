@@ -39,7 +39,8 @@ func testPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// newTable returns a fresh table name, dropped when t ends.
+// newTable returns a fresh table name, dropped when t ends with the tables
+// beside it.
 func newTable(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
 	b := make([]byte, 6)
@@ -48,7 +49,9 @@ func newTable(t testing.TB, pool *pgxpool.Pool) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		for _, n := range []string{name, name + "_fleet", name + "_origin", name + "_ident"} {
+			pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{n}.Sanitize())
+		}
 	})
 	return name
 }

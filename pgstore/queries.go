@@ -1,52 +1,139 @@
 package pgstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/snowfence/snowfence/internal/revert"
+)
 
 // queries are the store's statements for one table. $1 is always the
 // region and $2 (except in RaiseMarks) the machine number.
 type queries struct {
-	create, claim, extend, release, get, list, scan, quarantine, unquarantine, raise string
+	create                                  []string
+	claim, extend, release, get, list, scan string
+	quarantine, unquarantine, raise         string
+	fleet, fleetInit, fleetSet, why, origin string
 }
 
-func newQueries(table string) queries {
-	q := func(s string) string { return strings.ReplaceAll(s, "{t}", table) }
+// What RaiseMarks and a restore write into claim_nonce of the rows whose
+// holder they fence, so that the fenced holder's next Extend can say why.
+// No claim attempt's nonce (32 hex digits) is either.
+const (
+	fencedByRaise   = "fenced by raise-marks"
+	fencedByRestore = "fenced by a restore"
+)
+
+// identitySQL reads which cluster and which history the server is on: its
+// system identifier (pg_control_system; a new cluster, as from initdb and
+// a dump restored into it, has a new one) and the timeline of the WAL it
+// writes now, from the name of the current WAL file (a promoted standby
+// and a point-in-time recovery start a new timeline at once; the timeline
+// of pg_control_checkpoint changes only at the next checkpoint, so it can
+// lag a failover). Both are readable by every role on PostgreSQL 15, and
+// pg_current_wal_lsn fails on a standby, where the store cannot write
+// anyway.
+const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
+	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS tl`
+
+// newQueries returns the statements on table (quoted), its fleet-schedule
+// table and its origin table. ident is the statement that reads the
+// server's identity (identitySQL outside tests).
+func newQueries(table, fleet, origin, ident string) queries {
+	q := func(s string) string {
+		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{ident}", ident).Replace(s)
+	}
+	// sched compares the claimer's schedule ($n) with the stored one.
+	sched := func(n string) string {
+		if !revert.Schedule {
+			return `COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1') = ` + n
+		}
+		return `TRUE`
+	}
+	// same is the origin row when the server is still on the cluster and
+	// timeline it records: claims and extensions run only then.
+	same := `SELECT o.floor_ms, o.restores FROM {o} o JOIN ident ON o.system_identifier = ident.sysid AND o.timeline = ident.tl WHERE o.id = 1`
+	if revert.Restore {
+		same = `SELECT 0::bigint AS floor_ms, 0::bigint AS restores`
+	}
 	return queries{
-		create: q(`CREATE TABLE IF NOT EXISTS {t} (
+		create: []string{q(`CREATE TABLE IF NOT EXISTS {t} (
 	region       integer     NOT NULL CHECK (region >= 0),
 	machine_id   integer     NOT NULL CHECK (machine_id >= 0),
 	holder       text        NOT NULL DEFAULT '',
 	lease_expiry bigint      NOT NULL DEFAULT 0,
 	lease_epoch  bigint      NOT NULL DEFAULT 0,
 	floor_ms     bigint      NOT NULL DEFAULT 0,
+	claim_nonce  text        NOT NULL DEFAULT '',
 	updated_at   timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (region, machine_id)
 )`),
-		// $3 holder, $4 claimer's now, $5 lease length (ms), $6 MaxAhead (ms).
-		claim: q(`INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
-VALUES ($1, $2, $3, $4::bigint + $5::bigint, 1, 0)
-ON CONFLICT (region, machine_id) DO UPDATE
-   SET holder = EXCLUDED.holder,
-       lease_expiry = GREATEST(r.lease_expiry, EXCLUDED.lease_expiry),
-       lease_epoch = r.lease_epoch + 1,
-       floor_ms = GREATEST(r.floor_ms, r.lease_expiry),
-       updated_at = now()
- WHERE r.holder <> 'QUARANTINED'
-   AND (r.lease_expiry < $4::bigint OR (r.holder = '' AND r.lease_expiry - $4::bigint <= $6::bigint))
-RETURNING lease_epoch, lease_expiry, floor_ms`),
-		// $3 holder, $4 epoch, $5 new mark.
-		extend: q(`UPDATE {t} SET lease_expiry = $5, updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
-RETURNING lease_expiry`),
+			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_nonce text NOT NULL DEFAULT ''`),
+			q(`CREATE TABLE IF NOT EXISTS {f} (
+	id         integer     PRIMARY KEY CHECK (id = 1),
+	schedule   text        NOT NULL,
+	version    bigint      NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now()
+)`),
+			q(`CREATE TABLE IF NOT EXISTS {o} (
+	id                integer     PRIMARY KEY CHECK (id = 1),
+	system_identifier text        NOT NULL,
+	timeline          bigint      NOT NULL,
+	restores          bigint      NOT NULL DEFAULT 0,
+	floor_ms          bigint      NOT NULL DEFAULT 0,
+	detail            text        NOT NULL DEFAULT '',
+	noticed_at        timestamptz NOT NULL DEFAULT now()
+)`),
+			q(`INSERT INTO {o} (id, system_identifier, timeline) SELECT 1, sysid, tl FROM ({ident}) AS ident ON CONFLICT (id) DO NOTHING`),
+		},
+		// $3 holder, $4 claimer's now, $5 lease length (ms), $6 MaxAhead
+		// (ms), $7 this attempt's nonce, $8 the claimer's schedule. It
+		// claims only while the server is the one the origin row records
+		// and the schedules agree; the origin's floor (set when a restore
+		// was noticed) is a floor of every claim. It always returns one
+		// row: the claim's columns (NULL if nothing was claimed), then the
+		// server's identity and the origin row's.
+		claim: q(`WITH ident AS MATERIALIZED ({ident}),
+same AS MATERIALIZED (` + same + `),
+c AS (
+	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce)
+	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7 FROM same
+	 WHERE ` + sched("$8") + `
+	ON CONFLICT (region, machine_id) DO UPDATE
+	   SET holder = EXCLUDED.holder,
+	       lease_expiry = GREATEST(r.lease_expiry, EXCLUDED.lease_expiry),
+	       lease_epoch = r.lease_epoch + 1,
+	       floor_ms = GREATEST(r.floor_ms, r.lease_expiry, EXCLUDED.floor_ms),
+	       claim_nonce = EXCLUDED.claim_nonce,
+	       updated_at = now()
+	 WHERE r.holder <> 'QUARANTINED'
+	   AND (r.lease_expiry < $4::bigint OR (r.holder = '' AND r.lease_expiry - $4::bigint <= $6::bigint))
+	RETURNING lease_epoch, lease_expiry, floor_ms
+)
+SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same)
+  FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
+		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule. One
+		// row: the new mark (NULL if nothing changed), and whether the
+		// server is still the one the origin row records.
+		extend: q(`WITH ident AS MATERIALIZED ({ident}),
+same AS MATERIALIZED (` + same + `),
+u AS (
+	UPDATE {t} SET lease_expiry = $5, updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
+	   AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
+	RETURNING lease_expiry
+)
+SELECT u.lease_expiry, EXISTS (SELECT 1 FROM same), ident.sysid, ident.tl, o.system_identifier, o.timeline
+  FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN u ON true`),
 		// $3 holder, $4 epoch, $5 mark.
 		release: q(`UPDATE {t} SET holder = '', lease_expiry = GREATEST($5::bigint, floor_ms), updated_at = now()
  WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4
 RETURNING lease_expiry`),
-		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms FROM {t}
+		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id = $2`),
-		list: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms FROM {t}
+		list: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 ORDER BY machine_id`),
 		// $2, $3 the range.
-		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms FROM {t}
+		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id BETWEEN $2 AND $3`),
 		quarantine: q(`INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
 VALUES ($1, $2, 'QUARANTINED', 4102444800000, 1, 0)
@@ -60,19 +147,59 @@ RETURNING lease_epoch, floor_ms`),
 RETURNING lease_epoch, lease_expiry`),
 		// $2, $3 the range, $4 the mark. Missing rows are created free with
 		// the mark; every row gets floor_ms ≥ the mark, so no release goes
-		// below it; the count is of rows whose effective mark was lower.
+		// below it; every held row (not quarantined) loses its holder and
+		// gets epoch + 1, so a claim that survived in a restored store
+		// fails at its next extension and its holder claims again above
+		// the mark. The count is of rows whose effective mark was lower or
+		// whose holder was fenced.
 		raise: q(`WITH old AS (
-	SELECT machine_id, CASE WHEN holder = 'QUARANTINED' THEN floor_ms ELSE lease_expiry END AS mark
+	SELECT machine_id, CASE WHEN holder = 'QUARANTINED' THEN floor_ms ELSE lease_expiry END AS mark,
+	       holder <> '' AND holder <> 'QUARANTINED' AS held
 	  FROM {t} WHERE region = $1 AND machine_id BETWEEN $2 AND $3
 ), up AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
 	SELECT $1, n, '', $4::bigint, 0, $4::bigint FROM generate_series($2::integer, $3::integer) AS n
 	ON CONFLICT (region, machine_id) DO UPDATE
 	   SET lease_expiry = CASE WHEN r.holder = 'QUARANTINED' THEN r.lease_expiry ELSE GREATEST(r.lease_expiry, $4::bigint) END,
-	       floor_ms = GREATEST(r.floor_ms, $4::bigint), updated_at = now()
+	       floor_ms = GREATEST(r.floor_ms, $4::bigint),
+	       holder = CASE WHEN r.holder = 'QUARANTINED' THEN r.holder ELSE '' END,
+	       lease_epoch = CASE WHEN r.holder <> '' AND r.holder <> 'QUARANTINED' THEN r.lease_epoch + 1 ELSE r.lease_epoch END,
+	       claim_nonce = CASE WHEN r.holder <> '' AND r.holder <> 'QUARANTINED' THEN '` + fencedByRaise + `' ELSE r.claim_nonce END,
+	       updated_at = now()
 	 WHERE r.floor_ms < $4::bigint OR (r.holder <> 'QUARANTINED' AND r.lease_expiry < $4::bigint)
+	    OR (r.holder <> '' AND r.holder <> 'QUARANTINED')
 	RETURNING machine_id
 )
-SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS NULL OR old.mark < $4::bigint`),
+SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS NULL OR old.mark < $4::bigint OR old.held`),
+		fleet:     q(`SELECT schedule, version FROM {f} WHERE id = 1`),
+		fleetInit: q(`INSERT INTO {f} (id, schedule, version) VALUES (1, $1, 1) ON CONFLICT (id) DO NOTHING RETURNING version`),
+		fleetSet:  q(`UPDATE {f} SET schedule = $1, version = version + 1, updated_at = now() WHERE id = 1 AND version = $2 RETURNING version`),
+		// why explains a claim or extension that changed nothing: the
+		// stored schedule ('v1' at version 0 when never set).
+		why: q(`SELECT COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1'), COALESCE((SELECT version FROM {f} WHERE id = 1), 0)`),
+		// origin records the server's identity. $1 the claimer's now plus
+		// the restore window, $2 and $3 the identity the row had (NULL if
+		// it had none), $4 what changed. A first look inserts the row; a
+		// change counts a restore, raises the origin's floor (a floor of
+		// every later claim) and fences every held row of every region,
+		// all in one statement, and only if the row still has the
+		// identity read (a compare-and-set: one claimer records each
+		// restore). It returns the restores counted after it (NULL if the
+		// row had moved meanwhile) and the number of holders fenced.
+		origin: q(`WITH ident AS MATERIALIZED ({ident}),
+up AS (
+	INSERT INTO {o} AS o (id, system_identifier, timeline) SELECT 1, sysid, tl FROM ident
+	ON CONFLICT (id) DO UPDATE
+	   SET system_identifier = EXCLUDED.system_identifier, timeline = EXCLUDED.timeline,
+	       restores = o.restores + 1, floor_ms = GREATEST(o.floor_ms, $1::bigint), detail = $4, noticed_at = now()
+	 WHERE o.system_identifier = $2 AND o.timeline = $3
+	RETURNING restores
+), fence AS (
+	UPDATE {t} SET holder = '', lease_epoch = lease_epoch + 1, floor_ms = GREATEST(floor_ms, lease_expiry),
+	       claim_nonce = '` + fencedByRestore + `', updated_at = now()
+	 WHERE holder <> '' AND holder <> 'QUARANTINED' AND EXISTS (SELECT 1 FROM up WHERE restores > 0)
+	RETURNING 1
+)
+SELECT (SELECT restores FROM up), (SELECT count(*) FROM fence)`),
 	}
 }

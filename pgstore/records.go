@@ -15,6 +15,9 @@ type row struct {
 	machine                  int
 	holder                   string
 	expiryMs, epoch, floorMs int64
+	// nonce is the claim_nonce the last claim attempt wrote: only the
+	// attempt that wrote it may adopt the row as its claim.
+	nonce string
 }
 
 func (r row) quarantined() bool { return r.holder == QuarantineHolder }
@@ -38,7 +41,7 @@ func (s *Store) record(r row) lease.Record {
 
 func scanRow(rows pgx.CollectableRow) (row, error) {
 	var r row
-	err := rows.Scan(&r.machine, &r.holder, &r.expiryMs, &r.epoch, &r.floorMs)
+	err := rows.Scan(&r.machine, &r.holder, &r.expiryMs, &r.epoch, &r.floorMs, &r.nonce)
 	return r, err
 }
 

@@ -40,7 +40,24 @@ type Config struct {
 	// Logger receives claims, failed renewals, releases and quarantines.
 	// Nil discards them.
 	Logger *slog.Logger
+	// RestoreWindow is the restore window of claims that give none
+	// (lease.ClaimRequest.RestoreWindow zero): once the store has noticed
+	// that the server is another cluster or on another timeline than the
+	// one the table recorded (a failover to a standby, a point-in-time
+	// recovery, a restore into a new cluster), claims start at least this
+	// long after the claimer's clock at the notice. Zero means
+	// DefaultRestoreWindow.
+	RestoreWindow time.Duration
+
+	// ident replaces the statement that reads the server's identity (tests
+	// only; see export_test.go).
+	ident string
 }
+
+// DefaultRestoreWindow is Config.RestoreWindow when zero: longer than the
+// table timings' lease (5 min), so it covers the Reserve and SelfFence of
+// every keeper on the default table timings, with 8 % clock skew.
+const DefaultRestoreWindow = 6 * time.Minute
 
 // Store is a lease.Store on a PostgreSQL table. It is safe for concurrent
 // use.
@@ -50,10 +67,18 @@ type Store struct {
 	table   string // quoted, ready for SQL
 	name    string // as configured
 	region  int
+	window  time.Duration // Config.RestoreWindow
 	log     *slog.Logger
 	closed  atomic.Bool
 	queries queries
 }
+
+// Suffixes of the tables kept beside the lease table: the fleet schedule
+// and the origin (the cluster and timeline the table was last on).
+const (
+	fleetSuffix  = "_fleet"
+	originSuffix = "_origin"
+)
 
 var _ lease.Store = (*Store)(nil)
 
@@ -71,23 +96,53 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if !tableName.MatchString(cfg.Table) {
 		return nil, fmt.Errorf("%w: pgstore: table name %q: use lower-case letters, digits and _, optionally schema.table", lease.ErrInvalid, cfg.Table)
 	}
+	parts := strings.Split(cfg.Table, ".")
+	if base := parts[len(parts)-1]; len(base)+len(originSuffix) > 63 {
+		return nil, fmt.Errorf("%w: pgstore: table name %q: at most %d characters after the schema, so that %s%s fits PostgreSQL's 63",
+			lease.ErrInvalid, cfg.Table, 63-len(originSuffix), base, originSuffix)
+	}
+	if cfg.RestoreWindow < 0 {
+		return nil, fmt.Errorf("%w: pgstore: RestoreWindow %v is negative", lease.ErrInvalid, cfg.RestoreWindow)
+	}
+	if cfg.RestoreWindow == 0 {
+		cfg.RestoreWindow = DefaultRestoreWindow
+	}
+	if cfg.ident == "" {
+		cfg.ident = identitySQL
+	}
 	if cfg.Region < 0 {
 		return nil, fmt.Errorf("%w: pgstore: region %d is negative", lease.ErrInvalid, cfg.Region)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	quoted := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
-	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, log: cfg.Logger.With("store", "pgstore", "table", cfg.Table)}
-	s.queries = newQueries(quoted)
+	beside := func(suffix string) string {
+		p := append([]string(nil), parts...)
+		p[len(p)-1] += suffix
+		return pgx.Identifier(p).Sanitize()
+	}
+	quoted := pgx.Identifier(parts).Sanitize()
+	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, window: cfg.RestoreWindow,
+		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table)}
+	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), cfg.ident)
 	return s, nil
 }
 
 // Connect opens a pool on url (a postgres:// URL or key=value string), checks
 // that the server answers, and returns a store that owns the pool: Close
-// closes it.
+// closes it. Its sessions run with synchronous_commit = on whatever the
+// server's default or the URL say, so that no write the store was told
+// had committed is lost when the server crashes: a mark acknowledged and
+// then lost would let the next holder start below timestamps already
+// issued. (It does not make a failover to an asynchronous standby safe;
+// see the package documentation.)
 func Connect(ctx context.Context, url string, cfg Config) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
@@ -110,15 +165,23 @@ func (s *Store) Table() string { return s.name }
 // Region returns the store's region.
 func (s *Store) Region() int { return s.region }
 
-// Migrate creates the lease table (and its schema) if they do not exist.
+// Migrate creates the lease table (and its schema) if they do not exist,
+// adds the columns later versions need to a table created before them
+// (claim_nonce), and creates the two tables beside it: <table>_fleet, the
+// fleet schedule (no row until one is set: "v1"), and <table>_origin, the
+// server's system identifier and WAL timeline as first seen (see
+// "Restores" in the package documentation). It is idempotent; run it
+// ("snowfence leases init") after every upgrade.
 func (s *Store) Migrate(ctx context.Context) error {
 	if schema, _, ok := strings.Cut(s.name, "."); ok {
 		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return fmt.Errorf("pgstore: create schema %s: %w", schema, err)
 		}
 	}
-	if _, err := s.pool.Exec(ctx, s.queries.create); err != nil {
-		return fmt.Errorf("pgstore: create table %s: %w", s.name, err)
+	for _, stmt := range s.queries.create {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("pgstore: create table %s and the tables beside it: %w", s.name, err)
+		}
 	}
 	return nil
 }
