@@ -26,6 +26,7 @@ func TestStore(t *testing.T) {
 		{"StaleRenewalAfterClaim", checkStaleRenewal},
 		{"Quarantine", checkQuarantine},
 		{"HandQuarantine", checkHandQuarantine},
+		{"HandQuarantineKeepsFloor", checkHandQuarantineKeepsFloor},
 		{"Release", checkRelease},
 		{"ReleaseKeepsRaisedMark", checkReleaseKeepsRaisedMark},
 		{"MaxAheadAndExclude", checkMaxAheadAndExclude},
@@ -226,6 +227,31 @@ func checkHandQuarantine(t *testing.T) {
 	}
 }
 
+// checkHandQuarantineKeepsFloor: after raise-marks put the floor an hour
+// ahead, a number quarantined by hand (no kept mark) is unquarantined with
+// a mark at or above that floor, not at now + MaxReserve (5 minutes), which
+// would let its next holder issue below the raised marks.
+func checkHandQuarantineKeepsFloor(t *testing.T) {
+	s := newStore(t)
+	now := baseMs()
+	floor := now + time.Hour.Milliseconds()
+	if _, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 8, Hi: 8}, floor); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamostore.RunbookQuarantine(ctxFor(t), s, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unquarantine(ctxFor(t), 8); err != nil {
+		t.Fatal(err)
+	}
+	if rec := leasetest.MustGet(t, s, 8); rec.MarkMs < floor {
+		t.Fatalf("unquarantined record %+v: mark %d below the floor %d raise-marks left", rec, rec.MarkMs, floor)
+	}
+	if l := leasetest.MustClaim(t, s, req("b", 8, 8, now)); l.StartMs < floor {
+		t.Fatalf("claim after unquarantine %+v starts below the floor %d", l, floor)
+	}
+}
+
 // checkRelease: release records the last timestamp as the mark and frees
 // the number; the next holder starts at or above it.
 func checkRelease(t *testing.T) {
@@ -249,7 +275,7 @@ func checkRelease(t *testing.T) {
 }
 
 // checkReleaseKeepsRaisedMark: a mark raised by someone else survives the
-// holder's release.
+// holder's release attempt (refused: RaiseMarks fenced it).
 func checkReleaseKeepsRaisedMark(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
@@ -257,8 +283,8 @@ func checkReleaseKeepsRaisedMark(t *testing.T) {
 	if _, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 6, Hi: 6}, now+60_000); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctxFor(t), l, now+100); err != nil {
-		t.Fatal(err)
+	if err := s.Release(ctxFor(t), l, now+100); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("release by a holder RaiseMarks fenced: %v, want ErrLost", err)
 	}
 	if rec := leasetest.MustGet(t, s, 6); rec.Held() || rec.MarkMs != now+60_000 {
 		t.Fatalf("record %+v, want free with the raised mark %d", rec, now+60_000)
@@ -293,7 +319,10 @@ func checkMaxAheadAndExclude(t *testing.T) {
 }
 
 // checkRaiseMarks: every number in the range, held, free, never claimed or
-// quarantined, ends with a mark at least the one raised to.
+// quarantined, ends with a mark at least the one raised to, and every
+// holder — below the raised mark or above it — is fenced: its next
+// extension gets ErrLost (a holder whose claim survived in a restored table
+// must not extend above the raised mark), and its number is free.
 func checkRaiseMarks(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
@@ -308,24 +337,40 @@ func checkRaiseMarks(t *testing.T) {
 	high := mustExtend(t, s, leasetest.MustClaim(t, s, req("c", 3, 3, now)), now+999_000)
 	m := now + 100_000
 	got, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 4}, m)
-	if err != nil || got != 4 {
-		t.Fatalf("RaiseMarks = %d, %v; want 4 (all but the higher mark of 3)", got, err)
+	if err != nil || got != 5 {
+		t.Fatalf("RaiseMarks = %d, %v; want 5 (four marks raised, and 3's holder fenced under its higher mark)", got, err)
 	}
 	for n := range 5 {
-		if rec := leasetest.MustGet(t, s, n); rec.MarkMs < m {
+		rec := leasetest.MustGet(t, s, n)
+		if rec.MarkMs < m {
 			t.Errorf("machine %d: %+v, mark below %d", n, rec, m)
 		}
+		if rec.Held() && !rec.Quarantined {
+			t.Errorf("machine %d: %+v still held after RaiseMarks", n, rec)
+		}
 	}
-	// The holder keeps its lease, reserved up to the raised mark.
-	if l := mustExtend(t, s, held, now+20_000); l.MarkMs != m {
-		t.Errorf("holder's extend after raise: mark %d, want %d", l.MarkMs, m)
+	for _, l := range []*lease.Lease{held, high} {
+		if _, err := s.Extend(ctxFor(t), l, now+2_000_000, 0); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("extend of machine %d held across RaiseMarks: %v, want ErrLost", l.Machine, err)
+		}
+		if err := s.Release(ctxFor(t), l, now+5); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("release of machine %d held across RaiseMarks: %v, want ErrLost", l.Machine, err)
+		}
 	}
-	mustExtend(t, s, high, now+1_000_000)
+	if rec := leasetest.MustGet(t, s, 3); rec.MarkMs != now+999_000 || rec.Token != high.Token+1 {
+		t.Errorf("machine 3 after RaiseMarks: %+v, want its higher mark kept and one more epoch", rec)
+	}
+	if l := leasetest.MustClaim(t, s, req("d", 0, 0, now)); l.StartMs < m || l.Token != held.Token+2 {
+		t.Errorf("claim after RaiseMarks %+v, want start ≥ %d and epoch %d", l, m, held.Token+2)
+	}
 	if err := s.Unquarantine(ctxFor(t), 2); err != nil {
 		t.Fatal(err)
 	}
 	if rec := leasetest.MustGet(t, s, 2); rec.MarkMs != m {
 		t.Errorf("unquarantined after raise: %+v, want mark %d", rec, m)
+	}
+	if n, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 1, Hi: 4}, m); err != nil || n != 0 {
+		t.Errorf("RaiseMarks again = %d, %v; want 0: nothing held, nothing lower", n, err)
 	}
 }
 

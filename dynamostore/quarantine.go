@@ -41,8 +41,9 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 // Unquarantine lifts a quarantine: it removes the holder and restores the
 // mark kept by Quarantine, so the next holder starts above everything the
 // old one could have issued. A number quarantined by hand (no
-// quarantined_mark) gets the time now plus Config.MaxReserve instead. It
-// fails with lease.ErrNotHeld if the number is not quarantined.
+// quarantined_mark) gets the time now plus Config.MaxReserve instead. The
+// mark given back is never below the floor raise-marks left (mark_floor).
+// It fails with lease.ErrNotHeld if the number is not quarantined.
 func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
@@ -61,6 +62,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if !it.hasPreMark {
 		mark = time.Now().Add(s.cfg.MaxReserve).UnixMilli()
 	}
+	mark = max(mark, it.floorMs)
 	_, err = s.update(ctx, machine, "REMOVE holder, quarantined_mark SET lease_expiry = :mark",
 		"holder = :q AND lease_epoch = :e",
 		map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)})
@@ -74,12 +76,17 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	return nil
 }
 
-// RaiseMarks raises the mark of every number in r to at least markMs, with
-// conditional UpdateItems per number (creating the items of numbers never
-// claimed): lease_expiry for free and held numbers — a holder keeps its
-// lease, now reserved up to markMs — and quarantined_mark for quarantined
-// ones. Every item also gets mark_floor = markMs, below which no release
-// records a mark. It returns how many marks it raised.
+// RaiseMarks raises the mark of every number in r to at least markMs and
+// fences every holder, with conditional UpdateItems per number (creating
+// the items of numbers never claimed). A number that is not quarantined
+// gets, in one write, lease_expiry = markMs (if lower), its holder removed
+// and one more epoch, so a holder whose claim survived in a restored table
+// gets lease.ErrLost at its next extension instead of extending above the
+// raised mark; a quarantined number gets quarantined_mark = markMs (its
+// holder was fenced by the quarantine). Every item also gets mark_floor =
+// markMs, below which no release records a mark and no unquarantine gives
+// one back. It returns how many items it changed (a mark raised or a
+// holder fenced).
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
 	if err := s.open(); err != nil {
 		return 0, err
@@ -88,34 +95,46 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return 0, err
 	}
 	changed := 0
+	fail := func(n int, err error) (int, error) {
+		return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+	}
 	for n := r.Lo; n <= r.Hi; n++ {
-		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined)}
-		_, err := s.update(ctx, n, "SET lease_expiry = :m, mark_floor = :m",
+		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined), ":one": num(1)}
+		_, err := s.update(ctx, n, "SET lease_expiry = :m, mark_floor = :m REMOVE holder ADD lease_epoch :one",
 			"attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q))", vals)
 		if err == nil {
 			changed++
 			continue
 		}
 		if f, _ := conditionFailed(err); !f {
-			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+			return fail(n, err)
+		}
+		// The mark is already at or above markMs: fence its holder, keep
+		// the mark.
+		_, err = s.update(ctx, n, "REMOVE holder ADD lease_epoch :one", "attribute_exists(holder) AND holder <> :q",
+			map[string]types.AttributeValue{":q": str(Quarantined), ":one": num(1)})
+		if err == nil {
+			changed++
+		} else if f, _ := conditionFailed(err); !f {
+			return fail(n, err)
 		}
 		_, err = s.update(ctx, n, "SET quarantined_mark = :m, mark_floor = :m",
-			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", vals)
+			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined)})
 		if err == nil {
 			changed++
 			continue
 		}
 		if f, _ := conditionFailed(err); !f {
-			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+			return fail(n, err)
 		}
-		// The mark is already higher, but its holder may release lower:
-		// leave the floor.
+		// The mark is already higher, but a release may record a lower
+		// one: leave the floor.
 		_, err = s.update(ctx, n, "SET mark_floor = :m", "attribute_not_exists(mark_floor) OR mark_floor < :m",
 			map[string]types.AttributeValue{":m": num(markMs)})
 		if f, _ := conditionFailed(err); err != nil && !f {
-			return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
+			return fail(n, err)
 		}
 	}
-	s.log.Warn("raised marks", "range", r.String(), "mark", msTime(markMs), "changed", changed)
+	s.log.Warn("raised marks and fenced every holder", "range", r.String(), "mark", msTime(markMs), "changed", changed)
 	return changed, nil
 }
