@@ -153,7 +153,16 @@ type claimed struct {
 
 // claimArgs are the claim statement's arguments for number n.
 func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce, schedule string) []any {
-	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, schedule}
+	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, schedule,
+		s.restoreWindow(req).Milliseconds()}
+}
+
+// restoreWindow is req's restore window, or the store's default.
+func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
+	if req.RestoreWindow > 0 {
+		return req.RestoreWindow
+	}
+	return s.window
 }
 
 // tryClaim claims number c.machine, read with epoch c.epoch. It returns nil

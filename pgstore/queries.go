@@ -47,13 +47,19 @@ func newQueries(table, fleet, origin, ident string) queries {
 		if !revert.Schedule {
 			return `COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1') = ` + n
 		}
-		return `TRUE`
+		return n + `::text IS NOT NULL` // compares nothing
 	}
 	// same is the origin row when the server is still on the cluster and
 	// timeline it records: claims and extensions run only then.
-	same := `SELECT o.floor_ms, o.restores FROM {o} o JOIN ident ON o.system_identifier = ident.sysid AND o.timeline = ident.tl WHERE o.id = 1`
-	if revert.Restore {
-		same = `SELECT 0::bigint AS floor_ms, 0::bigint AS restores`
+	// Its floor_ms is the restore floor: after a restore was noticed, the
+	// floor the noticing claim recorded, and at least win (the claim's own
+	// restore window) after the noticing claimer's clock.
+	same := func(win string) string {
+		if !revert.Restore {
+			return `SELECT CASE WHEN o.restores > 0 THEN GREATEST(o.floor_ms, o.noticed_ms + ` + win + `) ELSE o.floor_ms END AS floor_ms
+	  FROM {o} o JOIN ident ON o.system_identifier = ident.sysid AND o.timeline = ident.tl WHERE o.id = 1`
+		}
+		return `SELECT 0 * ` + win + ` AS floor_ms`
 	}
 	return queries{
 		create: []string{q(`CREATE TABLE IF NOT EXISTS {t} (
@@ -80,20 +86,22 @@ func newQueries(table, fleet, origin, ident string) queries {
 	timeline          bigint      NOT NULL,
 	restores          bigint      NOT NULL DEFAULT 0,
 	floor_ms          bigint      NOT NULL DEFAULT 0,
+	noticed_ms        bigint      NOT NULL DEFAULT 0,
 	detail            text        NOT NULL DEFAULT '',
 	noticed_at        timestamptz NOT NULL DEFAULT now()
 )`),
 			q(`INSERT INTO {o} (id, system_identifier, timeline) SELECT 1, sysid, tl FROM ({ident}) AS ident ON CONFLICT (id) DO NOTHING`),
 		},
 		// $3 holder, $4 claimer's now, $5 lease length (ms), $6 MaxAhead
-		// (ms), $7 this attempt's nonce, $8 the claimer's schedule. It
+		// (ms), $7 this attempt's nonce, $8 the claimer's schedule, $9 its
+		// restore window (ms). It
 		// claims only while the server is the one the origin row records
 		// and the schedules agree; the origin's floor (set when a restore
 		// was noticed) is a floor of every claim. It always returns one
 		// row: the claim's columns (NULL if nothing was claimed), then the
 		// server's identity and the origin row's.
 		claim: q(`WITH ident AS MATERIALIZED ({ident}),
-same AS MATERIALIZED (` + same + `),
+same AS MATERIALIZED (` + same("$9::bigint") + `),
 c AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce)
 	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7 FROM same
@@ -115,7 +123,7 @@ SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.syste
 		// row: the new mark (NULL if nothing changed), and whether the
 		// server is still the one the origin row records.
 		extend: q(`WITH ident AS MATERIALIZED ({ident}),
-same AS MATERIALIZED (` + same + `),
+same AS MATERIALIZED (` + same("0::bigint") + `),
 u AS (
 	UPDATE {t} SET lease_expiry = $5, updated_at = now()
 	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
@@ -179,7 +187,7 @@ SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS
 		why: q(`SELECT COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1'), COALESCE((SELECT version FROM {f} WHERE id = 1), 0)`),
 		// origin records the server's identity. $1 the claimer's now plus
 		// the restore window, $2 and $3 the identity the row had (NULL if
-		// it had none), $4 what changed. A first look inserts the row; a
+		// it had none), $4 what changed, $5 the claimer's now. A first look inserts the row; a
 		// change counts a restore, raises the origin's floor (a floor of
 		// every later claim) and fences every held row of every region,
 		// all in one statement, and only if the row still has the
@@ -191,7 +199,8 @@ up AS (
 	INSERT INTO {o} AS o (id, system_identifier, timeline) SELECT 1, sysid, tl FROM ident
 	ON CONFLICT (id) DO UPDATE
 	   SET system_identifier = EXCLUDED.system_identifier, timeline = EXCLUDED.timeline,
-	       restores = o.restores + 1, floor_ms = GREATEST(o.floor_ms, $1::bigint), detail = $4, noticed_at = now()
+	       restores = o.restores + 1, floor_ms = GREATEST(o.floor_ms, $1::bigint), noticed_ms = $5::bigint,
+	       detail = $4, noticed_at = now()
 	 WHERE o.system_identifier = $2 AND o.timeline = $3
 	RETURNING restores
 ), fence AS (

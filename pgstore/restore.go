@@ -41,14 +41,10 @@ func (id identity) String() string {
 // the change may still issue. Claims and extensions refuse until it is
 // recorded, so no holder renews on the new server meanwhile.
 func (s *Store) noticeRestore(ctx context.Context, req lease.ClaimRequest, id identity) error {
-	window := req.RestoreWindow
-	if window <= 0 {
-		window = s.window
-	}
-	floor := req.NowMs + window.Milliseconds()
+	floor := req.NowMs + s.restoreWindow(req).Milliseconds()
 	var restores *int64
 	var fenced int64
-	err := s.pool.QueryRow(ctx, s.queries.origin, floor, id.oldSysid, id.oldTl, id.String()).Scan(&restores, &fenced)
+	err := s.pool.QueryRow(ctx, s.queries.origin, floor, id.oldSysid, id.oldTl, id.String(), req.NowMs).Scan(&restores, &fenced)
 	switch {
 	case err != nil:
 		return fmt.Errorf("pgstore: claim in %s region %d: %s; recording it failed: %w; retry", req.Range, s.region, id, s.schemaErr(err))
