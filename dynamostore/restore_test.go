@@ -39,7 +39,9 @@ func restoreTable(t *testing.T, s *dynamostore.Store, items []map[string]types.A
 	if _, err := c.DeleteTable(ctxFor(t), &dynamodb.DeleteTableInput{TableName: aws.String(s.Table())}); err != nil {
 		t.Fatal(err)
 	}
-	w := dynamodb.NewTableNotExistsWaiter(c, func(o *dynamodb.TableNotExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, time.Second })
+	w := dynamodb.NewTableNotExistsWaiter(c, func(o *dynamodb.TableNotExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, time.Second
+	})
 	if err := w.Wait(ctxFor(t), &dynamodb.DescribeTableInput{TableName: aws.String(s.Table())}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
