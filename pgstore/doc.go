@@ -13,9 +13,26 @@
 //	floor_ms            the highest mark anyone but the current holder wrote
 //	                    (the previous holder, RaiseMarks, the holder before a
 //	                    quarantine); Release never records less
+//	claim_nonce         128 random bits written by the claim attempt that
+//	                    made the row's current claim; after an error of
+//	                    unknown outcome a claimer adopts the row only if it
+//	                    carries its own attempt's nonce (holder names can be
+//	                    shared). RaiseMarks and a noticed restore write why
+//	                    they fenced the holder here instead.
 //	updated_at          when the row last changed (for operators)
 //
-// Migrate creates it. Every operation is one conditional statement; there
+// Beside it, for every region of the table:
+//
+//	<table>_fleet       one row (id 1): the fleet's layout schedule and its
+//	                    version; no row means "v1" at version 0. Claims and
+//	                    extensions compare the holder's schedule with it in
+//	                    the same statement and refuse with lease.ErrSchedule.
+//	<table>_origin      one row (id 1): the server's system identifier and
+//	                    WAL timeline as first seen, the restores noticed and
+//	                    the restore floor (see Restores).
+//
+// Migrate creates them, and adds claim_nonce to a table made by an earlier
+// version: run it ("snowfence leases init") after upgrading. Every operation is one conditional statement; there
 // are no advisory locks and no read-then-write sequences whose outcome a
 // race could change (reads only choose candidates and explain refusals):
 //
@@ -40,6 +57,39 @@
 // far as its mark, so the Keeper's Reserve (default LeaseFor) is the lease
 // length. Table timings (seed 002): lease 5 min, renew every 10 s, margin
 // 5 s.
+//
+// # Restores
+//
+// A PostgreSQL that fails over to an asynchronous standby, runs with
+// synchronous_commit = off and crashes, or is recovered from a backup has
+// gone back in time: marks it acknowledged may be gone, and a claimer
+// could start below timestamps a holder already issued. The store detects
+// what the server can tell: every claim and extension statement reads the
+// server's system identifier (pg_control_system) and the timeline of its
+// current WAL file (pg_walfile_name(pg_current_wal_lsn()): a promotion or
+// point-in-time recovery changes it at once) and runs only if they equal
+// the origin row. They are read inside the statement that claims or
+// extends, never cached per store or per connection: a failover swaps the
+// server under the pool, and only the statement's own reading is about the
+// server that executed it. When they differ, Extend fails with
+// lease.ErrRestored, and the next claim, by any process, records the
+// change in one statement: every held row of every region loses its holder
+// (epoch + 1; their next Extend says lease.ErrRestored), and every later
+// claim starts at or after the noticing claimer's clock plus the
+// restore window (ClaimRequest.RestoreWindow, or Config.RestoreWindow:
+// DefaultRestoreWindow, 6 min), so that holders cut off by the change have
+// stopped issuing. A planned switchover changes the timeline too and costs
+// the same pause.
+//
+// Not detectable: a restore of a file-level copy or a lost asynchronous
+// commit on the same timeline of the same cluster, and anything a second
+// live primary accepts (split brain). The store therefore needs durable
+// acknowledgements: Connect runs its sessions with synchronous_commit = on
+// (a pool given to New must not turn it off), and a failover must go to a
+// synchronous standby (synchronous_standby_names, synchronous_commit on or
+// remote_apply); otherwise, after a failover or restore keep holders away,
+// run "snowfence leases raise-marks" past the last ID issued for every
+// region, and only then let them back (docs/runbook.md).
 //
 // # Quarantine
 //

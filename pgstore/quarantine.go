@@ -61,12 +61,15 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	return nil
 }
 
-// RaiseMarks raises the mark of every number in r to at least markMs, in
-// one statement: free and held rows get lease_expiry ≥ markMs (a holder's
-// next Extend returns the raised mark), quarantined rows keep theirs, every
-// row gets floor_ms ≥ markMs so no release records less, and numbers
-// without a row get a free one with the mark. It returns how many numbers'
-// marks were below markMs.
+// RaiseMarks raises the mark of every number in r to at least markMs and
+// fences every holder in r, in one statement: free and held rows get
+// lease_expiry ≥ markMs, every held row (not quarantined) loses its holder
+// and gets epoch + 1, so a claim that survived in a restored store fails
+// at its next Extend (lease.ErrLost) and its holder claims again at or
+// above the mark; quarantined rows stay quarantined with the mark kept for
+// after it raised; every row gets floor_ms ≥ markMs so no release records
+// less; numbers without a row get a free one with the mark. It returns how
+// many numbers' marks were below markMs or whose holder it fenced.
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
 	if err := s.open(); err != nil {
 		return 0, err
