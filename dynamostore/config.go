@@ -45,10 +45,12 @@ type Config struct {
 	// unknown outcome, undoing a claim. Zero: 5 s.
 	RequestTimeout time.Duration
 	// MaxReserve is the longest any holder reserves ahead of its clock (the
-	// keeper's Reserve). It is used only by Unquarantine for a number
-	// quarantined by hand (seed 002 runbook command 3, which keeps no
-	// pre-quarantine mark): the mark restored is then the time of the
-	// unquarantine plus MaxReserve. Zero: 5 minutes.
+	// keeper's Reserve). Unquarantine of a number quarantined by hand (seed
+	// 002 runbook command 3, which keeps no pre-quarantine mark) restores
+	// the time of the unquarantine plus MaxReserve (or mark_floor, if
+	// higher); a claim without a RestoreWindow, after a restore was
+	// noticed, starts MaxReserve plus a tenth after the moment it was
+	// noticed. Zero: 5 minutes.
 	MaxReserve time.Duration
 	// IdentityEvery is how often, at most, Extend compares the table's
 	// TableId (DescribeTable) with the one the store saw first, to notice a

@@ -12,7 +12,15 @@
 //	lease_expiry      N  Unix ms: the lease's expiry and the high-water mark (exclusive)
 //	lease_epoch       N  the fencing token: +1 on every claim and every quarantine
 //	quarantined_mark  N  while quarantined: the mark before the quarantine
-//	mark_floor        N  set by RaiseMarks: no release records a mark below it
+//	mark_floor        N  set by RaiseMarks: no release records, and no unquarantine gives back, a mark below it
+//	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
+//
+// Beside them, at machine_ids below every region's (machine_id is never
+// negative for a lease), two items of the table's own:
+//
+//	machine_id -1     schedule S, version N: the fleet schedule (FleetSchedule, SetFleetSchedule)
+//	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
+//	                  and the floor claims start at after a restore was noticed (restore.go)
 //
 // lease_expiry is both the lease's expiry and its mark: the holder issues
 // only timestamps below it, and a claim succeeds only when the claimer's
@@ -21,7 +29,7 @@
 //
 // # The requests
 //
-//	claim     UpdateItem SET holder = :me, lease_expiry = :expiry,
+//	claim     UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
 //	                         lease_epoch = if_not_exists(lease_epoch, :zero) + :one
 //	          IF attribute_not_exists(machine_id) OR lease_expiry < :now       (ReturnValues ALL_NEW)
 //	renew     UpdateItem SET lease_expiry = :new_expiry
@@ -31,7 +39,8 @@
 //	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
 //	                          quarantined_mark = lease_expiry ADD lease_epoch 1
 //
-// The claim and renewal are seed 002's, word for word. A released number
+// The renewal is seed 002's, word for word; the claim adds the nonce. A
+// released number
 // whose mark is still ahead of the claimer's clock (but within MaxAhead) is
 // claimed with a compare on the mark read, and its holder starts at that
 // mark. A failed condition (ConditionalCheckFailedException) is classified
@@ -40,7 +49,21 @@
 // lease.ErrLost when the holder or epoch changed, lease.ErrQuarantined when
 // the number is quarantined. After an error of unknown outcome (a timeout;
 // the SDK's own retries, which may repeat a write that committed) the item
-// is re-read with a consistent read before deciding.
+// is re-read with a consistent read before deciding. A claim is recognised
+// as this attempt's only by its nonce, never by the holder string, which
+// two keepers or two processes may share.
+//
+// Every claim's scan also reads the fleet schedule, and every renewal reads
+// it first with a consistent GetItem: DynamoDB cannot condition a write on
+// another item, and dynalite (the test server) has no TransactWriteItems,
+// so the check is a read before the write, not part of it. It is enough
+// because lease.SetSchedule only accepts a change whose first difference is
+// at least an hour ahead, longer than any mark a holder reserves: every
+// holder on the old schedule renews, and is refused, before then.
+//
+// RaiseMarks fences every holder in the write that raises its mark (holder
+// removed, one more epoch), so a claim that survived in a restored table
+// cannot extend above the raised mark.
 //
 // Reads (Get, List, the scan a claim starts with) are consistent.
 //
