@@ -45,8 +45,8 @@ type Config struct {
 	// unknown outcome, undoing a claim. Zero: 5 s.
 	RequestTimeout time.Duration
 	// MaxReserve is the longest any holder reserves ahead of its clock (the
-	// keeper's Reserve). Unquarantine of a number quarantined by hand (seed
-	// 002 runbook command 3, which keeps no pre-quarantine mark) restores
+	// keeper's Reserve). Unquarantine of a number quarantined by hand (the
+	// runbook's update-item command, which keeps no pre-quarantine mark) restores
 	// the time of the unquarantine plus MaxReserve (or mark_floor, if
 	// higher); a claim without a RestoreWindow, after a restore was
 	// noticed, starts MaxReserve plus a tenth after the moment it was

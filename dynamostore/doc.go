@@ -39,8 +39,7 @@
 //	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
 //	                          quarantined_mark = lease_expiry ADD lease_epoch 1
 //
-// The renewal is seed 002's, word for word; the claim adds the nonce. A
-// released number
+// A released number
 // whose mark is still ahead of the claimer's clock (but within MaxAhead) is
 // claimed with a compare on the mark read, and its holder starts at that
 // mark. A failed condition (ConditionalCheckFailedException) is classified
