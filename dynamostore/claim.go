@@ -64,7 +64,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := checkFleet(req.Schedule, fleet); err != nil {
 		return nil, err
 	}
-	floor, err := s.claimFloor(ctx, req, metas[identityKey])
+	floor, gen, err := s.claimFloor(ctx, req, metas[identityKey])
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 	}
@@ -80,7 +80,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		l, err := s.tryClaim(ctx, req, c, floor)
 		if l != nil {
 			l.Schedule = schedule
-			s.claimedNow(l)
+			if err := s.remember(l, gen); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case err != nil:

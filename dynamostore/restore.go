@@ -82,15 +82,16 @@ func (s *Store) describeTableID(ctx context.Context) (string, error) {
 }
 
 // claimFloor checks the table's identity before a claim and returns the
-// floor every claim starts at or above (0: none). stored is the identity
-// item read by the claim's scan (nil: none).
-func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored map[string]types.AttributeValue) (int64, error) {
+// floor every claim starts at or above (0: none), and the number of
+// restores noticed so far, for remember. stored is the identity item read by
+// the claim's scan (nil: none).
+func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored map[string]types.AttributeValue) (int64, uint64, error) {
 	if revert.Restore {
-		return 0, nil
+		return 0, 0, nil
 	}
 	live, err := s.describeTableID(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var itemID string
 	var itemFloor int64
@@ -98,7 +99,7 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 		itemID = v.Value
 	}
 	if itemFloor, _, err = getNum(stored, attrRestoreFloor); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	id := &s.id
 	id.mu.Lock()
@@ -115,14 +116,14 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 		id.pending = false
 		id.floorMs = max(id.floorMs, req.NowMs+s.restoreWindow(req).Milliseconds())
 	}
-	floor := max(id.floorMs, itemFloor)
+	floor, gen := max(id.floorMs, itemFloor), id.gen
 	id.mu.Unlock()
 	if itemID != live || floor > itemFloor {
 		if err := s.writeIdentity(ctx, live, floor); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return floor, nil
+	return floor, gen, nil
 }
 
 // noticeLocked records a restore (id.mu held): leases claimed so far are
@@ -168,18 +169,26 @@ func (s *Store) writeIdentity(ctx context.Context, live string, floor int64) err
 	return nil
 }
 
-// claimedNow remembers a lease claimed under the identity known now.
-func (s *Store) claimedNow(l *lease.Lease) {
+// remember records a lease claimed after gen restores were noticed (as
+// claimFloor returned). If another was noticed since — the claim may have
+// started below the floor that restore sets — it returns an error, and the
+// lease is refused at its first extension.
+func (s *Store) remember(l *lease.Lease, gen uint64) error {
 	id := &s.id
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.generated == nil {
 		id.generated = map[leaseKey]uint64{}
 	}
-	id.generated[leaseKey{l.Machine, l.Token}] = id.gen
+	id.generated[leaseKey{l.Machine, l.Token}] = gen
+	if !revert.Restore && gen != id.gen {
+		return fmt.Errorf("dynamostore: machine %d epoch %d was claimed while a restore of the table was being noticed; claim again (it frees itself at %s)",
+			l.Machine, l.Token, msTime(l.MarkMs))
+	}
+	return nil
 }
 
-// forget drops a lease that is over from what claimedNow remembers.
+// forget drops a lease that is over from what remember records.
 func (s *Store) forget(l *lease.Lease) {
 	id := &s.id
 	id.mu.Lock()
