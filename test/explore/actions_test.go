@@ -1,0 +1,383 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// An action is one kind of step, with its weight in the draw.
+type action struct {
+	name   string
+	weight func(w *world) int
+	do     func(w *world)
+}
+
+// actions is every kind of step. Weights depend on the world's theme and
+// state; zero means not possible now.
+var actions = []action{
+	{"pass everywhere", func(w *world) int { return 26 }, (*world).passAll},
+	{"pass on one", func(w *world) int { return 10 }, (*world).passOne},
+	{"mint on one", func(w *world) int { return 14 }, (*world).mintOne},
+	{"mint on all", func(w *world) int { return 22 }, (*world).mintAll},
+	{"step a clock", func(w *world) int { return 4 }, (*world).stepClock},
+	{"change a rate", func(w *world) int { return 1 }, (*world).changeRate},
+	{"pause or resume", func(w *world) int { return 4 }, (*world).pauseOrResume},
+	{"lose replies", func(w *world) int { return 4 }, (*world).loseReplies},
+	{"cut off", func(w *world) int { return w.themed(themeCutoff, 8, 3) }, (*world).cutOff},
+	{"restart a process", func(w *world) int { return w.themed(themeShared, 8, 2) }, (*world).restart},
+	{"start idle holders", func(w *world) int { return 3 }, (*world).startIdle},
+	{"stop a holder", func(w *world) int { return 1 }, (*world).stopOne},
+	{"snapshot", func(w *world) int {
+		if w.snapshotAt >= 0 || !w.cfg.Restores {
+			return 0
+		}
+		return w.themed(themeRestore, 10, w.themed(themeCutoff, 8, 2))
+	}, (*world).snapshot},
+	{"restore", func(w *world) int {
+		if w.snapshotAt < 0 || w.step-w.snapshotAt < 3 {
+			return 0
+		}
+		return w.themed(themeRestore, 8, w.themed(themeCutoff, 8, 2))
+	}, (*world).restore},
+}
+
+func (w *world) themed(theme string, yes, no int) int {
+	if w.cfg.Theme == theme {
+		return yes
+	}
+	return no
+}
+
+// pick draws the next action.
+func (w *world) pick() action {
+	total := 0
+	ws := make([]int, len(actions))
+	for i, a := range actions {
+		ws[i] = a.weight(w)
+		total += ws[i]
+	}
+	x := w.r.IntN(total)
+	for i, a := range actions {
+		if x < ws[i] {
+			return a
+		}
+		x -= ws[i]
+	}
+	return actions[0]
+}
+
+// duration draws a stretch of true time: milliseconds (holders meet in
+// one), fractions of a second, seconds, or most of a lease.
+func (w *world) duration() time.Duration {
+	ms := func(lo, hi int) time.Duration { return time.Duration(lo+w.r.IntN(hi-lo+1)) * time.Millisecond }
+	switch x := w.r.Float64(); {
+	case x < 0.3:
+		return ms(1, 20)
+	case x < 0.6:
+		return ms(50, 900)
+	case x < 0.92:
+		return ms(1000, 5000)
+	}
+	return ms(5000, 40000)
+}
+
+func (w *world) anyProc() *proc { return w.procs[w.r.IntN(len(w.procs))] }
+
+// runningHolder draws a holder whose keeper runs in an unpaused process.
+func (w *world) runningHolder() *holder {
+	var hs []*holder
+	for _, h := range w.all {
+		if h.running() && !h.p.paused {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return hs[w.r.IntN(len(hs))]
+}
+
+func (w *world) batch(h *holder) (int, bool) {
+	switch x := w.r.Float64(); {
+	case x < 0.25:
+		return 1, true
+	case x < 0.55 && !h.p.cfg.MintBiggest:
+		return 1 + w.r.IntN(1000), false
+	}
+	return 1000, false
+}
+
+func (w *world) passAll() {
+	d := w.duration()
+	w.log.add(w.step, "%s passes everywhere", d)
+	for _, i := range w.r.Perm(len(w.procs)) {
+		p := w.procs[i]
+		if p.paused {
+			p.owed += d
+			continue
+		}
+		w.pass(p, d)
+	}
+	w.settleAll()
+}
+
+func (w *world) passOne() {
+	p, d := w.anyProc(), w.duration()
+	if p.paused {
+		return
+	}
+	w.log.add(w.step, "%s passes on process %d", d, p.idx)
+	w.pass(p, d)
+	w.settle(p)
+}
+
+func (w *world) mintOne() {
+	h := w.runningHolder()
+	if h == nil {
+		return
+	}
+	n, single := w.batch(h)
+	w.log.add(w.step, "holder %d mints %d (clock %d)", h.idx, n, h.p.clk.Now().WallMs)
+	w.mint(h, n, single)
+	w.settle(h.p)
+}
+
+func (w *world) mintAll() {
+	n, single := 1000, false
+	if w.r.IntN(3) == 0 {
+		n, single = 1+w.r.IntN(1000), w.r.IntN(4) == 0
+	}
+	w.log.add(w.step, "every holder mints %d", n)
+	for _, i := range w.r.Perm(len(w.all)) {
+		h := w.all[i]
+		if h.running() && !h.p.paused {
+			w.mint(h, n, single)
+			w.settle(h.p)
+		}
+	}
+}
+
+func (w *world) stepClock() {
+	p := w.anyProc()
+	d := time.Duration(1+w.r.IntN(200)) * time.Millisecond
+	if w.r.IntN(10) == 0 && !w.cfg.Restores {
+		d = time.Duration(1000+w.r.IntN(2000)) * time.Millisecond
+	}
+	if w.r.IntN(2) == 0 {
+		d = -d
+	}
+	w.log.add(w.step, "process %d: wall clock steps %s", p.idx, d)
+	p.clk.Step(d)
+	w.settle(p)
+}
+
+func (w *world) changeRate() {
+	p := w.anyProc()
+	rate := 0.92 + 0.16*w.r.Float64()
+	w.log.add(w.step, "process %d: clock rate %.3f", p.idx, rate)
+	p.clk.SetRate(rate)
+}
+
+func (w *world) pauseOrResume() {
+	p := w.anyProc()
+	if !p.paused {
+		w.log.add(w.step, "process %d pauses", p.idx)
+		p.paused = true
+		return
+	}
+	w.resume(p)
+}
+
+// resume ends p's pause: its clock jumps by the time it missed, and now
+// and then a holder mints at once, racing its keeper's wake-up.
+func (w *world) resume(p *proc) {
+	owed := p.owed
+	p.paused, p.owed = false, 0
+	w.log.add(w.step, "process %d resumes after %s", p.idx, owed)
+	w.pass(p, owed)
+	if w.r.IntN(2) == 0 {
+		for _, h := range p.holders {
+			if h.running() {
+				w.mint(h, 1000, false)
+				break
+			}
+		}
+	}
+	w.settle(p)
+}
+
+func (w *world) loseReplies() {
+	n := 1 + w.r.IntN(3)
+	if w.sp.dropReplies(n) {
+		w.log.add(w.step, "the next %d write replies are dropped (after the write)", n)
+		w.fig.add("replies dropped (asked)", n)
+		return
+	}
+	p := w.anyProc()
+	w.log.add(w.step, "process %d loses the next %d write replies", p.idx, n)
+	p.stores[p.cfg.Region].loseReplies(n)
+	w.fig.add("replies lost (asked)", n)
+}
+
+func (w *world) cutOff() {
+	p := w.anyProc()
+	if p.cutLeft > 0 {
+		return
+	}
+	p.cutLeft = 3 + w.r.IntN(20)
+	w.log.add(w.step, "process %d cut off from its store for %d steps", p.idx, p.cutLeft)
+	w.fig.add("cut-offs", 1)
+	for _, st := range p.stores {
+		st.cutOff(true)
+	}
+}
+
+// tickCutOffs ends the cut-offs whose steps are used up.
+func (w *world) tickCutOffs() {
+	for _, p := range w.procs {
+		if p.cutLeft == 0 {
+			continue
+		}
+		p.cutLeft--
+		if p.cutLeft == 0 {
+			w.log.add(w.step, "process %d reaches its store again", p.idx)
+			for _, st := range p.stores {
+				st.cutOff(false)
+			}
+		}
+	}
+}
+
+func (w *world) restart() {
+	p := w.anyProc()
+	if p.paused {
+		return
+	}
+	w.log.add(w.step, "process %d restarts its %d keeper(s)", p.idx, len(p.holders))
+	var hs []*holder
+	for _, h := range p.holders {
+		w.stop(h)
+		if h.refused == "" {
+			hs = append(hs, h)
+		}
+	}
+	w.fig.add("restarts", 1)
+	w.startHolders(p, hs)
+}
+
+func (w *world) startIdle() {
+	p := w.anyProc()
+	if p.paused {
+		return
+	}
+	var hs []*holder
+	for _, h := range p.holders {
+		if !h.running() && h.refused == "" {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return
+	}
+	w.log.add(w.step, "process %d starts %d idle holder(s)", p.idx, len(hs))
+	w.startHolders(p, hs)
+}
+
+func (w *world) stopOne() {
+	h := w.runningHolder()
+	if h == nil {
+		return
+	}
+	w.log.add(w.step, "holder %d closes", h.idx)
+	w.stop(h)
+	w.settle(h.p)
+}
+
+func (w *world) snapshot() {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if err := w.sp.snapshot(ctx); err != nil {
+		w.fail(setupMarker, "snapshot: %v", err)
+		return
+	}
+	w.snapshotAt = w.step
+	w.log.add(w.step, "snapshot of the store")
+	w.fig.add("snapshots", 1)
+}
+
+// setupMarker starts the failure of the test's own machinery (a store it
+// could not snapshot or restore), not of the product.
+const setupMarker = "EXPLORE SETUP"
+
+func (w *world) restore() {
+	how := restoreHow{newToken: w.r.IntN(3) == 0}
+	if w.r.IntN(3) != 0 {
+		how.bump = 1_000_000
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*settleTimeout)
+	defer cancel()
+	detectable, err := w.sp.restore(ctx, how)
+	if err != nil {
+		w.fail(setupMarker, "restore: %v", err)
+		return
+	}
+	kind := fmt.Sprintf("restore (%s) of the snapshot of step %d", w.cfg.Store, w.snapshotAt)
+	w.snapshotAt = -1
+	if w.cfg.Store == storeEtcd {
+		kind = fmt.Sprintf("etcd restore (%s)", how)
+	}
+	w.fig.add("restores", 1)
+	operator := !detectable || w.r.IntN(4) == 0
+	w.log.add(w.step, "%s; detectable by the store: %v; operator step follows: %v", kind, detectable, operator)
+	if operator {
+		w.raiseMarks(ctx)
+	}
+}
+
+// raiseMarks is the runbook's operator step after a restore, run before any
+// holder talks to the store again: every mark of every range in use is
+// raised past anything issued or reserved, the latest clock of the fleet
+// plus its longest reservation plus a second.
+func (w *world) raiseMarks(ctx context.Context) {
+	var latest int64
+	var longest time.Duration
+	for _, p := range w.procs {
+		latest = max(latest, p.clk.Now().WallMs)
+		longest = max(longest, p.cfg.Timing.resolved().Reserve)
+	}
+	mark := latest + longest.Milliseconds() + 1000
+	for _, region := range w.regions {
+		st, err := w.sp.open(ctx, region)
+		if err != nil {
+			w.fail(setupMarker, "operator store for region %d: %v", region, err)
+			return
+		}
+		n, err := raiseWithRetry(ctx, st, lease.Range{Lo: 0, Hi: w.maxHi}, mark)
+		st.Close()
+		if err != nil {
+			w.fail(setupMarker, "RaiseMarks in region %d: %v", region, err)
+			return
+		}
+		w.log.add(w.step, "operator: RaiseMarks region %d 0-%d to %d: %d changed", region, w.maxHi, mark, n)
+	}
+	w.fig.add("operator raise-marks", 1)
+}
+
+// raiseWithRetry runs RaiseMarks until it succeeds (a store just restored
+// may refuse the first calls while it reconnects), bounded by ctx.
+func raiseWithRetry(ctx context.Context, st lease.Store, r lease.Range, mark int64) (int, error) {
+	for {
+		n, err := st.RaiseMarks(ctx, r, mark)
+		if err == nil || ctx.Err() != nil {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,340 @@
+package explore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/dynashim"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// Store kinds, as -store and -explore.stores name them.
+const (
+	storeEtcd     = "etcd"
+	storePostgres = "postgres"
+	storeDynamo   = "dynamodb"
+)
+
+var storeKinds = []string{storeEtcd, storePostgres, storeDynamo}
+
+// dynamoEndpointEnv names the dynalite the DynamoDB store is tested on.
+const dynamoEndpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
+
+// A service is one store kind's server, shared by the worlds of one run.
+type service interface {
+	// space makes a fresh key space (prefix, table) for one world.
+	space(ctx context.Context, seed uint64) (space, error)
+	close()
+}
+
+// A space is one world's part of a service.
+type space interface {
+	// open returns a new store object (its own connection where the kind
+	// has one) on the space for one region.
+	open(ctx context.Context, region int) (lease.Store, error)
+	// snapshot saves the space's data; restore writes the last snapshot
+	// back. detectable says whether the store must notice the restore by
+	// itself (if not, the operator step follows).
+	snapshot(ctx context.Context) error
+	restore(ctx context.Context, how restoreHow) (detectable bool, err error)
+	// dropReplies loses the replies of the next n writes of every holder,
+	// if the kind does that below the store (the DynamoDB shim); false
+	// means the faultyStore wrapper does it.
+	dropReplies(n int) bool
+	// dropped returns the replies dropped below the store so far.
+	dropped() int
+	close()
+}
+
+// restoreHow says how an etcd restore is made (the tables ignore it).
+type restoreHow struct {
+	newToken bool
+	bump     uint64
+}
+
+func (h restoreHow) String() string {
+	return fmt.Sprintf("new cluster token %v, revision bump %d", h.newToken, h.bump)
+}
+
+// startService starts (or finds) the service of kind, calling
+// testenv.Missing when its server is not there.
+func startService(t *testing.T, kind string) service {
+	t.Helper()
+	switch kind {
+	case storeEtcd:
+		return &etcdService{t: t, c: etcdtest.Start(t, 1)}
+	case storePostgres:
+		url := testenv.PostgresURL(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		pool, err := pgxpool.New(ctx, url)
+		if err == nil {
+			err = pool.Ping(ctx)
+		}
+		if err != nil {
+			t.Fatalf("connect to %s: %v (is scripts/services/postgres.sh running?)", testenv.PostgresURLEnv, err)
+		}
+		return &pgService{pool: pool}
+	case storeDynamo:
+		ep := os.Getenv(dynamoEndpointEnv)
+		if ep == "" {
+			testenv.Missing(t, dynamoEndpointEnv+" is not set: run `export "+dynamoEndpointEnv+"=$(scripts/services/dynalite.sh start)`, or scripts/test")
+		}
+		sh, err := dynashim.Start(ep)
+		if err != nil {
+			t.Fatalf("dynashim in front of %s: %v", ep, err)
+		}
+		return &dynamoService{upstream: ep, shim: sh}
+	}
+	t.Fatalf("unknown store %q: use one of %v", kind, storeKinds)
+	return nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// --- etcd ------------------------------------------------------------------
+
+type etcdService struct {
+	t *testing.T
+	c *etcdtest.Cluster
+}
+
+func (s *etcdService) close() {}
+
+func (s *etcdService) space(ctx context.Context, seed uint64) (space, error) {
+	return &etcdSpace{svc: s, prefix: fmt.Sprintf("/explore/%d-%s", seed, randomSuffix())}, nil
+}
+
+type etcdSpace struct {
+	svc    *etcdService
+	prefix string
+	snap   string
+	stores []*etcdstore.Store
+}
+
+func (e *etcdSpace) open(ctx context.Context, region int) (lease.Store, error) {
+	s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: e.svc.c.Endpoints()},
+		etcdstore.Config{Prefix: e.prefix, Region: region, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	e.stores = append(e.stores, s)
+	return s, nil
+}
+
+func (e *etcdSpace) snapshot(ctx context.Context) error {
+	if e.snap != "" {
+		os.Remove(e.snap)
+	}
+	e.snap = e.svc.c.Snapshot(e.svc.t)
+	return nil
+}
+
+func (e *etcdSpace) restore(ctx context.Context, how restoreHow) (bool, error) {
+	if e.snap == "" {
+		return false, errors.New("explore: restore without a snapshot")
+	}
+	e.svc.c.Restore(e.svc.t, e.snap, etcdtest.RestoreOptions{NewClusterToken: how.newToken, RevisionBump: how.bump})
+	// Every way of restoring must be noticed: the cluster ID changes, the
+	// revision falls, or (bumped, same token) marks fall or vanish.
+	return true, nil
+}
+
+func (e *etcdSpace) dropReplies(int) bool { return false }
+func (e *etcdSpace) dropped() int         { return 0 }
+
+func (e *etcdSpace) close() {
+	for _, s := range e.stores {
+		s.Close()
+	}
+	if e.snap != "" {
+		os.Remove(e.snap)
+	}
+}
+
+// --- PostgreSQL ------------------------------------------------------------
+
+type pgService struct{ pool *pgxpool.Pool }
+
+func (s *pgService) close() { s.pool.Close() }
+
+func (s *pgService) space(ctx context.Context, seed uint64) (space, error) {
+	p := &pgSpace{pool: s.pool, table: fmt.Sprintf("explore_%d_%s", seed, randomSuffix())}
+	p.snap = p.table + "_snap"
+	st, err := pgstore.New(s.pool, pgstore.Config{Table: p.table})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+type pgSpace struct {
+	pool        *pgxpool.Pool
+	table, snap string
+	haveSnap    bool
+}
+
+func (p *pgSpace) open(ctx context.Context, region int) (lease.Store, error) {
+	return pgstore.New(p.pool, pgstore.Config{Table: p.table, Region: region})
+}
+
+func (p *pgSpace) snapshot(ctx context.Context) error {
+	t, s := pgx.Identifier{p.table}.Sanitize(), pgx.Identifier{p.snap}.Sanitize()
+	_, err := p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+s+"; CREATE TABLE "+s+" AS SELECT * FROM "+t)
+	p.haveSnap = err == nil
+	return err
+}
+
+func (p *pgSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
+	if !p.haveSnap {
+		return false, errors.New("explore: restore without a snapshot")
+	}
+	t, s := pgx.Identifier{p.table}.Sanitize(), pgx.Identifier{p.snap}.Sanitize()
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "DELETE FROM "+t+"; INSERT INTO "+t+" SELECT * FROM "+s)
+		return err
+	})
+	// Rows written back on the same server: nothing a store can see.
+	return false, err
+}
+
+func (p *pgSpace) dropReplies(int) bool { return false }
+func (p *pgSpace) dropped() int         { return 0 }
+
+func (p *pgSpace) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{p.table}.Sanitize()+", "+pgx.Identifier{p.snap}.Sanitize())
+}
+
+// --- DynamoDB --------------------------------------------------------------
+
+type dynamoService struct {
+	upstream string
+	shim     *dynashim.Shim
+}
+
+func (s *dynamoService) close() { s.shim.Close() }
+
+// client returns a DynamoDB client of endpoint with test credentials.
+func dynamoClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion("us-east-1"),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}
+
+func (s *dynamoService) space(ctx context.Context, seed uint64) (space, error) {
+	raw, err := dynamoClient(ctx, s.upstream)
+	if err != nil {
+		return nil, err
+	}
+	d := &dynamoSpace{svc: s, raw: raw, table: fmt.Sprintf("explore-%d-%s", seed, randomSuffix())}
+	d.droppedAt, _ = s.shim.Stats()
+	st, err := d.open(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return d, st.(*dynamostore.Store).CreateTable(ctx)
+}
+
+type dynamoSpace struct {
+	svc       *dynamoService
+	raw       *dynamodb.Client // straight to dynalite, for snapshots
+	table     string
+	snap      []map[string]types.AttributeValue
+	haveSnap  bool
+	droppedAt int
+}
+
+func (d *dynamoSpace) open(ctx context.Context, region int) (lease.Store, error) {
+	return dynamostore.Connect(ctx, dynamostore.ClientConfig{
+		Endpoint: d.svc.shim.URL(), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
+	}, dynamostore.Config{Table: d.table, Region: region, RequestTimeout: 2 * time.Second})
+}
+
+func (d *dynamoSpace) scanAll(ctx context.Context) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(d.raw, &dynamodb.ScanInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, out.Items...)
+	}
+	return items, nil
+}
+
+func (d *dynamoSpace) snapshot(ctx context.Context) error {
+	items, err := d.scanAll(ctx)
+	d.snap, d.haveSnap = items, err == nil
+	return err
+}
+
+func (d *dynamoSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
+	if !d.haveSnap {
+		return false, errors.New("explore: restore without a snapshot")
+	}
+	now, err := d.scanAll(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, it := range now {
+		key := map[string]types.AttributeValue{"machine_id": it["machine_id"]}
+		if _, err := d.raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: key}); err != nil {
+			return false, err
+		}
+	}
+	for _, it := range d.snap {
+		if _, err := d.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: it}); err != nil {
+			return false, err
+		}
+	}
+	// The same table with older items: nothing a store can see.
+	return false, nil
+}
+
+func (d *dynamoSpace) dropReplies(n int) bool {
+	d.svc.shim.DropNextReplies(n)
+	return true
+}
+
+func (d *dynamoSpace) dropped() int {
+	n, _ := d.svc.shim.Stats()
+	return n - d.droppedAt
+}
+
+func (d *dynamoSpace) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d.raw.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(d.table)})
+}

@@ -1,0 +1,260 @@
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Themes bias a world's draws towards one region of the space (see the
+// package doc). Every theme can still draw every choice.
+const (
+	themeAny       = "any"
+	themeRegions   = "regions"
+	themeShared    = "shared-holders"
+	themeRestore   = "restores"
+	themeCutoff    = "cut-off"
+	themeSchedules = "schedules"
+)
+
+var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules}
+
+// timing is one process's keeper timings; zero fields take the keeper's
+// defaults.
+type timing struct {
+	LeaseFor, RenewEvery, SelfFence, Reserve, Margin, MaxAhead, RestoreMargin time.Duration
+}
+
+func (t timing) String() string {
+	f := func(d time.Duration) string {
+		if d == 0 {
+			return "default"
+		}
+		return d.String()
+	}
+	return fmt.Sprintf("lease %s renew %s self-fence %s reserve %s margin %s max-ahead %s restore-margin %s",
+		f(t.LeaseFor), f(t.RenewEvery), f(t.SelfFence), f(t.Reserve), f(t.Margin), f(t.MaxAhead), f(t.RestoreMargin))
+}
+
+// resolved returns the timings with the keeper's defaults filled in (for
+// the operator's margin; the keeper itself gets the zero values).
+func (t timing) resolved() timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&t.LeaseFor, 10*time.Second)
+	def(&t.RenewEvery, 2*time.Second)
+	def(&t.SelfFence, 5*time.Second)
+	def(&t.Reserve, t.LeaseFor)
+	def(&t.MaxAhead, 2*time.Second)
+	def(&t.RestoreMargin, t.Reserve+time.Second)
+	return t
+}
+
+// holderModes: how the keepers of one process name themselves.
+const (
+	holdersUnique  = "unique"  // an explicit holder string each
+	holdersShared  = "shared"  // one explicit string for the whole process
+	holdersDefault = "default" // KeeperConfig.Holder left empty
+)
+
+// procConfig is one process: a clock and the keepers on it.
+type procConfig struct {
+	Offset      time.Duration // of the wall clock from true time at the start
+	Rate        float64
+	HolderMode  string
+	Timing      timing
+	Schedule    string // "" is the default (v1)
+	Keepers     int
+	Region      int // of every keeper in the process
+	Range       lease.Range
+	MintBiggest bool // batches of 1000 more often
+}
+
+// config is one world, all drawn from the seed.
+type config struct {
+	Seed  uint64
+	Store string
+	Theme string
+	// Fleet is the schedule written in the store before any holder starts;
+	// "" leaves the store's default (v1).
+	Fleet string
+	// CutoverAfter is when the v2 cutover of the world's schedules falls,
+	// after the start (zero: no cutover).
+	CutoverAfter time.Duration
+	Procs        []procConfig
+	Steps        int
+	// Restores: the world may snapshot and restore its store. Worlds that
+	// do keep every wall clock within ntpThreshold of true time.
+	Restores bool
+}
+
+func (c *config) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v fleet schedule %q cutover at start+%s\n",
+		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.Fleet, c.CutoverAfter)
+	for i, p := range c.Procs {
+		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s, schedule %q, clock offset %s rate %.3f\n      %s\n",
+			i, p.Keepers, p.HolderMode, p.Region, p.Range, p.Schedule, p.Offset, p.Rate, p.Timing)
+	}
+	return b.String()
+}
+
+// draw builds the world of seed on store. Steps is the step budget.
+func draw(seed uint64, store string, steps int) *config {
+	r := rand.New(rand.NewPCG(seed, 0x5eedf00d))
+	c := &config{Seed: seed, Store: store, Steps: steps}
+	c.Theme = themes[r.IntN(len(themes))]
+	chance := func(p float64) bool { return r.Float64() < p }
+	c.Restores = c.Theme == themeRestore || c.Theme == themeCutoff || chance(0.35)
+	bias := func(theme string, yes, no float64) float64 {
+		if c.Theme == theme {
+			return yes
+		}
+		return no
+	}
+
+	// Schedules: the fleet's, and whether one process runs another.
+	c.CutoverAfter = time.Duration(10+r.IntN(50)) * time.Second
+	cut := "v1,v2@CUTOVER"
+	switch {
+	case chance(bias(themeSchedules, 0.7, 0.12)):
+		c.Fleet = cut
+	case chance(0.05):
+		c.Fleet = "v2"
+	}
+	mixed := chance(bias(themeSchedules, 0.75, 0.06))
+
+	nProcs := 1 + r.IntN(4)
+	if c.Theme == themeShared || c.Theme == themeRegions {
+		nProcs = 2 + r.IntN(3)
+	}
+	rangeChoices := []lease.Range{{Lo: 0, Hi: 1}, {Lo: 0, Hi: 3}, {Lo: 0, Hi: 3}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}
+	sharedRange := rangeChoices[r.IntN(len(rangeChoices))]
+	if mixed {
+		// v1 machine m and v2 machine 4m share their low 22 bits.
+		sharedRange = []lease.Range{{Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}[r.IntN(2)]
+	}
+	fleetTiming := drawTiming(r, c.Theme)
+	total := 0
+	for i := range nProcs {
+		p := procConfig{Rate: 1, Keepers: 1, Range: sharedRange, Timing: fleetTiming, Schedule: c.Fleet}
+		if chance(0.4) {
+			p.Offset = time.Duration(r.IntN(101)-50) * time.Millisecond
+		}
+		if chance(0.3) {
+			p.Rate = 0.92 + 0.16*r.Float64()
+		}
+		if chance(0.2) {
+			p.Range = rangeChoices[r.IntN(len(rangeChoices))]
+		}
+		if chance(0.15) {
+			p.Timing = drawTiming(r, c.Theme)
+		}
+		if chance(bias(themeShared, 0.85, 0.25)) {
+			p.Keepers = 2 + r.IntN(3)
+		}
+		switch x := r.Float64(); {
+		case x < bias(themeShared, 0.5, 0.15):
+			p.HolderMode = holdersShared
+		case x < bias(themeShared, 0.9, 0.4):
+			p.HolderMode = holdersDefault
+		default:
+			p.HolderMode = holdersUnique
+		}
+		if chance(bias(themeRegions, 0.8, 0.1)) {
+			p.Region = 1 + r.IntN(2)
+		}
+		if mixed && i == nProcs-1 && nProcs > 1 {
+			// The odd one out: another schedule than the fleet's.
+			switch {
+			case c.Fleet == "":
+				p.Schedule = cut
+			case chance(0.5):
+				p.Schedule = ""
+			default:
+				p.Schedule = "v1,v2@CUTOVER2"
+			}
+		}
+		p.MintBiggest = chance(0.5)
+		total += p.Keepers
+		if total > 8 {
+			p.Keepers -= total - 8
+			total = 8
+		}
+		if p.Keepers <= 0 {
+			break
+		}
+		c.Procs = append(c.Procs, p)
+	}
+	if mixed && len(c.Procs) == 1 {
+		c.Procs = append(c.Procs, c.Procs[0])
+		c.Procs[1].Schedule = cut
+		if c.Fleet == cut {
+			c.Procs[1].Schedule = ""
+		}
+	}
+	return c
+}
+
+// drawTiming draws keeper timings: the defaults, the long timings of a
+// cut-off holder (30 s lease, 20 s self-fence), or anything near what
+// KeeperConfig accepts, now and then just outside it.
+func drawTiming(r *rand.Rand, theme string) timing {
+	ms := func(lo, hi int) time.Duration { return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond }
+	long := 0.15
+	if theme == themeCutoff {
+		long = 0.7
+	}
+	switch x := r.Float64(); {
+	case x < long:
+		t := timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
+		switch r.IntN(4) {
+		case 1:
+			t.Reserve = 5 * time.Second
+		case 2:
+			t.Reserve = 10 * time.Second
+		case 3:
+			t.Reserve = 20 * time.Second
+		}
+		if r.IntN(3) == 0 {
+			t.RestoreMargin = ms(1000, 15000)
+		}
+		return t
+	case x < long+0.3:
+		return timing{}
+	}
+	var t timing
+	t.LeaseFor = time.Duration(3+r.IntN(58)) * time.Second
+	limit := float64(t.LeaseFor) * 0.92 / 1.08
+	t.SelfFence = time.Duration(limit * (0.3 + 0.69*r.Float64())).Truncate(time.Millisecond)
+	if r.IntN(20) == 0 {
+		t.SelfFence = time.Duration(limit * 1.02).Truncate(time.Millisecond) // refused
+	}
+	t.RenewEvery = time.Duration(float64(t.SelfFence) * (0.1 + 0.85*r.Float64())).Truncate(time.Millisecond)
+	if r.IntN(25) == 0 {
+		t.RenewEvery = t.SelfFence // refused
+	}
+	if r.IntN(2) == 0 {
+		t.Reserve = time.Duration(float64(t.LeaseFor) * (0.2 + 1.8*r.Float64())).Truncate(time.Millisecond)
+	}
+	if r.IntN(3) == 0 {
+		res := t.Reserve
+		if res == 0 {
+			res = t.LeaseFor
+		}
+		t.Margin = time.Duration(float64(res) * 0.5 * r.Float64()).Truncate(time.Millisecond)
+	}
+	if r.IntN(2) == 0 {
+		t.MaxAhead = ms(500, 10000)
+	}
+	if r.IntN(3) == 0 {
+		t.RestoreMargin = ms(500, 30000)
+	}
+	return t
+}

@@ -1,0 +1,105 @@
+// Package explore is the search for the next duplicate: a randomized,
+// seed-reproducible exploration test that runs the real lease.Keeper and
+// snowfence.Generator against the real lease stores — etcdstore on an
+// embedded etcd (internal/etcdtest), pgstore on the PostgreSQL at
+// $SNOWFENCE_TEST_POSTGRES_URL, dynamostore on the dynalite at
+// $SNOWFENCE_TEST_DYNAMODB_ENDPOINT through internal/dynashim, which makes
+// dynalite return the old item on a failed condition and lose replies after
+// a committed write, as DynamoDB and a network can — on fake clocks
+// (package fakeclock), and checks on every ID minted that no two are equal
+// and that each generator's IDs strictly increase.
+//
+// # A world
+//
+// Each seed, with a store kind, builds one world (all its random choices
+// come from the seed):
+//
+//   - processes, each with one fake clock (an offset, a rate between 0.92
+//     and 1.08) and one to four keeper+generator pairs (holders); the
+//     keepers of a process share its timings and its holder string when
+//     the process says so — an explicit KeeperConfig.Holder, or the default
+//     left empty — or each have a unique one;
+//   - regions 0 to 2, one store object per process and region, and machine
+//     ranges that overlap (0–1, 0–3, 1–4, 0–7) so holders fight for
+//     numbers;
+//   - the fleet schedule written in the store (lease.SetSchedule), mostly
+//     the default v1, sometimes v1,v2@T with T inside the run, sometimes a
+//     fleet in which one process runs another schedule than the store's;
+//   - timings drawn from what KeeperConfig accepts (LeaseFor, RenewEvery,
+//     SelfFence, Reserve, Margin, MaxAhead, RestoreMargin), sometimes just
+//     outside it: a configuration the product refuses at start (keeper,
+//     generator or store) is counted as refused, which is the outcome
+//     wanted, and the holder sits the world out.
+//
+// Then a bounded number of steps, each an action drawn from the seed:
+// let true time pass on every clock or one (a clock's wall reading is
+// stepped back to true time, as NTP would, once its error passes 250 ms);
+// mint a batch (NextN of 1 to 1000, or Next) on one holder or on all;
+// step a wall clock back or forward; change a rate; pause a process (its
+// clock and its minting stop while the others go on past its leases, then
+// its clock jumps by the time it missed); lose replies after the call ran
+// (a lease.Store wrapper for etcd and PostgreSQL, the shim's
+// DropNextReplies for DynamoDB); cut a process off from its stores for a
+// few steps (the wrapper fails every call without making it); restart a
+// process (Close every keeper, start them again together); snapshot the
+// store and later restore it — etcd with and without a new cluster token
+// and with and without a revision bump; PostgreSQL by copying the table's
+// rows aside and writing them back; DynamoDB by scanning the table aside
+// and writing it back. A restore the store cannot detect (every table
+// restore) is followed, before any holder talks to the store again, by the
+// runbook's operator step: RaiseMarks over every range in use to the
+// latest clock plus the longest reservation plus one second. An etcd
+// restore is one the store must detect, so no operator step follows it
+// (now and then it is run anyway).
+//
+// Synchronisation uses no sleeps: after moving a clock the test waits
+// (fakeclock.BlockUntilWaiters, bounded in real time) until every keeper
+// on it is asleep again; the generators mint on a clock that, instead of
+// blocking for the next millisecond, moves its fake clock there.
+//
+// # Where the search looks harder
+//
+// The draws are biased, not scripted, towards the regions of the space
+// where duplicates were found before: each world first draws a theme —
+// regions (holders of regions 1 and 2 under a layout without region bits),
+// shared holders (keepers of one process with one holder string, started
+// and restarted together, on DynamoDB through the shim), restores (etcd
+// restored under the same cluster token with a revision bump while holders
+// hold numbers), cut-off holders (timings like a 30 s lease and a 20 s
+// self-fence, a process cut off while a restore is noticed by a claimer),
+// schedules (a fleet with mixed schedules across a cutover), or anything —
+// and the theme raises the odds of the matching choices. Clocks mostly
+// start in step (offset 0) and "let time pass on every clock" and "mint on
+// every holder" are frequent, because two holders collide only in the same
+// millisecond.
+//
+// # What is and is not reproduced
+//
+// A seed reproduces the configuration and the sequence of actions. The
+// fake clocks start at the real time of the run, because an etcd lease's
+// TTL runs on real time, and concurrent keepers on one clock race for
+// real, so the outcome of a step can differ between two runs of one seed.
+//
+// # Running it
+//
+// By default (and with -short, which scripts/test and .ci/run use) it runs
+// a fixed list of seeds per store, about a minute on two cores:
+//
+//	go test ./test/explore -short
+//
+// A failure prints the seed, the store, the whole configuration and the
+// last 50 actions, and the line to run that seed alone:
+//
+//	go test ./test/explore -run TestSearch -seed 17 -store etcd -v
+//
+// The long mode runs seeds, one world after another per store, until the
+// time is up, and prints its figures (seeds run, configurations by theme,
+// IDs checked, refusals, restores, replies dropped):
+//
+//	go test ./test/explore -run TestSearch -timeout 0 -v \
+//	    -explore.duration 1h -explore.stores etcd,postgres,dynamodb -explore.seed 1000
+//
+// A store whose service is missing is skipped locally and fails under
+// CI=true (internal/testenv). scripts/prove-search builds the search with
+// each revert tag of internal/revert and requires it to find a duplicate.
+package explore

@@ -1,0 +1,130 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Faults injected by faultyStore. Neither is a typed lease error, so the
+// keeper treats both as a call of unknown outcome.
+var (
+	errLostReply = errors.New("explore: the reply was lost after the store ran the call (injected)")
+	errCutOff    = errors.New("explore: the store is unreachable from this process (injected outage)")
+)
+
+// faultyStore is a lease.Store in front of a real one that can lose the
+// replies of calls it made (the write happened, the caller hears an error)
+// and cut its caller off (every call fails without reaching the store).
+type faultyStore struct {
+	lease.Store
+
+	mu       sync.Mutex
+	loseNext int  // lose the replies of this many writes
+	down     bool // cut off
+	lost     int  // replies lost so far
+	refused  int  // calls refused while cut off
+}
+
+// loseReplies makes the next n writes (Claim, Extend, Release) run and
+// then fail as if their replies were lost.
+func (f *faultyStore) loseReplies(n int) {
+	f.mu.Lock()
+	f.loseNext += n
+	f.mu.Unlock()
+}
+
+// cutOff makes every call fail without reaching the store (on), or lets
+// them through again (off).
+func (f *faultyStore) cutOff(on bool) {
+	f.mu.Lock()
+	f.down = on
+	f.mu.Unlock()
+}
+
+// counts returns the replies lost and the calls refused so far.
+func (f *faultyStore) counts() (lost, refused int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lost, f.refused
+}
+
+// enter reports whether the call may reach the store.
+func (f *faultyStore) enter() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		f.refused++
+		return errCutOff
+	}
+	return nil
+}
+
+// leave decides whether a write's reply is lost.
+func (f *faultyStore) leave() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loseNext > 0 {
+		f.loseNext--
+		f.lost++
+		return true
+	}
+	return false
+}
+
+func (f *faultyStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	if err := f.enter(); err != nil {
+		return nil, err
+	}
+	l, err := f.Store.Claim(ctx, req)
+	if err == nil && f.leave() {
+		return nil, errLostReply
+	}
+	return l, err
+}
+
+func (f *faultyStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if err := f.enter(); err != nil {
+		return nil, err
+	}
+	nl, err := f.Store.Extend(ctx, l, markMs, leaseFor)
+	if f.leave() {
+		return nil, errLostReply
+	}
+	return nl, err
+}
+
+func (f *faultyStore) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	if err := f.enter(); err != nil {
+		return err
+	}
+	err := f.Store.Release(ctx, l, markMs)
+	if f.leave() {
+		return errLostReply
+	}
+	return err
+}
+
+func (f *faultyStore) Get(ctx context.Context, machine int) (lease.Record, error) {
+	if err := f.enter(); err != nil {
+		return lease.Record{}, err
+	}
+	return f.Store.Get(ctx, machine)
+}
+
+func (f *faultyStore) List(ctx context.Context) ([]lease.Record, error) {
+	if err := f.enter(); err != nil {
+		return nil, err
+	}
+	return f.Store.List(ctx)
+}
+
+func (f *faultyStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
+	if err := f.enter(); err != nil {
+		return lease.FleetSchedule{}, err
+	}
+	return f.Store.FleetSchedule(ctx)
+}

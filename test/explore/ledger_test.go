@@ -1,0 +1,80 @@
+package explore
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/snowfence/snowfence"
+)
+
+// duplicateMarker starts the failure message of a duplicate ID;
+// scripts/prove-search looks for it.
+const duplicateMarker = "EXPLORE DUPLICATE"
+
+// orderMarker starts the failure message of a generator whose IDs did not
+// strictly increase.
+const orderMarker = "EXPLORE ORDER"
+
+// minted says who minted an ID.
+type minted struct {
+	holder int // index in the world's holders
+	gen    int // which generator of that holder (a restart makes a new one)
+	step   int
+}
+
+// ledger holds every ID minted in one world.
+type ledger struct {
+	ids     map[snowfence.ID]minted
+	checked uint64
+}
+
+func newLedger() *ledger { return &ledger{ids: make(map[snowfence.ID]minted)} }
+
+// record adds the IDs minted by one batch. It returns a description of the
+// first ID seen before, or "".
+func (l *ledger) record(ids []snowfence.ID, by minted) string {
+	for _, id := range ids {
+		l.checked++
+		if prev, ok := l.ids[id]; ok {
+			return fmt.Sprintf("ID %d (%s) minted by holder %d (generator %d) at step %d was minted before by holder %d (generator %d) at step %d",
+				id, decode(id), by.holder, by.gen, by.step, prev.holder, prev.gen, prev.step)
+		}
+		l.ids[id] = by
+	}
+	return ""
+}
+
+// decode describes an ID under both layouts, since the world's schedules
+// may differ.
+func decode(id snowfence.ID) string {
+	f1, f2 := snowfence.V1().Split(id), snowfence.V2().Split(id)
+	return fmt.Sprintf("%s; as v1 machine %d seq %d; as v2 region %d machine %d seq %d",
+		snowfence.V1().TimeOf(id).UTC().Format("15:04:05.000"), f1.Machine, f1.Sequence, f2.Region, f2.Machine, f2.Sequence)
+}
+
+// actionLog keeps the last entries of a world's actions, and the keepers'
+// warnings. Safe for concurrent use.
+type actionLog struct {
+	mu      sync.Mutex
+	entries []string
+	total   int
+}
+
+var keptActions = 50
+
+func (a *actionLog) add(step int, format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total++
+	a.entries = append(a.entries, fmt.Sprintf("%4d  %s", step, fmt.Sprintf(format, args...)))
+	if len(a.entries) > keptActions {
+		a.entries = a.entries[len(a.entries)-keptActions:]
+	}
+}
+
+func (a *actionLog) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("last %d of %d actions:\n%s", len(a.entries), a.total, strings.Join(a.entries, "\n"))
+}

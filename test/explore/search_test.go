@@ -1,0 +1,157 @@
+package explore
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagSeed     = flag.Uint64("seed", 0, "run this one seed (with -store, or on every store); 0: the fixed list, or the long mode")
+	flagStore    = flag.String("store", "", "the store of -seed: etcd, postgres or dynamodb (empty: every store)")
+	flagDuration = flag.Duration("explore.duration", 0, "long mode: run seeds for this long per store (e.g. 1h); 0: the fixed list")
+	flagStores   = flag.String("explore.stores", strings.Join(storeKinds, ","), "long mode and fixed list: the stores to search, comma-separated")
+	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
+	flagKeep     = flag.Int("explore.log", 50, "actions kept for a failure's log")
+	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 120 for the fixed list, 250 in the long mode)")
+)
+
+// shortSeeds is the fixed list of seeds each store runs by default and
+// under -short. With any of the five fixes of internal/revert undone, some
+// seed of it finds a duplicate (scripts/prove-search).
+func shortSeeds(store string) []uint64 {
+	seeds := make([]uint64, 0, 16)
+	for s := uint64(1); s <= 12; s++ {
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
+
+// worldBudget bounds one world in real time.
+const worldBudget = 45 * time.Second
+
+// TestSearch searches for a duplicate ID: for each store, worlds drawn from
+// seeds (see the package doc), every ID checked against every other.
+func TestSearch(t *testing.T) {
+	fig := newFigures()
+	keptActions = *flagKeep
+	stores := strings.Split(*flagStores, ",")
+	if *flagSeed != 0 && *flagStore != "" {
+		stores = []string{*flagStore}
+	}
+	steps := *flagSteps
+	if steps == 0 {
+		steps = 120
+		if *flagDuration > 0 {
+			steps = 250
+		}
+	}
+	begin := time.Now()
+	t.Cleanup(func() {
+		if *flagDuration > 0 || testing.Verbose() {
+			t.Logf("explore figures after %s:\n%s", time.Since(begin).Round(time.Second), fig)
+		}
+	})
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			svc := startService(t, store)
+			defer svc.close()
+			switch {
+			case *flagSeed != 0:
+				runSeed(t, svc, *flagSeed, store, steps, fig)
+			case *flagDuration > 0:
+				end := time.Now().Add(*flagDuration)
+				for seed := *flagStart; time.Now().Before(end); seed++ {
+					if !runSeed(t, svc, seed, store, steps, fig) {
+						return
+					}
+				}
+			default:
+				for _, seed := range shortSeeds(store) {
+					if !runSeed(t, svc, seed, store, steps, fig) {
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
+// runSeed runs one world and fails t with its finding. It reports whether
+// the world passed.
+func runSeed(t *testing.T, svc service, seed uint64, store string, steps int, fig *figures) bool {
+	t.Helper()
+	cfg := draw(seed, store, steps)
+	began := time.Now()
+	failure, trace := runWorld(t, svc, cfg, fig)
+	fig.add("seeds run", 1)
+	fig.add("seeds run: "+store, 1)
+	fig.add("theme: "+cfg.Theme, 1)
+	if failure != "" {
+		t.Errorf("%s\n(seed %d took %s)", failure, seed, time.Since(began).Round(time.Millisecond))
+		return false
+	}
+	if testing.Verbose() && *flagSeed != 0 {
+		t.Logf("world of seed %d:\n%s\n%s", seed, cfg, trace)
+	}
+	if testing.Verbose() {
+		t.Logf("seed %d (%s, theme %s): no duplicate in %s", seed, store, cfg.Theme, time.Since(began).Round(time.Millisecond))
+	}
+	return true
+}
+
+// runWorld builds the world of cfg on a fresh space of svc, runs its steps
+// and returns its finding ("" for none) and its action log.
+func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	sp, err := svc.space(ctx, cfg.Seed)
+	cancel()
+	if err != nil {
+		return fmt.Sprintf("%s: seed %d: a fresh %s space: %v", setupMarker, cfg.Seed, cfg.Store, err), ""
+	}
+	defer sp.close()
+	w, err := newWorld(t, cfg, sp, fig)
+	if err != nil {
+		return fmt.Sprintf("%s: seed %d: %v", setupMarker, cfg.Seed, err), ""
+	}
+	defer w.shutdown()
+	for _, p := range w.procs {
+		w.startHolders(p, p.holders)
+	}
+	deadline := time.Now().Add(worldBudget)
+	for w.step = 1; w.step <= cfg.Steps && w.failure == ""; w.step++ {
+		if time.Now().After(deadline) {
+			fig.add("worlds cut short by their time budget", 1)
+			break
+		}
+		w.stepNow.Store(int64(w.step))
+		w.tickCutOffs()
+		w.pick().do(w)
+	}
+	fig.add("IDs checked", int(w.led.checked))
+	fig.add("dropped below the store (shim)", sp.dropped())
+	for _, p := range w.procs {
+		for _, st := range p.stores {
+			lost, refused := st.counts()
+			fig.add("replies lost (wrapper)", lost)
+			fig.add("calls refused while cut off", refused)
+		}
+	}
+	return w.failure, w.log.String()
+}
+
+// shutdown closes every keeper, paused or not.
+func (w *world) shutdown() {
+	for _, h := range w.all {
+		w.stop(h)
+	}
+	for _, p := range w.procs {
+		for _, st := range p.stores {
+			st.Close()
+		}
+	}
+}

@@ -1,0 +1,417 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// settleTimeout bounds, in real time, every wait for keepers to go back to
+// sleep and every store call the test makes itself.
+const settleTimeout = 30 * time.Second
+
+// world is one seed's run.
+type world struct {
+	t     *testing.T
+	cfg   *config
+	r     *rand.Rand
+	sp    space
+	start time.Time
+	procs []*proc
+	all   []*holder
+	led   *ledger
+	log   actionLog
+	fig   *figures
+	step  int
+	// stepNow is step, for the keepers' log lines.
+	stepNow atomic.Int64
+	// failure is set once the world found something; the run stops.
+	failure string
+	// snapshotAt is the step of the last snapshot (-1: none).
+	snapshotAt int
+	maxHi      int
+	regions    []int
+	schedules  map[string]snowfence.Schedule
+}
+
+// proc is one process: a clock, its stores, its holders.
+type proc struct {
+	idx     int
+	cfg     procConfig
+	clk     *procClock
+	stores  map[int]*faultyStore // by region
+	holders []*holder
+	paused  bool
+	owed    time.Duration // true time missed while paused
+	cutLeft int           // steps left cut off from the stores
+}
+
+// holder is one keeper+generator pair of a process.
+type holder struct {
+	idx     int
+	p       *proc
+	name    string // KeeperConfig.Holder ("" for the default)
+	k       *lease.Keeper
+	g       *snowfence.Generator
+	gen     int
+	last    snowfence.ID
+	refused string // why the product refused this holder's configuration
+	lastErr atomic.Pointer[string]
+}
+
+func (h *holder) running() bool { return h.k != nil }
+
+// running counts the process's keepers whose loop is alive.
+func (p *proc) running() int {
+	n := 0
+	for _, h := range p.holders {
+		if h.running() {
+			n++
+		}
+	}
+	return n
+}
+
+// newWorld sets a world up on sp: clocks, stores, the fleet schedule.
+func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error) {
+	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
+		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}}
+	w.start = time.Now().Truncate(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	for i, pc := range cfg.Procs {
+		p := &proc{idx: i, cfg: pc, clk: newProcClock(w.start, pc.Offset, pc.Rate), stores: map[int]*faultyStore{}}
+		st, err := sp.open(ctx, pc.Region)
+		if err != nil {
+			return nil, fmt.Errorf("open the store of process %d: %w", i, err)
+		}
+		p.stores[pc.Region] = &faultyStore{Store: st}
+		if !slices.Contains(w.regions, pc.Region) {
+			w.regions = append(w.regions, pc.Region)
+		}
+		w.maxHi = max(w.maxHi, pc.Range.Hi)
+		for j := range pc.Keepers {
+			h := &holder{idx: len(w.all), p: p}
+			switch pc.HolderMode {
+			case holdersUnique:
+				h.name = fmt.Sprintf("explore-p%d-k%d", i, j)
+			case holdersShared:
+				h.name = fmt.Sprintf("explore-p%d", i)
+			}
+			p.holders = append(p.holders, h)
+			w.all = append(w.all, h)
+		}
+		w.procs = append(w.procs, p)
+	}
+	if cfg.Fleet != "" {
+		text := w.scheduleText(cfg.Fleet)
+		for _, region := range w.regions {
+			st, err := sp.open(ctx, region)
+			if err != nil {
+				return nil, err
+			}
+			fs, err := lease.SetSchedule(ctx, st, text, w.start, time.Millisecond)
+			st.Close()
+			if err != nil {
+				w.log.add(0, "fleet schedule %q not stored in region %d: %v", text, region, err)
+				fig.add("fleet schedule not stored", 1)
+				continue
+			}
+			w.log.add(0, "fleet schedule of region %d: %q version %d", region, fs.Text, fs.Version)
+		}
+	}
+	return w, nil
+}
+
+// scheduleText replaces the cutover placeholders with instants of this run.
+func (w *world) scheduleText(s string) string {
+	at := func(d time.Duration) string { return w.start.Add(d).UTC().Format(time.RFC3339Nano) }
+	s = strings.ReplaceAll(s, "CUTOVER2", at(w.cfg.CutoverAfter+15*time.Second))
+	return strings.ReplaceAll(s, "CUTOVER", at(w.cfg.CutoverAfter))
+}
+
+// schedule parses a process's schedule.
+func (w *world) schedule(text string) (snowfence.Schedule, error) {
+	text = w.scheduleText(text)
+	if s, ok := w.schedules[text]; ok {
+		return s, nil
+	}
+	s, err := snowfence.ParseSchedule(text)
+	if err == nil {
+		w.schedules[text] = s
+	}
+	return s, err
+}
+
+// fail records the first finding and stops the world.
+func (w *world) fail(marker, format string, args ...any) {
+	if w.failure != "" {
+		return
+	}
+	w.failure = fmt.Sprintf("%s: %s\n\n%s\n%s\nreproduce: go test ./test/explore -run TestSearch -seed %d -store %s -v",
+		marker, fmt.Sprintf(format, args...), w.cfg, &w.log, w.cfg.Seed, w.cfg.Store)
+}
+
+// settle waits until every keeper of p is asleep on its clock.
+func (w *world) settle(p *proc) {
+	n := p.running()
+	if n == 0 || w.failure != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if err := p.clk.BlockUntilWaiters(ctx, n); err != nil {
+		w.fail(stuckMarker, "the %d keeper(s) of process %d did not go back to sleep within %s (%d asleep): %s",
+			n, p.idx, settleTimeout, p.clk.Waiters(), w.statuses(p))
+	}
+}
+
+// stuckMarker starts the failure of a keeper that never went back to sleep.
+const stuckMarker = "EXPLORE STUCK"
+
+func (w *world) statuses(p *proc) string {
+	var parts []string
+	for _, h := range p.holders {
+		if h.running() {
+			parts = append(parts, fmt.Sprintf("holder %d: %+v", h.idx, h.k.Status()))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (w *world) settleAll() {
+	for _, p := range w.procs {
+		if !p.paused {
+			w.settle(p)
+		}
+	}
+}
+
+// startHolders starts the keepers of hs (all of one process) together, as
+// one process starting does: StartKeeper runs for each at once, and when
+// they wait on the clock (a claim failed and is retried), the clock moves
+// by a quarter of the renewal period, a bounded number of times.
+func (w *world) startHolders(p *proc, hs []*holder) {
+	type result struct {
+		h   *holder
+		k   *lease.Keeper
+		err error
+	}
+	sched, err := w.schedule(p.cfg.Schedule)
+	if err != nil {
+		for _, h := range hs {
+			h.refused = "schedule does not parse: " + err.Error()
+			w.fig.add("refused: schedule", 1)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	results := make(chan result, len(hs))
+	for _, h := range hs {
+		kc := w.keeperConfig(p, h, sched)
+		go func() {
+			k, err := lease.StartKeeper(ctx, kc)
+			results <- result{h, k, err}
+		}()
+	}
+	pending := len(hs)
+	retry := max(p.cfg.Timing.resolved().RenewEvery/4, time.Millisecond)
+	for tries := 0; pending > 0; {
+		if tries == 8 {
+			// Give up: the starts still waiting fail with the context.
+			cancel()
+			res := <-results
+			pending--
+			w.started(p, res.h, res.k, res.err, sched)
+			continue
+		}
+		bctx, bcancel := context.WithCancel(ctx)
+		blocked := make(chan error, 1)
+		n := p.running() + pending
+		go func() { blocked <- p.clk.BlockUntilWaiters(bctx, n) }()
+		select {
+		case res := <-results:
+			bcancel()
+			<-blocked
+			pending--
+			w.started(p, res.h, res.k, res.err, sched)
+		case err := <-blocked:
+			bcancel()
+			if err != nil {
+				w.fail(stuckMarker, "starting %d keeper(s) of process %d: neither done nor waiting within %s", pending, p.idx, settleTimeout)
+				tries = 8
+				continue
+			}
+			tries++
+			w.pass(p, retry)
+		}
+	}
+	w.settle(p)
+}
+
+// started handles the outcome of one StartKeeper.
+func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched snowfence.Schedule) {
+	if err != nil {
+		why := classify(err)
+		if last := h.lastErr.Load(); why == "no claim" && last != nil && classify(errors.New(*last)) != "other" {
+			// StartKeeper gave up; its claims failed for this reason.
+			why = classify(errors.New(*last))
+		}
+		w.log.add(w.step, "holder %d (process %d) not started: %s: %s", h.idx, p.idx, why, short(err))
+		if why == "no free number" || why == "no claim" || why == "deadline" || why == "other" {
+			w.fig.add("start: "+why, 1)
+			return
+		}
+		h.refused = why
+		w.fig.add("refused: "+why, 1)
+		return
+	}
+	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: mintClock{p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched})
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		k.Close(ctx)
+		cancel()
+		h.refused = "generator: " + classify(err)
+		w.fig.add("refused: "+h.refused, 1)
+		w.log.add(w.step, "holder %d (process %d) refused by snowfence.New: %s", h.idx, p.idx, short(err))
+		return
+	}
+	k.SetLastIssued(g.LastIssued)
+	h.k, h.g, h.last = k, g, 0
+	h.gen++
+	w.fig.add("keepers started", 1)
+	l := k.Lease()
+	if l != nil {
+		w.log.add(w.step, "holder %d (process %d, holder %q) started: machine %d region %d token %d start %d", h.idx, p.idx, h.name, l.Machine, l.Region, l.Token, l.StartMs)
+	}
+}
+
+// keeperConfig is the KeeperConfig of h.
+func (w *world) keeperConfig(p *proc, h *holder, sched snowfence.Schedule) lease.KeeperConfig {
+	t := p.cfg.Timing
+	rng := p.cfg.Range
+	kc := lease.KeeperConfig{
+		Store: p.stores[p.cfg.Region], Holder: h.name, Range: &rng, Region: p.cfg.Region, Clock: p.clk.Clock,
+		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Reserve: t.Reserve,
+		Margin: t.Margin, MaxAhead: t.MaxAhead, RestoreMargin: t.RestoreMargin,
+	}
+	kc.Logger = slog.New(&keeperLog{log: &w.log, step: &w.stepNow, holder: h.idx, lastErr: &h.lastErr})
+	setKeeperSchedule(&kc, sched)
+	return kc
+}
+
+// stop closes h's keeper and generator.
+func (w *world) stop(h *holder) {
+	if !h.running() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	h.g.Close()
+	err := h.k.Close(ctx)
+	h.k, h.g = nil, nil
+	if err != nil {
+		w.log.add(w.step, "holder %d closed; release failed: %s", h.idx, short(err))
+	}
+}
+
+// pass lets d of true time pass on p's clock.
+func (w *world) pass(p *proc, d time.Duration) {
+	if s := p.clk.pass(d); s != 0 {
+		w.log.add(w.step, "process %d: clock stepped %s back to true time", p.idx, s)
+		w.fig.add("clock corrections", 1)
+	}
+}
+
+// mint takes a batch from h and checks it.
+func (w *world) mint(h *holder, n int, single bool) {
+	if !h.running() || w.failure != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	var ids []snowfence.ID
+	var err error
+	if single {
+		var id snowfence.ID
+		if id, err = h.g.Next(ctx); err == nil {
+			ids = []snowfence.ID{id}
+		}
+	} else {
+		ids, err = h.g.NextN(ctx, n)
+	}
+	if err != nil {
+		w.fig.add("mint refused: "+classify(err), 1)
+		return
+	}
+	w.fig.add("batches", 1)
+	for i, id := range ids {
+		if id <= h.last || (i > 0 && id <= ids[i-1]) {
+			prev := h.last
+			if i > 0 {
+				prev = ids[i-1]
+			}
+			w.fail(orderMarker, "holder %d (generator %d) minted %d after %d", h.idx, h.gen, id, prev)
+			return
+		}
+	}
+	if dup := w.led.record(ids, minted{holder: h.idx, gen: h.gen, step: w.step}); dup != "" {
+		w.fail(duplicateMarker, "%s", dup)
+		return
+	}
+	h.last = ids[len(ids)-1]
+}
+
+// classify names an error for the figures.
+func classify(err error) string {
+	known := []struct {
+		err  error
+		name string
+	}{
+		{lease.ErrNoFreeNumber, "no free number"},
+		{lease.ErrSchedule, "schedule"},
+		{lease.ErrInvalid, "invalid"},
+		{lease.ErrRestored, "restored"},
+		{lease.ErrLost, "lost"},
+		{snowfence.ErrPlacement, "placement"},
+		{snowfence.ErrInvalidConfig, "generator config"},
+		{snowfence.ErrFenced, "fenced"},
+		{snowfence.ErrClockBackwards, "clock backwards"},
+		{snowfence.ErrNoLayout, "layout"},
+		{snowfence.ErrLayoutExhausted, "layout"},
+		{context.DeadlineExceeded, "deadline"},
+	}
+	for _, k := range known {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	for _, k := range known {
+		if strings.Contains(err.Error(), k.err.Error()) {
+			return k.name
+		}
+	}
+	if strings.Contains(err.Error(), "no number claimed before the context ended") {
+		return "no claim"
+	}
+	return "other"
+}
+
+func short(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
