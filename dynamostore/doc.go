@@ -14,6 +14,7 @@
 //	quarantined_mark  N  while quarantined: the mark before the quarantine
 //	mark_floor        N  set by RaiseMarks: no release records, and no unquarantine gives back, a mark below it
 //	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
+//	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
 //
 // Beside them, at machine_ids below every region's (machine_id is never
 // negative for a lease), two items of the table's own:

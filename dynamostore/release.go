@@ -21,6 +21,10 @@ import (
 // the mark the quarantine keeps to markMs, so the number is claimable sooner
 // once unquarantined, and returns nil.
 //
+// Each release writes a nonce of its own (release_nonce), by which a retry
+// whose first attempt committed recognises it; a second Release of the
+// same lease gets lease.ErrLost.
+//
 // Errors: lease.ErrLost if l no longer holds the number. After any other
 // error the item is re-read to decide; if that fails the outcome is unknown,
 // and the number frees itself at its mark.
@@ -45,10 +49,11 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 }
 
 func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
+	nonce := lease.NewNonce()
 	vals := map[string]types.AttributeValue{
-		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)),
+		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}
-	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last",
+	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn",
 		"holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals)
 	if err == nil {
 		return nil
@@ -65,17 +70,23 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 			return fmt.Errorf("dynamostore: release quarantined machine %d: %w", l.Machine, qerr)
 		}
 		return nil
-	case !failed && it.exists && it.holder == "" && it.epoch == l.Token:
-		return nil // the release of unknown outcome had committed
+	case it.exists && it.holder == "" && it.epoch == l.Token && it.releaseNonce == nonce:
+		// This release had committed: an error of unknown outcome, or an
+		// SDK retry of a release whose reply was lost failing its own
+		// condition.
+		return nil
 	case why != nil:
 		return why
 	case !failed:
 		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
 	}
 	// Still l's, with a mark someone raised above l's own: keep it.
-	_, err = s.update(ctx, l.Machine, "REMOVE holder", "holder = :me AND lease_epoch = :my_epoch",
-		map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token))})
-	if f, _ := conditionFailed(err); f {
+	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn", "holder = :me AND lease_epoch = :my_epoch",
+		map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)})
+	if failed, old := conditionFailed(err); failed {
+		if it, perr := s.parseItem(old); perr == nil && it.holder == "" && it.epoch == l.Token && it.releaseNonce == nonce {
+			return nil // an SDK retry of this write, which had committed
+		}
 		return fmt.Errorf("%w: machine %d changed hands during its release", lease.ErrLost, l.Machine)
 	} else if err != nil {
 		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))

@@ -26,6 +26,7 @@ const (
 	attrQuarantined = "quarantined_mark"
 	attrFloor       = "mark_floor"
 	attrNonce       = "claim_nonce"
+	attrRelNonce    = "release_nonce"
 
 	// Quarantined is the holder written by Quarantine (and by runbook
 	// command 3).
@@ -119,6 +120,8 @@ type item struct {
 	hasPreMark  bool
 	floorMs     int64  // mark_floor (0: none)
 	nonce       string // claim_nonce: the attempt that made the last claim
+	// releaseNonce is release_nonce: the attempt that made the last release.
+	releaseNonce string
 }
 
 func (s *Store) key(n int) map[string]types.AttributeValue {
@@ -185,6 +188,9 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 	}
 	if v, ok := m[attrNonce].(*types.AttributeValueMemberS); ok {
 		it.nonce = v.Value
+	}
+	if v, ok := m[attrRelNonce].(*types.AttributeValueMemberS); ok {
+		it.releaseNonce = v.Value
 	}
 	return it, nil
 }
