@@ -66,7 +66,10 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	_, err = s.update(ctx, machine, "REMOVE holder, quarantined_mark SET lease_expiry = :mark",
 		"holder = :q AND lease_epoch = :e",
 		map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)})
-	if f, _ := conditionFailed(err); f {
+	if f, old := conditionFailed(err); f {
+		if now, perr := s.parseItem(old); perr == nil && now.exists && now.holder == "" && now.epoch == it.epoch && now.expiryMs == mark {
+			return nil // an SDK retry of this write, which had committed
+		}
 		return fmt.Errorf("%w: machine %d changed while being unquarantined; look at it again", lease.ErrNotHeld, machine)
 	}
 	if err != nil {
