@@ -33,6 +33,10 @@ var (
 	// generator has no usable configuration (its machine or region does not
 	// fit the layout's widths).
 	ErrNoLayout = errors.New("snowfence: no usable layout")
+	// ErrPlacement reports a machine range or region that a layout of the
+	// schedule cannot hold (see Schedule.CheckPlacement and
+	// PlacementError): refused at start, before any number is used.
+	ErrPlacement = errors.New("snowfence: machine range or region does not fit the layout")
 	// ErrClockUnsynchronized reports that the clock-sync policy is "require"
 	// and the kernel says the clock is not synchronised, or its maximum error
 	// is above the limit.

@@ -8,6 +8,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // MaxBatch is the largest count NextN takes.
@@ -17,9 +19,14 @@ const MaxBatch = 1000
 // working default.
 type Config struct {
 	// Lease supplies the machine number and the fence. Required: use a
-	// lease.Keeper, or Static for a number assigned by hand.
+	// lease.Keeper, or Static for a number assigned by hand. If it is a
+	// PlacedLease (both are), New refuses a machine range or region that a
+	// layout of the schedule in force from now on cannot hold.
 	Lease LeaseView
-	// Schedule is the layout schedule. Zero means DefaultSchedule (v1).
+	// Schedule is the layout schedule. Zero means the Lease's if it has a
+	// Schedule() method (lease.Keeper does: it claims its numbers with it,
+	// and a non-zero Schedule here must equal it), else DefaultSchedule
+	// (v1).
 	Schedule Schedule
 	// Clock is the source of time. Nil means the Lease's clock if it has a
 	// Clock() method (lease.Keeper does; the two must share one), else
@@ -121,6 +128,18 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.Lease == nil {
 		return nil, fmt.Errorf("%w: Config.Lease is nil; use a lease.Keeper, or snowfence.Static(machine, region) for a number assigned by hand", ErrInvalidConfig)
 	}
+	// A lease keeper claims with a schedule of its own (the store compares
+	// it with the fleet's): the generator must mint under the same one.
+	if ls, ok := cfg.Lease.(interface{ Schedule() Schedule }); ok {
+		kept := ls.Schedule()
+		switch {
+		case !cfg.Schedule.valid():
+			cfg.Schedule = kept
+		case kept.valid() && kept.String() != cfg.Schedule.String():
+			return nil, fmt.Errorf("%w: Config.Schedule %q differs from the lease keeper's schedule %q, which it claims its numbers with; give both the same (or leave Config.Schedule zero to take the keeper's)",
+				ErrInvalidConfig, cfg.Schedule.String(), kept.String())
+		}
+	}
 	if !cfg.Schedule.valid() {
 		cfg.Schedule = DefaultSchedule()
 	}
@@ -131,6 +150,12 @@ func New(cfg Config) (*Generator, error) {
 			cfg.Clock = c.Clock()
 		} else {
 			cfg.Clock = SystemClock()
+		}
+	}
+	if p, ok := cfg.Lease.(PlacedLease); ok {
+		lo, hi, region := p.Placement()
+		if err := cfg.Schedule.CheckPlacement(lo, hi, region, time.UnixMilli(cfg.Clock.Now().WallMs)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
 	switch {
@@ -190,6 +215,9 @@ func (g *Generator) Next(ctx context.Context) (ID, error) {
 	for {
 		g.mu.Lock()
 		id, _, waitMs, err := g.take(1)
+		if err == nil && waitMs == 0 {
+			g.stats.Issued++
+		}
 		g.mu.Unlock()
 		if err != nil {
 			return 0, err
@@ -238,6 +266,11 @@ func (g *Generator) AppendN(ctx context.Context, dst []ID, n int) ([]ID, error) 
 		}
 		left -= count
 	}
+	// Counted only now: the IDs of a batch that fails part way are
+	// discarded, never handed out.
+	g.mu.Lock()
+	g.stats.Issued += uint64(n)
+	g.mu.Unlock()
 	return dst, nil
 }
 
@@ -287,7 +320,6 @@ func (g *Generator) take(want int) (first ID, count int, waitMs int64, err error
 	g.backwardEpisode = false
 	count = int(min(int64(want), g.seqMax-seq+1))
 	g.lastTick, g.seq = tick, seq+int64(count)-1
-	g.stats.Issued += uint64(count)
 	return ID(tick<<g.timeShift | g.prefix | seq), count, 0, nil
 }
 
@@ -403,16 +435,23 @@ func (g *Generator) chooseLayout(tick int64) error {
 	i := g.schedule.stepAt(tick)
 	l := g.schedule.steps[i].Layout
 	gr := g.grant
-	// A layout without region bits drops the region: its machine numbers
-	// must then be unique across regions.
+	// A layout without region bits has no room for a region other than 0:
+	// the stores lease machine numbers per region, so two regions' holders
+	// may hold the same number (Schedule.CheckPlacement refuses them at
+	// start; this is the same rule on every grant adopted).
 	region := gr.Region
-	if l.RegionBits == 0 {
-		region = 0
+	if revert.Region && l.RegionBits == 0 {
+		region = 0 // the old behaviour: the region was dropped
 	}
 	if gr.Machine < 0 || gr.Machine >= 1<<l.MachineBits || region < 0 || region >= 1<<l.RegionBits {
 		from := "the epoch"
 		if i > 0 {
 			from = g.schedule.steps[i].From.UTC().Format(timeFormat)
+		}
+		if region != 0 && l.RegionBits == 0 {
+			return fmt.Errorf("%w: layout %s is in force from %s and has no region bits, so region %d cannot be told from the other regions' holders of machine %d; "+
+				"use region 0 until the cutover to a layout with region bits, and start holders of other regions only after it",
+				ErrNoLayout, l.Name, from, gr.Region, gr.Machine)
 		}
 		return fmt.Errorf("%w: layout %s is in force from %s, and machine %d / region %d do not fit its %d machine and %d region bits; lease a number that fits before the cutover",
 			ErrNoLayout, l.Name, from, gr.Machine, gr.Region, l.MachineBits, l.RegionBits)

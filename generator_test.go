@@ -3,6 +3,7 @@ package snowfence_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -475,8 +476,17 @@ func TestScheduledCutover(t *testing.T) {
 	sched, _ := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
 	cut := mustTime(t, "2028-01-01T00:00:00Z")
 
-	// Machine 600 fits v1's 10 bits but not v2's 9: refused from the cutover.
-	g, clk := newGen(t, func(c *snowfence.Config) { c.Schedule = sched; c.Lease = snowfence.Static(600, 0) })
+	// Machine 600 fits v1's 10 bits but not v2's 9. Static tells New its
+	// number, and New refuses it at once: v2 will be in force.
+	if _, err := snowfence.New(snowfence.Config{Schedule: sched, Lease: snowfence.Static(600, 0), Clock: fakeclock.New(start), ClockPolicy: snowfence.ClockOff}); !errors.Is(err, snowfence.ErrPlacement) || !errors.Is(err, snowfence.ErrInvalidConfig) {
+		t.Fatalf("Static(600, 0) under v1,v2: err = %v, want ErrPlacement and ErrInvalidConfig", err)
+	}
+	// A LeaseView that does not tell its placement is checked on the grant:
+	// refused from the cutover.
+	g, clk := newGen(t, func(c *snowfence.Config) {
+		c.Schedule = sched
+		c.Lease = &lease{g: &snowfence.Grant{Machine: 600, Token: 1, LimitMs: math.MaxInt64}}
+	})
 	clk.Set(cut.Add(-time.Millisecond))
 	next(t, g)
 	clk.Advance(time.Millisecond)
@@ -484,16 +494,39 @@ func TestScheduledCutover(t *testing.T) {
 		t.Fatalf("machine 600 at the v2 cutover: err = %v", err)
 	}
 
-	// Machine 170, region 2 fits both: IDs switch layouts and keep increasing.
-	g, clk = newGen(t, func(c *snowfence.Config) { c.Schedule = sched; c.Lease = snowfence.Static(170, 2) })
+	// Machine 170, region 0 fits both: IDs switch layouts and keep increasing.
+	g, clk = newGen(t, func(c *snowfence.Config) { c.Schedule = sched; c.Lease = snowfence.Static(170, 0) })
 	clk.Set(cut.Add(-time.Millisecond))
 	a := next(t, g)
 	clk.Advance(time.Millisecond)
 	b := next(t, g)
 	da, _ := sched.Decode(a)
 	db, _ := sched.Decode(b)
-	if b <= a || da.Layout != "v1" || db.Layout != "v2" || db.RegionNumber != 2 || db.Machine != 170 || da.Machine != 170 {
+	if b <= a || da.Layout != "v1" || db.Layout != "v2" || db.RegionNumber != 0 || db.Machine != 170 || da.Machine != 170 {
 		t.Fatalf("across the cutover: %d %+v then %d %+v", a, da, b, db)
+	}
+
+	// Region 2 has no place in v1: a holder of region 2 started before the
+	// cutover is refused by New, and one started after it mints v2 IDs
+	// with its region; if its clock steps back before the cutover, the
+	// generator refuses rather than write a v1 ID without the region.
+	if _, err := snowfence.New(snowfence.Config{Schedule: sched, Lease: snowfence.Static(170, 2), Clock: fakeclock.New(cut.Add(-time.Millisecond)), ClockPolicy: snowfence.ClockOff}); !errors.Is(err, snowfence.ErrPlacement) {
+		t.Fatalf("Static(170, 2) before the cutover: err = %v, want ErrPlacement", err)
+	}
+	clk = fakeclock.New(cut)
+	g, err := snowfence.New(snowfence.Config{Schedule: sched, Lease: snowfence.Static(170, 2), Clock: clk, ClockPolicy: snowfence.ClockOff})
+	if err != nil {
+		t.Fatalf("Static(170, 2) from the cutover on: %v", err)
+	}
+	clk.Set(cut.Add(-time.Millisecond))
+	if id, err := g.Next(context.Background()); !errors.Is(err, snowfence.ErrNoLayout) || !strings.Contains(err.Error(), "no region bits") {
+		d, _ := sched.Decode(id)
+		t.Fatalf("region 2 with the clock before the cutover: %d %+v, %v; want ErrNoLayout (v1 has no region bits)", id, d, err)
+	}
+	clk.Set(cut)
+	c := next(t, g)
+	if dc, _ := sched.Decode(c); dc.Layout != "v2" || dc.RegionNumber != 2 || dc.Machine != 170 {
+		t.Fatalf("region 2 after the cutover: %d %+v", c, dc)
 	}
 }
 

@@ -47,6 +47,10 @@ type staticLease struct{ g *Grant }
 
 func (s staticLease) Grant() (*Grant, error) { return s.g, nil }
 
+// Placement implements PlacedLease: New checks the number against the
+// schedule.
+func (s staticLease) Placement() (lo, hi, region int) { return s.g.Machine, s.g.Machine, s.g.Region }
+
 // Static returns a LeaseView for a machine and region number assigned by hand,
 // with no expiry and no fence. Uniqueness then rests entirely on the operator
 // never running two generators with the same numbers, and on a restarted

@@ -127,6 +127,10 @@ func (s Schedule) Steps() []Step { return append([]Step(nil), s.steps...) }
 // valid reports whether the schedule was built by NewSchedule.
 func (s Schedule) valid() bool { return len(s.steps) > 0 }
 
+// IsZero reports whether s is the zero Schedule, which configurations read
+// as "the default" (DefaultSchedule).
+func (s Schedule) IsZero() bool { return len(s.steps) == 0 }
+
 // stepAt returns the index of the step in force at a tick.
 func (s Schedule) stepAt(tick int64) int {
 	return sort.Search(len(s.fromTick), func(i int) bool { return s.fromTick[i] > tick }) - 1
@@ -134,12 +138,7 @@ func (s Schedule) stepAt(tick int64) int {
 
 // LayoutAt returns the layout in force at instant t.
 func (s Schedule) LayoutAt(t time.Time) Layout {
-	first := s.steps[0].Layout
-	d := t.UnixMilli() - first.Epoch.UnixMilli()
-	if d < 0 {
-		return first
-	}
-	return s.steps[s.stepAt(d/first.unit().Milliseconds())].Layout
+	return s.steps[s.stepIndexAt(t)].Layout
 }
 
 // Decoded is an ID taken apart. Its JSON form is the one the HTTP decode
