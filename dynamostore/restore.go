@@ -103,10 +103,11 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 	}
 	id := &s.id
 	id.mu.Lock()
-	restored := id.tableID != "" && id.tableID != live
-	restored = restored || (itemID != "" && itemID != live)
-	if restored {
-		s.noticeLocked(live)
+	switch {
+	case id.tableID != "" && id.tableID != live:
+		s.noticeLocked(id.tableID, live)
+	case itemID != "" && itemID != live:
+		s.noticeLocked(itemID, live)
 	}
 	if id.tableID == "" {
 		id.tableID = live
@@ -128,10 +129,10 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 
 // noticeLocked records a restore (id.mu held): leases claimed so far are
 // fenced, and the next claim sets the floor.
-func (s *Store) noticeLocked(live string) {
+func (s *Store) noticeLocked(was, live string) {
 	id := &s.id
 	s.log.Error("the lease table was restored (its TableId changed): every lease claimed before is fenced, and claims start after the restore window; run raise-marks before letting holders back",
-		"was", id.tableID, "now", live)
+		"was", was, "now", live)
 	id.gen++
 	id.pending = true
 	id.tableID = live
@@ -216,7 +217,7 @@ func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
 		id.mu.Lock()
 		id.checked = time.Now()
 		if id.tableID != live {
-			s.noticeLocked(live)
+			s.noticeLocked(id.tableID, live)
 		}
 		id.mu.Unlock()
 	}
