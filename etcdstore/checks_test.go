@@ -292,8 +292,9 @@ func checkMaxAhead(t *testing.T, cli *clientv3.Client) {
 	}
 }
 
-// checkRaiseMarks: RaiseMarks raises lower and missing marks only, a holder
-// extending afterwards builds on the raised mark, and its release keeps it.
+// checkRaiseMarks: RaiseMarks raises lower and missing marks only and
+// fences the holder of every number in the range; the next holder starts
+// at or above the raised mark, and its release keeps it.
 func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 	s := newStore(t, cli, etcdstore.Config{})
 	now := baseMs()
@@ -316,11 +317,20 @@ func checkRaiseMarks(t *testing.T, cli *clientv3.Client) {
 	if n, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised); err != nil || n != 0 {
 		t.Errorf("RaiseMarks again = %d, %v; want 0, nil", n, err)
 	}
-	got := mustExtend(t, s, held, now+2000)
-	if got.MarkMs < raised {
-		t.Errorf("Extend after RaiseMarks returned mark %d, want ≥ %d", got.MarkMs, raised)
+	// The holder across RaiseMarks is fenced: its next extension fails,
+	// and the number's next claim starts at or above the raised mark.
+	if _, err := s.Extend(ctxFor(t), held, now+2000, 10*time.Second); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Extend of a lease held across RaiseMarks = %v, want ErrLost", err)
 	}
-	if err := s.Release(ctxFor(t), got, now+1500); err != nil {
+	if err := s.Release(ctxFor(t), held, now+1500); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Release of a lease held across RaiseMarks = %v, want ErrLost", err)
+	}
+	next := leasetest.MustClaim(t, s, req("next", 1, 1, now))
+	if next.StartMs < raised {
+		t.Errorf("claim after RaiseMarks starts at %d, want ≥ %d", next.StartMs, raised)
+	}
+	next = mustExtend(t, s, next, now+2000)
+	if err := s.Release(ctxFor(t), next, next.StartMs); err != nil {
 		t.Fatal(err)
 	}
 	if rec := leasetest.MustGet(t, s, 1); rec.MarkMs < raised {

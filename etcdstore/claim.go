@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -25,10 +26,18 @@ import (
 // that puts the owner key only if neither the owner nor the quarantine key
 // exists, reading the mark in the same transaction. The fencing token is
 // the transaction's revision, which is the owner key's create revision.
-// StartMs is max(stored mark, req.NowMs) — and, once this store has seen a
-// restore, at least the moment it noticed plus Config.RestoreMargin, which
-// is not held against MaxAhead. A number whose stored mark turns out too
-// far ahead is released again and the next one tried.
+// StartMs is max(stored mark, req.NowMs) — and, once this store has seen
+// etcd go back in time, at least the restore window (req.RestoreWindow,
+// else Config.RestoreMargin) after the moment it noticed, on the
+// claimer's clock; that floor is not held against MaxAhead. A number whose
+// stored mark turns out too far ahead is released again and the next one
+// tried.
+//
+// The fleet schedule (<prefix>/schedule) is read with the range, and the
+// claim refused with lease.ErrSchedule unless req.Schedule equals it; the
+// claim transaction also compares the schedule key with the value read,
+// so a schedule set meanwhile is never missed. The lease carries
+// req.Schedule in canonical form.
 //
 // After an error of unknown outcome it re-reads the owner key: a claim that
 // committed (the key is bound to this claim's etcd lease) is adopted; one
@@ -41,14 +50,31 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	if err := checkClaim(req); err != nil {
+	req, err := checkClaim(req)
+	if err != nil {
 		return nil, err
 	}
-	resp, err := s.get(ctx, s.keys.base, clientv3.WithPrefix())
+	// The marks of this store's own leases as known before the read: one
+	// found gone or gone back means etcd went back in time.
+	epoch, revs := s.heldMarks()
+	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.base, clientv3.WithPrefix()), clientv3.OpGet(s.keys.schedule)}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: claim in %s: read the range: %w", req.Range, err)
 	}
-	cands, skipped, err := s.candidates(req, resp.Kvs)
+	var kvs []*mvccpb.KeyValue
+	if r := resp.Responses[0].GetResponseRange(); r != nil {
+		kvs = r.Kvs
+	}
+	if !revert.Restore {
+		s.marksWentBack(epoch, revs, kvs, resp.Header)
+	}
+	sched := guardOf(kvAt(resp, 1))
+	if !revert.Schedule {
+		if err := checkScheduleKV(req.Schedule, kvAt(resp, 1)); err != nil {
+			return nil, err
+		}
+	}
+	cands, skipped, err := s.candidates(req, kvs)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("etcdstore: claim in %s: %w", req.Range, err)
 		}
-		l, why, err := s.tryClaim(ctx, req, n)
+		l, why, err := s.tryClaim(ctx, req, n, &sched)
 		switch {
 		case err != nil:
 			return nil, err
@@ -69,21 +95,27 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
 }
 
-// checkClaim rejects requests the store cannot serve.
-func checkClaim(req lease.ClaimRequest) error {
+// checkClaim rejects requests the store cannot serve, and returns req with
+// its schedule in canonical form.
+func checkClaim(req lease.ClaimRequest) (lease.ClaimRequest, error) {
 	if req.Holder == "" {
-		return fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
+		return req, fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
 	}
 	if err := checkRange(req.Range); err != nil {
-		return err
+		return req, err
 	}
 	if req.LeaseFor <= 0 {
-		return fmt.Errorf("%w: LeaseFor %v must be positive", lease.ErrInvalid, req.LeaseFor)
+		return req, fmt.Errorf("%w: LeaseFor %v must be positive", lease.ErrInvalid, req.LeaseFor)
 	}
 	if req.MaxAhead < 0 {
-		return fmt.Errorf("%w: MaxAhead %v is negative", lease.ErrInvalid, req.MaxAhead)
+		return req, fmt.Errorf("%w: MaxAhead %v is negative", lease.ErrInvalid, req.MaxAhead)
 	}
-	return nil
+	canon, err := lease.CanonicalSchedule(req.Schedule)
+	if err != nil {
+		return req, fmt.Errorf("%w: the claimer's schedule %q: %v", lease.ErrInvalid, req.Schedule, err)
+	}
+	req.Schedule = canon
+	return req, nil
 }
 
 // slotState is what one read of the region says about a number.
@@ -158,9 +190,10 @@ func (s *Store) candidates(req lease.ClaimRequest, kvs []*mvccpb.KeyValue) ([]in
 }
 
 // tooFar reports whether a lease starting at startMs would make the
-// claimer wait longer than req.MaxAhead.
+// claimer wait longer than req.MaxAhead. It compares in milliseconds: a
+// mark centuries ahead (an operator's typo, say) overflows a Duration.
 func tooFar(startMs int64, req lease.ClaimRequest) bool {
-	return time.Duration(startMs-req.NowMs)*time.Millisecond > req.MaxAhead
+	return startMs-req.NowMs > req.MaxAhead.Milliseconds()
 }
 
 // skip reasons returned by tryClaim.
@@ -196,24 +229,53 @@ func ttlSeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
-// tryClaim claims number n. It returns the lease, or a reason to try the
-// next number, or an error that ends the claim.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int) (*lease.Lease, skipReason, error) {
+// scheduleTries bounds the claim attempts on one number whose fleet
+// schedule key was rewritten, with the same schedule, under it.
+const scheduleTries = 3
+
+// tryClaim claims number n, with the fleet schedule as sched guards it
+// (updated when the key was rewritten with the same schedule). It returns
+// the lease, or a reason to try the next number, or an error that ends the
+// claim.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sched *scheduleGuard) (*lease.Lease, skipReason, error) {
 	grant, err := s.cli.Grant(ctx, ttlSeconds(req.LeaseFor))
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcdstore: claim machine %d: grant an etcd lease: %w", n, err)
 	}
 	id := grant.ID
 	owner, quar, markKey := s.keys.owner(n), s.keys.quarantine(n), s.keys.mark(n)
-	resp, err := s.txn(ctx,
-		[]clientv3.Cmp{
+	var resp *clientv3.TxnResponse
+	for attempt := 0; ; attempt++ {
+		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(owner), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
-		},
-		[]clientv3.Op{
-			clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
-			clientv3.OpGet(markKey),
-		}, nil)
+		}
+		if !revert.Schedule {
+			cmps = append(cmps, sched.cmp(s.keys.schedule))
+		}
+		resp, err = s.txn(ctx, cmps,
+			[]clientv3.Op{
+				clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
+				clientv3.OpGet(markKey),
+			},
+			[]clientv3.Op{clientv3.OpGet(s.keys.schedule)})
+		if err != nil || resp.Succeeded || revert.Schedule {
+			break
+		}
+		sk := kvAt(resp, 0)
+		if sched.holds(sk) {
+			break // taken or quarantined
+		}
+		if err := checkScheduleKV(req.Schedule, sk); err != nil {
+			s.revoke(ctx, id, n)
+			return nil, 0, err
+		}
+		*sched = guardOf(sk) // rewritten with the same schedule
+		if attempt+1 >= scheduleTries {
+			s.revoke(ctx, id, n)
+			return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the fleet schedule key %s keeps changing under it; retry", n, s.keys.schedule)
+		}
+	}
 	var token uint64
 	var mark *mvccpb.KeyValue
 	switch {
@@ -240,15 +302,15 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int) (*l
 		s.undo(ctx, n, token, id)
 		return nil, skipAhead, nil
 	}
-	startMs = max(startMs, s.claimFloorMs())
+	startMs = max(startMs, s.claimFloorMs(req))
 	// The lease belongs to the history as now known: if this very response
 	// revealed a restore, the claim was made in the restored store.
 	s.mu.Lock()
-	s.leases[leaseKey{n, token}] = &held{etcdLease: id, epoch: s.hist.epoch, markRev: modRev(mark), markMs: mv.MarkMs, floorMs: mv.MarkMs}
+	s.leases[leaseKey{n, token}] = &held{etcdLease: id, epoch: s.hist.epoch, markRev: modRev(mark), markMs: mv.MarkMs, floorMs: mv.MarkMs, sched: *sched}
 	s.mu.Unlock()
-	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs}
+	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule}
 	s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "token", token,
-		"mark", msTime(mv.MarkMs), "start", msTime(startMs), "etcd_lease", fmt.Sprintf("%x", int64(id)))
+		"mark", msTime(mv.MarkMs), "start", msTime(startMs), "schedule", req.Schedule, "etcd_lease", fmt.Sprintf("%x", int64(id)))
 	return l, 0, nil
 }
 

@@ -34,7 +34,7 @@ func TestTryClaimUndoesFarAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: now, LeaseFor: 10 * time.Second, MaxAhead: time.Second}
-	l, why, err := s.tryClaim(testCtx(t), r, 0)
+	l, why, err := s.tryClaim(testCtx(t), r, 0, &scheduleGuard{})
 	if l != nil || err != nil || why != skipAhead {
 		t.Fatalf("tryClaim = %v, %v, %v; want nil, skipAhead, nil", l, why, err)
 	}
@@ -83,5 +83,36 @@ func TestAdoptDecidesFromTheStore(t *testing.T) {
 	}
 	if ttl, err := cli.TimeToLive(testCtx(t), lost.ID); err != nil || ttl.TTL != -1 {
 		t.Errorf("etcd lease of the failed claim: TTL %v, %v; want revoked (-1)", ttl.TTL, err)
+	}
+}
+
+// TestTooFarCenturiesAhead: a mark in the year 2500 (an operator's typo
+// in raise-marks, say) is 530 years ahead, which overflows a
+// time.Duration counted in nanoseconds; compared in milliseconds it is
+// simply too far, and the number is passed over instead of claimed with a
+// start five centuries away.
+func TestTooFarCenturiesAhead(t *testing.T) {
+	t.Parallel()
+	far := time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	now := time.Now().UnixMilli()
+	r := lease.ClaimRequest{NowMs: now, MaxAhead: time.Hour}
+	if !tooFar(far, r) {
+		t.Errorf("tooFar(year 2500, now, MaxAhead 1h) = false, want true")
+	}
+	if tooFar(now+time.Hour.Milliseconds(), r) || !tooFar(now+time.Hour.Milliseconds()+1, r) {
+		t.Errorf("tooFar at MaxAhead's edge: want false at exactly 1h ahead, true 1 ms further")
+	}
+
+	cli := etcdtest.Start(t, 1).Client(t)
+	s, err := New(cli, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RaiseMarks(testCtx(t), lease.Range{Lo: 0, Hi: 0}, far); err != nil {
+		t.Fatal(err)
+	}
+	req := lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: now, LeaseFor: 10 * time.Second, MaxAhead: time.Hour}
+	if l, err := s.Claim(testCtx(t), req); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Errorf("Claim of the only number, its mark in 2500: %v, %v; want ErrNoFreeNumber", l, err)
 	}
 }

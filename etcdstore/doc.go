@@ -10,15 +10,19 @@
 //	<prefix>/<region>/owner/<n>       bound to the holder's etcd lease; its create revision is the fencing token
 //	<prefix>/<region>/mark/<n>        plain key, outlives leases: the high-water mark (Unix ms, exclusive)
 //	<prefix>/<region>/quarantine/<n>  plain key; present means unclaimable and unrenewable
+//	<prefix>/schedule                 plain key, shared by every region: the fleet schedule
 //
 // # Fencing
 //
 // A claim is a transaction that puts the owner key only if neither it nor
-// the quarantine key exists, and reads the mark in the same step; the
-// token is the owner key's create revision, new on every claim. Every
-// extension of the mark is a transaction compared on that token, so a
-// holder whose key expired, was revoked or was taken cannot extend, however
-// its keep-alives fared. Keep-alives are for liveness only. Marks are never
+// the quarantine key exists and the fleet schedule is the one the claimer
+// brought, and reads the mark in the same step; the token is the owner
+// key's create revision, new on every claim. Every extension of the mark is
+// a transaction compared on that token and on the owner key's etcd lease
+// (a create revision can repeat after etcd's revision fell), and on the
+// fleet schedule, so a holder whose key expired, was revoked or was taken,
+// or whose schedule is no longer the fleet's, cannot extend, however its
+// keep-alives fared. Keep-alives are for liveness only. Marks are never
 // lowered by Extend, and Release never records less than a mark someone
 // else wrote.
 //
@@ -33,14 +37,23 @@
 // # Restores
 //
 // Every read is linearizable. The store remembers the highest revision and
-// the cluster ID etcd reported; a response that reports a lower revision
-// than one seen before its request was sent, or another cluster ID, means
-// etcd was restored from an earlier state (or replaced). Every lease
-// claimed before is then fenced — Extend and Release return
-// lease.ErrRestored — and later claims start at least Config.RestoreMargin
-// after the moment it was noticed. A process that starts after the restore
-// cannot notice it; the operator raises every mark first (RaiseMarks,
-// docs/runbook.md).
+// raft term and the cluster ID etcd reported, and for each of its leases
+// the owner key's etcd lease and the mark key's mod revision and value as
+// it last wrote or read them. A response with a lower revision or raft term
+// than one seen before its request was sent, another cluster ID, a mark key
+// it wrote gone or at a lower mod revision (marks are never deleted), a
+// mark written by another claim below its own, or the owner key with its
+// token bound to another etcd lease, means etcd went back in time (a
+// restore from an earlier state, or a replacement). Every lease claimed
+// before is then fenced — Extend and Release return lease.ErrRestored —
+// and later claims start at least the restore window (the claimer's
+// ClaimRequest.RestoreWindow, or Config.RestoreMargin) after the moment it
+// was noticed, on the claimer's clock. A missing owner key alone is no
+// sign: an expired etcd lease leaves the same. A process that wrote nothing
+// since the backup, or starts after the restore, cannot notice a restore
+// under the old cluster token with the revision bumped; the operator runs
+// RaiseMarks first (docs/runbook.md), which fences every holder and raises
+// every mark.
 //
 // # Ownership and concurrency
 //

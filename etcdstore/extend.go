@@ -9,26 +9,36 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
+// extendTries bounds Extend's attempts when only the mark or the bytes of
+// the fleet schedule key changed under it.
+const extendTries = 3
+
 // Extend raises the mark of l's number to markMs — never lower than the mark
 // this store last wrote or saw for it — with a transaction that succeeds
-// only if the owner key still has l's token as its create revision, the
-// number is not quarantined, and the mark key is unchanged since this store
-// last wrote or read it. Only after it returns may timestamps below the
-// returned lease's MarkMs be issued.
+// only if the owner key still has l's token as its create revision and is
+// bound to l's etcd lease, the number is not quarantined, the mark key is
+// unchanged since this store last wrote or read it, and the fleet schedule
+// is still the one l was claimed with. Only after it returns may
+// timestamps below the returned lease's MarkMs be issued.
 //
-// If only the mark changed (an operator raised it with RaiseMarks) it
-// retries once with the higher of the two. Then it refreshes the etcd lease
-// with one keep-alive; that is for liveness only — safety rests on the
-// compare. leaseFor is not used: the etcd lease keeps the TTL it was
+// When the compare fails it reads the keys and decides, in this order:
+// etcd went back in time (see wentBack: the owner key with l's token bound
+// to another etcd lease, the mark key gone or at a lower mod revision, the
+// mark below this store's) — a restore, lease.ErrRestored; the owner key
+// gone or another's — lease.ErrLost; quarantined — lease.ErrQuarantined;
+// the fleet schedule differs from l.Schedule — lease.ErrSchedule. If only
+// the mark changed (RaiseMarks) or the schedule key was rewritten with the
+// same schedule, it retries with what it read. Then it refreshes the etcd
+// lease with one keep-alive; that is for liveness only — safety rests on
+// the compare. leaseFor is not used: the etcd lease keeps the TTL it was
 // granted with at the claim.
 //
-// Errors: lease.ErrLost (the owner key is gone or has another token, or
-// the etcd lease is gone), lease.ErrQuarantined, lease.ErrRestored (etcd
-// was restored from an earlier state since l was claimed). After any other
-// error the write may or may not have committed.
+// After any error but the typed ones the write may or may not have
+// committed.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
 	h, err := s.heldFor(ctx, l)
 	if err != nil {
@@ -40,17 +50,26 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	n := l.Machine
 	owner, quar, markKey := s.keys.owner(n), s.keys.quarantine(n), s.keys.mark(n)
 	s.mu.Lock()
-	target, markRev := max(markMs, l.MarkMs, h.markMs), h.markRev
+	target := max(markMs, l.MarkMs, h.markMs)
 	s.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		resp, err := s.txn(ctx,
-			[]clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
-				clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
-				clientv3.Compare(clientv3.ModRevision(markKey), "=", markRev),
-			},
+		s.mu.Lock()
+		was, sched := h.claimed(), h.sched
+		s.mu.Unlock()
+		cmps := []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
+			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(markKey), "=", was.markRev),
+		}
+		if !revert.Restore {
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(owner), "=", was.etcdLease))
+		}
+		if !revert.Schedule {
+			cmps = append(cmps, sched.cmp(s.keys.schedule))
+		}
+		resp, err := s.txn(ctx, cmps,
 			[]clientv3.Op{clientv3.OpPut(markKey, encode(markValue{MarkMs: target, Token: l.Token, Holder: l.Holder}))},
-			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(quar), clientv3.OpGet(markKey)})
+			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(quar), clientv3.OpGet(markKey), clientv3.OpGet(s.keys.schedule)})
 		if err != nil {
 			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d to %s: %w; the write may have committed: "+
 				"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", n, l.Token, msTime(target), err))
@@ -64,30 +83,46 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			s.mu.Unlock()
 			break
 		}
-		o, q, m := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2)
+		o, q, m, sk := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2), kvAt(resp, 3)
+		if !revert.Restore {
+			if what := s.wentBack(l, was, o, m); what != "" {
+				s.noticeRestore(h.epoch, what, resp.Header)
+				return nil, s.renewFailed(l, target, s.restoredErr(h.epoch, l))
+			}
+		}
 		if err := s.ownership(l, o, q); err != nil {
 			if !errors.Is(err, lease.ErrQuarantined) {
 				s.forget(l)
 			}
 			return nil, s.renewFailed(l, target, err)
 		}
+		if !revert.Schedule && !sched.holds(sk) {
+			if err := checkScheduleKV(l.Schedule, sk); err != nil {
+				return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
+			}
+			s.mu.Lock()
+			h.sched = guardOf(sk) // rewritten with the same schedule
+			s.mu.Unlock()
+		}
 		mv, err := parseMark(m)
 		if err != nil {
 			return nil, s.renewFailed(l, target, err)
 		}
 		s.mu.Lock()
-		h.markRev, markRev = modRev(m), modRev(m)
+		h.markRev = modRev(m)
 		h.markMs = max(h.markMs, mv.MarkMs)
 		if mv.Token != l.Token {
 			h.floorMs = max(h.floorMs, mv.MarkMs)
 		}
 		s.mu.Unlock()
-		if attempt > 0 {
-			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d: its mark keeps changing under it "+
-				"(now %s, written by %q token %d); retry", n, l.Token, msTime(mv.MarkMs), mv.Holder, mv.Token))
+		if attempt+1 >= extendTries {
+			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d: its mark or the fleet schedule key keeps changing under it "+
+				"(mark now %s, written by %q token %d); retry", n, l.Token, msTime(mv.MarkMs), mv.Holder, mv.Token))
 		}
-		s.log.Info("mark was raised by someone else; extending from it", "machine", n, "region", s.region, "holder", l.Holder,
-			"token", l.Token, "mark", msTime(mv.MarkMs), "by", mv.Holder)
+		if modRev(m) != was.markRev {
+			s.log.Info("mark was raised by someone else; extending from it", "machine", n, "region", s.region, "holder", l.Holder,
+				"token", l.Token, "mark", msTime(mv.MarkMs), "by", mv.Holder)
+		}
 		target = max(target, mv.MarkMs)
 	}
 	s.mu.Lock()

@@ -35,7 +35,20 @@ type held struct {
 	// floorMs is the highest mark written by anyone else (an earlier holder,
 	// RaiseMarks); Release never records less.
 	floorMs int64
+	// sched guards Extend against a change of the fleet schedule since the
+	// lease's schedule was last found equal to it.
+	sched scheduleGuard
 }
+
+// claimed returns what the store knew of the lease before a request.
+// Called with Store.mu held.
+func (h *held) claimed() claimed {
+	return claimed{etcdLease: h.etcdLease, markRev: h.markRev, markMs: h.markMs}
+}
+
+// mismatched is a schedule guard that never holds: Extend's compare fails,
+// and its re-read of the schedule key returns lease.ErrSchedule.
+var mismatched = scheduleGuard{present: true}
 
 // heldFor returns the state of lease l, reading it from the store when this
 // store did not claim it (a lease handed over from another Store value).
@@ -60,11 +73,13 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 	n := l.Machine
 	// Quarantine is left to the caller's own compare: a quarantined holder
 	// may still release.
-	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.mark(n))}, nil)
+	resp, err := s.txn(ctx, nil, []clientv3.Op{
+		clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.mark(n)), clientv3.OpGet(s.keys.schedule),
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: read machine %d: %w", n, err)
 	}
-	o, m := kvAt(resp, 0), kvAt(resp, 1)
+	o, m, sk := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2)
 	if err := s.ownership(l, o, nil); err != nil {
 		return nil, err
 	}
@@ -72,7 +87,10 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = &held{etcdLease: clientv3.LeaseID(o.Lease), epoch: epoch, markRev: modRev(m), markMs: max(mv.MarkMs, l.MarkMs)}
+	h = &held{etcdLease: clientv3.LeaseID(o.Lease), epoch: epoch, markRev: modRev(m), markMs: max(mv.MarkMs, l.MarkMs), sched: guardOf(sk)}
+	if checkScheduleKV(l.Schedule, sk) != nil {
+		h.sched = mismatched // Release still works; Extend refuses
+	}
 	if mv.Token != l.Token {
 		h.floorMs = mv.MarkMs
 	}

@@ -16,13 +16,16 @@ const (
 	kindQuarantine = "quarantine"
 )
 
-// keyspace names the keys of one region: <prefix>/<region>/<kind>/<n>.
+// keyspace names the keys of one region, <prefix>/<region>/<kind>/<n>, and
+// the fleet schedule's key <prefix>/schedule, shared by every region under
+// the prefix.
 type keyspace struct {
-	base string // "<prefix>/<region>/"
+	base     string // "<prefix>/<region>/"
+	schedule string // "<prefix>/schedule"
 }
 
 func newKeyspace(prefix string, region int) keyspace {
-	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/"}
+	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/", schedule: prefix + "/schedule"}
 }
 
 // owner is the leased key whose create revision is the fencing token.

@@ -13,14 +13,24 @@ import (
 // raiseTries bounds the compare-and-swap attempts per number in RaiseMarks.
 const raiseTries = 10
 
-// RaiseMarks raises the mark of every number in r to at least markMs —
-// numbers never claimed included, since they may have been claimed in the
-// history a restore lost — so every later claim starts at or above it. Each
-// mark is written with a compare on its mod revision, so a holder's
-// concurrent extension is never overwritten with less (the holder's next
-// Extend picks the raised mark up). The written value names token 0 and
-// holder "raise-marks". It returns how many marks it changed; on an error,
-// those changed before it.
+// RaiseMarks is the operator's step after etcd was restored from an old
+// backup (docs/runbook.md): for every number in r — numbers never claimed
+// included, since they may have been claimed in the history the restore
+// lost — it fences the holder and raises the mark to at least markMs, so
+// that every later claim starts at or above it.
+//
+// Per number it runs one transaction, compared on the mark key's mod
+// revision as just read, that deletes the owner key (whoever holds it) and
+// writes the raised mark if the stored one is lower. A holder whose claim
+// survived in the restored store then fails its next Extend with
+// lease.ErrLost and claims again, above the raised mark; a holder that
+// extended meanwhile makes the compare fail, and the number is re-read and
+// done again, so a higher mark is never overwritten with less. The mark
+// written names token 0 and holder "raise-marks". A number with no owner
+// key and a mark already at or above markMs is left alone.
+//
+// It returns how many numbers it changed (mark raised or holder fenced);
+// on an error, those changed before it. Running it again is harmless.
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
 	if err := s.open(); err != nil {
 		return 0, err
@@ -28,53 +38,72 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	if err := checkRange(r); err != nil {
 		return 0, err
 	}
-	resp, err := s.get(ctx, s.keys.kindPrefix(kindMark), clientv3.WithPrefix())
+	resp, err := s.get(ctx, s.keys.base, clientv3.WithPrefix())
 	if err != nil {
 		return 0, fmt.Errorf("etcdstore: raise marks of %s: read them: %w", r, err)
 	}
 	marks := make(map[int]*mvccpb.KeyValue)
+	owned := make(map[int]bool)
 	for _, kv := range resp.Kvs {
-		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
+		kind, n, ok := s.keys.parse(string(kv.Key))
+		switch {
+		case !ok:
+		case kind == kindMark:
 			marks[n] = kv
+		case kind == kindOwner:
+			owned[n] = true
 		}
 	}
-	changed := 0
+	changed, fenced := 0, 0
 	for n := r.Lo; n <= r.Hi; n++ {
-		ok, err := s.raiseMark(ctx, n, marks[n], markMs)
+		raised, deleted, err := s.raiseMark(ctx, n, marks[n], owned[n], markMs)
 		if err != nil {
 			return changed, err
 		}
-		if ok {
+		if raised || deleted {
 			changed++
 		}
+		if deleted {
+			fenced++
+		}
 	}
-	s.log.Warn("raised marks", "region", s.region, "range", r.String(), "mark", msTime(markMs), "changed", changed)
+	s.log.Warn("raised marks and fenced every holder", "region", s.region, "range", r.String(), "mark", msTime(markMs),
+		"changed", changed, "holders_fenced", fenced)
 	return changed, nil
 }
 
-// raiseMark raises one number's mark from cur (its key as last read, nil if
-// absent) to markMs, re-reading on a conflict. It reports whether it wrote.
-func (s *Store) raiseMark(ctx context.Context, n int, cur *mvccpb.KeyValue, markMs int64) (bool, error) {
-	key := s.keys.mark(n)
+// raiseMark fences number n's holder and raises its mark from cur (the
+// key as last read, nil if absent) to markMs, re-reading on a conflict. It
+// reports whether it raised the mark and whether it deleted an owner key.
+func (s *Store) raiseMark(ctx context.Context, n int, cur *mvccpb.KeyValue, owned bool, markMs int64) (raised, deleted bool, err error) {
+	key, owner := s.keys.mark(n), s.keys.owner(n)
 	for range raiseTries {
 		mv, err := parseMark(cur)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
-		if cur != nil && mv.MarkMs >= markMs {
-			return false, nil
+		raise := cur == nil || mv.MarkMs < markMs
+		if !raise && !owned {
+			// A claim made since the read starts at or above this mark,
+			// which is already high enough.
+			return false, false, nil
+		}
+		then := []clientv3.Op{clientv3.OpDelete(owner)}
+		if raise {
+			then = append(then, clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Holder: raiseMarksHolder})))
 		}
 		resp, err := s.txn(ctx,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", modRev(cur))},
-			[]clientv3.Op{clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Holder: raiseMarksHolder}))},
-			[]clientv3.Op{clientv3.OpGet(key)})
+			then,
+			[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(owner)})
 		if err != nil {
-			return false, fmt.Errorf("etcdstore: raise mark of machine %d: %w; run RaiseMarks again (it is idempotent)", n, err)
+			return false, false, fmt.Errorf("etcdstore: raise mark of machine %d: %w; run RaiseMarks again (it is idempotent)", n, err)
 		}
 		if resp.Succeeded {
-			return true, nil
+			del := resp.Responses[0].GetResponseDeleteRange()
+			return raise, del != nil && del.Deleted > 0, nil
 		}
-		cur = kvAt(resp, 0)
+		cur, owned = kvAt(resp, 0), kvAt(resp, 1) != nil
 	}
-	return false, fmt.Errorf("etcdstore: raise mark of machine %d: it kept changing under %d attempts; run RaiseMarks again", n, raiseTries)
+	return false, false, fmt.Errorf("etcdstore: raise mark of machine %d: it kept changing under %d attempts; run RaiseMarks again", n, raiseTries)
 }

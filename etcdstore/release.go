@@ -6,11 +6,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Release gives l's number up: in one transaction, compared on l's token
-// and on the mark being unchanged since this store last wrote or read it, it
+// and etcd lease and on the mark being unchanged since this store last
+// wrote or read it, it
 // records markMs as the mark and deletes the owner key; then it revokes the
 // etcd lease. markMs may be below this holder's own reservation, but the
 // mark recorded is never below one written by anyone else (an earlier
@@ -18,7 +20,8 @@ import (
 // the higher of the two.
 //
 // Errors: lease.ErrLost if l no longer holds the number, lease.ErrRestored
-// if etcd was restored from an earlier state since l was claimed. After any
+// if etcd went back in time since l was claimed (noticed here as Extend
+// notices it). After any
 // other error the release may or may not have committed; the number frees
 // itself when its etcd lease expires.
 func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
@@ -41,14 +44,20 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 	n := l.Machine
 	owner, markKey := s.keys.owner(n), s.keys.mark(n)
 	s.mu.Lock()
-	value, markRev, id := max(markMs, h.floorMs), h.markRev, h.etcdLease
+	value, id := max(markMs, h.floorMs), h.etcdLease
 	s.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		resp, err := s.txn(ctx,
-			[]clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
-				clientv3.Compare(clientv3.ModRevision(markKey), "=", markRev),
-			},
+		s.mu.Lock()
+		was := h.claimed()
+		s.mu.Unlock()
+		cmps := []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
+			clientv3.Compare(clientv3.ModRevision(markKey), "=", was.markRev),
+		}
+		if !revert.Restore {
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(owner), "=", was.etcdLease))
+		}
+		resp, err := s.txn(ctx, cmps,
 			[]clientv3.Op{
 				clientv3.OpPut(markKey, encode(markValue{MarkMs: value, Token: l.Token, Holder: l.Holder})),
 				clientv3.OpDelete(owner),
@@ -65,6 +74,12 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			break
 		}
 		o, m := kvAt(resp, 0), kvAt(resp, 1)
+		if !revert.Restore {
+			if what := s.wentBack(l, was, o, m); what != "" {
+				s.noticeRestore(h.epoch, what, resp.Header)
+				return s.restoredErr(h.epoch, l)
+			}
+		}
 		if err := s.ownership(l, o, nil); err != nil {
 			s.forget(l)
 			s.revoke(ctx, id, n)
@@ -75,7 +90,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return err
 		}
 		s.mu.Lock()
-		h.markRev, markRev = modRev(m), modRev(m)
+		h.markRev = modRev(m)
+		h.markMs = max(h.markMs, mv.MarkMs)
 		if mv.Token != l.Token {
 			h.floorMs = max(h.floorMs, mv.MarkMs)
 		}

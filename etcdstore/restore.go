@@ -5,22 +5,32 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
-// history is what the store remembers of the etcd it talks to, to notice a
-// restore from an old backup: etcd's revision never falls and its cluster
-// ID never changes, except when the data is replaced. Guarded by Store.mu.
+// history is what the store remembers of the etcd it talks to, to notice
+// that etcd went back in time (a restore from an old backup): etcd's
+// revision and raft term never fall and its cluster ID never changes, and
+// a key this store wrote keeps a mod revision at least the one written,
+// except when the data is replaced. Guarded by Store.mu.
 type history struct {
 	// epoch counts the restores noticed; leases remember the epoch they
 	// were claimed in, and those of an earlier epoch are fenced.
 	epoch uint64
 	// rev is the highest revision seen in this epoch.
 	rev int64
+	// term is the highest raft term seen in this epoch.
+	term uint64
 	// cluster is the cluster ID seen (0 before the first response).
 	cluster uint64
-	// restoredAt is when the last restore was noticed (zero if never).
+	// noticed is the store's clock when the last restore was noticed;
+	// restoredAt the same moment on the system clock (zero if never).
+	noticed    snowfence.Reading
 	restoredAt time.Time
 	// what describes the last restore, for error messages.
 	what string
@@ -33,21 +43,22 @@ type history struct {
 type baseline struct {
 	epoch uint64
 	rev   int64
+	term  uint64
 }
 
 // baseline snapshots the history before a request is sent.
 func (s *Store) baseline() baseline {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return baseline{epoch: s.hist.epoch, rev: s.hist.rev}
+	return baseline{epoch: s.hist.epoch, rev: s.hist.rev, term: s.hist.term}
 }
 
 // observe checks the header of a response to a request sent at b. Every
-// read is linearizable, so the revision a response reports is at least any
-// revision reported before the request was sent — unless etcd's data was
-// replaced. A fall, or a new cluster ID, starts a new epoch: every lease
-// claimed before is fenced (lease.ErrRestored), and claims start above the
-// moment it was noticed plus RestoreMargin.
+// read is linearizable, so the revision and raft term a response reports
+// are at least any reported before the request was sent — unless etcd's
+// data was replaced. A fall, or a new cluster ID, starts a new epoch:
+// every lease claimed before is fenced (lease.ErrRestored), and claims
+// start a restore window after the moment it was noticed (claimFloorMs).
 func (s *Store) observe(b baseline, h *pb.ResponseHeader) {
 	if h == nil {
 		return
@@ -66,21 +77,122 @@ func (s *Store) observe(b baseline, h *pb.ResponseHeader) {
 		what = fmt.Sprintf("etcd's cluster ID changed from %x to %x (member %x)", hist.cluster, h.ClusterId, h.MemberId)
 	case h.Revision < b.rev:
 		what = fmt.Sprintf("etcd's revision fell from %d to %d (cluster %x, member %x)", b.rev, h.Revision, h.ClusterId, h.MemberId)
+	case !revert.Restore && h.RaftTerm != 0 && h.RaftTerm < b.term:
+		what = fmt.Sprintf("etcd's raft term fell from %d to %d (cluster %x, member %x)", b.term, h.RaftTerm, h.ClusterId, h.MemberId)
 	}
 	if what == "" {
 		hist.rev = max(hist.rev, h.Revision)
+		hist.term = max(hist.term, h.RaftTerm)
 		if hist.cluster == 0 {
 			hist.cluster = h.ClusterId
 		}
 		return
 	}
+	s.newEpochLocked(what, h)
+}
+
+// noticeRestore starts a new epoch for a sign that etcd went back in time
+// found in the keys a response to a request of the given epoch returned,
+// unless a restore was noticed since that request was sent.
+func (s *Store) noticeRestore(epoch uint64, what string, h *pb.ResponseHeader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch != s.hist.epoch {
+		return
+	}
+	s.newEpochLocked(what, h)
+}
+
+// newEpochLocked records a restore noticed now. Called with s.mu held.
+func (s *Store) newEpochLocked(what string, h *pb.ResponseHeader) {
+	hist := &s.hist
 	hist.epoch++
-	hist.rev = h.Revision
-	hist.cluster = h.ClusterId
+	if h != nil {
+		hist.rev, hist.term, hist.cluster = h.Revision, h.RaftTerm, h.ClusterId
+	}
+	hist.noticed = s.clock.Now()
 	hist.restoredAt = time.Now()
 	hist.what = what
 	s.log.Error("etcd was restored from an earlier state or replaced; every lease claimed before is fenced",
 		"region", s.region, "detail", what, "epoch", hist.epoch, "runbook", "docs/runbook.md")
+}
+
+// claimed is what a store knew of one of its leases before a request:
+// the etcd lease its owner key is bound to, and the mark key's mod
+// revision and value as last written or read (acknowledged).
+type claimed struct {
+	etcdLease clientv3.LeaseID
+	markRev   int64
+	markMs    int64
+}
+
+// wentBack looks, in the owner and mark keys of l's number read after a
+// compare failed, for a sign that etcd went back in time since the store
+// last wrote or read them (before the request was sent), and describes it;
+// "" if there is none. A missing owner key alone is no sign (its etcd lease
+// may have expired); the signs are:
+//   - the owner key has l's token as its create revision but is bound to
+//     another etcd lease: the revision repeated after it fell;
+//   - the mark key, which this store wrote or read at some mod revision,
+//     is gone (marks are never deleted) or has a lower mod revision;
+//   - the mark, written by another claim, is below the mark this store
+//     last wrote or read: every later claim starts at or above a mark and
+//     extends from there, so only a lost history lowers it.
+func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) string {
+	n := l.Machine
+	if o != nil && uint64(o.CreateRevision) == l.Token && clientv3.LeaseID(o.Lease) != was.etcdLease {
+		return fmt.Sprintf("the owner key of machine %d has token %d but is bound to etcd lease %x, not this claim's %x: "+
+			"the revision repeated after it fell", n, l.Token, o.Lease, int64(was.etcdLease))
+	}
+	switch {
+	case m == nil && was.markRev > 0:
+		return fmt.Sprintf("the mark key of machine %d, seen at revision %d, is gone (marks are never deleted)", n, was.markRev)
+	case m != nil && m.ModRevision < was.markRev:
+		return fmt.Sprintf("the mark key of machine %d went back from revision %d to %d", n, was.markRev, m.ModRevision)
+	}
+	if m != nil {
+		if mv, err := parseMark(m); err == nil && mv.Token != l.Token && mv.MarkMs < was.markMs {
+			return fmt.Sprintf("the mark of machine %d fell from %s to %s (written by %q token %d)", n, msTime(was.markMs),
+				msTime(mv.MarkMs), mv.Holder, mv.Token)
+		}
+	}
+	return ""
+}
+
+// heldMarks returns the mark revisions this store last wrote or read for
+// the numbers of its leases of the current epoch, before a read of the
+// region is sent, for marksWentBack to compare with.
+func (s *Store) heldMarks() (uint64, map[int]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	revs := make(map[int]int64)
+	for k, h := range s.leases {
+		if h.epoch == s.hist.epoch && h.markRev > 0 {
+			revs[k.machine] = max(revs[k.machine], h.markRev)
+		}
+	}
+	return s.hist.epoch, revs
+}
+
+// marksWentBack checks a read of the whole region against the mark
+// revisions held before it was sent: a mark key gone or at a lower
+// revision is a restore.
+func (s *Store) marksWentBack(epoch uint64, revs map[int]int64, kvs []*mvccpb.KeyValue, h *pb.ResponseHeader) {
+	if len(revs) == 0 {
+		return
+	}
+	seen := make(map[int]int64, len(revs))
+	for _, kv := range kvs {
+		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
+			seen[n] = kv.ModRevision
+		}
+	}
+	for n, rev := range revs {
+		if got := seen[n]; got < rev {
+			s.noticeRestore(epoch, fmt.Sprintf("the mark key of machine %d, seen at revision %d, is gone or went back (revision %d)", n, rev, got), h)
+			return
+		}
+	}
 }
 
 // restoredErr returns lease.ErrRestored, with what to do, if a lease of the
@@ -97,13 +209,37 @@ func (s *Store) restoredErr(epoch uint64, l *lease.Lease) error {
 		lease.ErrRestored, l.Machine, l.Region, l.Token, s.hist.what, s.hist.restoredAt.UTC().Format(time.RFC3339))
 }
 
-// claimFloorMs is the earliest start a claim may get: the moment the last
-// restore was noticed plus RestoreMargin (0 if none was).
-func (s *Store) claimFloorMs() int64 {
+// claimFloorMs is the earliest start a claim may get, on the claimer's
+// clock (req.NowMs): 0 if no restore was noticed, else the restore window
+// after the moment it was noticed — req.NowMs plus the window minus the
+// time elapsed since, on the store's monotonic clock — and never below
+// req.NowMs. A holder cut off by the restore may issue for up to the
+// window after its last renewal, which was before the moment noticed.
+func (s *Store) claimFloorMs(req lease.ClaimRequest) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hist.restoredAt.IsZero() {
 		return 0
 	}
-	return s.hist.restoredAt.Add(s.restoreMargin).UnixMilli()
+	if revert.Window {
+		return s.hist.restoredAt.Add(s.restoreMargin).UnixMilli()
+	}
+	left := s.restoreWindow(req.RestoreWindow) - (s.clock.Now().Mono - s.hist.noticed.Mono)
+	if left <= 0 {
+		return req.NowMs
+	}
+	return req.NowMs + int64((left+time.Millisecond-1)/time.Millisecond)
+}
+
+// restoreWindow is the window a claim's floor keeps after a restore: the
+// claimer's (ClaimRequest.RestoreWindow) or, if it gave none, the store's
+// Config.RestoreMargin; the longer of the two when both are set.
+func (s *Store) restoreWindow(asked time.Duration) time.Duration {
+	switch {
+	case asked <= 0:
+		return s.restoreMargin
+	case s.marginSet:
+		return max(asked, s.restoreMargin)
+	}
+	return asked
 }

@@ -2,18 +2,130 @@ package etcdstore
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/snowfence/snowfence/lease"
 )
 
-// FleetSchedule implements lease.Store. (Placeholder until the fleet
-// schedule is stored.)
-func (s *Store) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
-	return lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, nil
+// scheduleValue is the value of the fleet schedule's key <prefix>/schedule
+// (docs/etcd-keys.md). Its version is the key's etcd version: 0 while the
+// key was never written, +1 on every put.
+type scheduleValue struct {
+	Schedule string `json:"schedule"`
+	SetAtMs  int64  `json:"set_at_ms"`
 }
 
-// SetFleetSchedule implements lease.Store. (Placeholder.)
+// FleetSchedule returns the fleet schedule kept under <prefix>/schedule,
+// shared by every region of the prefix: lease.DefaultFleetSchedule at
+// version 0 if it was never set.
+func (s *Store) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
+	if err := s.open(); err != nil {
+		return lease.FleetSchedule{}, err
+	}
+	resp, err := s.get(ctx, s.keys.schedule)
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("etcdstore: read the fleet schedule %s: %w", s.keys.schedule, err)
+	}
+	var kv *mvccpb.KeyValue
+	if len(resp.Kvs) > 0 {
+		kv = resp.Kvs[0]
+	}
+	return parseSchedule(kv)
+}
+
+// SetFleetSchedule writes text, in its canonical form, as the fleet
+// schedule, in a transaction that succeeds only if the key's etcd version
+// is still prev (0: never set). It returns the schedule at version prev+1,
+// or lease.ErrConflict, with the version found, if it moved. Use
+// lease.SetSchedule, which refuses to move instants already past or near.
 func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (lease.FleetSchedule, error) {
-	return lease.FleetSchedule{}, errors.New("etcdstore: fleet schedule not implemented yet")
+	if err := s.open(); err != nil {
+		return lease.FleetSchedule{}, err
+	}
+	if prev < 0 {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule version %d is negative", lease.ErrInvalid, prev)
+	}
+	canon, err := lease.CanonicalSchedule(text)
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+	}
+	key := s.keys.schedule
+	resp, err := s.txn(ctx,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.Version(key), "=", prev)},
+		[]clientv3.Op{clientv3.OpPut(key, encode(scheduleValue{Schedule: canon, SetAtMs: time.Now().UnixMilli()}))},
+		[]clientv3.Op{clientv3.OpGet(key)})
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("etcdstore: set the fleet schedule to %q: %w; it may have committed: read it back with FleetSchedule", canon, err)
+	}
+	if !resp.Succeeded {
+		var found int64
+		if kv := kvAt(resp, 0); kv != nil {
+			found = kv.Version
+		}
+		return lease.FleetSchedule{}, fmt.Errorf("%w: the fleet schedule is at version %d, not %d; read it again and retry",
+			lease.ErrConflict, found, prev)
+	}
+	s.log.Warn("set the fleet schedule", "schedule", canon, "version", prev+1, "key", key)
+	return lease.FleetSchedule{Text: canon, Version: prev + 1}, nil
+}
+
+// parseSchedule decodes the schedule key; nil is the default at version 0.
+func parseSchedule(kv *mvccpb.KeyValue) (lease.FleetSchedule, error) {
+	if kv == nil {
+		return lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, nil
+	}
+	var v scheduleValue
+	if err := json.Unmarshal(kv.Value, &v); err != nil || v.Schedule == "" {
+		return lease.FleetSchedule{}, fmt.Errorf("etcdstore: key %s holds %q, not a fleet schedule record (was it written by hand?); "+
+			"write it with \"snowfence schedule set\"", kv.Key, kv.Value)
+	}
+	return lease.FleetSchedule{Text: v.Schedule, Version: kv.Version}, nil
+}
+
+// checkScheduleKV returns lease.ErrSchedule unless the holder's schedule
+// (canonical text) equals the fleet schedule in kv (the schedule key as
+// read, nil if absent).
+func checkScheduleKV(holder string, kv *mvccpb.KeyValue) error {
+	fleet, err := parseSchedule(kv)
+	if err != nil {
+		return err
+	}
+	return lease.CheckSchedule(holder, fleet)
+}
+
+// scheduleGuard is the compare that keeps a claim or an extension from
+// committing once the fleet schedule differs from the one it was checked
+// against: the key still absent, or its value byte for byte the one read.
+type scheduleGuard struct {
+	present bool
+	value   string
+}
+
+// guardOf is the guard for the schedule key as read (nil if absent).
+func guardOf(kv *mvccpb.KeyValue) scheduleGuard {
+	if kv == nil {
+		return scheduleGuard{}
+	}
+	return scheduleGuard{present: true, value: string(kv.Value)}
+}
+
+// cmp is the transaction compare for the guard on key.
+func (g scheduleGuard) cmp(key string) clientv3.Cmp {
+	if !g.present {
+		return clientv3.Compare(clientv3.Version(key), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(key), "=", g.value)
+}
+
+// holds reports whether kv (as read) still passes the guard.
+func (g scheduleGuard) holds(kv *mvccpb.KeyValue) bool {
+	if kv == nil {
+		return !g.present
+	}
+	return g.present && string(kv.Value) == g.value
 }

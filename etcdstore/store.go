@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -29,6 +30,8 @@ type Store struct {
 	log           *slog.Logger
 	reqTimeout    time.Duration
 	restoreMargin time.Duration
+	marginSet     bool // Config.RestoreMargin was given, not defaulted
+	clock         snowfence.Clock
 
 	mu     sync.Mutex
 	closed bool
@@ -44,6 +47,7 @@ func New(cli *clientv3.Client, cfg Config) (*Store, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("%w: etcdstore.New: nil client", lease.ErrInvalid)
 	}
+	marginSet := cfg.RestoreMargin > 0
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -55,6 +59,8 @@ func New(cli *clientv3.Client, cfg Config) (*Store, error) {
 		log:           cfg.Logger.With("store", "etcd", "prefix", cfg.Prefix),
 		reqTimeout:    cfg.RequestTimeout,
 		restoreMargin: cfg.RestoreMargin,
+		marginSet:     marginSet,
+		clock:         cfg.Clock,
 		leases:        make(map[leaseKey]*held),
 	}, nil
 }

@@ -1,0 +1,104 @@
+package etcdstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
+)
+
+// cutover is a schedule other than the default, for the tests.
+const cutover = "v1,v2@2036-01-01T00:00:00Z"
+
+// TestScheduleKeySharedByRegions: the fleet schedule lives in one key,
+// <prefix>/schedule, read by the stores of every region under the prefix:
+// a schedule set through region 0 refuses a region-1 claim that brings
+// another.
+func TestScheduleKeySharedByRegions(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	prefix := prefixFor(t)
+	r0 := newStore(t, cli, etcdstore.Config{Prefix: prefix})
+	r1 := newStore(t, cli, etcdstore.Config{Prefix: prefix, Region: 1})
+	set, err := r0.SetFleetSchedule(ctxFor(t), 0, cutover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := r1.FleetSchedule(ctxFor(t)); err != nil || fs != set {
+		t.Errorf("region 1 reads the fleet schedule %+v, %v; want %+v", fs, err, set)
+	}
+	resp, err := cli.Get(ctxFor(t), prefix+"/schedule")
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
+		t.Fatalf("key %s/schedule: %v, %v; want it at version 1", prefix, resp.Kvs, err)
+	}
+	t.Logf("%s = %s", resp.Kvs[0].Key, resp.Kvs[0].Value)
+	if _, err := r1.Claim(ctxFor(t), req("default", 0, 0, baseMs())); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("region-1 claim with the default schedule: %v, want ErrSchedule", err)
+	} else {
+		t.Logf("claimer sees: %v", err)
+	}
+	r := req("new", 0, 0, baseMs())
+	r.Schedule = cutover
+	if l := leasetest.MustClaim(t, r1, r); l.Schedule != cutover {
+		t.Errorf("lease carries %q, want %q", l.Schedule, cutover)
+	}
+	if _, err := r0.SetFleetSchedule(ctxFor(t), 0, "v1"); !errors.Is(err, lease.ErrConflict) {
+		t.Errorf("SetFleetSchedule at a stale version: %v, want ErrConflict", err)
+	}
+	if _, err := r0.SetFleetSchedule(ctxFor(t), 1, "no such schedule"); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("SetFleetSchedule of text that does not parse: %v, want ErrInvalid", err)
+	}
+}
+
+// TestScheduleRewrittenSameKeepsLeases: the fleet schedule key written
+// again with the same schedule in other bytes (another set_at_ms, another
+// writer's formatting) leaves leases claimed under it renewable: Extend's
+// compare fails, it re-reads the key, finds the same schedule and retries.
+func TestScheduleRewrittenSameKeepsLeases(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	prefix := prefixFor(t)
+	s := newStore(t, cli, etcdstore.Config{Prefix: prefix})
+	if _, err := s.SetFleetSchedule(ctxFor(t), 0, cutover); err != nil {
+		t.Fatal(err)
+	}
+	now := baseMs()
+	r := req("h", 0, 0, now)
+	r.Schedule = cutover
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, r), now+1000)
+	if _, err := cli.Put(ctxFor(t), prefix+"/schedule", `{ "schedule": "`+cutover+`", "set_at_ms": 1 }`); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := s.FleetSchedule(ctxFor(t)); err != nil || fs.Text != cutover || fs.Version != 2 {
+		t.Fatalf("FleetSchedule after the rewrite = %+v, %v; want %q at version 2", fs, err, cutover)
+	}
+	if got := mustExtend(t, s, l, now+2000); got.MarkMs != now+2000 {
+		t.Errorf("Extend after the same schedule was written again: mark %d, want %d", got.MarkMs, now+2000)
+	}
+}
+
+// TestScheduleCheckedForHandedOverLease: a lease extended through another
+// Store value than the one that claimed it (as after a hand-over) is
+// compared with the fleet schedule too, and can still be released.
+func TestScheduleCheckedForHandedOverLease(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	prefix := prefixFor(t)
+	s := newStore(t, cli, etcdstore.Config{Prefix: prefix})
+	now := baseMs()
+	l := mustExtend(t, s, leasetest.MustClaim(t, s, req("h", 0, 0, now)), now+1000)
+	if _, err := s.SetFleetSchedule(ctxFor(t), 0, cutover); err != nil {
+		t.Fatal(err)
+	}
+	other := newStore(t, cli, etcdstore.Config{Prefix: prefix})
+	if _, err := other.Extend(ctxFor(t), l, now+2000, 10*time.Second); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend through another store after the schedule changed: %v, want ErrSchedule", err)
+	}
+	if err := other.Release(ctxFor(t), l, now+1000); err != nil {
+		t.Errorf("Release of the refused lease: %v, want it released", err)
+	}
+}
