@@ -225,11 +225,14 @@ type Store interface {
 	// stops at its mark. Unquarantine undoes it.
 	Quarantine(ctx context.Context, machine int) error
 	Unquarantine(ctx context.Context, machine int) error
-	// RaiseMarks raises the mark of every number in r to at least markMs, so
-	// that every later claim starts at or above it: the operator's action
-	// after a restore from an old backup (docs/runbook.md). Holders whose
-	// claim survived in the restored store are unaffected. It returns how
-	// many records it changed.
+	// RaiseMarks fences every holder of a number in r and raises the mark
+	// of every number in r to at least markMs, in one conditional write per
+	// number, so that every later claim starts at or above it: the
+	// operator's action after a restore from an old backup
+	// (docs/runbook.md). A holder whose claim survived in the restored
+	// store gets ErrLost at its next extension and claims again above the
+	// raised mark; it issues nothing past the mark it held meanwhile. It
+	// returns how many records it changed.
 	RaiseMarks(ctx context.Context, r Range, markMs int64) (int, error)
 	// FleetSchedule returns the layout schedule stored beside the leases:
 	// version 0 and DefaultFleetSchedule when none was ever set.
