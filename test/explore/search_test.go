@@ -16,7 +16,7 @@ var (
 	flagStores   = flag.String("explore.stores", strings.Join(storeKinds, ","), "long mode and fixed list: the stores to search, comma-separated")
 	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
 	flagKeep     = flag.Int("explore.log", 50, "actions kept for a failure's log")
-	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 120 for the fixed list, 250 in the long mode)")
+	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 200 for the fixed list, 250 in the long mode)")
 )
 
 // shortSeeds is the fixed list of seeds each store runs by default and
@@ -24,7 +24,7 @@ var (
 // seed of it finds a duplicate (scripts/prove-search).
 func shortSeeds(store string) []uint64 {
 	seeds := make([]uint64, 0, 16)
-	for s := uint64(1); s <= 12; s++ {
+	for s := uint64(1); s <= 40; s++ {
 		seeds = append(seeds, s)
 	}
 	return seeds
@@ -44,7 +44,7 @@ func TestSearch(t *testing.T) {
 	}
 	steps := *flagSteps
 	if steps == 0 {
-		steps = 120
+		steps = 200
 		if *flagDuration > 0 {
 			steps = 250
 		}
@@ -60,19 +60,20 @@ func TestSearch(t *testing.T) {
 			t.Parallel()
 			svc := startService(t, store)
 			defer svc.close()
+			since := time.Now()
 			switch {
 			case *flagSeed != 0:
-				runSeed(t, svc, *flagSeed, store, steps, fig)
+				runSeed(t, svc, *flagSeed, store, steps, fig, 1, since)
 			case *flagDuration > 0:
-				end := time.Now().Add(*flagDuration)
-				for seed := *flagStart; time.Now().Before(end); seed++ {
-					if !runSeed(t, svc, seed, store, steps, fig) {
+				end := since.Add(*flagDuration)
+				for seed, n := *flagStart, 1; time.Now().Before(end); seed, n = seed+1, n+1 {
+					if !runSeed(t, svc, seed, store, steps, fig, n, since) {
 						return
 					}
 				}
 			default:
-				for _, seed := range shortSeeds(store) {
-					if !runSeed(t, svc, seed, store, steps, fig) {
+				for i, seed := range shortSeeds(store) {
+					if !runSeed(t, svc, seed, store, steps, fig, i+1, since) {
 						return
 					}
 				}
@@ -81,9 +82,15 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// foundMarker starts the one line a failing seed prints for
+// scripts/prove-search: the store, the seed, how many seeds the store ran
+// up to it and for how long.
+const foundMarker = "EXPLORE FOUND"
+
 // runSeed runs one world and fails t with its finding. It reports whether
-// the world passed.
-func runSeed(t *testing.T, svc service, seed uint64, store string, steps int, fig *figures) bool {
+// the world passed. tried and since count the store's seeds and time so
+// far.
+func runSeed(t *testing.T, svc service, seed uint64, store string, steps int, fig *figures, tried int, since time.Time) bool {
 	t.Helper()
 	cfg := draw(seed, store, steps)
 	began := time.Now()
@@ -92,7 +99,8 @@ func runSeed(t *testing.T, svc service, seed uint64, store string, steps int, fi
 	fig.add("seeds run: "+store, 1)
 	fig.add("theme: "+cfg.Theme, 1)
 	if failure != "" {
-		t.Errorf("%s\n(seed %d took %s)", failure, seed, time.Since(began).Round(time.Millisecond))
+		t.Errorf("%s\n(seed %d took %s)\n%s store=%s seed=%d seeds=%d elapsed=%s",
+			failure, seed, time.Since(began).Round(time.Millisecond), foundMarker, store, seed, tried, time.Since(since).Round(100*time.Millisecond))
 		return false
 	}
 	if testing.Verbose() && *flagSeed != 0 {
