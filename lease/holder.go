@@ -5,7 +5,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // ThisProcess returns this process's holder identity: host, process id and
@@ -22,6 +25,24 @@ func ThisProcess() (string, error) {
 		return "", fmt.Errorf("lease: holder identity: process start time: %w", err)
 	}
 	return fmt.Sprintf("%s/pid-%d/%d", host, pid, start.UnixMilli()), nil
+}
+
+// keepers counts the keepers this process gave a default holder.
+var keepers atomic.Uint64
+
+// defaultHolder is the holder identity of a keeper configured with none:
+// ThisProcess() and "/k<N>", N counting such keepers in this process
+// ("host/pid-907/1790424129000/k2"). Two keepers of one process then never
+// share a holder string, which a store could take for the same claimer.
+func defaultHolder() (string, error) {
+	h, err := ThisProcess()
+	if err != nil {
+		return "", err
+	}
+	if revert.Nonce {
+		return h, nil // the old behaviour: one holder string per process
+	}
+	return fmt.Sprintf("%s/k%d", h, keepers.Add(1)), nil
 }
 
 // processStart reads this process's start time from /proc: field 22 of

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // KeeperConfig configures a Keeper. The zero value of every field but Store is
@@ -19,13 +20,30 @@ import (
 type KeeperConfig struct {
 	// Store is where numbers are leased. Required.
 	Store Store
-	// Holder is this holder's identity. Empty means ThisProcess().
+	// Holder is this holder's identity. It must be unique per process:
+	// two processes given one holder string rely on the store's per-claim
+	// nonces alone to tell their claims apart. Empty means ThisProcess()
+	// followed by "/k<N>", N counting the keepers of this process, so that
+	// two keepers of one process never share one.
 	Holder string
 	// Range is the machine numbers this holder's class may use. Nil means
-	// 0–1023 (all of v1).
+	// 0–1023 (all of v1). Every layout of Schedule in force from the start
+	// on must hold all of it (StartKeeper refuses it otherwise), so every
+	// number claimed fits every layout in force while it is held.
 	Range *Range
-	// Region is written into the leases (and v2 IDs).
+	// Region is the region whose numbers the store leases, written into
+	// the grants (and v2 IDs). It must equal the store's region when the
+	// store tells it (a Region() int method, as etcdstore's and pgstore's
+	// have), and it must be 0 while a layout without region bits (v1) is
+	// in force: the stores lease numbers per region, so two regions'
+	// holders may hold the same number.
 	Region int
+	// Schedule is the layout schedule of this holder's generator. Every
+	// claim carries it (ClaimRequest.Schedule) and the store refuses it,
+	// with ErrSchedule, unless it equals the fleet schedule kept beside the
+	// leases. snowfence.New takes it for a generator configured with none.
+	// Zero means snowfence.DefaultSchedule() (v1).
+	Schedule snowfence.Schedule
 	// Clock is the source of time; the generator must use the same one
 	// (snowfence.New takes it from the keeper when its own Config.Clock is
 	// nil), because the self-fence compares monotonic readings of both. Nil
@@ -57,9 +75,17 @@ type KeeperConfig struct {
 	// not-started") until the clock reaches the mark. Zero means 2 minutes;
 	// set it equal to MaxAhead to fail with ErrNoFreeNumber instead.
 	MaxWait time.Duration
-	// RestoreMargin: after the store is found restored from an earlier
-	// state, new leases start no earlier than the clock plus this. Zero
-	// means Reserve + 1 s.
+	// RestoreMargin is the longest a holder cut off from the store may go
+	// on issuing after its last acknowledged renewal, with a budget for
+	// clock skew. After the store is found restored from an earlier state,
+	// this keeper's new leases start no earlier than its clock plus this;
+	// every claim also passes it to the store (ClaimRequest.RestoreWindow),
+	// which once it has noticed a restore starts every claim at least this
+	// long after the moment it noticed. Zero means max(Reserve, SelfFence)
+	// × 1.1 + 1 s: a self-fence timed on a clock 8 % slow lasts up to
+	// 1/0.92 ≈ 1.087 times as long in real time, and two hosts' wall
+	// clocks may disagree by up to 1 s. A smaller value is refused with
+	// ErrInvalid.
 	RestoreMargin time.Duration
 	// RequestTimeout bounds each store call. Zero means RenewEvery / 2.
 	RequestTimeout time.Duration
@@ -105,6 +131,9 @@ var _ snowfence.LeaseView = (*Keeper)(nil)
 // errNotYet is the reason before the first claim.
 var errNotYet = errors.New("lease: no machine number claimed yet")
 
+// errClosed is the reason after Close.
+var errClosed = errors.New("lease: keeper closed")
+
 // StartKeeper checks cfg, claims a first number (retrying transient errors
 // until ctx is done) and starts renewing it in the background. It fails with
 // ErrNoFreeNumber if the whole range is taken.
@@ -124,10 +153,12 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		if err == nil {
 			break
 		}
-		if errors.Is(err, ErrNoFreeNumber) {
+		if errors.Is(err, ErrNoFreeNumber) || errors.Is(err, ErrSchedule) || errors.Is(err, ErrInvalid) {
+			k.abandon(ctx)
 			return nil, err
 		}
 		if err := cfg.Clock.Sleep(ctx, cfg.RenewEvery/4); err != nil {
+			k.abandon(ctx)
 			return nil, fmt.Errorf("lease: no number claimed before the context ended: last error: %v", k.Status().LastError)
 		}
 	}
@@ -137,16 +168,41 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	return k, nil
 }
 
+// abandon gives up a number claimed by a StartKeeper that fails after all,
+// so that it does not stay held until its lease expires.
+func (k *Keeper) abandon(ctx context.Context) {
+	k.mu.Lock()
+	l := k.lease
+	k.lease = nil
+	k.mu.Unlock()
+	if l != nil {
+		k.releaseUnused(ctx, l)
+	}
+}
+
+// releaseUnused releases a lease under which nothing was issued, keeping
+// its mark, on a context of its own (ctx may be done).
+func (k *Keeper) releaseUnused(ctx context.Context, l *Lease) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.RequestTimeout)
+	defer cancel()
+	if err := k.cfg.Store.Release(cctx, l, max(l.MarkMs, l.StartMs)); err != nil {
+		k.log.Warn("release of an unused number failed; it frees itself when its lease expires", "machine", l.Machine, "token", l.Token, "error", err)
+	}
+}
+
 func (c *KeeperConfig) defaults() error {
 	if c.Store == nil {
 		return fmt.Errorf("%w: KeeperConfig.Store is nil", ErrInvalid)
 	}
 	if c.Holder == "" {
-		h, err := ThisProcess()
+		h, err := defaultHolder()
 		if err != nil {
 			return err
 		}
 		c.Holder = h
+	}
+	if c.Schedule.IsZero() {
+		c.Schedule = snowfence.DefaultSchedule()
 	}
 	if c.Range == nil {
 		c.Range = &Range{0, 1023}
@@ -168,22 +224,45 @@ func (c *KeeperConfig) defaults() error {
 	def(&c.Reserve, c.LeaseFor)
 	def(&c.MaxAhead, 2*time.Second)
 	def(&c.MaxWait, 2*time.Minute)
-	def(&c.RestoreMargin, c.Reserve+time.Second)
+	window := RestoreWindow(c.Reserve, c.SelfFence)
+	if revert.Window {
+		window = c.Reserve + time.Second // the old default, and no check
+	}
+	def(&c.RestoreMargin, window)
 	def(&c.RequestTimeout, c.RenewEvery/2)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	switch {
 	case c.Range.Lo < 0 || c.Range.Hi < c.Range.Lo:
-		return fmt.Errorf("%w: machine range %s", ErrInvalid, c.Range)
+		return fmt.Errorf("%w: machine range %s: write lo-hi with 0 ≤ lo ≤ hi", ErrInvalid, c.Range)
 	case c.RenewEvery >= c.SelfFence:
 		return fmt.Errorf("%w: RenewEvery %s must be shorter than SelfFence %s, or every pause between renewals fences", ErrInvalid, c.RenewEvery, c.SelfFence)
 	case float64(c.SelfFence)*1.08 >= float64(c.LeaseFor)*0.92:
 		return fmt.Errorf("%w: SelfFence %s must stay below LeaseFor %s with clocks 8 %% fast or slow (SelfFence×1.08 < LeaseFor×0.92)", ErrInvalid, c.SelfFence, c.LeaseFor)
 	case c.Margin < 0 || c.Margin >= c.Reserve:
 		return fmt.Errorf("%w: Margin %s must be at least 0 and below Reserve %s", ErrInvalid, c.Margin, c.Reserve)
+	case c.RestoreMargin < window:
+		return fmt.Errorf("%w: RestoreMargin %s is shorter than a cut-off holder may go on issuing: max(Reserve %s, SelfFence %s) × 1.1 + 1 s = %s; "+
+			"leave it zero or make it at least that", ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, window)
+	}
+	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
+		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())
+	}
+	now := time.UnixMilli(c.Clock.Now().WallMs)
+	if err := c.Schedule.CheckPlacement(c.Range.Lo, c.Range.Hi, c.Region, now); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
+}
+
+// RestoreWindow is the default KeeperConfig.RestoreMargin for these timings:
+// max(reserve, selfFence) × 1.1 + 1 s, the longest a holder cut off from the
+// store may go on issuing after its last acknowledged renewal, with clocks
+// 8 % fast or slow and 1 s apart.
+func RestoreWindow(reserve, selfFence time.Duration) time.Duration {
+	w := max(reserve, selfFence)
+	return w + w/10 + time.Second
 }
 
 // Grant implements snowfence.LeaseView: the grant in force, or nil and the
@@ -232,6 +311,17 @@ func (k *Keeper) Lease() *Lease {
 // Clock returns the keeper's clock, which its generator must share.
 func (k *Keeper) Clock() snowfence.Clock { return k.cfg.Clock }
 
+// Schedule returns the layout schedule the keeper claims with; its
+// generator must mint under the same one (snowfence.New takes it when its
+// Config.Schedule is zero, and refuses a different one).
+func (k *Keeper) Schedule() snowfence.Schedule { return k.cfg.Schedule }
+
+// Placement implements snowfence.PlacedLease: the machine range the keeper
+// claims from and the region of its grants.
+func (k *Keeper) Placement() (lo, hi, region int) {
+	return k.cfg.Range.Lo, k.cfg.Range.Hi, k.cfg.Region
+}
+
 // Done is closed when the keeper has stopped (after Close).
 func (k *Keeper) Done() <-chan struct{} { return k.done }
 
@@ -250,6 +340,10 @@ func (k *Keeper) run(ctx context.Context) {
 		err := k.step(ctx)
 		switch {
 		case err == nil:
+			wait = k.cfg.RenewEvery
+		case errors.Is(err, ErrSchedule):
+			// The fleet schedule differs from this holder's: only an
+			// operator changes that. Ask again at the renewal pace.
 			wait = k.cfg.RenewEvery
 		case isFinal(err):
 			wait = 0 // lost: claim another number at once
@@ -307,6 +401,10 @@ func (k *Keeper) claim(ctx context.Context) error {
 		LeaseFor: k.cfg.LeaseFor,
 		MaxAhead: k.cfg.MaxAhead,
 		Exclude:  append([]int(nil), k.exclude...),
+		Schedule: k.cfg.Schedule.String(),
+	}
+	if !revert.Window {
+		req.RestoreWindow = k.cfg.RestoreMargin
 	}
 	k.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
@@ -332,7 +430,21 @@ func (k *Keeper) claim(ctx context.Context) error {
 		k.log.Warn("claim failed", "holder", k.cfg.Holder, "range", k.cfg.Range.String(), "error", err)
 		return err
 	}
+	if l.Region != k.cfg.Region {
+		k.releaseUnused(ctx, l)
+		return fmt.Errorf("%w: the store leased machine %d in region %d, but this keeper is configured for region %d; give the store and the keeper the same region",
+			ErrInvalid, l.Machine, l.Region, k.cfg.Region)
+	}
 	k.mu.Lock()
+	if k.closed {
+		// Close ran while the claim was in flight: it found no lease to
+		// release. Give this one up at once rather than hold it until
+		// its lease expires.
+		k.mu.Unlock()
+		k.releaseUnused(ctx, l)
+		k.log.Info("released a number claimed while the keeper closed", "machine", l.Machine, "token", l.Token)
+		return errClosed
+	}
 	k.lease = l
 	k.exclude = nil
 	k.status.Claims++
@@ -374,11 +486,12 @@ func (k *Keeper) renew(ctx context.Context) error {
 		return nil
 	case isFinal(err):
 		k.lose(l, err)
-		if errors.Is(err, ErrQuarantined) {
-			// The number is still ours in the store, bound to an etcd
-			// lease nobody renews now: give it up, recording the whole
+		if errors.Is(err, ErrQuarantined) || errors.Is(err, ErrSchedule) {
+			// The number is still ours in the store, bound to a lease
+			// nobody renews now: give it up, recording the whole
 			// reservation, so it is free the moment the quarantine is
-			// lifted. If this fails, the lease expires on its own.
+			// lifted (or for a holder on the fleet's schedule). If this
+			// fails, the lease expires on its own.
 			rctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
 			if rerr := k.cfg.Store.Release(rctx, l, l.MarkMs); rerr != nil {
 				k.log.Warn("release of the quarantined number failed; it frees itself when its lease expires", "machine", l.Machine, "error", rerr)
@@ -399,7 +512,7 @@ func (k *Keeper) renew(ctx context.Context) error {
 
 // isFinal reports errors after which the lease is certainly gone.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrLost) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrRestored)
+	return errors.Is(err, ErrLost) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrRestored) || errors.Is(err, ErrSchedule)
 }
 
 // reread decides an extension whose outcome is unknown from the stored
@@ -454,6 +567,12 @@ func (k *Keeper) lose(l *Lease, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.grant.Store(nil)
+	k.status.Losses++
+	k.status.LastError = err.Error()
+	if k.closed {
+		// Close withdrew the grant already; the keeper stays closed.
+		return
+	}
 	k.setWhy(fmt.Errorf("%w (claiming another number)", err))
 	if errors.Is(err, ErrRestored) {
 		// Marks in the restored store may be below timestamps already
@@ -465,10 +584,8 @@ func (k *Keeper) lose(l *Lease, err error) {
 		k.lease = nil
 	}
 	k.exclude = []int{l.Machine}
-	k.status.Losses++
 	k.status.State = StateClaiming
 	k.status.Machine, k.status.Token, k.status.MarkMs = -1, 0, 0
-	k.status.LastError = err.Error()
 	k.log.Error("lease lost; stopped issuing on it", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
 		"mark", msTime(l.MarkMs), "error", err)
 }
@@ -484,7 +601,7 @@ func (k *Keeper) Close(ctx context.Context) error {
 	}
 	k.closed = true
 	k.grant.Store(nil)
-	k.setWhy(errors.New("lease: keeper closed"))
+	k.setWhy(errClosed)
 	l, lastIssued := k.lease, k.lastIssued
 	k.lease = nil
 	k.status.State = StateClosed

@@ -1,0 +1,105 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// cutover is a v2 cutover far after t0, so machine numbers 0-511 fit both
+// layouts and a range of them passes the start check.
+const cutover = "2030-01-01T00:00:00Z"
+
+// A keeper whose schedule differs from the fleet's is refused at once by
+// StartKeeper with ErrSchedule, rather than retried until its context ends.
+func TestKeeperScheduleRefusedAtStart(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := &wrapStore{Store: newStore(t, c.Endpoints())}
+	sched, _ := snowfence.ParseSchedule("v1,v2@" + cutover)
+	_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+		Store: w, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Clock: fakeclock.New(t0), Schedule: sched})
+	if !errors.Is(err, lease.ErrSchedule) {
+		t.Fatalf("StartKeeper on v1,v2 with the fleet on v1: %v, want ErrSchedule", err)
+	}
+	if reqs := w.requests(); len(reqs) != 1 || reqs[0].Schedule != sched.String() {
+		t.Errorf("claims %+v, want one carrying %q", reqs, sched.String())
+	}
+}
+
+// The fleet schedule changes under a holder: its next renewal is refused
+// with ErrSchedule, which is final — the generator stops at once and the
+// number is released — and the keeper asks again at the renewal pace, not
+// in a tight loop.
+func TestKeeperScheduleChangedUnderHolder(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := &wrapStore{Store: newStore(t, c.Endpoints())}
+	clk := fakeclock.New(t0)
+	h := mustHolder(t, w, clk, "a", lease.Range{Lo: 2, Hi: 2})
+	h.mint(5)
+	if _, err := w.SetFleetSchedule(testCtx(t), 0, "v1,v2@"+cutover); err != nil {
+		t.Skipf("the etcd store cannot set the fleet schedule yet: %v", err)
+	}
+	h.step(2 * time.Second)
+	if _, err := h.g.Next(context.Background()); !isFenced(err) {
+		t.Fatalf("after the fleet schedule changed: %v, want ErrFenced", err)
+	}
+	st := h.k.Status()
+	if st.Losses != 1 || st.State != lease.StateClaiming || !strings.Contains(st.LastError, lease.ErrSchedule.Error()) {
+		t.Fatalf("status %+v, want one loss with ErrSchedule, claiming again", st)
+	}
+	if rec, err := w.Get(testCtx(t), 2); err != nil || rec.Held() {
+		t.Errorf("machine 2 after the refusal: %+v, %v; want it released", rec, err)
+	}
+	claims := len(w.requests())
+	h.step(2 * time.Second)
+	if got := len(w.requests()) - claims; got != 1 {
+		t.Errorf("%d claims in one renewal period after the refusal, want 1", got)
+	}
+}
+
+// The generator takes the keeper's schedule when given none, and refuses
+// a different one: the keeper claims with its own.
+func TestGeneratorSharesKeeperSchedule(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	sched, _ := snowfence.ParseSchedule("v1,v2@" + cutover)
+	if _, err := s.SetFleetSchedule(testCtx(t), 0, sched.String()); err != nil {
+		t.Skipf("the etcd store cannot set the fleet schedule yet: %v", err)
+	}
+	clk := fakeclock.New(t0)
+	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Clock: clk, Schedule: sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	if _, err := snowfence.New(snowfence.Config{Lease: k, Schedule: snowfence.DefaultSchedule(), ClockPolicy: snowfence.ClockOff}); !errors.Is(err, snowfence.ErrInvalidConfig) {
+		t.Errorf("generator on v1 with a keeper on %s: %v, want ErrInvalidConfig", sched, err)
+	}
+	g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	// The keeper renews as the clock jumps; mint after it has.
+	if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.Next(context.Background())
+	if err != nil {
+		t.Fatalf("after the cutover: %v", err)
+	}
+	if d, _ := sched.Decode(id); d.Layout != "v2" {
+		t.Errorf("ID after the cutover decodes as %s, want v2: the generator did not take the keeper's schedule", d.Layout)
+	}
+}
