@@ -45,8 +45,9 @@
 // mark written by another claim below its own, or the owner key with its
 // token bound to another etcd lease, means etcd went back in time (a
 // restore from an earlier state, or a replacement). Every lease claimed
-// before is then fenced — Extend and Release return lease.ErrRestored —
-// and later claims start at least the restore window (the claimer's
+// before is then fenced — Extend and Release return lease.ErrRestored,
+// and the first of them writes back the mark the store knew for that
+// number if the restored one is lower — and later claims start at least the restore window (the claimer's
 // ClaimRequest.RestoreWindow, or Config.RestoreMargin) after the moment it
 // was noticed, on the claimer's clock. A missing owner key alone is no
 // sign: an expired etcd lease leaves the same. A process that wrote nothing

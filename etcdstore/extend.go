@@ -44,7 +44,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err != nil {
 		return nil, s.renewFailed(l, markMs, err)
 	}
-	if err := s.restoredErr(h.epoch, l); err != nil {
+	if err := s.fenced(ctx, h, l); err != nil {
 		return nil, s.renewFailed(l, markMs, err)
 	}
 	n := l.Machine
@@ -74,7 +74,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d to %s: %w; the write may have committed: "+
 				"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", n, l.Token, msTime(target), err))
 		}
-		if err := s.restoredErr(h.epoch, l); err != nil {
+		if err := s.fenced(ctx, h, l); err != nil {
 			return nil, s.renewFailed(l, target, err)
 		}
 		if resp.Succeeded {
@@ -87,7 +87,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		if !revert.Restore {
 			if what := s.wentBack(l, was, o, m); what != "" {
 				s.noticeRestore(h.epoch, what, resp.Header)
-				return nil, s.renewFailed(l, target, s.restoredErr(h.epoch, l))
+				return nil, s.renewFailed(l, target, s.fenced(ctx, h, l))
 			}
 		}
 		if err := s.ownership(l, o, q); err != nil {

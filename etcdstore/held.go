@@ -38,6 +38,8 @@ type held struct {
 	// sched guards Extend against a change of the fleet schedule since the
 	// lease's schedule was last found equal to it.
 	sched scheduleGuard
+	// repaired: after a restore, the mark was written back once (fenced).
+	repaired bool
 }
 
 // claimed returns what the store knew of the lease before a request.

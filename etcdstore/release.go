@@ -38,7 +38,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 	if err != nil {
 		return err
 	}
-	if err := s.restoredErr(h.epoch, l); err != nil {
+	if err := s.fenced(ctx, h, l); err != nil {
 		return err
 	}
 	n := l.Machine
@@ -67,7 +67,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return fmt.Errorf("etcdstore: release machine %d token %d: %w; it may have committed, and otherwise the number "+
 				"frees itself when its etcd lease expires", n, l.Token, err)
 		}
-		if err := s.restoredErr(h.epoch, l); err != nil {
+		if err := s.fenced(ctx, h, l); err != nil {
 			return err
 		}
 		if resp.Succeeded {
@@ -77,7 +77,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 		if !revert.Restore {
 			if what := s.wentBack(l, was, o, m); what != "" {
 				s.noticeRestore(h.epoch, what, resp.Header)
-				return s.restoredErr(h.epoch, l)
+				return s.fenced(ctx, h, l)
 			}
 		}
 		if err := s.ownership(l, o, nil); err != nil {

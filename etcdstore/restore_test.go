@@ -70,12 +70,14 @@ func TestRestoreFencesEarlierLeases(t *testing.T) {
 // token and bumps the revision changes neither the cluster ID nor makes
 // the revision fall (and on a cluster that never had a second election,
 // not the raft term either). A holder that wrote its mark after the
-// snapshot notices — the mark key it wrote is gone — but a process that
-// did not write since the snapshot, one that starts after the restore say,
-// cannot: to it, a number claimed after the snapshot comes back free with
-// its old mark, and a claim starts at its clock. Only the operator's
-// RaiseMarks keeps the next holder above what the lost holder issued —
-// the runbook's step.
+// snapshot notices at its next renewal — the mark key it wrote is gone —
+// but a process that wrote nothing since the snapshot, one that starts
+// after the restore say, cannot: to it, a number claimed after the
+// snapshot comes back free with its old mark (until its holder notices
+// and writes the mark back), and a claim starts at its own clock. Only the
+// operator's RaiseMarks, run before holders claim again, keeps the next
+// holder of every number above what was issued in the lost history — the
+// runbook's step.
 func TestRestoreInvisibleNeedsRaiseMarks(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, 1)
@@ -84,10 +86,8 @@ func TestRestoreInvisibleNeedsRaiseMarks(t *testing.T) {
 	snap := c.Snapshot(t)
 	lost := mustExtend(t, s, leasetest.MustClaim(t, s, req("lost", 0, 0, now)), now+5000)
 	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 100000})
+	waitServes(t, c.Client(t))
 
-	if _, err := s.Extend(ctxFor(t), lost, now+6000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
-		t.Fatalf("Extend of a lease whose mark the restore dropped: %v, want ErrRestored", err)
-	}
 	fresh := newStore(t, c.Client(t), etcdstore.Config{})
 	if rec := leasetest.MustGet(t, fresh, 0); rec.Held() || rec.MarkMs >= lost.MarkMs {
 		t.Fatalf("restored record %+v: want it free with a mark below the lost holder's %d (else this test shows nothing)", rec, lost.MarkMs)
@@ -96,14 +96,21 @@ func TestRestoreInvisibleNeedsRaiseMarks(t *testing.T) {
 	if blind.StartMs != now {
 		t.Fatalf("a store that never wrote before the restore starts a claim at %d, want its clock %d: it cannot tell", blind.StartMs, now)
 	}
-	if n, err := fresh.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 63}, lost.MarkMs); err != nil || n != 64 {
+	if _, err := s.Extend(ctxFor(t), lost, now+6000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("Extend of a lease whose mark the restore dropped: %v, want ErrRestored", err)
+	}
+
+	raised := lost.MarkMs + 1000
+	if n, err := fresh.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 63}, raised); err != nil || n != 64 {
 		t.Fatalf("RaiseMarks = %d, %v; want 64, nil", n, err)
 	}
 	if _, err := fresh.Extend(ctxFor(t), blind, now+1000, 10*time.Second); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Extend of a claim made before RaiseMarks: %v, want ErrLost", err)
 	}
-	if l := leasetest.MustClaim(t, fresh, req("next", 0, 0, now)); l.StartMs < lost.MarkMs {
-		t.Errorf("claim after RaiseMarks starts at %d, want ≥ the lost holder's mark %d", l.StartMs, lost.MarkMs)
+	for n := range 2 {
+		if l := leasetest.MustClaim(t, fresh, req("next", n, n, now)); l.StartMs < raised {
+			t.Errorf("claim of %d after RaiseMarks starts at %d, want ≥ the raised mark %d", n, l.StartMs, raised)
+		}
 	}
 }
 
@@ -253,5 +260,33 @@ func TestClaimNoticesOwnMarkGoneBack(t *testing.T) {
 	}
 	if _, err := s.Extend(ctxFor(t), held, now+2000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
 		t.Errorf("Extend of the lease whose mark went back: %v, want ErrRestored", err)
+	}
+}
+
+// TestRestoreNoticedWritesBackLostMark: the holder that notices a restore
+// by the mark it wrote knows better than the restored store how far it
+// reserved, and writes that mark back. A holder that did not notice — its
+// own keys came through the restore untouched — and takes the number next
+// then starts above every timestamp the first may have issued, not at the
+// mark the restore lost.
+func TestRestoreNoticedWritesBackLostMark(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Client(t), etcdstore.Config{})
+	now := baseMs()
+	snap := c.Snapshot(t)
+	x := mustExtend(t, s, leasetest.MustClaim(t, s, req("X", 8, 8, now)), now+10000)
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 100000})
+	waitServes(t, c.Client(t))
+
+	if _, err := s.Extend(ctxFor(t), x, now+12000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("Extend after the restore: %v, want ErrRestored", err)
+	}
+	unaware := newStore(t, c.Client(t), etcdstore.Config{})
+	if rec := leasetest.MustGet(t, unaware, 8); rec.MarkMs < x.MarkMs {
+		t.Errorf("mark of 8 after the restore was noticed: %d, want the noticing holder's %d written back", rec.MarkMs, x.MarkMs)
+	}
+	if l := leasetest.MustClaim(t, unaware, req("A", 8, 8, now)); l.StartMs < x.MarkMs {
+		t.Errorf("an unaware holder's claim of 8 starts at %d, below the mark %d the first holder reserved", l.StartMs, x.MarkMs)
 	}
 }

@@ -1,0 +1,77 @@
+package etcdstore
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// repairTries bounds the compare-and-swap attempts of one mark repair.
+const repairTries = 5
+
+// fenced returns lease.ErrRestored if l, whose state is h, was claimed
+// before the last restore noticed (nil otherwise). The first time, it also
+// writes back the mark this store last wrote or read for l's number if
+// the restored store holds a lower one: another holder that takes the
+// number without noticing the restore (one whose own keys came through
+// it untouched) then starts above every timestamp l may have issued,
+// instead of at a mark the restore lost.
+func (s *Store) fenced(ctx context.Context, h *held, l *lease.Lease) error {
+	err := s.restoredErr(h.epoch, l)
+	if err == nil || revert.Restore {
+		return err
+	}
+	s.mu.Lock()
+	markMs, done := h.markMs, h.repaired
+	h.repaired = true
+	s.mu.Unlock()
+	if !done && markMs > 0 {
+		s.repairMark(ctx, l, markMs)
+	}
+	return err
+}
+
+// repairMark raises the mark of l's number to markMs if it is lower, with
+// a compare on the mark key's mod revision so that a mark written since is
+// never lowered. Failures are logged: the operator's RaiseMarks is the
+// remedy the error message points to anyway.
+func (s *Store) repairMark(ctx context.Context, l *lease.Lease, markMs int64) {
+	ctx, cancel := s.detached(ctx)
+	defer cancel()
+	key := s.keys.mark(l.Machine)
+	for range repairTries {
+		resp, err := s.cli.Get(ctx, key)
+		if err != nil {
+			s.log.Warn("writing back the mark lost by the restore failed; raise marks (RaiseMarks) before holders claim again",
+				"machine", l.Machine, "region", s.region, "mark", msTime(markMs), "error", err)
+			return
+		}
+		var cur int64
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			mv, err := parseMark(resp.Kvs[0])
+			if err != nil {
+				return
+			}
+			cur, rev = mv.MarkMs, resp.Kvs[0].ModRevision
+		}
+		if cur >= markMs {
+			return
+		}
+		put, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Token: l.Token, Holder: l.Holder}))).Commit()
+		if err != nil {
+			s.log.Warn("writing back the mark lost by the restore failed; raise marks (RaiseMarks) before holders claim again",
+				"machine", l.Machine, "region", s.region, "mark", msTime(markMs), "error", err)
+			return
+		}
+		if put.Succeeded {
+			s.log.Warn("wrote back the mark the restore lost", "machine", l.Machine, "region", s.region, "token", l.Token,
+				"mark", msTime(markMs), "restored_mark", msTime(cur))
+			return
+		}
+	}
+}
