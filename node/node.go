@@ -7,6 +7,24 @@
 //	n, err := node.Start(ctx, node.Config{}) // embedded etcd in ./snowfence-data
 //	id, err := n.Generator.Next(ctx)
 //	defer n.Close(ctx)                     // releases the number, recording its mark
+//
+// # The embedded etcd is unique only on its host
+//
+// The zero-configuration store is a single-member etcd in a directory of
+// this host. Two hosts that each run the default share nothing: each leases
+// machine numbers from its own etcd, both may hold number 5, and they mint
+// the same IDs. Use it for one host only; a fleet on several hosts must
+// point every holder at one store (Config.Etcd.Endpoints of a shared etcd
+// cluster, or Config.Store). Start logs a warning saying so whenever it
+// starts the embedded etcd.
+//
+// # Schedule, range and region
+//
+// Keeper.Schedule and Generator.Schedule must agree (either may be left
+// zero to take the other's). Start refuses, before it claims anything, a
+// machine range or region that a layout of the schedule in force from now
+// on cannot hold — a region other than 0 under v1, which has no region
+// bits, among them (snowfence.Schedule.CheckPlacement).
 package node
 
 import (
@@ -37,15 +55,23 @@ type Config struct {
 	// EtcdStore configures the etcd store: key prefix and region.
 	EtcdStore etcdstore.Config
 	// Keeper configures the lease keeper: machine range, region, timings.
-	// Its Store, Clock and Logger are filled in by Start when zero.
+	// Its Store, Clock and Logger are filled in by Start when zero, and
+	// its Schedule from Generator.Schedule.
 	Keeper lease.KeeperConfig
 	// Generator configures minting: schedule, clock policy, waits. Its
-	// Lease, Clock and Logger are filled in by Start when zero.
+	// Lease, Clock and Logger are filled in by Start when zero. A non-zero
+	// Schedule must equal Keeper.Schedule when that is set too.
 	Generator snowfence.Config
 	// Logger receives the store's, keeper's and generator's logs. Nil
 	// discards them.
 	Logger *slog.Logger
 }
+
+// EmbeddedWarning is the warning Start logs when it starts the embedded
+// etcd (and "snowfence serve" prints on stderr).
+const EmbeddedWarning = "the embedded etcd leases machine numbers on this host only: " +
+	"another host running its own embedded etcd may hold the same numbers and mint the same IDs; " +
+	"for more than one host, point every holder at one shared etcd cluster (--etcd-endpoints) or lease table"
 
 // A Node is a running holder: store, keeper and generator.
 type Node struct {
@@ -69,6 +95,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	switch ks, gs := cfg.Keeper.Schedule, cfg.Generator.Schedule; {
+	case ks.IsZero():
+		cfg.Keeper.Schedule = gs // zero too: the keeper's default, which New takes
+	case !gs.IsZero() && ks.String() != gs.String():
+		return nil, fmt.Errorf("%w: Keeper.Schedule %q differs from Generator.Schedule %q; give both the same, or set one", lease.ErrInvalid, ks, gs)
+	}
 	n := &Node{Store: cfg.Store}
 	defer func() {
 		if err != nil {
@@ -81,6 +113,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 				return nil, err
 			}
 			cfg.Etcd.Endpoints = n.Embedded.Endpoints()
+			dir := cfg.Embedded.Dir
+			if dir == "" {
+				dir = etcdstore.DefaultEmbedDir
+			}
+			cfg.Logger.Warn(EmbeddedWarning, "endpoint", cfg.Etcd.Endpoints[0], "data_dir", dir)
 		}
 		if cfg.EtcdStore.Logger == nil {
 			cfg.EtcdStore.Logger = cfg.Logger
