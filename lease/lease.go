@@ -44,9 +44,13 @@ var (
 	// ErrQuarantined: the number is quarantined and can be neither claimed
 	// nor renewed.
 	ErrQuarantined = errors.New("lease: machine number quarantined")
-	// ErrRestored: the store's revision fell or its cluster identity changed
-	// since this holder last looked, as after a restore from an old backup.
-	// Every lease claimed before is fenced.
+	// ErrRestored: the store showed that it went back in time since this
+	// holder last looked, as after a restore from an old backup or a
+	// failover that lost writes: etcd's revision or raft term fell, its
+	// cluster ID changed, a mark the holder wrote vanished or fell, or its
+	// owner key came back on another etcd lease; a PostgreSQL server's
+	// system identifier or timeline changed; a DynamoDB table's identity
+	// changed. Every lease claimed before is fenced.
 	ErrRestored = errors.New("lease: store restored from an earlier state")
 	// ErrNotFound: no record for that number.
 	ErrNotFound = errors.New("lease: no such machine number")
