@@ -41,11 +41,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"run the ID service (HTTP), leasing a machine number", runServe},
-		"decode":  {"decode an ID: snowfence decode <id> [--schedule …] [--json]", runDecode},
-		"clock":   {"show the kernel's clock-sync state", runClock},
-		"leases":  {"list, show, quarantine, release machine-number leases; raise marks after a restore", runLeases},
-		"version": {"print the version", runVersion},
+		"serve":    {"run the ID service (HTTP), leasing a machine number", runServe},
+		"decode":   {"decode an ID: snowfence decode <id> [--schedule …] [--json]", runDecode},
+		"clock":    {"show the kernel's clock-sync state", runClock},
+		"leases":   {"list, show, quarantine, release machine-number leases; raise marks after a restore", runLeases},
+		"schedule": {"show or set the fleet's layout schedule, stored beside the leases", runSchedule},
+		"version":  {"print the version", runVersion},
 	}
 }
 
@@ -93,7 +94,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	sort.Strings(names)
 	fmt.Fprintln(w, "usage: snowfence <command> [arguments]\n\ncommands:")
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 }
 

@@ -52,9 +52,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", etcdstore.DefaultEmbedClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
 	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range of this holder class, lo-hi")
-	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"`)
+	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show), and every layout in force from now on must hold --machines and --region`)
 	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
-	fs.StringVar(&f.holder, "holder", "", "holder identity (default host/pid-N/process-start-ms)")
+	fs.StringVar(&f.holder, "holder", "", "holder identity, unique per process: never give two processes the same (default host/pid-N/process-start-ms/k1)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "lease lifetime without renewal (lease tables: 5m unless set)")
 	fs.DurationVar(&f.renewEvery, "renew-every", 2*time.Second, "renewal period (lease tables: 10s unless set)")
 	fs.DurationVar(&f.selfFence, "self-fence", 5*time.Second, "stop issuing this long after the last acknowledged renewal (lease tables: 30s unless set)")
@@ -128,6 +128,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if n.Embedded != nil {
 		fmt.Fprintf(e.stdout, "embedded etcd on %s (data in %s)\n", n.Embedded.Endpoints()[0], f.store.dataDir)
+		fmt.Fprintf(e.stderr, "WARNING: %s\n", node.EmbeddedWarning)
 	}
 	st := n.Keeper.Status()
 	fmt.Fprintf(e.stdout, "machine %d (region %d, token %d), ready in %s\n", st.Machine, st.Region, st.Token, time.Since(started).Round(time.Millisecond))
@@ -240,6 +241,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		RenewEvery: f.renewEvery,
 		SelfFence:  f.selfFence,
 		Margin:     f.fenceMargin,
+		Schedule:   sched,
 	}
 	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
 	return cfg, nil

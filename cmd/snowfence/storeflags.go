@@ -16,8 +16,8 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// storeFlags are the options that say where the leases live; serve and
-// leases share them.
+// storeFlags are the options that say where the leases live; serve,
+// leases and schedule share them.
 type storeFlags struct {
 	kind                        string
 	postgresURL, postgresTable  string
@@ -48,7 +48,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.password, "etcd-password", "", "etcd password")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
 	fs.StringVar(&f.dataDir, "data-dir", etcdstore.DefaultEmbedDir, "data directory of the embedded etcd")
-	fs.IntVar(&f.region, "region", 0, "region number (v2 layout: 0-7)")
+	fs.IntVar(&f.region, "region", 0, "region number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
 

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/testenv"
+)
+
+// cli runs the binary with args and wants exit status want; it returns
+// stdout and stderr.
+func cli(t *testing.T, want int, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != want {
+		t.Fatalf("snowfence %v: exit %d, want %d\nstdout %s\nstderr %s", args, code, want, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// waitRefusing polls /readyz (bounded) until the service stops issuing.
+func waitRefusing(t *testing.T, s *service, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := call(t, "GET", s.url+"/readyz", "", "")
+		if r.status == 503 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still ready %s after the fleet schedule changed: %d %s", within, r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// snowfence schedule show and set next to a running serve on its embedded
+// etcd, and what the fleet schedule does to holders: one on another
+// schedule is refused at start, and a running one stops at its next
+// renewal once the schedule changes. serve also refuses, at start, a range
+// or region its schedule cannot hold.
+func TestE2EScheduleCLI(t *testing.T) {
+	dir := t.TempDir()
+	s := startService(t, dir, "--machines", "40-40")
+	url, err := etcdstore.ReadClientURL(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := []string{"--etcd-endpoints", url}
+	withDir := func(args ...string) []string { return append(args, "--data-dir", dir) }
+
+	type fleet struct {
+		Schedule string `json:"schedule"`
+		Version  int64  `json:"version"`
+	}
+	show := func() fleet {
+		t.Helper()
+		out, _ := cli(t, 0, withDir("schedule", "show", "--json")...)
+		var f fleet
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("schedule show --json: %q: %v", out, err)
+		}
+		return f
+	}
+	if f := show(); f != (fleet{"v1", 0}) {
+		t.Fatalf("fresh store: %+v, want v1 at version 0", f)
+	}
+	if out, _ := cli(t, 0, withDir("schedule", "show")...); !strings.Contains(out, "v1") || !strings.Contains(out, "never set") {
+		t.Errorf("schedule show:\n%s", out)
+	}
+
+	// serve refuses, before claiming, what its schedule cannot hold.
+	_, errOut := cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--region", "1", "--machines", "41-41"}, ep...)...)
+	if !strings.Contains(errOut, "no region bits") {
+		t.Errorf("serve --region 1 under v1: stderr %s", errOut)
+	}
+	far := "v1,v2@2099-01-01T00:00:00Z"
+	_, errOut = cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far}, ep...)...)
+	if !strings.Contains(errOut, "machines 0-511 only") {
+		t.Errorf("serve --schedule %s with the default --machines 0-1023: stderr %s", far, errOut)
+	}
+	// A holder on another schedule than the fleet's is refused.
+	_, errOut = cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "41-41"}, ep...)...)
+	if !strings.Contains(errOut, "differs from the fleet's") {
+		t.Errorf("serve --schedule %s with the fleet on v1: stderr %s", far, errOut)
+	}
+
+	// set: a cutover within the notice is refused; a far one is set.
+	near := "v1,v2@" + time.Now().Add(10*time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
+	if _, errOut := cli(t, 1, withDir("schedule", "set", near)...); !strings.Contains(errOut, "pick a later cutover") {
+		t.Errorf("set %s (10 min ahead, notice 1 h): stderr %s", near, errOut)
+	}
+	cli(t, 2, withDir("schedule", "set", "v9")...)
+	cli(t, 2, withDir("schedule", "set")...)
+	cli(t, 2, withDir("schedule", "set", far, "--notice", "-1h")...)
+	out, _ := cli(t, 0, withDir("schedule", "set", far, "--json")...)
+	var set fleet
+	if err := json.Unmarshal([]byte(out), &set); err != nil || set != (fleet{far, 1}) {
+		t.Fatalf("schedule set --json: %q, %v; want %s at version 1", out, err, far)
+	}
+	if out, _ := cli(t, 0, withDir("schedule", "set", far)...); !strings.Contains(out, "nothing changed") {
+		t.Errorf("setting the same schedule again: %s", out)
+	}
+	if out, _ := cli(t, 0, withDir("schedule", "show")...); !strings.Contains(out, far) || !strings.Contains(out, "version   1") || !strings.Contains(out, "from 2099-01-01T00:00:00Z") {
+		t.Errorf("schedule show after set:\n%s", out)
+	}
+
+	// The running serve, still on v1, is refused at its next renewal.
+	waitRefusing(t, s, 10*time.Second)
+	// A holder on the fleet's schedule starts and issues.
+	s2 := startService(t, t.TempDir(), append(ep, "--schedule", far, "--machines", "41-41")...)
+	if r := call(t, "POST", s2.url+"/v1/ids", "", ""); r.status != 200 {
+		t.Errorf("serve on the fleet's schedule: %d %s", r.status, r.body)
+	}
+	s2.stop(t)
+	s.stop(t)
+	if !strings.Contains(s.stderr.String(), "WARNING: the embedded etcd leases machine numbers on this host only") {
+		t.Errorf("serve on the embedded etcd printed no warning that it is one host's; stderr:\n%s", s.stderr)
+	}
+}
+
+// snowfence schedule on the lease tables (PostgreSQL and DynamoDB through
+// dynalite): show, set a far cutover, set back to v1. The table is the
+// test's own and may hold a schedule from an earlier run, so each step is
+// checked against what show said before it.
+func TestE2EScheduleTableStores(t *testing.T) {
+	stores := []struct {
+		name, env string
+		flags     func(v string) []string
+	}{
+		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL", func(v string) []string {
+			return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", "e2e_schedule"}
+		}},
+		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT", func(v string) []string {
+			return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", "e2e-schedule", "--aws-region", "us-east-1"}
+		}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			v := os.Getenv(st.env)
+			if v == "" {
+				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name]))
+			}
+			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
+			flags := st.flags(v)
+			with := func(args ...string) []string { return append(args, flags...) }
+			cli(t, 0, with("leases", "init")...)
+			type fleet struct {
+				Schedule string `json:"schedule"`
+				Version  int64  `json:"version"`
+			}
+			show := func() fleet {
+				t.Helper()
+				out, _ := cli(t, 0, with("schedule", "show", "--json")...)
+				var f fleet
+				if err := json.Unmarshal([]byte(out), &f); err != nil {
+					t.Fatalf("schedule show --json: %q: %v", out, err)
+				}
+				return f
+			}
+			before := show()
+			far := "v1,v2@2099-01-01T00:00:00Z"
+			for _, text := range []string{far, "v1"} {
+				out, _ := cli(t, 0, with("schedule", "set", text, "--json")...)
+				var set fleet
+				if err := json.Unmarshal([]byte(out), &set); err != nil {
+					t.Fatalf("schedule set %s --json: %q: %v", text, out, err)
+				}
+				want := fleet{text, before.Version + 1}
+				if before.Schedule == text {
+					want.Version = before.Version // nothing to change
+				}
+				if set != want || show() != want {
+					t.Fatalf("schedule set %s: %+v, then show %+v; want %+v", text, set, show(), want)
+				}
+				before = want
+			}
+			if _, errOut := cli(t, 1, with("schedule", "set", "v1,v2@"+time.Now().Add(time.Minute).UTC().Format(time.RFC3339))...); !strings.Contains(errOut, "pick a later cutover") {
+				t.Errorf("a cutover a minute ahead: stderr %s", errOut)
+			}
+		})
+	}
+}
