@@ -142,6 +142,12 @@ type nilLease struct{}
 
 func (nilLease) Grant() (*snowfence.Grant, error) { return nil, nil }
 
+// grantLease is a LeaseView with a fixed grant that, unlike Static, does not
+// tell New its placement: the generator checks the grant when it uses it.
+type grantLease struct{ g *snowfence.Grant }
+
+func (l grantLease) Grant() (*snowfence.Grant, error) { return l.g, nil }
+
 // fixedStatus is a lease StatusReporter returning a set status.
 type fixedStatus struct {
 	mu sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -148,7 +149,10 @@ func TestRefusals(t *testing.T) {
 			f.clock.Set(snowfence.V1().LastInstant().Add(time.Hour))
 		}, CodeLayoutExhausted, ""},
 		{"no layout for the machine", func(c *snowfence.Config) {
-			c.Lease = snowfence.Static(600, 1) // v2 has 9 machine bits
+			// v2 has 9 machine bits. (snowfence.Static(600, 1) is refused
+			// by New; a lease that does not tell its placement is
+			// refused on use.)
+			c.Lease = grantLease{&snowfence.Grant{Machine: 600, Region: 1, Token: 1, LimitMs: math.MaxInt64}}
 			c.Schedule = snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V2()})
 		}, nil, CodeNoLayout, ""},
 		{"closed", nil, func(f *fixture) { f.gen.Close() }, CodeClosed, ""},
