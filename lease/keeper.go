@@ -242,7 +242,7 @@ func (c *KeeperConfig) defaults() error {
 		return fmt.Errorf("%w: SelfFence %s must stay below LeaseFor %s with clocks 8 %% fast or slow (SelfFence×1.08 < LeaseFor×0.92)", ErrInvalid, c.SelfFence, c.LeaseFor)
 	case c.Margin < 0 || c.Margin >= c.Reserve:
 		return fmt.Errorf("%w: Margin %s must be at least 0 and below Reserve %s", ErrInvalid, c.Margin, c.Reserve)
-	case c.RestoreMargin < window:
+	case c.RestoreMargin < window && !revert.Window:
 		return fmt.Errorf("%w: RestoreMargin %s is shorter than a cut-off holder may go on issuing: max(Reserve %s, SelfFence %s) × 1.1 + 1 s = %s; "+
 			"leave it zero or make it at least that", ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, window)
 	}
