@@ -136,7 +136,11 @@ var errClosed = errors.New("lease: keeper closed")
 
 // StartKeeper checks cfg, claims a first number (retrying transient errors
 // until ctx is done) and starts renewing it in the background. It fails with
-// ErrNoFreeNumber if the whole range is taken.
+// ErrInvalid for a configuration it cannot use (including a range or region
+// that a layout of cfg.Schedule in force from now on cannot hold: the error
+// also matches snowfence.ErrPlacement), with ErrSchedule if the store's
+// fleet schedule differs from cfg.Schedule, and with ErrNoFreeNumber if the
+// whole range is taken. A number claimed before it fails is released.
 func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
