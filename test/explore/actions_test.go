@@ -110,28 +110,31 @@ func (w *world) batch(h *holder) (int, bool) {
 	return 1000, false
 }
 
+// passAll lets true time pass, and every running process sees it, in a
+// random order, each clock moved before any keeper is waited for.
 func (w *world) passAll() {
 	d := w.duration()
-	w.log.add(w.step, "%s passes everywhere", d)
+	w.trueNow += d
+	w.log.add(w.step, "%s passes; every process sees it", d)
 	for _, i := range w.r.Perm(len(w.procs)) {
-		p := w.procs[i]
-		if p.paused {
-			p.owed += d
-			continue
+		if p := w.procs[i]; !p.paused {
+			w.pass(p, w.trueNow-p.clk.trueElapsed)
 		}
-		w.pass(p, d)
 	}
 	w.settleAll()
 }
 
+// passOne lets true time pass and one process see it first: the others'
+// clocks catch up before they next act (true time is one for all, only
+// the order in which keepers notice it differs).
 func (w *world) passOne() {
 	p, d := w.anyProc(), w.duration()
 	if p.paused {
 		return
 	}
-	w.log.add(w.step, "%s passes on process %d", d, p.idx)
-	w.pass(p, d)
-	w.settle(p)
+	w.trueNow += d
+	w.log.add(w.step, "%s passes; process %d sees it first", d, p.idx)
+	w.catchUp(p)
 }
 
 func (w *world) mintOne() {
@@ -139,6 +142,7 @@ func (w *world) mintOne() {
 	if h == nil {
 		return
 	}
+	w.catchUp(h.p)
 	n, single := w.batch(h)
 	w.log.add(w.step, "holder %d mints %d (clock %d)", h.idx, n, h.p.clk.Now().WallMs)
 	w.mint(h, n, single)
@@ -154,6 +158,7 @@ func (w *world) mintAll() {
 	for _, i := range w.r.Perm(len(w.all)) {
 		h := w.all[i]
 		if h.running() && !h.p.paused {
+			w.catchUp(h.p)
 			w.mint(h, n, single)
 			w.settle(h.p)
 		}
@@ -194,10 +199,9 @@ func (w *world) pauseOrResume() {
 // resume ends p's pause: its clock jumps by the time it missed, and now
 // and then a holder mints at once, racing its keeper's wake-up.
 func (w *world) resume(p *proc) {
-	owed := p.owed
-	p.paused, p.owed = false, 0
-	w.log.add(w.step, "process %d resumes after %s", p.idx, owed)
-	w.pass(p, owed)
+	p.paused = false
+	w.log.add(w.step, "process %d resumes after %s", p.idx, w.trueNow-p.clk.trueElapsed)
+	w.pass(p, w.trueNow-p.clk.trueElapsed)
 	if w.r.IntN(2) == 0 {
 		for _, h := range p.holders {
 			if h.running() {
@@ -256,6 +260,7 @@ func (w *world) restart() {
 	if p.paused {
 		return
 	}
+	w.catchUp(p)
 	w.log.add(w.step, "process %d restarts its %d keeper(s)", p.idx, len(p.holders))
 	var hs []*holder
 	for _, h := range p.holders {
@@ -282,6 +287,7 @@ func (w *world) startIdle() {
 	if len(hs) == 0 {
 		return
 	}
+	w.catchUp(p)
 	w.log.add(w.step, "process %d starts %d idle holder(s)", p.idx, len(hs))
 	w.startHolders(p, hs)
 }
@@ -345,7 +351,8 @@ func (w *world) raiseMarks(ctx context.Context) {
 	var latest int64
 	var longest time.Duration
 	for _, p := range w.procs {
-		latest = max(latest, p.clk.Now().WallMs)
+		// A clock not caught up yet reads this much more once it is.
+		latest = max(latest, p.clk.Now().WallMs+(w.trueNow-p.clk.trueElapsed).Milliseconds())
 		longest = max(longest, p.cfg.Timing.resolved().Reserve)
 	}
 	mark := latest + longest.Milliseconds() + 1000

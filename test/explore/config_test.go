@@ -92,12 +92,15 @@ type config struct {
 	// Restores: the world may snapshot and restore its store. Worlds that
 	// do keep every wall clock within ntpThreshold of true time.
 	Restores bool
+	// SnapshotFirst: the first snapshot is taken before any holder starts,
+	// so that a restore takes back every claim made since.
+	SnapshotFirst bool
 }
 
 func (c *config) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v fleet schedule %q cutover at start+%s\n",
-		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.Fleet, c.CutoverAfter)
+	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s\n",
+		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter)
 	for i, p := range c.Procs {
 		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s, schedule %q, clock offset %s rate %.3f\n      %s\n",
 			i, p.Keepers, p.HolderMode, p.Region, p.Range, p.Schedule, p.Offset, p.Rate, p.Timing)
@@ -111,13 +114,15 @@ func draw(seed uint64, store string, steps int) *config {
 	c := &config{Seed: seed, Store: store, Steps: steps}
 	c.Theme = themes[r.IntN(len(themes))]
 	chance := func(p float64) bool { return r.Float64() < p }
-	c.Restores = c.Theme == themeRestore || c.Theme == themeCutoff || chance(0.35)
 	bias := func(theme string, yes, no float64) float64 {
 		if c.Theme == theme {
 			return yes
 		}
 		return no
 	}
+
+	c.Restores = c.Theme == themeRestore || c.Theme == themeCutoff || chance(0.35)
+	c.SnapshotFirst = c.Restores && chance(bias(themeRestore, 0.6, bias(themeCutoff, 0.6, 0.25)))
 
 	// Schedules: the fleet's, and whether one process runs another.
 	c.CutoverAfter = time.Duration(10+r.IntN(50)) * time.Second

@@ -21,7 +21,7 @@ type keeperLog struct {
 	lastErr *atomic.Pointer[string]
 }
 
-func (h *keeperLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h *keeperLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
 
 func (h *keeperLog) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder

@@ -6,8 +6,5 @@ import (
 )
 
 // setKeeperSchedule gives the keeper the schedule its generator mints
-// under, so that it claims with it.
-func setKeeperSchedule(kc *lease.KeeperConfig, s snowfence.Schedule) {
-	// TODO(keeper): KeeperConfig has no schedule yet; set it here once it
-	// has, so claims carry it and the stores compare it with the fleet's.
-}
+// under: its claims carry it, and the stores compare it with the fleet's.
+func setKeeperSchedule(kc *lease.KeeperConfig, s snowfence.Schedule) { kc.Schedule = s }

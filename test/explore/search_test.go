@@ -127,6 +127,9 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 		return fmt.Sprintf("%s: seed %d: %v", setupMarker, cfg.Seed, err), ""
 	}
 	defer w.shutdown()
+	if cfg.SnapshotFirst {
+		w.snapshot()
+	}
 	for _, p := range w.procs {
 		w.startHolders(p, p.holders)
 	}

@@ -39,6 +39,9 @@ type world struct {
 	failure string
 	// snapshotAt is the step of the last snapshot (-1: none).
 	snapshotAt int
+	// trueNow is the true time passed since the start; each running
+	// process's clock has seen it, or catches up before it next acts.
+	trueNow    time.Duration
 	maxHi      int
 	regions    []int
 	schedules  map[string]snowfence.Schedule
@@ -52,7 +55,6 @@ type proc struct {
 	stores  map[int]*faultyStore // by region
 	holders []*holder
 	paused  bool
-	owed    time.Duration // true time missed while paused
 	cutLeft int           // steps left cut off from the stores
 }
 
@@ -254,7 +256,8 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 				continue
 			}
 			tries++
-			w.pass(p, retry)
+			w.trueNow += retry
+			w.pass(p, w.trueNow-p.clk.trueElapsed)
 		}
 	}
 	w.settle(p)
@@ -324,6 +327,16 @@ func (w *world) stop(h *holder) {
 	if err != nil {
 		w.log.add(w.step, "holder %d closed; release failed: %s", h.idx, short(err))
 	}
+}
+
+// catchUp moves p's clock to true time, unless it is paused, and waits for
+// its keepers.
+func (w *world) catchUp(p *proc) {
+	if p.paused || p.clk.trueElapsed >= w.trueNow {
+		return
+	}
+	w.pass(p, w.trueNow-p.clk.trueElapsed)
+	w.settle(p)
 }
 
 // pass lets d of true time pass on p's clock.
