@@ -41,10 +41,10 @@ type world struct {
 	snapshotAt int
 	// trueNow is the true time passed since the start; each running
 	// process's clock has seen it, or catches up before it next acts.
-	trueNow    time.Duration
-	maxHi      int
-	regions    []int
-	schedules  map[string]snowfence.Schedule
+	trueNow   time.Duration
+	maxHi     int
+	regions   []int
+	schedules map[string]snowfence.Schedule
 }
 
 // proc is one process: a clock, its stores, its holders.
@@ -55,7 +55,7 @@ type proc struct {
 	stores  map[int]*faultyStore // by region
 	holders []*holder
 	paused  bool
-	cutLeft int           // steps left cut off from the stores
+	cutLeft int // steps left cut off from the stores
 }
 
 // holder is one keeper+generator pair of a process.
