@@ -319,9 +319,17 @@ func (w *world) snapshot() {
 const setupMarker = "EXPLORE SETUP"
 
 func (w *world) restore() {
-	how := restoreHow{newToken: w.r.IntN(3) == 0}
-	if w.r.IntN(3) != 0 {
-		how.bump = 1_000_000
+	// Same token with a revision bump (etcd's recommended restore, and the
+	// one that used to go unnoticed) half the time.
+	how := restoreHow{bump: 1_000_000}
+	switch w.r.IntN(4) {
+	case 0:
+		how = restoreHow{newToken: true, bump: 1_000_000}
+	case 1:
+		how = restoreHow{newToken: w.r.IntN(2) == 0}
+	}
+	if w.cfg.Theme == themeCutoff && w.r.IntN(2) == 0 {
+		w.cutOff() // a holder cut off while the others notice the restore
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleTimeout)
 	defer cancel()

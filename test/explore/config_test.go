@@ -143,7 +143,7 @@ func draw(seed uint64, store string, steps int) *config {
 	sharedRange := rangeChoices[r.IntN(len(rangeChoices))]
 	if mixed {
 		// v1 machine m and v2 machine 4m share their low 22 bits.
-		sharedRange = []lease.Range{{Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}[r.IntN(2)]
+		sharedRange = []lease.Range{{Lo: 1, Hi: 4}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}[r.IntN(3)]
 	}
 	fleetTiming := drawTiming(r, c.Theme)
 	total := 0
@@ -155,7 +155,7 @@ func draw(seed uint64, store string, steps int) *config {
 		if chance(0.3) {
 			p.Rate = 0.92 + 0.16*r.Float64()
 		}
-		if chance(0.2) {
+		if chance(0.2) && !mixed {
 			p.Range = rangeChoices[r.IntN(len(rangeChoices))]
 		}
 		if chance(0.15) {
@@ -227,7 +227,7 @@ func drawTiming(r *rand.Rand, theme string) timing {
 		case 3:
 			t.Reserve = 20 * time.Second
 		}
-		if r.IntN(3) == 0 {
+		if r.IntN(2) == 0 {
 			t.RestoreMargin = ms(1000, 15000)
 		}
 		return t
