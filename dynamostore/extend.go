@@ -42,7 +42,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err := s.checkLease(l); err != nil {
 		return nil, err
 	}
-	if err := s.extendSchedule(ctx, l); err != nil {
+	if err := s.extendSchedule(ctx, l, markMs); err != nil {
 		return nil, err
 	}
 	if err := s.extendIdentity(ctx, l); err != nil {

@@ -119,14 +119,16 @@ func checkFleet(schedule string, fleet lease.FleetSchedule) error {
 	return nil
 }
 
-// extendSchedule reads the fleet schedule before an extension and refuses
-// one claimed under another. The read and the conditional write that
-// follows are not one atomic step (DynamoDB cannot condition a write on
-// another item, and dynalite has no TransactWriteItems); lease.SetSchedule
-// only accepts changes that begin at least an hour ahead, longer than any
-// mark a holder reserves, so every holder still on the old schedule reaches
-// this read — and is refused — before the first instant the two differ.
-func (s *Store) extendSchedule(ctx context.Context, l *lease.Lease) error {
+// extendSchedule reads the fleet schedule before an extension to markMs and
+// refuses one whose schedule differs from the fleet's before markMs
+// (lease.CheckExtension). The read and the conditional write that follows
+// are not one atomic step (DynamoDB cannot condition a write on another
+// item, and dynalite has no TransactWriteItems); lease.SetSchedule only
+// accepts changes that begin at least lease.MinScheduleNotice ahead, longer
+// than any mark a holder reserves (lease.MaxReserve), so a mark written
+// after a read that missed a change still ends before the first instant the
+// two schedules differ, and the next read sees the change.
+func (s *Store) extendSchedule(ctx context.Context, l *lease.Lease, markMs int64) error {
 	if revert.Schedule {
 		return nil
 	}
@@ -134,7 +136,7 @@ func (s *Store) extendSchedule(ctx context.Context, l *lease.Lease) error {
 	if err != nil {
 		return err
 	}
-	if err := lease.CheckSchedule(l.Schedule, fs); err != nil {
+	if err := lease.CheckExtension(l.Schedule, fs, markMs); err != nil {
 		return fmt.Errorf("machine %d epoch %d: %w; stop issuing on it and start again with the fleet's schedule", l.Machine, l.Token, err)
 	}
 	return nil

@@ -52,8 +52,9 @@ func TestScheduleItemBesideLeases(t *testing.T) {
 }
 
 // TestExtendRefusedAfterScheduleChange: a lease on the default schedule is
-// refused at its next extension once lease.SetSchedule moved the fleet on,
-// and the refused extension leaves the mark alone.
+// refused an extension past the cutover once lease.SetSchedule moved the
+// fleet on, and the refused extension leaves the mark alone; below the
+// cutover, where the two schedules agree, it still renews.
 func TestExtendRefusedAfterScheduleChange(t *testing.T) {
 	s := newStore(t)
 	now := baseMs()
@@ -61,10 +62,14 @@ func TestExtendRefusedAfterScheduleChange(t *testing.T) {
 	if _, err := lease.SetSchedule(ctxFor(t), s, "v1,v2@2036-01-01T00:00:00Z", time.UnixMilli(now), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Extend(ctxFor(t), l, now+20_000, 0); !errors.Is(err, lease.ErrSchedule) {
-		t.Fatalf("extension after the fleet schedule changed: %v, want ErrSchedule", err)
+	past := time.Date(2036, 1, 1, 0, 0, 1, 0, time.UTC).UnixMilli()
+	if _, err := s.Extend(ctxFor(t), l, past, 0); !errors.Is(err, lease.ErrSchedule) {
+		t.Fatalf("extension past the cutover after the fleet schedule changed: %v, want ErrSchedule", err)
 	}
 	if rec := leasetest.MustGet(t, s, 1); rec.MarkMs != l.MarkMs {
 		t.Fatalf("refused extension moved the mark: %+v", rec)
+	}
+	if _, err := s.Extend(ctxFor(t), l, now+20_000, 0); err != nil {
+		t.Fatalf("extension below the cutover, where the schedules agree: %v", err)
 	}
 }

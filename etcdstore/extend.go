@@ -65,6 +65,12 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(owner), "=", was.etcdLease))
 		}
 		if !revert.Schedule {
+			// The guard may hold a fleet schedule other than the lease's,
+			// accepted by an earlier extension to a lower mark: check it
+			// again up to this one.
+			if err := sched.allows(l.Schedule, target); err != nil {
+				return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
+			}
 			cmps = append(cmps, sched.cmp(s.keys.schedule))
 		}
 		resp, err := s.txn(ctx, cmps,
@@ -97,11 +103,11 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			return nil, s.renewFailed(l, target, err)
 		}
 		if !revert.Schedule && !sched.holds(sk) {
-			if err := checkScheduleKV(l.Schedule, sk); err != nil {
+			if err := checkExtensionKV(l.Schedule, sk, target); err != nil {
 				return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
 			}
 			s.mu.Lock()
-			h.sched = guardOf(sk) // rewritten with the same schedule
+			h.sched = guardOf(sk) // the same schedule, or one that agrees until the mark
 			s.mu.Unlock()
 		}
 		mv, err := parseMark(m)

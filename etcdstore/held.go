@@ -48,10 +48,6 @@ func (h *held) claimed() claimed {
 	return claimed{etcdLease: h.etcdLease, markRev: h.markRev, markMs: h.markMs}
 }
 
-// mismatched is a schedule guard that never holds: Extend's compare fails,
-// and its re-read of the schedule key returns lease.ErrSchedule.
-var mismatched = scheduleGuard{present: true}
-
 // heldFor returns the state of lease l, reading it from the store when this
 // store did not claim it (a lease handed over from another Store value).
 func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
@@ -90,9 +86,6 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 		return nil, err
 	}
 	h = &held{etcdLease: clientv3.LeaseID(o.Lease), epoch: epoch, markRev: modRev(m), markMs: max(mv.MarkMs, l.MarkMs), sched: guardOf(sk)}
-	if checkScheduleKV(l.Schedule, sk) != nil {
-		h.sched = mismatched // Release still works; Extend refuses
-	}
 	if mv.Token != l.Token {
 		h.floorMs = mv.MarkMs
 	}

@@ -98,12 +98,24 @@ func checkScheduleKV(holder string, kv *mvccpb.KeyValue) error {
 	return lease.CheckSchedule(holder, fleet)
 }
 
+// checkExtensionKV returns lease.ErrSchedule unless a lease claimed under
+// the holder's schedule may reserve up to markMs under the fleet schedule in
+// kv (nil if absent): see lease.CheckExtension.
+func checkExtensionKV(holder string, kv *mvccpb.KeyValue, markMs int64) error {
+	fleet, err := parseSchedule(kv)
+	if err != nil {
+		return err
+	}
+	return lease.CheckExtension(holder, fleet, markMs)
+}
+
 // scheduleGuard is the compare that keeps a claim or an extension from
 // committing once the fleet schedule differs from the one it was checked
 // against: the key still absent, or its value byte for byte the one read.
 type scheduleGuard struct {
 	present bool
 	value   string
+	version int64 // the key's etcd version as read, for messages
 }
 
 // guardOf is the guard for the schedule key as read (nil if absent).
@@ -111,7 +123,7 @@ func guardOf(kv *mvccpb.KeyValue) scheduleGuard {
 	if kv == nil {
 		return scheduleGuard{}
 	}
-	return scheduleGuard{present: true, value: string(kv.Value)}
+	return scheduleGuard{present: true, value: string(kv.Value), version: kv.Version}
 }
 
 // cmp is the transaction compare for the guard on key.
@@ -120,6 +132,17 @@ func (g scheduleGuard) cmp(key string) clientv3.Cmp {
 		return clientv3.Compare(clientv3.Version(key), "=", 0)
 	}
 	return clientv3.Compare(clientv3.Value(key), "=", g.value)
+}
+
+// allows returns lease.ErrSchedule unless a lease claimed under the
+// holder's schedule may reserve up to markMs under the fleet schedule the
+// guard holds (lease.CheckExtension).
+func (g scheduleGuard) allows(holder string, markMs int64) error {
+	var kv *mvccpb.KeyValue
+	if g.present {
+		kv = &mvccpb.KeyValue{Key: []byte("schedule"), Value: []byte(g.value), Version: g.version}
+	}
+	return checkExtensionKV(holder, kv, markMs)
 }
 
 // holds reports whether kv (as read) still passes the guard.

@@ -95,9 +95,11 @@ func TestScheduleCheckedForHandedOverLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := newStore(t, cli, etcdstore.Config{Prefix: prefix})
-	if _, err := other.Extend(ctxFor(t), l, now+2000, 10*time.Second); !errors.Is(err, lease.ErrSchedule) {
-		t.Errorf("Extend through another store after the schedule changed: %v, want ErrSchedule", err)
+	past := time.Date(2036, 1, 1, 0, 0, 1, 0, time.UTC).UnixMilli()
+	if _, err := other.Extend(ctxFor(t), l, past, 10*time.Second); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend past the cutover through another store after the schedule changed: %v, want ErrSchedule", err)
 	}
+	mustExtend(t, other, l, now+2000) // below the cutover the two schedules agree
 	if err := other.Release(ctxFor(t), l, now+1000); err != nil {
 		t.Errorf("Release of the refused lease: %v, want it released", err)
 	}

@@ -61,7 +61,8 @@ type KeeperConfig struct {
 	SelfFence time.Duration
 	// Reserve is how far ahead of the clock each renewal puts the mark.
 	// Zero means LeaseFor, so that by the time a dead holder's lease expires
-	// its mark has passed and the next holder need not wait.
+	// its mark has passed and the next holder need not wait. At most
+	// MaxReserve (30 min).
 	Reserve time.Duration
 	// Margin is kept between the generator's limit and the stored mark.
 	// Zero means none: the mark is exclusive, and a new holder starts at or
@@ -244,6 +245,9 @@ func (c *KeeperConfig) defaults() error {
 		return fmt.Errorf("%w: RenewEvery %s must be shorter than SelfFence %s, or every pause between renewals fences", ErrInvalid, c.RenewEvery, c.SelfFence)
 	case float64(c.SelfFence)*1.08 >= float64(c.LeaseFor)*0.92:
 		return fmt.Errorf("%w: SelfFence %s must stay below LeaseFor %s with clocks 8 %% fast or slow (SelfFence×1.08 < LeaseFor×0.92)", ErrInvalid, c.SelfFence, c.LeaseFor)
+	case c.Reserve > MaxReserve:
+		return fmt.Errorf("%w: Reserve %s is longer than %s: a change of the fleet schedule gives holders only %s of notice, "+
+			"and a mark reserved further ahead could outlast it; use a shorter Reserve (or LeaseFor)", ErrInvalid, c.Reserve, MaxReserve, MinScheduleNotice)
 	case c.Margin < 0 || c.Margin >= c.Reserve:
 		return fmt.Errorf("%w: Margin %s must be at least 0 and below Reserve %s", ErrInvalid, c.Margin, c.Reserve)
 	case c.RestoreMargin < window && !revert.Window:

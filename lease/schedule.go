@@ -13,11 +13,19 @@ import (
 const DefaultFleetSchedule = "v1"
 
 // DefaultScheduleNotice is how far ahead of the operator's clock a change
-// to the fleet schedule must begin (see SetSchedule). It is longer than
-// any lease a store hands out by default (5 min on the tables), so every
-// holder still on the old schedule has renewed — and been refused — before
-// the first instant at which the two schedules differ.
-const DefaultScheduleNotice = time.Hour
+// to the fleet schedule must begin (see SetSchedule), and MinScheduleNotice
+// the shortest notice SetSchedule accepts. A holder reserves at most
+// MaxReserve ahead of its clock (the keeper refuses longer), so every mark
+// reserved before the change ends before the first instant at which the old
+// and the new schedule differ; holders still on the old schedule go on
+// renewing until their next mark would reach that instant (CheckExtension),
+// which gives the fleet the notice to restart on the new schedule without
+// a flag day.
+const (
+	DefaultScheduleNotice = time.Hour
+	MinScheduleNotice     = time.Hour
+	MaxReserve            = 30 * time.Minute
+)
 
 // A FleetSchedule is the layout schedule stored beside the leases: the one
 // every holder of the store must use.
@@ -56,16 +64,49 @@ func CheckSchedule(holder string, fleet FleetSchedule) error {
 	return fmt.Errorf("%w: this holder's schedule is %q, the fleet's (version %d) is %q: %s", ErrSchedule, holder, fleet.Version, fleet.Text, how)
 }
 
+// CheckExtension returns nil if a lease claimed under the holder's schedule
+// (canonical text, "" for the default) may reserve timestamps below markMs
+// while the fleet schedule is fleet: the two put the same layout in force at
+// every instant before markMs. Otherwise ErrSchedule, saying what to do.
+// Every store calls it in Extend, so a holder on the old schedule keeps
+// issuing until the first instant the fleet's new schedule differs from
+// its own, and stops before it.
+func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
+	if holder == "" {
+		holder = DefaultFleetSchedule
+	}
+	if holder == fleet.Text {
+		return nil
+	}
+	err := CheckSchedule(holder, fleet)
+	mine, perr := snowfence.ParseSchedule(holder)
+	theirs, ferr := snowfence.ParseSchedule(fleet.Text)
+	if perr != nil || ferr != nil {
+		return err
+	}
+	at, differ := firstDifference(mine, theirs, time.UnixMilli(markMs))
+	if !differ {
+		return nil
+	}
+	return fmt.Errorf("%w; the two differ from %s on, before the mark %s this renewal would reserve",
+		err, at.UTC().Format(time.RFC3339), time.UnixMilli(markMs).UTC().Format(time.RFC3339Nano))
+}
+
 // SetSchedule changes the fleet schedule stored in st to text, on the
 // operator's clock now. It refuses — with ErrInvalid and the first instant
 // at which they differ — a schedule that differs from the stored one at any
 // instant before now + notice (zero: DefaultScheduleNotice): a cutover
 // already past or near must not move, or holders still on the old schedule
 // would issue, before they learn of the change, IDs that the new one gives
-// other bits. The write is a compare-and-set on the version read.
+// other bits. A notice shorter than MinScheduleNotice is refused with
+// ErrInvalid. The write is a compare-and-set on the version read.
 func SetSchedule(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
-	if notice <= 0 {
+	if notice == 0 {
 		notice = DefaultScheduleNotice
+	}
+	if notice < MinScheduleNotice {
+		return FleetSchedule{}, fmt.Errorf("%w: a notice of %s is shorter than %s: holders reserve up to %s ahead of their clocks "+
+			"and must learn of the change before it takes effect; give at least %s", ErrInvalid, notice, MinScheduleNotice, MaxReserve, MinScheduleNotice)
 	}
 	next, err := snowfence.ParseSchedule(text)
 	if err != nil {

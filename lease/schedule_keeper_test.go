@@ -33,22 +33,32 @@ func TestKeeperScheduleRefusedAtStart(t *testing.T) {
 	}
 }
 
-// The fleet schedule changes under a holder: its next renewal is refused
-// with ErrSchedule, which is final — the generator stops at once and the
-// number is released — and the keeper asks again at the renewal pace, not
-// in a tight loop.
+// The fleet schedule changes under a holder to one that differs from its
+// own from T on: it goes on renewing while its marks stay below T — the
+// fleet's notice to restart on the new schedule — and the renewal whose
+// mark would reach T is refused with ErrSchedule, which is final: the
+// generator stops at once, the number is released, and the keeper asks
+// again at the renewal pace, not in a tight loop.
 func TestKeeperScheduleChangedUnderHolder(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	w := &wrapStore{Store: newStore(t, c.Endpoints())}
 	clk := fakeclock.New(t0)
 	h := mustHolder(t, w, clk, "a", lease.Range{Lo: 2, Hi: 2})
 	h.mint(5)
-	if _, err := w.SetFleetSchedule(testCtx(t), 0, "v1,v2@"+cutover); err != nil {
-		t.Skipf("the etcd store cannot set the fleet schedule yet: %v", err)
+	at := t0.Add(15 * time.Second) // renewals reserve 10 s ahead: the one at t0+6s would reach it
+	if _, err := w.SetFleetSchedule(testCtx(t), 0, "v1,v2@"+at.Format(time.RFC3339)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		h.step(2 * time.Second)
+		if _, err := h.g.Next(context.Background()); err != nil {
+			t.Fatalf("at %s, mark %s below the cutover %s: %v, want it still issuing",
+				clk.Time().Format(time.RFC3339), time.UnixMilli(h.k.Status().MarkMs).UTC().Format(time.RFC3339), at.Format(time.RFC3339), err)
+		}
 	}
 	h.step(2 * time.Second)
 	if _, err := h.g.Next(context.Background()); !isFenced(err) {
-		t.Fatalf("after the fleet schedule changed: %v, want ErrFenced", err)
+		t.Fatalf("renewal whose mark would pass the cutover: %v, want ErrFenced", err)
 	}
 	st := h.k.Status()
 	if st.Losses != 1 || st.State != lease.StateClaiming || !strings.Contains(st.LastError, lease.ErrSchedule.Error()) {

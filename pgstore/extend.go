@@ -35,11 +35,18 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err != nil {
 		return nil, fmt.Errorf("%w: lease of machine %d with schedule %q: %v", lease.ErrInvalid, l.Machine, l.Schedule, err)
 	}
-	target := max(markMs, l.MarkMs)
+	return s.extend(ctx, l, max(markMs, l.MarkMs), schedule, schedule, false)
+}
+
+// extend runs the extension of l to target, the statement comparing the
+// stored fleet schedule with fleet: the lease's own schedule (own), or on a
+// retry the fleet's as read, once it was found to agree with own until
+// target.
+func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, fleet string, retried bool) (*lease.Lease, error) {
 	var got *int64
 	var same bool
 	var id identity
-	err = s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, schedule).Scan(
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet).Scan(
 		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
 	case err != nil:
@@ -66,8 +73,16 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, and reading "+
 				"the fleet schedule to learn why failed: %w; retry", l.Machine, l.Token, err))
 		}
-		if err := lease.CheckSchedule(schedule, fs); err != nil {
-			return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: %w; stop issuing on it", l.Machine, l.Token, err))
+		if fs.Text != fleet {
+			// The fleet moved on: renew under it while the two schedules
+			// agree until the mark asked for (lease.CheckExtension), with
+			// the statement comparing on the fleet's schedule as read.
+			if err := lease.CheckExtension(own, fs, target); err != nil {
+				return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: %w; stop issuing on it", l.Machine, l.Token, err))
+			}
+			if !retried {
+				return s.extend(ctx, l, target, own, fs.Text, true)
+			}
 		}
 	}
 	nl := *l

@@ -54,8 +54,12 @@ func TestScheduleRefusedInsideTheClaim(t *testing.T) {
 	if rec := mustGetRec(t, s, 9); rec.Held() || rec.Token != 0 {
 		t.Errorf("number 9 after the refused claims: %+v, want untouched", rec)
 	}
-	if _, err := s.Extend(t.Context(), old, nowMs+20000, 10*time.Second); !errors.Is(err, lease.ErrSchedule) {
-		t.Errorf("Extend of a lease claimed on v1 after the fleet moved: %v, want ErrSchedule", err)
+	past := time.Date(2036, 1, 1, 0, 0, 1, 0, time.UTC).UnixMilli()
+	if _, err := s.Extend(t.Context(), old, past, 10*time.Second); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend past the cutover of a lease claimed on v1 after the fleet moved: %v, want ErrSchedule", err)
+	}
+	if _, err := s.Extend(t.Context(), old, nowMs+20000, 10*time.Second); err != nil {
+		t.Errorf("Extend below the cutover, where v1 and %q agree: %v", next, err)
 	}
 	req.Schedule = next
 	l, err := s.Claim(t.Context(), req)

@@ -14,9 +14,10 @@ import (
 const scheduleUsage = `usage: snowfence schedule <show | set SCHEDULE> [--notice D] [--json] [store flags]
   show           the fleet schedule stored beside the leases, and its version
   set SCHEDULE   make SCHEDULE (e.g. "v1,v2@2030-01-01T00:00:00Z") the fleet schedule; refused if it
-                 differs from the stored one at any instant before now + --notice (default 1h).
-                 Every holder must run with the same --schedule: a holder on another one is refused
-                 at its next claim or renewal, so restart the fleet with the new --schedule right after`
+                 differs from the stored one at any instant before now + --notice (default and
+                 minimum 1h). New holders must start with the new --schedule (claims on another are
+                 refused); running ones on the old schedule keep issuing until their next mark would
+                 reach the first instant the two differ, and stop there: restart them before it`
 
 // runSchedule shows or sets the fleet schedule: the layout schedule every
 // holder of the store must use, stored beside the leases.
@@ -72,8 +73,8 @@ func runSchedule(ctx context.Context, e env, args []string) error {
 	if set.Version == cur.Version {
 		return say(e, *asJSON, set, "the fleet schedule is already %s (version %d): nothing changed", set.Text, set.Version)
 	}
-	return say(e, *asJSON, set, "fleet schedule set to %s (version %d, was %s): restart every holder with --schedule '%s'; "+
-		"holders still on %s are refused at their next claim or renewal", set.Text, set.Version, cur.Text, set.Text, cur.Text)
+	return say(e, *asJSON, set, "fleet schedule set to %s (version %d, was %s): start new holders with --schedule '%s', and restart "+
+		"the running ones with it before the first cutover that changed; holders still on %s stop just before it", set.Text, set.Version, cur.Text, set.Text, cur.Text)
 }
 
 // printFleetSchedule prints the fleet schedule and the layouts it puts in

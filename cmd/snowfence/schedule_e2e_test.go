@@ -37,17 +37,23 @@ func cli(t *testing.T, want int, args ...string) (string, string) {
 	return out.String(), errb.String()
 }
 
-// waitRefusing polls /readyz (bounded) until the service stops issuing.
-func waitRefusing(t *testing.T, s *service, within time.Duration) {
+// waitRenewedAfter polls s's /healthz until its keeper reports a renewal
+// sent after since, and returns whether s was still ready then.
+func waitRenewedAfter(t *testing.T, s *service, since time.Time, within time.Duration) bool {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		r := call(t, "GET", s.url+"/readyz", "", "")
-		if r.status == 503 {
-			return
+		r := call(t, "GET", s.url+"/healthz", "", "")
+		var h struct {
+			Lease struct {
+				LastRenewal time.Time `json:"last_renewal"`
+			} `json:"lease"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &h); err == nil && h.Lease.LastRenewal.After(since) {
+			return call(t, "GET", s.url+"/readyz", "", "").status == 200
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("still ready %s after the fleet schedule changed: %d %s", within, r.status, r.body)
+			t.Fatalf("no renewal after %s within %s: %d %s", since.Format(time.RFC3339Nano), within, r.status, r.body)
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
 	}
@@ -55,8 +61,8 @@ func waitRefusing(t *testing.T, s *service, within time.Duration) {
 
 // snowfence schedule show and set next to a running serve on its embedded
 // etcd, and what the fleet schedule does to holders: one on another
-// schedule is refused at start, and a running one stops at its next
-// renewal once the schedule changes. serve also refuses, at start, a range
+// schedule is refused at start, and a running one goes on renewing while
+// its marks stay below the first instant the two schedules differ. serve also refuses, at start, a range
 // or region its schedule cannot hold.
 func TestE2EScheduleCLI(t *testing.T) {
 	dir := t.TempDir()
@@ -112,6 +118,8 @@ func TestE2EScheduleCLI(t *testing.T) {
 	cli(t, 2, withDir("schedule", "set", "v9")...)
 	cli(t, 2, withDir("schedule", "set")...)
 	cli(t, 2, withDir("schedule", "set", far, "--notice", "-1h")...)
+	cli(t, 1, withDir("schedule", "set", far, "--notice", "10m")...) // shorter than the minimum notice
+	setAt := time.Now()
 	out, _ := cli(t, 0, withDir("schedule", "set", far, "--json")...)
 	var set fleet
 	if err := json.Unmarshal([]byte(out), &set); err != nil || set != (fleet{far, 1}) {
@@ -124,8 +132,14 @@ func TestE2EScheduleCLI(t *testing.T) {
 		t.Errorf("schedule show after set:\n%s", out)
 	}
 
-	// The running serve, still on v1, is refused at its next renewal.
-	waitRefusing(t, s, 10*time.Second)
+	// The running serve, still on v1, renews on: v1 and the fleet's new
+	// schedule agree until 2099, so it has until then to restart.
+	if !waitRenewedAfter(t, s, setAt, 10*time.Second) {
+		t.Errorf("the serve on v1 stopped being ready after a renewal, though the fleet's schedule differs only from 2099 on")
+	}
+	if r := call(t, "POST", s.url+"/v1/ids", "", ""); r.status != 200 {
+		t.Errorf("serve on v1 after the fleet schedule moved to %s: %d %s", far, r.status, r.body)
+	}
 	// A holder on the fleet's schedule starts and issues.
 	s2 := startService(t, t.TempDir(), append(ep, "--schedule", far, "--machines", "41-41")...)
 	if r := call(t, "POST", s2.url+"/v1/ids", "", ""); r.status != 200 {

@@ -568,7 +568,8 @@ func checkSharedHolderRace(t *testing.T, s *suite) {
 // checkSchedule: the fleet schedule kept beside the leases. Never set, it
 // is "v1" at version 0 and only default-schedule claims succeed; set, it is
 // seen by every Store value, claims with another schedule are refused, and
-// a lease claimed under the old one is refused at its next extension.
+// a lease claimed under the old one renews only up to the first instant at
+// which the two schedules differ.
 // Writes are compare-and-set on the version.
 func checkSchedule(t *testing.T, s *suite) {
 	const next = "v1,v2@2036-01-01T00:00:00Z"
@@ -599,8 +600,16 @@ func checkSchedule(t *testing.T, s *suite) {
 	if fs, err := st.FleetSchedule(ctxFor(t)); err != nil || fs != set {
 		t.Errorf("FleetSchedule after the set = %+v, %v; want %+v", fs, err, set)
 	}
-	if _, err := st.Extend(ctxFor(t), old, s.top(nowMs)+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrSchedule) {
-		t.Errorf("Extend of a lease claimed under the old schedule: %v, want ErrSchedule", err)
+	// The old and the new schedule agree until the cutover: a holder on
+	// the old one renews until its mark would reach it, so the fleet can
+	// restart on the new one in the meantime, and stops there.
+	old = s.mustExtend(t, st, old, s.top(nowMs)+2000)
+	cutover := time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	if _, err := st.Extend(ctxFor(t), old, cutover+1, s.h.LeaseFor); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend past the cutover of a lease claimed under the old schedule: %v, want ErrSchedule", err)
+	}
+	if _, err := other.Extend(ctxFor(t), old, cutover+1, s.h.LeaseFor); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("Extend past the cutover through another store value: %v, want ErrSchedule", err)
 	}
 	l := MustClaim(t, st, r)
 	if l.Schedule != next {
