@@ -18,7 +18,9 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine 
   show N         one machine number
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
-  raise-marks    raise every mark to at least --to (after a restore from backup; docs/runbook.md)`
+  raise-marks    after a restore or failover: fence every holder in --machines (each stops at its next
+                 renewal and claims again) and raise every mark to at least --to, past anything any
+                 holder reserved (etcd: now+1m; tables: now+10m; docs/runbook.md)`
 
 // runLeases inspects and fences machine-number leases.
 func runLeases(ctx context.Context, e env, args []string) error {
