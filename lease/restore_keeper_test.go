@@ -56,13 +56,14 @@ func TestKeeperAfterRestoreFromOldSnapshot(t *testing.T) {
 		t.Fatalf("the keeper did not claim again: %+v", st)
 	}
 	// Let the clock reach the new lease's start (the keeper's default
-	// RestoreMargin is Reserve + 1 s = 11 s; the store's own floor is 10 s
-	// after it noticed, on the real clock); the keeper renews on the way.
+	// RestoreMargin is max(Reserve, SelfFence) × 1.1 + 1 s = 12 s, and the
+	// store starts claims that window after it noticed); the keeper renews
+	// on the way.
 	g, err := h.k.Grant()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.step(max(12*time.Second, time.Duration(g.StartMs-clk.Now().WallMs+1)*time.Millisecond))
+	h.step(max(13*time.Second, time.Duration(g.StartMs-clk.Now().WallMs+1)*time.Millisecond))
 	after := h.mint(500)
 	first := after[0]
 	firstMs := snowfence.V1().TimeOf(first).UnixMilli()
@@ -72,7 +73,7 @@ func TestKeeperAfterRestoreFromOldSnapshot(t *testing.T) {
 	if firstMs < reserved {
 		t.Errorf("first ID after the restore stamped %d, below the mark %d reserved before it", firstMs, reserved)
 	}
-	if floor := lostAt + (10*time.Second + time.Second).Milliseconds(); firstMs < floor {
+	if floor := lostAt + lease.RestoreWindow(10*time.Second, 5*time.Second).Milliseconds(); firstMs < floor {
 		t.Errorf("first ID after the restore stamped %d, want ≥ the clock at the loss + RestoreMargin = %d", firstMs, floor)
 	}
 	t.Logf("restore noticed: %s; re-claimed machine %d (was %d); first ID %v after it, %v past the old reservation",
@@ -83,8 +84,10 @@ func TestKeeperAfterRestoreFromOldSnapshot(t *testing.T) {
 
 // TestRaiseMarksAfterUndetectableRestore: etcd restored from an old
 // snapshot under its old cluster token with its revision bumped cannot be
-// told from the original by anyone — its revision did not fall and its
-// cluster ID did not change. A number claimed after the snapshot comes back
+// told from the original by a process that never saw it before — its
+// revision did not fall and its cluster ID did not change. (x, which wrote
+// its mark after the snapshot, does notice at its next renewal; a fresh
+// process cannot.) A number claimed after the snapshot comes back
 // free, with its old mark (here none), although its holder issued up to a
 // mark in the lost history and may still be issuing until its next renewal
 // fails. A process that starts now could not know: it would start at its
