@@ -230,7 +230,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 }
 
 func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {
-	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: it.epoch, StartMs: startMs, MarkMs: it.expiryMs}
+	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: it.epoch, StartMs: startMs, MarkMs: it.expiryMs, Claim: it.nonce}
 	s.log.Info("claimed machine number", "machine", n, "holder", req.Holder, "epoch", it.epoch,
 		"start", msTime(startMs), "mark", msTime(it.expiryMs))
 	return l

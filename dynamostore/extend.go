@@ -10,14 +10,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The renewal of seed 002.
+// The renewal: holder and epoch must match and the expiry move forward;
+// claimMatches adds the claim's own nonce, since an epoch can repeat once
+// the table went back in time and a holder name can be shared.
 const (
-	renewUpdate = "SET lease_expiry = :new_expiry"
-	renewCond   = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
+	renewUpdate  = "SET lease_expiry = :new_expiry"
+	renewCond    = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
+	claimMatches = " AND claim_nonce = :my_claim"
 )
+
+// withClaim adds the compare on l's claim nonce to a condition on l and its
+// value to vals (nothing under revert.Nonce).
+func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease) string {
+	if revert.Nonce {
+		return cond
+	}
+	vals[":my_claim"] = str(l.Claim)
+	return cond + claimMatches
+}
 
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
 // seed 002's renewal: a conditional UpdateItem on holder and epoch. In a
@@ -49,14 +63,13 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		s.forget(l)
 		return nil, err
 	}
+	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs)}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 s.key(l.Machine),
-		UpdateExpression:    aws.String(renewUpdate),
-		ConditionExpression: aws.String(renewCond),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs),
-		},
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(l.Machine),
+		UpdateExpression:                    aws.String(renewUpdate),
+		ConditionExpression:                 aws.String(withClaim(renewCond, vals, l)),
+		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -114,6 +127,10 @@ func owns(l *lease.Lease, it item) error {
 	case it.holder != l.Holder || it.epoch != l.Token:
 		return fmt.Errorf("%w: machine %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim another",
 			lease.ErrLost, l.Machine, it.holder, it.epoch, l.Holder, l.Token)
+	case !revert.Nonce && it.nonce != l.Claim:
+		return fmt.Errorf("%w: machine %d is held under %q epoch %d by another claim than this lease's (the epoch repeated after "+
+			"the table went back in time, or another claimer shares the holder name); stop issuing on it and claim another",
+			lease.ErrLost, l.Machine, it.holder, it.epoch)
 	}
 	return nil
 }

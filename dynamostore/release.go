@@ -54,7 +54,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}
 	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn",
-		"holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals)
+		withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), vals)
 	if err == nil {
 		return nil
 	}
@@ -81,8 +81,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
 	}
 	// Still l's, with a mark someone raised above l's own: keep it.
-	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn", "holder = :me AND lease_epoch = :my_epoch",
-		map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)})
+	vals = map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)}
+	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn", withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), vals)
 	if failed, old := conditionFailed(err); failed {
 		if it, perr := s.parseItem(old); perr == nil && it.holder == "" && it.epoch == l.Token && it.releaseNonce == nonce {
 			return nil // an SDK retry of this write, which had committed

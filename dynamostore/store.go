@@ -212,7 +212,7 @@ func (s *Store) record(n int, it item) lease.Record {
 			r.MarkMs = it.preMarkMs
 		}
 	case it.holder != "":
-		r.Holder, r.ExpiresMs = it.holder, it.expiryMs
+		r.Holder, r.ExpiresMs, r.Claim = it.holder, it.expiryMs, it.nonce
 	}
 	return r
 }

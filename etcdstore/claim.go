@@ -308,7 +308,8 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 	s.mu.Lock()
 	s.leases[leaseKey{n, token}] = &held{etcdLease: id, epoch: s.hist.epoch, markRev: modRev(mark), markMs: mv.MarkMs, floorMs: mv.MarkMs, sched: *sched}
 	s.mu.Unlock()
-	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule}
+	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule,
+		Claim: claimID(id)}
 	s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "token", token,
 		"mark", msTime(mv.MarkMs), "start", msTime(startMs), "schedule", req.Schedule, "etcd_lease", fmt.Sprintf("%x", int64(id)))
 	return l, 0, nil

@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -66,7 +67,7 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 	epoch := s.hist.epoch
 	s.mu.Unlock()
 	if h != nil {
-		return h, nil
+		return h, s.sameClaim(l, h)
 	}
 	n := l.Machine
 	// Quarantine is left to the caller's own compare: a quarantined holder
@@ -96,7 +97,7 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 		s.leases[k] = h
 	}
 	s.mu.Unlock()
-	return h, nil
+	return h, s.sameClaim(l, h)
 }
 
 // ownership checks the owner and quarantine keys read for lease l:
@@ -125,4 +126,19 @@ func (s *Store) forget(l *lease.Lease) {
 	s.mu.Lock()
 	delete(s.leases, leaseKey{l.Machine, l.Token})
 	s.mu.Unlock()
+}
+
+// sameClaim returns lease.ErrLost unless l is the claim h records: same
+// machine and token, but another etcd lease, is another claim (a token
+// repeated after etcd went back in time, or a forged lease). A lease with
+// no Claim (made by hand) is judged by its token alone.
+func (s *Store) sameClaim(l *lease.Lease, h *held) error {
+	s.mu.Lock()
+	id := h.etcdLease
+	s.mu.Unlock()
+	if revert.Nonce || l.Claim == "" || l.Claim == claimID(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: machine %d region %d token %d is held by another claim (etcd lease %s, not this lease's %s); stop issuing on it and claim again",
+		lease.ErrLost, l.Machine, l.Region, l.Token, claimID(id), l.Claim)
 }

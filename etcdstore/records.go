@@ -103,9 +103,14 @@ func (s *Store) fill(ctx context.Context, rec *lease.Record, owner, mark, quaran
 	}
 	rec.Holder, rec.Token = ov.Holder, uint64(owner.CreateRevision)
 	if owner.Lease != 0 {
+		rec.Claim = claimID(clientv3.LeaseID(owner.Lease))
 		if ttl, err := s.cli.TimeToLive(ctx, clientv3.LeaseID(owner.Lease)); err == nil && ttl.TTL >= 0 {
 			rec.ExpiresMs = time.Now().Add(time.Duration(ttl.TTL) * time.Second).UnixMilli()
 		}
 	}
 	return nil
 }
+
+// claimID is the Claim of a lease (lease.Lease.Claim) whose owner key is
+// bound to etcd lease id: each claim grants its own etcd lease.
+func claimID(id clientv3.LeaseID) string { return fmt.Sprintf("%x", int64(id)) }

@@ -537,6 +537,12 @@ func (k *Keeper) reread(ctx context.Context, l *Lease, mark int64, cause error) 
 		return nil, fmt.Errorf("%w: machine %d", ErrQuarantined, l.Machine)
 	case rec.Holder != l.Holder || rec.Token != l.Token:
 		return nil, fmt.Errorf("%w: machine %d is now held by %q with token %d", ErrLost, l.Machine, rec.Holder, rec.Token)
+	case !revert.Nonce && rec.Claim != l.Claim:
+		// Same holder name and token, another claim: a token repeated
+		// after the store went back in time, or another keeper's claim
+		// under a shared holder name.
+		return nil, fmt.Errorf("%w: machine %d is held under %q token %d by another claim (%s, not this lease's %s)",
+			ErrLost, l.Machine, rec.Holder, rec.Token, rec.Claim, l.Claim)
 	case rec.MarkMs >= mark:
 		nl := *l
 		nl.MarkMs = rec.MarkMs

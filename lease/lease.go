@@ -138,6 +138,13 @@ type Lease struct {
 	// (ClaimRequest.Schedule, "v1" for the default). Extend refuses with
 	// ErrSchedule once the fleet schedule stored differs from it.
 	Schedule string
+	// Claim identifies the claim attempt that made this lease, unique to
+	// it: the nonce a table store wrote with the claim, the etcd lease the
+	// owner key is bound to. A token can repeat once a store went back in
+	// time (a restored row's epoch counts up again), and a holder name can
+	// be shared, so Extend and Release compare it too, and so does the
+	// keeper when it re-reads a record after an error of unknown outcome.
+	Claim string
 }
 
 func (l *Lease) String() string {
@@ -160,6 +167,9 @@ type Record struct {
 	ExpiresMs int64 `json:"expires_ms,omitempty"`
 	// Quarantined numbers can be neither claimed nor renewed.
 	Quarantined bool `json:"quarantined,omitempty"`
+	// Claim identifies the current holder's claim attempt (Lease.Claim),
+	// where the store keeps one.
+	Claim string `json:"claim,omitempty"`
 }
 
 // Held reports whether the record names a holder.

@@ -199,7 +199,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, sch
 			return nil, s.claimRefused(ctx, req, schedule)
 		}
 		l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: uint64(epoch),
-			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: schedule}
+			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: schedule, Claim: nonce}
 		s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "epoch", epoch,
 			"expiry", msTime(expiry), "previous_mark", msTime(floor), "start", msTime(l.StartMs), "claimer_now", msTime(req.NowMs))
 		return l, nil

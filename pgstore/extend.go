@@ -46,7 +46,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	var got *int64
 	var same bool
 	var id identity
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet).Scan(
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim).Scan(
 		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
 	case err != nil:
@@ -112,6 +112,10 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	case r.holder != l.Holder || r.epoch != int64(l.Token):
 		return fmt.Errorf("%w: machine %d region %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.holder, r.epoch, l.Holder, l.Token)
+	case !revert.Nonce && r.nonce != l.Claim:
+		return fmt.Errorf("%w: machine %d region %d is held under %q epoch %d by another claim than this lease's (the epoch repeated "+
+			"after the table went back in time, or another claimer shares the holder name); stop issuing on it and claim again",
+			lease.ErrLost, l.Machine, l.Region, r.holder, r.epoch)
 	}
 	return nil
 }
@@ -136,7 +140,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		return err
 	}
 	var mark int64
-	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs).Scan(&mark)
+	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim).Scan(&mark)
 	switch {
 	case err == nil:
 		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", msTime(mark))

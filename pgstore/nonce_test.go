@@ -103,7 +103,8 @@ func TestSharedHolderAdoptsOnlyItsOwnClaim(t *testing.T) {
 	if err := tx.QueryRow(t.Context(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	stmt, args := s1.ClaimStatement(req, 5, lease.NewNonce())
+	k1Nonce := lease.NewNonce()
+	stmt, args := s1.ClaimStatement(req, 5, k1Nonce)
 	var k1Epoch, k1Expiry, k1Floor *int64
 	var sysid, oldSysid *string
 	var tl, oldTl *int64
@@ -111,7 +112,7 @@ func TestSharedHolderAdoptsOnlyItsOwnClaim(t *testing.T) {
 	if err := tx.QueryRow(t.Context(), stmt, args...).Scan(&k1Epoch, &k1Expiry, &k1Floor, &sysid, &tl, &oldSysid, &oldTl, &same); err != nil || k1Epoch == nil {
 		t.Fatalf("K1's claim statement: epoch %v, %v; want a claim", k1Epoch, err)
 	}
-	k1 := &lease.Lease{Machine: 5, Holder: holder, Token: uint64(*k1Epoch), StartMs: max(nowMs, *k1Floor), MarkMs: *k1Expiry, Schedule: "v1"}
+	k1 := &lease.Lease{Machine: 5, Holder: holder, Token: uint64(*k1Epoch), StartMs: max(nowMs, *k1Floor), MarkMs: *k1Expiry, Schedule: "v1", Claim: k1Nonce}
 	if k1.Token != 4 {
 		t.Fatalf("K1's epoch = %d, want 4", k1.Token)
 	}

@@ -49,6 +49,15 @@ func newQueries(table, fleet, origin, ident string) queries {
 		}
 		return n + `::text IS NOT NULL` // compares nothing
 	}
+	// claim compares the row's claim_nonce with the lease's ($n): an epoch
+	// can repeat once the table went back in time, and a holder name can
+	// be shared, so holder and epoch alone do not identify a claim.
+	claim := func(n string) string {
+		if !revert.Nonce {
+			return `claim_nonce = ` + n
+		}
+		return n + `::text IS NOT NULL` // compares nothing
+	}
 	// same is the origin row when the server is still on the cluster and
 	// timeline it records: claims and extensions run only then.
 	// Its floor_ms is the restore floor: after a restore was noticed, the
@@ -119,22 +128,23 @@ c AS (
 )
 SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same)
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
-		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule. One
-		// row: the new mark (NULL if nothing changed), and whether the
-		// server is still the one the origin row records.
+		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
+		// its claim nonce. One row: the new mark (NULL if nothing
+		// changed), and whether the server is still the one the origin
+		// row records.
 		extend: q(`WITH ident AS MATERIALIZED ({ident}),
 same AS MATERIALIZED (` + same("0::bigint") + `),
 u AS (
 	UPDATE {t} SET lease_expiry = $5, updated_at = now()
 	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
-	   AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
+	   AND ` + claim("$7") + ` AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
 	RETURNING lease_expiry
 )
 SELECT u.lease_expiry, EXISTS (SELECT 1 FROM same), ident.sysid, ident.tl, o.system_identifier, o.timeline
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN u ON true`),
-		// $3 holder, $4 epoch, $5 mark.
+		// $3 holder, $4 epoch, $5 mark, $6 the lease's claim nonce.
 		release: q(`UPDATE {t} SET holder = '', lease_expiry = GREATEST($5::bigint, floor_ms), updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4
+ WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND ` + claim("$6") + `
 RETURNING lease_expiry`),
 		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id = $2`),

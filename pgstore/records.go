@@ -36,6 +36,9 @@ func (s *Store) record(r row) lease.Record {
 	if r.holder != "" {
 		rec.ExpiresMs = r.expiryMs
 	}
+	if r.holder != "" && !r.quarantined() {
+		rec.Claim = r.nonce
+	}
 	return rec
 }
 

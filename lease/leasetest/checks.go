@@ -565,6 +565,34 @@ func checkSharedHolderRace(t *testing.T, s *suite) {
 	})
 }
 
+// checkExtendComparesClaim: a lease with the right machine, holder and
+// token but another claim (Lease.Claim) is not the one the store holds: a
+// token can repeat once a store went back in time and a holder name can be
+// shared, so Extend and Release refuse it with ErrLost, through the store
+// that claimed it and through another; the real lease still extends.
+func checkExtendComparesClaim(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	l := s.mustExtend(t, st, MustClaim(t, st, s.req("h", 4, 4, nowMs)), s.top(nowMs)+1000)
+	if l.Claim == "" {
+		t.Fatalf("claimed lease %v has no Claim", l)
+	}
+	if rec := MustGet(t, st, 4); rec.Claim != l.Claim {
+		t.Errorf("Get(4).Claim = %q, want the lease's %q", rec.Claim, l.Claim)
+	}
+	forged := *l
+	forged.Claim = "another-claim"
+	for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+		if _, err := via.Extend(ctxFor(t), &forged, s.top(nowMs)+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("%s: Extend of a lease with another claim = %v, want ErrLost", name, err)
+		}
+		if err := via.Release(ctxFor(t), &forged, nowMs); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("%s: Release of a lease with another claim = %v, want ErrLost", name, err)
+		}
+	}
+	s.mustExtend(t, st, l, s.top(nowMs)+3000)
+}
+
 // checkSchedule: the fleet schedule kept beside the leases. Never set, it
 // is "v1" at version 0 and only default-schedule claims succeed; set, it is
 // seen by every Store value, claims with another schedule are refused, and

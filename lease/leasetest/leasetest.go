@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"MaxAhead", checkMaxAhead},
 		{"RaiseMarks", checkRaiseMarks},
 		{"SharedHolderRace", checkSharedHolderRace},
+		{"ExtendComparesClaim", checkExtendComparesClaim},
 		{"Schedule", checkSchedule},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
