@@ -74,6 +74,13 @@ func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (
 	if text == "" || prev < 0 {
 		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q at version %d: give a schedule and the version read", lease.ErrInvalid, text, prev)
 	}
+	// Claims compare the claimer's canonical text with the stored bytes:
+	// store the canonical form, and never a schedule that does not parse.
+	canon, err := lease.CanonicalSchedule(text)
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+	}
+	text = canon
 	cond := "version = :prev"
 	vals := map[string]types.AttributeValue{":t": str(text), ":next": num(prev + 1)}
 	if prev == 0 {
@@ -82,7 +89,7 @@ func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (
 		vals[":prev"] = num(prev)
 	}
 	want := lease.FleetSchedule{Text: text, Version: prev + 1}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 metaKey(scheduleKey),
 		UpdateExpression:                    aws.String("SET schedule = :t, version = :next"),

@@ -625,6 +625,19 @@ func checkSchedule(t *testing.T, s *suite) {
 	if _, err := st.SetFleetSchedule(ctxFor(t), 0, "v1"); !errors.Is(err, lease.ErrConflict) {
 		t.Errorf("SetFleetSchedule with a stale version: %v, want ErrConflict", err)
 	}
+	// Claims compare canonical text: a store keeps the canonical form of
+	// what it is given, and refuses what does not parse, which would stop
+	// every claim and extension.
+	t.Run("canonical", func(t *testing.T) {
+		if set, err := s.store(t).SetFleetSchedule(ctxFor(t), 0, "v1,v2@2036-01-01T00:00:00+00:00"); err != nil || set.Text != next {
+			t.Errorf("SetFleetSchedule of %q spelled with +00:00 = %+v, %v; want %q stored", next, set, err, next)
+		}
+	})
+	t.Run("unparsable", func(t *testing.T) {
+		if _, err := s.store(t).SetFleetSchedule(ctxFor(t), 0, "v3"); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("SetFleetSchedule(\"v3\") = %v, want ErrInvalid", err)
+		}
+	})
 	if fs, err := st.FleetSchedule(ctxFor(t)); err != nil || fs != set {
 		t.Errorf("FleetSchedule after the set = %+v, %v; want %+v", fs, err, set)
 	}
