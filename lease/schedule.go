@@ -95,10 +95,11 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // SetSchedule changes the fleet schedule stored in st to text, on the
 // operator's clock now. It refuses — with ErrInvalid and the first instant
 // at which they differ — a schedule that differs from the stored one at any
-// instant before now + notice (zero: DefaultScheduleNotice): a cutover
+// instant before T + notice (zero: DefaultScheduleNotice), where T is the
+// later of now and the highest mark in st (List: st's region): a cutover
 // already past or near must not move, or holders still on the old schedule
-// would issue, before they learn of the change, IDs that the new one gives
-// other bits. A notice shorter than MinScheduleNotice is refused with
+// would issue, before they learn of the change or below marks they already
+// reserved, IDs that the new one gives other bits. A notice shorter than MinScheduleNotice is refused with
 // ErrInvalid. The write is a compare-and-set on the version read.
 func SetSchedule(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
 	if notice == 0 {
@@ -123,10 +124,25 @@ func SetSchedule(ctx context.Context, st Store, text string, now time.Time, noti
 	if err != nil {
 		return FleetSchedule{}, fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
 	}
-	if at, differ := firstDifference(old, next, now.Add(notice)); differ {
-		return FleetSchedule{}, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before now + %s (%s): "+
-			"only instants at least %s ahead may change; pick a later cutover",
-			ErrInvalid, next.String(), cur.Text, at.UTC().Format(time.RFC3339), notice, now.Add(notice).UTC().Format(time.RFC3339), notice)
+	// The notice counts from the later of the operator's clock and the
+	// highest mark stored: a holder may already have reserved, under the
+	// old schedule, timestamps up to its mark, and an operator's clock can
+	// be behind the fleet's (or a holder's ahead of it).
+	recs, err := st.List(ctx)
+	if err != nil {
+		return FleetSchedule{}, fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
+	}
+	from, by := now, "the operator's clock"
+	for _, r := range recs {
+		if m := max(r.MarkMs, r.ExpiresMs); !r.Quarantined && time.UnixMilli(m).After(from) {
+			from, by = time.UnixMilli(m), fmt.Sprintf("machine %d's mark or lease expiry", r.Machine)
+		}
+	}
+	if at, differ := firstDifference(old, next, from.Add(notice)); differ {
+		return FleetSchedule{}, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
+			"only instants at least %s past every clock and mark may change; pick a later cutover",
+			ErrInvalid, next.String(), cur.Text, at.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), notice,
+			from.Add(notice).UTC().Format(time.RFC3339), by, notice)
 	}
 	return st.SetFleetSchedule(ctx, cur.Version, next.String())
 }
