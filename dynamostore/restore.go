@@ -59,15 +59,31 @@ type leaseKey struct {
 }
 
 // restoreWindow is how long after noticing a restore claims start, on the
-// claimer's clock: the request's RestoreWindow, or the store's default
-// (MaxReserve, the furthest any holder reserves, plus a tenth for clocks
-// running apart).
+// claimer's clock: the longest of the request's RestoreWindow,
+// MaxRestoreWindow and the store's MaxReserve plus a tenth (for clocks 8 %
+// fast or slow). The cut-off holder the floor must outlast may be another
+// process with longer timings than the claimer's; every keeper on a
+// DynamoDB store is refused a window above MaxRestoreWindow, which
+// therefore covers them all.
 func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	if req.RestoreWindow > 0 {
-		return req.RestoreWindow
+	byReserve := s.cfg.MaxReserve + s.cfg.MaxReserve/10
+	if revert.Window {
+		if req.RestoreWindow > 0 {
+			return req.RestoreWindow
+		}
+		return byReserve
 	}
-	return s.cfg.MaxReserve + s.cfg.MaxReserve/10
+	return max(req.RestoreWindow, byReserve, MaxRestoreWindow)
 }
+
+// MaxRestoreWindow is the longest restore window a holder of a DynamoDB
+// store may have (lease.RestoreWindow of its Reserve and SelfFence: 5 min
+// 31 s at the table timings); StartKeeper refuses a longer one.
+const MaxRestoreWindow = 6 * time.Minute
+
+// MaxRestoreWindow returns the constant MaxRestoreWindow, for the keeper's
+// check at start.
+func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 
 // describeTableID returns the table's TableId from DescribeTable.
 func (s *Store) describeTableID(ctx context.Context) (string, error) {

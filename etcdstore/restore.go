@@ -232,14 +232,27 @@ func (s *Store) claimFloorMs(req lease.ClaimRequest) int64 {
 }
 
 // restoreWindow is the window a claim's floor keeps after a restore: the
-// claimer's (ClaimRequest.RestoreWindow) or, if it gave none, the store's
-// Config.RestoreMargin; the longer of the two when both are set.
+// longest of the claimer's (ClaimRequest.RestoreWindow), MaxRestoreWindow
+// and, when set, the store's Config.RestoreMargin. The cut-off holder the
+// floor must outlast may be another process with longer timings than the
+// claimer's, so the claimer's own window is not enough: every keeper on an
+// etcd store is refused a window above MaxRestoreWindow, which therefore
+// covers them all.
 func (s *Store) restoreWindow(asked time.Duration) time.Duration {
-	switch {
-	case asked <= 0:
-		return s.restoreMargin
-	case s.marginSet:
-		return max(asked, s.restoreMargin)
+	w := max(asked, MaxRestoreWindow)
+	if asked <= 0 || s.marginSet {
+		w = max(w, s.restoreMargin)
 	}
-	return asked
+	return w
 }
+
+// MaxRestoreWindow is the longest restore window a holder of an etcd store
+// may have (lease.RestoreWindow of its Reserve and SelfFence: 34 s for a
+// 30 s TTL with a 20 s self-fence); StartKeeper refuses a longer one. After
+// a restore it noticed, the store starts every claim at least this long
+// after the moment it noticed.
+const MaxRestoreWindow = 40 * time.Second
+
+// MaxRestoreWindow returns the constant MaxRestoreWindow, for the keeper's
+// check at start.
+func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }

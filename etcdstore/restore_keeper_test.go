@@ -75,12 +75,12 @@ func TestRestoreSameTokenBumpedNoticedByMark(t *testing.T) {
 	if _, err := a.g.Next(context.Background()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Errorf("A after its renewal: %v, want ErrFenced", err)
 	}
-	for i := 0; i < 15 && !x.canMint(); i++ {
+	for i := 0; i < 60 && !x.canMint(); i++ {
 		x.step(time.Second)
 	}
 	first := x.mint(100)[0]
 	firstMs := snowfence.V1().TimeOf(first).UnixMilli()
-	if floor := noticedMs + etcdstore.DefaultRestoreMargin.Milliseconds(); firstMs < floor {
+	if floor := noticedMs + etcdstore.MaxRestoreWindow.Milliseconds(); firstMs < floor {
 		t.Errorf("X's first ID after the restore stamped %s, want ≥ %s (noticed + the restore window)", msStr(firstMs), msStr(floor))
 	}
 	checkNoDuplicates(t, a, x)

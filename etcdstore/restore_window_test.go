@@ -13,19 +13,22 @@ import (
 )
 
 // TestRestoreFloorFollowsClaimersWindow is issue 10's fourth path: after a
-// restore is noticed, a claim starts the claimer's restore window
-// (ClaimRequest.RestoreWindow: how long a holder cut off from the store may
-// go on issuing) after the moment of noticing, on the claimer's clock —
-// not the store's fixed 10 s margin on the system clock, which a keeper
-// with a 20 s self-fence outlasts. The claimers' clock here runs an hour
-// ahead of the system clock, as a fake (or a skewed host's) may.
+// restore is noticed, a claim starts a restore window (how long a holder
+// cut off from the store may go on issuing) after the moment of noticing,
+// on the claimer's clock — not the store's fixed 10 s margin on the system
+// clock, which a keeper with a 20 s self-fence outlasts. The window is the
+// longest of the claimer's own (ClaimRequest.RestoreWindow), the store's
+// MaxRestoreWindow (the cut-off holder may be another process, with longer
+// timings than the claimer's; no keeper on etcd may have a longer one) and
+// Config.RestoreMargin. The claimers' clock here runs an hour ahead of the
+// system clock, as a fake (or a skewed host's) may.
 func TestRestoreFloorFollowsClaimersWindow(t *testing.T) {
 	t.Parallel()
 	const window = 25 * time.Second
 	c := etcdtest.Start(t, 1)
 	clk := fakeclock.New(time.Now().Add(time.Hour).Truncate(time.Millisecond))
 	byWindow := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefixFor(t) + "/window", Clock: clk})
-	longer := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefixFor(t) + "/margin", Clock: clk, RestoreMargin: 30 * time.Second})
+	longer := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefixFor(t) + "/margin", Clock: clk, RestoreMargin: 50 * time.Second})
 	now := clk.Now().WallMs
 	leases := map[*etcdstore.Store]*lease.Lease{}
 	for _, s := range []*etcdstore.Store{byWindow, longer} {
@@ -55,10 +58,11 @@ func TestRestoreFloorFollowsClaimersWindow(t *testing.T) {
 		w    time.Duration
 		want time.Duration
 	}{
-		{"the claimer's window", byWindow, 1, window, window},
-		{"no window: the store's default margin", byWindow, 2, 0, etcdstore.DefaultRestoreMargin},
-		{"both: the longer, Config.RestoreMargin", longer, 1, window, 30 * time.Second},
-		{"both: the longer, the claimer's", longer, 2, 40 * time.Second, 40 * time.Second},
+		{"the claimer's window, shorter than the fleet's", byWindow, 1, window, etcdstore.MaxRestoreWindow},
+		{"no window: the fleet's", byWindow, 2, 0, etcdstore.MaxRestoreWindow},
+		{"the claimer's window, longer", byWindow, 4, 45 * time.Second, 45 * time.Second},
+		{"Config.RestoreMargin, longer", longer, 1, window, 50 * time.Second},
+		{"the claimer's, longer still", longer, 2, 55 * time.Second, 55 * time.Second},
 	} {
 		l := claim(tc.s, tc.n, tc.w)
 		if floor := noticed + tc.want.Milliseconds(); l.StartMs < floor || l.StartMs > floor+1 {
@@ -68,7 +72,7 @@ func TestRestoreFloorFollowsClaimersWindow(t *testing.T) {
 	}
 	// Once the window has passed since the notice, claims start at the
 	// claimer's clock again.
-	clk.Advance(window)
+	clk.Advance(etcdstore.MaxRestoreWindow)
 	if l := claim(byWindow, 3, window); l.StartMs != clk.Now().WallMs {
 		t.Errorf("claim %v after the notice, past the window, starts %v after the clock, want at it",
 			time.Duration(clk.Now().WallMs-noticed)*time.Millisecond, time.Duration(l.StartMs-clk.Now().WallMs)*time.Millisecond)

@@ -157,13 +157,29 @@ func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce, schedule string)
 		s.restoreWindow(req).Milliseconds()}
 }
 
-// restoreWindow is req's restore window, or the store's default.
+// restoreWindow is the window a claim's floor keeps after a noticed
+// restore: the longest of req's, MaxRestoreWindow and Config.RestoreWindow.
+// The cut-off holder the floor must outlast may be another process with
+// longer timings than the claimer's; every keeper on a PostgreSQL store is
+// refused a window above MaxRestoreWindow, which therefore covers them all.
 func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	if req.RestoreWindow > 0 {
-		return req.RestoreWindow
+	if revert.Window {
+		if req.RestoreWindow > 0 {
+			return req.RestoreWindow
+		}
+		return s.window
 	}
-	return s.window
+	return max(req.RestoreWindow, s.window, MaxRestoreWindow)
 }
+
+// MaxRestoreWindow is the longest restore window a holder of a PostgreSQL
+// store may have (lease.RestoreWindow of its Reserve and SelfFence: 5 min
+// 31 s at the table timings); StartKeeper refuses a longer one.
+const MaxRestoreWindow = DefaultRestoreWindow
+
+// MaxRestoreWindow returns the constant MaxRestoreWindow, for the keeper's
+// check at start.
+func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 
 // tryClaim claims number c.machine, read with epoch c.epoch. It returns nil
 // and no error if the number was taken meanwhile, lease.ErrSchedule if the

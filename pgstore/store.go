@@ -45,8 +45,9 @@ type Config struct {
 	// that the server is another cluster or on another timeline than the
 	// one the table recorded (a failover to a standby, a point-in-time
 	// recovery, a restore into a new cluster), claims start at least this
-	// long after the claimer's clock at the notice. Zero means
-	// DefaultRestoreWindow.
+	// long after the claimer's clock at the notice. It can only lengthen
+	// the floor: claims always keep at least MaxRestoreWindow, and the
+	// claimer's own window if longer. Zero means DefaultRestoreWindow.
 	RestoreWindow time.Duration
 
 	// ident replaces the statement that reads the server's identity (tests

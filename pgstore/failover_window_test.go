@@ -1,11 +1,8 @@
 package pgstore_test
 
-// Adversarial review of the fixes for issue 10 (see lease/attack_test.go):
-// a test that still finds a path to a duplicate is skipped with the
-// finding's number; SNOWFENCE_ATTACK=1 runs it.
+// Found by the adversarial review of the fixes for issue 10.
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -14,7 +11,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Finding 2, on PostgreSQL. After a failover the origin's floor is the
+// On PostgreSQL. After a failover the origin's floor is the
 // noticing claimer's clock plus that claimer's own restore window; nothing
 // bounds it by the window of the holder the failover cut off. A holder
 // running serve's table timings (lease 5 min, reserve 5 min, self-fence
@@ -23,11 +20,10 @@ import (
 // primary just after a renewal, so it goes on issuing for up to 30 s. A
 // library keeper on the same table with KeeperConfig's defaults (window
 // 12 s) makes the first claim on the new timeline, gets machine 1 and
-// starts 12 s after it noticed: inside what the cut-off holder issues.
-func TestAttackFailoverFloorIsTheClaimersWindow(t *testing.T) {
-	if os.Getenv("SNOWFENCE_ATTACK") != "1" {
-		t.Skip("finding 2: the restore floor uses the claimer's window, not the longest window of any holder; see report (SNOWFENCE_ATTACK=1 runs it)")
-	}
+// starts 12 s after it noticed: inside what the cut-off holder issues. The
+// floor is now at least the store's MaxRestoreWindow, the longest window
+// any keeper on it may have.
+func TestFailoverFloorCoversEveryHoldersWindow(t *testing.T) {
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	ident, set := fakeIdentity(t, pool, table)
