@@ -19,7 +19,9 @@ type action struct {
 // state; zero means not possible now.
 var actions = []action{
 	{"pass everywhere", func(w *world) int { return 26 }, (*world).passAll},
-	{"pass on one", func(w *world) int { return 10 }, (*world).passOne},
+	// One process seeing time first renews (and notices a restore) while
+	// the others still mint on what they held.
+	{"pass on one", func(w *world) int { return w.themed(themeRestore, 18, w.themed(themeCutoff, 14, 10)) }, (*world).passOne},
 	{"mint on one", func(w *world) int { return 14 }, (*world).mintOne},
 	{"mint on all", func(w *world) int { return 22 }, (*world).mintAll},
 	{"step a clock", func(w *world) int { return 4 }, (*world).stepClock},
@@ -27,7 +29,9 @@ var actions = []action{
 	{"pause or resume", func(w *world) int { return 4 }, (*world).pauseOrResume},
 	{"lose replies", func(w *world) int { return 4 }, (*world).loseReplies},
 	{"cut off", func(w *world) int { return w.themed(themeCutoff, 8, 3) }, (*world).cutOff},
-	{"restart a process", func(w *world) int { return w.themed(themeShared, 8, 2) }, (*world).restart},
+	// Restarts move holders to other numbers (in a mixed-schedule world,
+	// onto the numbers whose IDs another schedule's holder mints).
+	{"restart a process", func(w *world) int { return w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2)) }, (*world).restart},
 	{"start idle holders", func(w *world) int { return 3 }, (*world).startIdle},
 	{"stop a holder", func(w *world) int { return 1 }, (*world).stopOne},
 	{"snapshot", func(w *world) int {
@@ -321,8 +325,9 @@ const setupMarker = "EXPLORE SETUP"
 func (w *world) restore() {
 	// Same token with a revision bump (etcd's recommended restore, and the
 	// one that used to go unnoticed) half the time.
+	// In the restores theme three times in four.
 	how := restoreHow{bump: 1_000_000}
-	switch w.r.IntN(4) {
+	switch w.r.IntN(w.themed(themeRestore, 8, 4)) {
 	case 0:
 		how = restoreHow{newToken: true, bump: 1_000_000}
 	case 1:
@@ -344,7 +349,7 @@ func (w *world) restore() {
 		kind = fmt.Sprintf("etcd restore (%s)", how)
 	}
 	w.fig.add("restores", 1)
-	operator := !detectable || w.r.IntN(4) == 0
+	operator := !detectable || w.r.IntN(w.themed(themeRestore, 8, 4)) == 0
 	w.log.add(w.step, "%s; detectable by the store: %v; operator step follows: %v", kind, detectable, operator)
 	if operator {
 		w.raiseMarks(ctx)

@@ -121,47 +121,79 @@ func draw(seed uint64, store string, steps int) *config {
 		return no
 	}
 
-	c.Restores = c.Theme == themeRestore || c.Theme == themeCutoff || chance(0.35)
-	c.SnapshotFirst = c.Restores && chance(bias(themeRestore, 0.6, bias(themeCutoff, 0.6, 0.25)))
+	restoring := c.Theme == themeRestore || c.Theme == themeCutoff
+	c.Restores = restoring || chance(0.35)
+	c.SnapshotFirst = c.Restores && chance(bias(themeRestore, 0.85, bias(themeCutoff, 0.7, 0.25)))
 
-	// Schedules: the fleet's, and whether one process runs another.
+	// Schedules: the fleet's, and whether one process runs another. A
+	// cutover falls within the seconds of true time a world runs through;
+	// in the schedules theme a few seconds after the start, so that most
+	// of the world runs past it.
 	c.CutoverAfter = time.Duration(10+r.IntN(50)) * time.Second
+	if c.Theme == themeSchedules {
+		c.CutoverAfter = time.Duration(2000+r.IntN(10000)) * time.Millisecond
+	}
 	cut := "v1,v2@CUTOVER"
 	switch {
-	case chance(bias(themeSchedules, 0.7, 0.12)):
+	case c.Theme == themeRegions && chance(0.85):
+		// Regions matter under a layout without region bits: v1.
+	case chance(bias(themeSchedules, 0.5, 0.12)):
 		c.Fleet = cut
 	case chance(0.05):
 		c.Fleet = "v2"
 	}
-	mixed := chance(bias(themeSchedules, 0.75, 0.06))
+	mixed := chance(bias(themeSchedules, 0.85, 0.06))
 
 	nProcs := 1 + r.IntN(4)
-	if c.Theme == themeShared || c.Theme == themeRegions {
+	switch c.Theme {
+	case themeShared, themeRegions, themeSchedules:
 		nProcs = 2 + r.IntN(3)
+	case themeRestore, themeCutoff:
+		nProcs = 2 + r.IntN(2)
 	}
 	rangeChoices := []lease.Range{{Lo: 0, Hi: 1}, {Lo: 0, Hi: 3}, {Lo: 0, Hi: 3}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}
 	sharedRange := rangeChoices[r.IntN(len(rangeChoices))]
+	if c.Theme == themeRegions && chance(0.7) {
+		// Few numbers: holders of two regions land on the same one.
+		sharedRange = rangeChoices[r.IntN(2)]
+	}
 	if mixed {
-		// v1 machine m and v2 machine 4m share their low 22 bits.
-		sharedRange = []lease.Range{{Lo: 1, Hi: 4}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}}[r.IntN(3)]
+		// v1 machine m and v2 machine 4m+j share their low 22 bits (v1's
+		// sequence 1024j to 1024j+1023, v2's 0 to 1023).
+		sharedRange = []lease.Range{{Lo: 1, Hi: 4}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 7}, {Lo: 0, Hi: 3}}[r.IntN(4)]
+	}
+	// fit: the range holds about as many numbers as the world has
+	// holders, so that a holder that loses its number (a restore, a cut
+	// off) takes over another's, and every number of a mixed-schedule
+	// range is held.
+	fit := chance(bias(themeRestore, 0.7, bias(themeCutoff, 0.6, bias(themeSchedules, 0.8, 0.1))))
+	// apart: the processes keep timings of their own, so their renewals
+	// fall at different instants and one renews (and notices a restore)
+	// while another still mints.
+	apart := bias(themeRestore, 0.6, bias(themeCutoff, 0.4, 0.15))
+	// Clocks mostly agree, as two holders collide only when they
+	// mint in the same millisecond.
+	offsetP, rateP := 0.4, 0.3
+	if restoring || mixed || c.Theme == themeRegions {
+		offsetP, rateP = 0.15, 0.15
 	}
 	fleetTiming := drawTiming(r, c.Theme)
 	total := 0
 	for i := range nProcs {
 		p := procConfig{Rate: 1, Keepers: 1, Range: sharedRange, Timing: fleetTiming, Schedule: c.Fleet}
-		if chance(0.4) {
+		if chance(offsetP) {
 			p.Offset = time.Duration(r.IntN(101)-50) * time.Millisecond
 		}
-		if chance(0.3) {
+		if chance(rateP) {
 			p.Rate = 0.92 + 0.16*r.Float64()
 		}
-		if chance(0.2) && !mixed {
+		if chance(0.2) && !mixed && !fit {
 			p.Range = rangeChoices[r.IntN(len(rangeChoices))]
 		}
-		if chance(0.15) {
+		if chance(apart) {
 			p.Timing = drawTiming(r, c.Theme)
 		}
-		if chance(bias(themeShared, 0.85, 0.25)) {
+		if chance(bias(themeShared, 0.85, bias(themeSchedules, 0.6, bias(themeRestore, 0.15, 0.25)))) {
 			p.Keepers = 2 + r.IntN(3)
 		}
 		switch x := r.Float64(); {
@@ -172,7 +204,13 @@ func draw(seed uint64, store string, steps int) *config {
 		default:
 			p.HolderMode = holdersUnique
 		}
-		if chance(bias(themeRegions, 0.8, 0.1)) {
+		switch {
+		case mixed:
+			// Region 0 on every schedule: v1 holds no other.
+		case c.Theme == themeRegions && chance(0.8):
+			// Regions 1 and 2 in turn, so that both are there.
+			p.Region = 1 + i%2
+		case chance(0.1):
 			p.Region = 1 + r.IntN(2)
 		}
 		if mixed && i == nProcs-1 && nProcs > 1 {
@@ -202,6 +240,18 @@ func draw(seed uint64, store string, steps int) *config {
 		c.Procs[1].Schedule = cut
 		if c.Fleet == cut {
 			c.Procs[1].Schedule = ""
+		}
+		total = c.Procs[0].Keepers * 2
+	}
+	if fit {
+		// As many numbers as holders, give or take one.
+		n := min(max(total+r.IntN(3)-1, 2), 8)
+		lo := 0
+		if mixed && n <= 4 {
+			n, lo = 4, 1 // numbers 1-4: v1's 1 is v2's 4
+		}
+		for i := range c.Procs {
+			c.Procs[i].Range = lease.Range{Lo: lo, Hi: lo + n - 1}
 		}
 	}
 	return c

@@ -122,7 +122,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 			if err != nil {
 				return nil, err
 			}
-			fs, err := lease.SetSchedule(ctx, st, text, w.start, time.Millisecond)
+			fs, err := setFleet(ctx, st, text, w.start)
 			st.Close()
 			if err != nil {
 				w.log.add(0, "fleet schedule %q not stored in region %d: %v", text, region, err)
@@ -133,6 +133,24 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 		}
 	}
 	return w, nil
+}
+
+// setFleet writes the world's fleet schedule before any holder claims. A
+// cutover is set as an operator would, with lease.SetSchedule, two hours
+// before the world starts on the operator's clock (the notice it demands,
+// lease.MinScheduleNotice, is then over before the cutover, which falls a
+// few seconds into the world, where holders reach it). A fleet on v2 from
+// its first claim is written with the store's compare-and-set, as
+// SetSchedule refuses to move instants already past.
+func setFleet(ctx context.Context, st lease.Store, text string, start time.Time) (lease.FleetSchedule, error) {
+	if text == "v2" {
+		cur, err := st.FleetSchedule(ctx)
+		if err != nil {
+			return lease.FleetSchedule{}, err
+		}
+		return st.SetFleetSchedule(ctx, cur.Version, text)
+	}
+	return lease.SetSchedule(ctx, st, text, start.Add(-2*time.Hour), lease.MinScheduleNotice)
 }
 
 // scheduleText replaces the cutover placeholders with instants of this run.
