@@ -9,8 +9,11 @@
 //
 //	tag                          undoes
 //	snowfence_revert_region      refusing a region other than 0 under a layout without region bits
-//	snowfence_revert_nonce       adopting a claim only by its own nonce (table stores), unique default holders
-//	snowfence_revert_restore     treating a mark that fell or vanished, or a changed etcd lease, as a restore
-//	snowfence_revert_window      the restore floor derived from the keeper's own window
-//	snowfence_revert_schedule    the fleet schedule compared on every claim
+//	snowfence_revert_nonce       recognising a claim only by its own nonce or etcd lease (adoption, Extend,
+//	                             Release, the keeper's re-read), unique default holders
+//	snowfence_revert_restore     noticing a restore by every sign a store can see (etcd: a mark that fell or
+//	                             vanished, the raft term, a changed etcd lease; PostgreSQL: system identifier
+//	                             and timeline; DynamoDB: the table's identity)
+//	snowfence_revert_window      the restore floor of the keeper's and the store's window, not a fixed 10 s
+//	snowfence_revert_schedule    the fleet schedule compared on every claim and extension
 package revert
