@@ -19,20 +19,10 @@ func checkClaimRace(t *testing.T, s *suite) {
 		t.Run(fmt.Sprintf("range of %d", size), func(t *testing.T) {
 			const claimers = 12
 			st := s.store(t)
-			stores := make([]lease.Store, claimers)
-			for i := range stores {
-				stores[i] = s.reopen(t, st)
-			}
 			nowMs := now()
-			var wg sync.WaitGroup
-			leases := make([]*lease.Lease, claimers)
-			errs := make([]error, claimers)
-			for i := range claimers {
-				wg.Go(func() {
-					leases[i], errs[i] = stores[i].Claim(ctxFor(t), s.req(fmt.Sprintf("h%d", i), 10, 10+size-1, nowMs))
-				})
-			}
-			wg.Wait()
+			leases, errs := s.race(t, st, claimers, func(i int) lease.ClaimRequest {
+				return s.req(fmt.Sprintf("h%d", i), 10, 10+size-1, nowMs)
+			})
 			winners := make(map[int]string)
 			for i := range claimers {
 				switch {
@@ -56,6 +46,24 @@ func checkClaimRace(t *testing.T, s *suite) {
 			}
 		})
 	}
+}
+
+// race runs claimers claims at once, each through its own Store value on
+// st's keyspace, with the request req(i) makes for claimer i.
+func (s *suite) race(t *testing.T, st lease.Store, claimers int, req func(i int) lease.ClaimRequest) ([]*lease.Lease, []error) {
+	stores := make([]lease.Store, claimers)
+	reqs := make([]lease.ClaimRequest, claimers)
+	for i := range stores {
+		stores[i], reqs[i] = s.reopen(t, st), req(i)
+	}
+	var wg sync.WaitGroup
+	leases := make([]*lease.Lease, claimers)
+	errs := make([]error, claimers)
+	for i := range claimers {
+		wg.Go(func() { leases[i], errs[i] = stores[i].Claim(ctxFor(t), reqs[i]) })
+	}
+	wg.Wait()
+	return leases, errs
 }
 
 // checkClaimOnlyWhenFree: a held number cannot be claimed; once its lease
@@ -526,19 +534,8 @@ func checkSharedHolderRace(t *testing.T, s *suite) {
 	const claimers = 8
 	for round := range 3 {
 		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) {
-			st := s.store(t)
-			stores := make([]lease.Store, claimers)
-			for i := range stores {
-				stores[i] = s.reopen(t, st)
-			}
 			nowMs := now()
-			var wg sync.WaitGroup
-			leases := make([]*lease.Lease, claimers)
-			errs := make([]error, claimers)
-			for i := range claimers {
-				wg.Go(func() { leases[i], errs[i] = stores[i].Claim(ctxFor(t), s.req("shared", 7, 7, nowMs)) })
-			}
-			wg.Wait()
+			_, errs := s.race(t, s.store(t), claimers, func(int) lease.ClaimRequest { return s.req("shared", 7, 7, nowMs) })
 			won := 0
 			for i := range claimers {
 				switch {
