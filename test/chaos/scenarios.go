@@ -425,7 +425,8 @@ func etcdFault(e *Env, fault string) error {
 		}
 		e.logf("restored from the snapshot in %v", time.Since(t).Round(time.Millisecond))
 		// The holders find the restore at their next renewal and refuse
-		// until their new leases start, RestoreMargin ahead.
+		// until their new leases start, the store's restore window ahead
+		// (etcdstore.MaxRestoreWindow).
 		if err := e.wait(15 * time.Second); err != nil {
 			return err
 		}
