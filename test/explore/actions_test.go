@@ -23,16 +23,20 @@ var actions = []action{
 	// the others still mint on what they held.
 	{"pass on one", func(w *world) int { return w.themed(themeRestore, 18, w.themed(themeCutoff, 14, 10)) }, (*world).passOne},
 	{"mint on one", func(w *world) int { return 14 }, (*world).mintOne},
-	{"mint on all", func(w *world) int { return 22 }, (*world).mintAll},
+	{"mint on all", func(w *world) int { return w.themed(themeRestore, 30, w.themed(themeCutoff, 30, 22)) }, (*world).mintAll},
 	{"step a clock", func(w *world) int { return 4 }, (*world).stepClock},
 	{"change a rate", func(w *world) int { return 1 }, (*world).changeRate},
-	{"pause or resume", func(w *world) int { return 4 }, (*world).pauseOrResume},
-	{"lose replies", func(w *world) int { return 4 }, (*world).loseReplies},
-	{"cut off", func(w *world) int { return w.themed(themeCutoff, 8, 3) }, (*world).cutOff},
+	// A restores world keeps its holders mostly running and reachable, so
+	// that two of them hold numbers when the restore comes.
+	{"pause or resume", func(w *world) int { return w.themed(themeRestore, 2, w.themed(themeCutoff, 1, 4)) }, (*world).pauseOrResume},
+	{"lose replies", func(w *world) int { return w.themed(themeRestore, 2, 4) }, (*world).loseReplies},
+	// (The cut-off theme cuts a process off at each restore, for long; a
+	// second process cut off too would leave none to notice it.)
+	{"cut off", func(w *world) int { return w.themed(themeCutoff, 2, w.themed(themeRestore, 1, 3)) }, (*world).cutOff},
 	// Restarts move holders to other numbers (in a mixed-schedule world,
 	// onto the numbers whose IDs another schedule's holder mints).
 	{"restart a process", func(w *world) int { return w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2)) }, (*world).restart},
-	{"start idle holders", func(w *world) int { return 3 }, (*world).startIdle},
+	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, 3) }, (*world).startIdle},
 	{"stop a holder", func(w *world) int { return 1 }, (*world).stopOne},
 	{"snapshot", func(w *world) int {
 		if w.snapshotAt >= 0 || !w.cfg.Restores {
@@ -41,10 +45,12 @@ var actions = []action{
 		return w.themed(themeRestore, 10, w.themed(themeCutoff, 8, 2))
 	}, (*world).snapshot},
 	{"restore", func(w *world) int {
-		if w.snapshotAt < 0 || w.step-w.snapshotAt < 3 {
+		if w.snapshotAt < 0 || w.step-max(w.snapshotAt, w.restoredAt) < 3 {
 			return 0
 		}
-		return w.themed(themeRestore, 8, w.themed(themeCutoff, 8, 2))
+		// Not at once in the restores theme: holders move on (renew,
+		// restart, claim again) between the snapshot and the restore.
+		return w.themed(themeRestore, 3, w.themed(themeCutoff, 8, 2))
 	}, (*world).restore},
 }
 
@@ -230,17 +236,31 @@ func (w *world) loseReplies() {
 	w.fig.add("replies lost (asked)", n)
 }
 
-func (w *world) cutOff() {
+func (w *world) cutOff() { w.cutOffFor(3 + w.r.IntN(20)) }
+
+// cutOffFor cuts a process off from its stores for steps steps.
+func (w *world) cutOffFor(steps int) {
 	p := w.anyProc()
-	if p.cutLeft > 0 {
+	if p.cutLeft > 0 || (w.cfg.Theme == themeCutoff && w.cutOffs() > 0) {
 		return
 	}
-	p.cutLeft = 3 + w.r.IntN(20)
+	p.cutLeft = steps
 	w.log.add(w.step, "process %d cut off from its store for %d steps", p.idx, p.cutLeft)
 	w.fig.add("cut-offs", 1)
 	for _, st := range p.stores {
 		st.cutOff(true)
 	}
+}
+
+// cutOffs counts the processes cut off now.
+func (w *world) cutOffs() int {
+	n := 0
+	for _, p := range w.procs {
+		if p.cutLeft > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // tickCutOffs ends the cut-offs whose steps are used up.
@@ -325,16 +345,22 @@ const setupMarker = "EXPLORE SETUP"
 func (w *world) restore() {
 	// Same token with a revision bump (etcd's recommended restore, and the
 	// one that used to go unnoticed) half the time.
-	// In the restores theme three times in four.
-	how := restoreHow{bump: 1_000_000}
+	// In the restores theme three times in four. The bump grows with every
+	// restore, so that restoring one snapshot again also keeps the
+	// revision from falling.
+	w.restores++
+	bump := 1_000_000 * uint64(w.restores)
+	how := restoreHow{bump: bump}
 	switch w.r.IntN(w.themed(themeRestore, 8, 4)) {
 	case 0:
-		how = restoreHow{newToken: true, bump: 1_000_000}
+		how = restoreHow{newToken: true, bump: bump}
 	case 1:
 		how = restoreHow{newToken: w.r.IntN(2) == 0}
 	}
-	if w.cfg.Theme == themeCutoff && w.r.IntN(2) == 0 {
-		w.cutOff() // a holder cut off while the others notice the restore
+	if w.cfg.Theme == themeCutoff && w.r.IntN(8) != 0 {
+		// A holder cut off while the others notice the restore, for long
+		// enough that it issues until its self-fence.
+		w.cutOffFor(10 + w.r.IntN(30))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleTimeout)
 	defer cancel()
@@ -344,12 +370,21 @@ func (w *world) restore() {
 		return
 	}
 	kind := fmt.Sprintf("restore (%s) of the snapshot of step %d", w.cfg.Store, w.snapshotAt)
-	w.snapshotAt = -1
+	w.restoredAt = w.step
+	// A restores or cut-off world restores the snapshot taken before the first claim
+	// again and again: each time every number is free in the store while
+	// the holders that claimed since still mint. (On etcd, a snapshot taken
+	// while holders hold numbers brings back their etcd leases, which run
+	// out on the server's real clock only, long after the world is over,
+	// and the range fills up.)
+	if (w.cfg.Theme != themeRestore && w.cfg.Theme != themeCutoff) || w.snapshotAt != 0 || !w.cfg.SnapshotFirst {
+		w.snapshotAt = -1
+	}
 	if w.cfg.Store == storeEtcd {
 		kind = fmt.Sprintf("etcd restore (%s)", how)
 	}
 	w.fig.add("restores", 1)
-	operator := !detectable || w.r.IntN(w.themed(themeRestore, 8, 4)) == 0
+	operator := !detectable || w.r.IntN(w.themed(themeRestore, 8, w.themed(themeCutoff, 8, 4))) == 0
 	w.log.add(w.step, "%s; detectable by the store: %v; operator step follows: %v", kind, detectable, operator)
 	if operator {
 		w.raiseMarks(ctx)

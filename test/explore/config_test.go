@@ -112,7 +112,7 @@ func (c *config) String() string {
 func draw(seed uint64, store string, steps int) *config {
 	r := rand.New(rand.NewPCG(seed, 0x5eedf00d))
 	c := &config{Seed: seed, Store: store, Steps: steps}
-	c.Theme = themes[r.IntN(len(themes))]
+	c.Theme = drawTheme(r, store)
 	chance := func(p float64) bool { return r.Float64() < p }
 	bias := func(theme string, yes, no float64) float64 {
 		if c.Theme == theme {
@@ -123,7 +123,7 @@ func draw(seed uint64, store string, steps int) *config {
 
 	restoring := c.Theme == themeRestore || c.Theme == themeCutoff
 	c.Restores = restoring || chance(0.35)
-	c.SnapshotFirst = c.Restores && chance(bias(themeRestore, 0.85, bias(themeCutoff, 0.7, 0.25)))
+	c.SnapshotFirst = c.Restores && chance(bias(themeRestore, 0.85, bias(themeCutoff, 0.85, 0.25)))
 
 	// Schedules: the fleet's, and whether one process runs another. A
 	// cutover falls within the seconds of true time a world runs through;
@@ -166,11 +166,13 @@ func draw(seed uint64, store string, steps int) *config {
 	// holders, so that a holder that loses its number (a restore, a cut
 	// off) takes over another's, and every number of a mixed-schedule
 	// range is held.
-	fit := chance(bias(themeRestore, 0.7, bias(themeCutoff, 0.6, bias(themeSchedules, 0.8, 0.1))))
+	fit := chance(bias(themeRestore, 0.7, bias(themeCutoff, 0.85, bias(themeSchedules, 0.8, 0.1))))
 	// apart: the processes keep timings of their own, so their renewals
 	// fall at different instants and one renews (and notices a restore)
 	// while another still mints.
-	apart := bias(themeRestore, 0.6, bias(themeCutoff, 0.4, 0.15))
+	// (Not in the cut-off theme: there the claimer that notices a restore
+	// has the cut-off holder's timings, and so its restore window.)
+	apart := bias(themeRestore, 0.6, 0.15)
 	// Clocks mostly agree, as two holders collide only when they
 	// mint in the same millisecond.
 	offsetP, rateP := 0.4, 0.3
@@ -193,7 +195,7 @@ func draw(seed uint64, store string, steps int) *config {
 		if chance(apart) {
 			p.Timing = drawTiming(r, c.Theme)
 		}
-		if chance(bias(themeShared, 0.85, bias(themeSchedules, 0.6, bias(themeRestore, 0.15, 0.25)))) {
+		if chance(bias(themeShared, 0.85, bias(themeSchedules, 0.6, bias(themeRestore, 0.1, 0.25)))) {
 			p.Keepers = 2 + r.IntN(3)
 		}
 		switch x := r.Float64(); {
@@ -257,6 +259,29 @@ func draw(seed uint64, store string, steps int) *config {
 	return c
 }
 
+// drawTheme draws a world's theme. On etcd, which notices a restore by
+// itself, restores and cut-off holders come up more often: there the
+// claimer that notices a restore must keep clear of what the holders it
+// cannot reach still issue.
+func drawTheme(r *rand.Rand, store string) string {
+	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1}
+	if store == storeEtcd {
+		weights[themeRestore], weights[themeCutoff] = 2, 3
+	}
+	total := 0
+	for _, t := range themes {
+		total += weights[t]
+	}
+	x := r.IntN(total)
+	for _, t := range themes {
+		if x < weights[t] {
+			return t
+		}
+		x -= weights[t]
+	}
+	return themeAny
+}
+
 // drawTiming draws keeper timings: the defaults, the long timings of a
 // cut-off holder (30 s lease, 20 s self-fence), or anything near what
 // KeeperConfig accepts, now and then just outside it.
@@ -269,15 +294,22 @@ func drawTiming(r *rand.Rand, theme string) timing {
 	switch x := r.Float64(); {
 	case x < long:
 		t := timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
-		switch r.IntN(4) {
+		// In the cut-off theme mostly the long reservations, with which a
+		// cut-off holder issues for most of its self-fence, and the
+		// default restore margin (shorter ones are refused at start).
+		reserves, margins := 4, 2
+		if theme == themeCutoff {
+			reserves, margins = 8, 6
+		}
+		switch r.IntN(reserves) {
 		case 1:
 			t.Reserve = 5 * time.Second
 		case 2:
 			t.Reserve = 10 * time.Second
-		case 3:
+		case 3, 4, 5:
 			t.Reserve = 20 * time.Second
 		}
-		if r.IntN(2) == 0 {
+		if r.IntN(margins) == 0 {
 			t.RestoreMargin = ms(1000, 15000)
 		}
 		return t

@@ -39,6 +39,8 @@ type world struct {
 	failure string
 	// snapshotAt is the step of the last snapshot (-1: none).
 	snapshotAt int
+	// restoredAt is the step of the last restore; restores counts them.
+	restoredAt, restores int
 	// trueNow is the true time passed since the start; each running
 	// process's clock has seen it, or catches up before it next acts.
 	trueNow   time.Duration
