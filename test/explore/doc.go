@@ -22,9 +22,11 @@
 //   - regions 0 to 2, one store object per process and region, and machine
 //     ranges that overlap (0–1, 0–3, 1–4, 0–7) so holders fight for
 //     numbers;
-//   - the fleet schedule written in the store (lease.SetSchedule), mostly
-//     the default v1, sometimes v1,v2@T with T inside the run, sometimes a
-//     fleet in which one process runs another schedule than the store's;
+//   - the fleet schedule written in the store before any holder claims
+//     (lease.SetSchedule on an operator clock two hours before the world
+//     starts, so that its notice is over when T comes), mostly the default
+//     v1, sometimes v1,v2@T with T inside the run, sometimes a fleet in
+//     which one process runs another schedule than the store's;
 //   - timings drawn from what KeeperConfig accepts (LeaseFor, RenewEvery,
 //     SelfFence, Reserve, Margin, MaxAhead, RestoreMargin), sometimes just
 //     outside it: a configuration the product refuses at start (keeper,
@@ -60,18 +62,38 @@
 // # Where the search looks harder
 //
 // The draws are biased, not scripted, towards the regions of the space
-// where duplicates were found before: each world first draws a theme —
-// regions (holders of regions 1 and 2 under a layout without region bits),
-// shared holders (keepers of one process with one holder string, started
-// and restarted together, on DynamoDB through the shim), restores (etcd
-// restored under the same cluster token with a revision bump while holders
-// hold numbers), cut-off holders (timings like a 30 s lease and a 20 s
-// self-fence, a process cut off while a restore is noticed by a claimer),
-// schedules (a fleet with mixed schedules across a cutover), or anything —
-// and the theme raises the odds of the matching choices. Clocks mostly
-// start in step (offset 0) and "let time pass on every clock" and "mint on
-// every holder" are frequent, because two holders collide only in the same
-// millisecond.
+// where duplicates were found before: each world first draws a theme, and
+// the theme raises the odds of the matching choices:
+//
+//   - regions: the fleet on v1 (no region bits), processes of regions 1
+//     and 2 in turn on a range of two or four numbers;
+//   - shared holders: keepers of one process with one holder string,
+//     started and restarted together (on DynamoDB through the shim);
+//   - restores: two or three processes of one keeper each, with timings of
+//     their own so that their renewals fall apart, a range with about as
+//     many numbers as holders, and the snapshot taken before the first
+//     claim restored again and again (etcd: mostly under the same cluster
+//     token with a revision bump that grows with each restore), so that a
+//     holder that renews first finds every number free and takes another
+//     holder's while that one still mints; "let time pass on one process"
+//     and "mint on every holder" more often, pauses and lost replies less;
+//   - cut-off holders: the long timings of a serving holder (a 30 s lease,
+//     a 20 s self-fence, mostly a 20 s or 30 s reserve) shared by every
+//     process, so that the claimer that notices a restore has the cut-off
+//     holder's restore window, and each restore cutting one process off
+//     for 10 to 40 steps while the other notices it;
+//   - schedules: a cutover two to twelve seconds after the start, one
+//     process on another schedule than the fleet's (v1 holders beside
+//     v1,v2@T ones, whose v2 machine 4m+j shares its low 22 bits with v1
+//     machine m), every number of the range 1-4 or 0-7 held, and more
+//     restarts, which move holders between numbers;
+//   - anything.
+//
+// On etcd, the restores and cut-off themes come up more often (the table
+// stores cannot notice a restore, so the operator step follows each).
+// Clocks mostly start in step (offset 0) and "let time pass on every
+// clock" and "mint on every holder" are frequent, because two holders
+// collide only in the same millisecond.
 //
 // # What is and is not reproduced
 //
@@ -83,7 +105,8 @@
 // # Running it
 //
 // By default (and with -short, which scripts/test and .ci/run use) it runs
-// a fixed list of seeds per store, about a minute on two cores:
+// a fixed list of seeds per store (120 on PostgreSQL, 40 on DynamoDB, 30 on
+// etcd, the stores in parallel), about a minute on two cores:
 //
 //	go test ./test/explore -short
 //
@@ -101,5 +124,6 @@
 //
 // A store whose service is missing is skipped locally and fails under
 // CI=true (internal/testenv). scripts/prove-search builds the search with
-// each revert tag of internal/revert and requires it to find a duplicate.
+// each revert tag of internal/revert and requires it to find a duplicate,
+// and ends with a table of the seed, the seeds tried and the time per tag.
 package explore
