@@ -20,7 +20,8 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine 
   release N      lift the quarantine on N
   raise-marks    after a restore or failover: fence every holder in --machines (each stops at its next
                  renewal and claims again) and raise every mark to at least --to, past anything any
-                 holder reserved (etcd: now+1m; tables: now+10m; docs/runbook.md)`
+                 holder reserved or may still issue (at least the store's restore window: etcd
+                 now+40s, tables now+6m; the runbook says now+1m and now+10m)`
 
 // runLeases inspects and fences machine-number leases.
 func runLeases(ctx context.Context, e env, args []string) error {
@@ -99,6 +100,15 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		return say(e, *asJSON, map[string]any{"machine": machine, "quarantined": false},
 			"machine %d released from quarantine: it can be claimed again", machine)
 	default: // raise-marks
+		// The raised mark must be past anything a holder cut off by the
+		// restore may still issue: at least the store's restore window
+		// (the longest any holder of it may go on issuing) from now.
+		if ws, ok := store.(interface{ MaxRestoreWindow() time.Duration }); ok {
+			if least := time.Now().Add(ws.MaxRestoreWindow()); markMs < least.UnixMilli() {
+				return usagef("--to %s is too early: a holder the restore cut off may issue for up to %s on this store; "+
+					"give at least now+%s", fmtMs(markMs), ws.MaxRestoreWindow(), ws.MaxRestoreWindow())
+			}
+		}
 		changed, err := store.RaiseMarks(ctx, rng, markMs)
 		if err != nil {
 			return err

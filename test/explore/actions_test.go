@@ -393,17 +393,20 @@ func (w *world) restore() {
 
 // raiseMarks is the runbook's operator step after a restore, run before any
 // holder talks to the store again: every mark of every range in use is
-// raised past anything issued or reserved, the latest clock of the fleet
-// plus its longest reservation plus a second.
+// raised past anything any holder may still issue, the latest clock of the
+// fleet plus the longest restore window of any holder, counting the lease
+// itself as a reservation (a table's claim writes its mark LeaseFor
+// ahead) — what snowfence leases raise-marks requires of --to.
 func (w *world) raiseMarks(ctx context.Context) {
 	var latest int64
 	var longest time.Duration
 	for _, p := range w.procs {
 		// A clock not caught up yet reads this much more once it is.
 		latest = max(latest, p.clk.Now().WallMs+(w.trueNow-p.clk.trueElapsed).Milliseconds())
-		longest = max(longest, p.cfg.Timing.resolved().Reserve)
+		t := p.cfg.Timing.resolved()
+		longest = max(longest, lease.RestoreWindow(max(t.Reserve, t.LeaseFor), t.SelfFence))
 	}
-	mark := latest + longest.Milliseconds() + 1000
+	mark := latest + longest.Milliseconds()
 	for _, region := range w.regions {
 		st, err := w.sp.open(ctx, region)
 		if err != nil {

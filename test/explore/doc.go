@@ -50,7 +50,9 @@
 // and writing it back. A restore the store cannot detect (every table
 // restore) is followed, before any holder talks to the store again, by the
 // runbook's operator step: RaiseMarks over every range in use to the
-// latest clock plus the longest reservation plus one second. An etcd
+// latest clock plus the longest restore window of any holder (its lease
+// counted as a reservation: a table's claim writes its mark LeaseFor
+// ahead). An etcd
 // restore is one the store must detect, so no operator step follows it
 // (now and then it is run anyway).
 //
