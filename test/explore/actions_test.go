@@ -24,20 +24,20 @@ var actions = []action{
 	{"pass on one", func(w *world) int { return w.themed(themeRestore, 18, w.themed(themeCutoff, 14, 10)) }, (*world).passOne},
 	{"mint on one", func(w *world) int { return 14 }, (*world).mintOne},
 	{"mint on all", func(w *world) int { return w.themed(themeRestore, 30, w.themed(themeCutoff, 30, 22)) }, (*world).mintAll},
-	{"step a clock", func(w *world) int { return 4 }, (*world).stepClock},
-	{"change a rate", func(w *world) int { return 1 }, (*world).changeRate},
+	{"step a clock", func(w *world) int { return w.unfocused(4) }, (*world).stepClock},
+	{"change a rate", func(w *world) int { return w.unfocused(1) }, (*world).changeRate},
 	// A restores world keeps its holders mostly running and reachable, so
 	// that two of them hold numbers when the restore comes.
-	{"pause or resume", func(w *world) int { return w.themed(themeRestore, 2, w.themed(themeCutoff, 1, 4)) }, (*world).pauseOrResume},
-	{"lose replies", func(w *world) int { return w.themed(themeRestore, 2, 4) }, (*world).loseReplies},
+	{"pause or resume", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, w.themed(themeCutoff, 1, 4))) }, (*world).pauseOrResume},
+	{"lose replies", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, 4)) }, (*world).loseReplies},
 	// (The cut-off theme cuts a process off at each restore, for long; a
 	// second process cut off too would leave none to notice it.)
-	{"cut off", func(w *world) int { return w.themed(themeCutoff, 2, w.themed(themeRestore, 1, 3)) }, (*world).cutOff},
+	{"cut off", func(w *world) int { return w.unfocused(w.themed(themeCutoff, 2, w.themed(themeRestore, 1, 3))) }, (*world).cutOff},
 	// Restarts move holders to other numbers (in a mixed-schedule world,
 	// onto the numbers whose IDs another schedule's holder mints).
-	{"restart a process", func(w *world) int { return w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2)) }, (*world).restart},
+	{"restart a process", func(w *world) int { return w.unfocused(w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2))) }, (*world).restart},
 	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, 3) }, (*world).startIdle},
-	{"stop a holder", func(w *world) int { return 1 }, (*world).stopOne},
+	{"stop a holder", func(w *world) int { return w.unfocused(1) }, (*world).stopOne},
 	{"snapshot", func(w *world) int {
 		if w.snapshotAt >= 0 || !w.cfg.Restores {
 			return 0
@@ -59,6 +59,15 @@ func (w *world) themed(theme string, yes, no int) int {
 		return yes
 	}
 	return no
+}
+
+// unfocused is weight, or zero in a focused world (config.Focused), which
+// keeps only time, minting, snapshots and restores.
+func (w *world) unfocused(weight int) int {
+	if w.cfg.Focused {
+		return 0
+	}
+	return weight
 }
 
 // pick draws the next action.
@@ -357,7 +366,7 @@ func (w *world) restore() {
 	case 1:
 		how = restoreHow{newToken: w.r.IntN(2) == 0}
 	}
-	if w.cfg.Theme == themeCutoff && w.r.IntN(8) != 0 {
+	if w.cfg.Theme == themeCutoff && (w.cfg.Focused || w.r.IntN(8) != 0) {
 		// A holder cut off while the others notice the restore, for long
 		// enough that it issues until its self-fence.
 		w.cutOffFor(10 + w.r.IntN(30))
@@ -384,10 +393,35 @@ func (w *world) restore() {
 		kind = fmt.Sprintf("etcd restore (%s)", how)
 	}
 	w.fig.add("restores", 1)
-	operator := !detectable || w.r.IntN(w.themed(themeRestore, 8, w.themed(themeCutoff, 8, 4))) == 0
+	operator := !detectable || (!w.cfg.Focused && w.r.IntN(w.themed(themeRestore, 16, w.themed(themeCutoff, 8, 4))) == 0)
 	w.log.add(w.step, "%s; detectable by the store: %v; operator step follows: %v", kind, detectable, operator)
 	if operator {
 		w.raiseMarks(ctx)
+	}
+	if (w.cfg.Theme == themeRestore || w.cfg.Theme == themeCutoff) && (w.cfg.Focused || w.r.IntN(4) != 0) {
+		w.followRestore()
+	}
+}
+
+// followRestore queues, after a restore, short passes of time each followed
+// by a mint on every holder: whichever keeper renews first and claims a
+// number anew, every holder mints in the milliseconds that follow, while
+// the others (cut off, or not yet due to renew) may still hold the number
+// they had. Two holders collide only in one millisecond; drawn at random,
+// a mint on all rarely falls inside that window.
+func (w *world) followRestore() {
+	for range 4 + w.r.IntN(12) {
+		w.next = append(w.next, func(w *world) {
+			d := time.Duration(300+w.r.IntN(2200)) * time.Millisecond
+			w.trueNow += d
+			w.log.add(w.step, "%s passes; every process sees it (after the restore)", d)
+			for _, i := range w.r.Perm(len(w.procs)) {
+				if p := w.procs[i]; !p.paused {
+					w.pass(p, w.trueNow-p.clk.trueElapsed)
+				}
+			}
+			w.settleAll()
+		}, func(w *world) { w.mintAll() })
 	}
 }
 

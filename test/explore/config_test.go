@@ -95,12 +95,17 @@ type config struct {
 	// SnapshotFirst: the first snapshot is taken before any holder starts,
 	// so that a restore takes back every claim made since.
 	SnapshotFirst bool
+	// Focused: a restores or cut-off world reduced to its bones — two
+	// processes of one keeper each on two numbers, clocks in step, no
+	// pauses, restarts or lost replies — with the two processes' timings
+	// drawn apart (see focus).
+	Focused bool
 }
 
 func (c *config) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s\n",
-		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter)
+	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s focused %v\n",
+		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter, c.Focused)
 	for i, p := range c.Procs {
 		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s, schedule %q, clock offset %s rate %.3f\n      %s\n",
 			i, p.Keepers, p.HolderMode, p.Region, p.Range, p.Schedule, p.Offset, p.Rate, p.Timing)
@@ -166,13 +171,14 @@ func draw(seed uint64, store string, steps int) *config {
 	// holders, so that a holder that loses its number (a restore, a cut
 	// off) takes over another's, and every number of a mixed-schedule
 	// range is held.
-	fit := chance(bias(themeRestore, 0.7, bias(themeCutoff, 0.85, bias(themeSchedules, 0.8, 0.1))))
+	fit := chance(bias(themeRestore, 0.9, bias(themeCutoff, 0.85, bias(themeSchedules, 0.8, 0.1))))
 	// apart: the processes keep timings of their own, so their renewals
 	// fall at different instants and one renews (and notices a restore)
 	// while another still mints.
-	// (Not in the cut-off theme: there the claimer that notices a restore
-	// has the cut-off holder's timings, and so its restore window.)
-	apart := bias(themeRestore, 0.6, 0.15)
+	// In the cut-off theme too: a claimer that notices a restore with a
+	// shorter reserve than the cut-off holder's is what the store's
+	// restore window must cover.
+	apart := bias(themeRestore, 0.8, bias(themeCutoff, 0.6, 0.15))
 	// Clocks mostly agree, as two holders collide only when they
 	// mint in the same millisecond.
 	offsetP, rateP := 0.4, 0.3
@@ -245,9 +251,18 @@ func draw(seed uint64, store string, steps int) *config {
 		}
 		total = c.Procs[0].Keepers * 2
 	}
+	if restoring && chance(0.5) {
+		focus(c, r)
+		return c
+	}
 	if fit {
-		// As many numbers as holders, give or take one.
+		// As many numbers as holders, give or take one (in the restores
+		// theme mostly exactly as many: a holder that lost its number
+		// then can only take another's).
 		n := min(max(total+r.IntN(3)-1, 2), 8)
+		if c.Theme == themeRestore && chance(0.7) {
+			n = min(max(total, 2), 8)
+		}
 		lo := 0
 		if mixed && n <= 4 {
 			n, lo = 4, 1 // numbers 1-4: v1's 1 is v2's 4
@@ -294,19 +309,22 @@ func drawTiming(r *rand.Rand, theme string) timing {
 	switch x := r.Float64(); {
 	case x < long:
 		t := timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
-		// In the cut-off theme mostly the long reservations, with which a
-		// cut-off holder issues for most of its self-fence, and the
-		// default restore margin (shorter ones are refused at start).
+		// The default restore margin mostly (shorter ones are refused at
+		// start).
 		reserves, margins := 4, 2
 		if theme == themeCutoff {
 			reserves, margins = 8, 6
 		}
-		switch r.IntN(reserves) {
-		case 1:
+		// In the cut-off theme mostly short reservations beside the long
+		// self-fence: the cut-off holder then issues past its reserve's
+		// worth of time after its last renewal, which is what a claimer's
+		// restore floor must cover.
+		switch k := r.IntN(reserves); {
+		case k == 1 || (theme == themeCutoff && (k == 3 || k == 4)):
 			t.Reserve = 5 * time.Second
-		case 2:
+		case k == 2 || (theme == themeCutoff && k == 6):
 			t.Reserve = 10 * time.Second
-		case 3, 4, 5:
+		case k == 3 || k == 4 || k == 5:
 			t.Reserve = 20 * time.Second
 		}
 		if r.IntN(margins) == 0 {
@@ -344,4 +362,32 @@ func drawTiming(r *rand.Rand, theme string) timing {
 		t.RestoreMargin = ms(500, 30000)
 	}
 	return t
+}
+
+// focus reduces a restores or cut-off world to two processes of one keeper
+// each on numbers 0–1, clocks in step, a snapshot before the first claim,
+// and timings apart, where the paths to a duplicate after a restore are:
+//
+//   - restores: renewals out of phase (2 s and 3 s), so that one keeper
+//     renews first after the restore, loses its number and claims the
+//     other's, which still mints until its own renewal;
+//   - cut-off: both with a 30 s lease and a 20 s self-fence, one reserving
+//     30 s, the other 5 s: when the one cut off by a restore is the long
+//     reserve's, the other notices the restore and claims its number
+//     with a floor only as long as its own window.
+func focus(c *config, r *rand.Rand) {
+	c.Focused, c.SnapshotFirst, c.Restores, c.Fleet = true, true, true, ""
+	a := procConfig{Rate: 1, Keepers: 1, Range: lease.Range{Lo: 0, Hi: 1}, HolderMode: holdersUnique, MintBiggest: true}
+	b := a
+	if c.Theme == themeCutoff {
+		a.Timing = timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
+		b.Timing = a.Timing
+		b.Timing.Reserve = 5 * time.Second
+	} else {
+		b.Timing = timing{LeaseFor: 10 * time.Second, RenewEvery: 3 * time.Second, SelfFence: 5 * time.Second}
+	}
+	if r.IntN(2) == 0 {
+		a, b = b, a
+	}
+	c.Procs = []procConfig{a, b}
 }

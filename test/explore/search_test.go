@@ -152,6 +152,12 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 		}
 		w.stepNow.Store(int64(w.step))
 		w.tickCutOffs()
+		if len(w.next) > 0 {
+			f := w.next[0]
+			w.next = w.next[1:]
+			f(w)
+			continue
+		}
 		w.pick().do(w)
 	}
 	fig.add("IDs checked", int(w.led.checked))

@@ -41,6 +41,9 @@ type world struct {
 	snapshotAt int
 	// restoredAt is the step of the last restore; restores counts them.
 	restoredAt, restores int
+	// next holds actions queued to run before any drawn one (see
+	// followRestore).
+	next []func(*world)
 	// trueNow is the true time passed since the start; each running
 	// process's clock has seen it, or catches up before it next acts.
 	trueNow   time.Duration
