@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,6 +18,7 @@ var (
 	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
 	flagKeep     = flag.Int("explore.log", 50, "actions kept for a failure's log")
 	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 200 for the fixed list, 250 in the long mode)")
+	flagFirst    = flag.Bool("explore.first", false, "stop every store once one has found a duplicate (scripts/prove-search)")
 )
 
 // shortSeeds is the fixed list of seeds each store runs by default and
@@ -66,6 +68,7 @@ func TestSearch(t *testing.T) {
 			t.Logf("explore figures after %s:\n%s", time.Since(begin).Round(time.Second), fig)
 		}
 	})
+	var found atomic.Bool // with -explore.first, every store stops at the first finding
 	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
@@ -79,12 +82,18 @@ func TestSearch(t *testing.T) {
 				end := since.Add(*flagDuration)
 				for seed, n := *flagStart, 1; time.Now().Before(end); seed, n = seed+1, n+1 {
 					if !runSeed(t, svc, seed, store, steps, fig, n, since) {
+						found.Store(true)
 						return
 					}
 				}
 			default:
 				for i, seed := range shortSeeds(store) {
+					if *flagFirst && found.Load() {
+						t.Logf("stopped after %d seeds: another store found a duplicate", i)
+						return
+					}
 					if !runSeed(t, svc, seed, store, steps, fig, i+1, since) {
+						found.Store(true)
 						return
 					}
 				}
