@@ -82,7 +82,7 @@ func TestKeeperRegionAfterCutover(t *testing.T) {
 	clk := fakeclock.New(t0)
 	s := regionStore(t, c.Endpoints(), 3)
 	if _, err := s.SetFleetSchedule(testCtx(t), 0, sched.String()); err != nil {
-		t.Skipf("the etcd store cannot set the fleet schedule yet: %v", err)
+		t.Fatalf("set the fleet schedule: %v", err)
 	}
 	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: s, Holder: "r3", Range: &lease.Range{Lo: 5, Hi: 5}, Region: 3, Clock: clk, Schedule: sched})
