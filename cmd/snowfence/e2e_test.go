@@ -604,6 +604,17 @@ func TestE2EShutdownWithUnusedConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// The server accepts connections in order and registers each before it
+	// accepts the next, so once a request on a connection dialed after c
+	// is answered, the server knows c (otherwise c may still sit in the
+	// kernel's queue when the stop begins, and the test shows nothing).
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(s.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	s.stop(t) // fails the test unless serve exits 0
 	if !strings.Contains(s.stderr.String(), "closed connections that had sent no request") {
 		t.Errorf("no log line about the unused connection; stderr:\n%s", s.stderr)
