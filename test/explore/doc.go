@@ -119,9 +119,11 @@
 //
 // The long mode runs seeds, one world after another per store, until the
 // time is up, and prints its figures (seeds run, configurations by theme,
-// IDs checked, refusals, restores, replies dropped):
+// IDs checked, refusals, restores, replies dropped). The stores run as
+// parallel subtests: give -parallel 3, or on a two-core machine go test
+// runs only two at once and the third waits for one to finish:
 //
-//	go test ./test/explore -run TestSearch -timeout 0 -v \
+//	go test ./test/explore -run TestSearch -timeout 0 -parallel 3 -v \
 //	    -explore.duration 1h -explore.stores etcd,postgres,dynamodb -explore.seed 1000
 //
 // A store whose service is missing is skipped locally and fails under
