@@ -81,7 +81,7 @@ func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
 // 31 s at the table timings); StartKeeper refuses a longer one.
 const MaxRestoreWindow = 6 * time.Minute
 
-// MaxRestoreWindow returns the constant MaxRestoreWindow, for the keeper's
+// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow, for the keeper's
 // check at start.
 func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 

@@ -253,6 +253,6 @@ func (s *Store) restoreWindow(asked time.Duration) time.Duration {
 // after the moment it noticed.
 const MaxRestoreWindow = 40 * time.Second
 
-// MaxRestoreWindow returns the constant MaxRestoreWindow, for the keeper's
+// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow, for the keeper's
 // check at start.
 func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }

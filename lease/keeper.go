@@ -86,9 +86,8 @@ type KeeperConfig struct {
 	// × 1.1 + 1 s: a self-fence timed on a clock 8 % slow lasts up to
 	// 1/0.92 ≈ 1.087 times as long in real time, and two hosts' wall
 	// clocks may disagree by up to 1 s. A smaller value is refused with
-	// ErrInvalid, and so is one above the store's MaxRestoreWindow (when it
-	// has one: every store here does), the floor the store keeps for every
-	// holder after a restore.
+	// ErrInvalid, and so is one above the store's MaxRestoreWindow, the
+	// floor the store keeps for every holder after a restore.
 	RestoreMargin time.Duration
 	// RequestTimeout bounds each store call. Zero means RenewEvery / 2.
 	RequestTimeout time.Duration
@@ -256,14 +255,14 @@ func (c *KeeperConfig) defaults() error {
 		return fmt.Errorf("%w: RestoreMargin %s is shorter than a cut-off holder may go on issuing: max(Reserve %s, SelfFence %s) × 1.1 + 1 s = %s; "+
 			"leave it zero or make it at least that", ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, window)
 	}
-	if ws, ok := c.Store.(interface{ MaxRestoreWindow() time.Duration }); ok && !revert.Window && c.RestoreMargin > ws.MaxRestoreWindow() {
+	if maxW := c.Store.MaxRestoreWindow(); !revert.Window && c.RestoreMargin > maxW {
 		// After a restore the store floors every claim at its own
 		// window, the longest any holder of it may have: a holder cut off
 		// by the restore with a longer one could still be issuing when
 		// another process's claim starts.
 		return fmt.Errorf("%w: this keeper's restore window %s (max(Reserve %s, SelfFence %s) × 1.1 + 1 s, or RestoreMargin) is longer "+
 			"than the %s this store keeps after a restore for every holder; shorten Reserve or SelfFence (or LeaseFor)",
-			ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, ws.MaxRestoreWindow())
+			ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, maxW)
 	}
 	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
 		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())

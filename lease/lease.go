@@ -257,6 +257,12 @@ type Store interface {
 	// nothing else: use SetSchedule, which refuses changes to instants
 	// already past or near.
 	SetFleetSchedule(ctx context.Context, prev int64, text string) (FleetSchedule, error)
+	// MaxRestoreWindow is the longest restore window a holder of this
+	// store may have: after a restore it noticed, the store starts every
+	// claim at least this long after the moment it noticed, whichever
+	// holder's timings the restore cut off, and StartKeeper refuses a
+	// keeper whose own window is longer.
+	MaxRestoreWindow() time.Duration
 	// Close releases the store's connections (not the leases).
 	Close() error
 }

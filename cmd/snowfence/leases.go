@@ -103,11 +103,9 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		// The raised mark must be past anything a holder cut off by the
 		// restore may still issue: at least the store's restore window
 		// (the longest any holder of it may go on issuing) from now.
-		if ws, ok := store.(interface{ MaxRestoreWindow() time.Duration }); ok {
-			if least := time.Now().Add(ws.MaxRestoreWindow()); markMs < least.UnixMilli() {
-				return usagef("--to %s is too early: a holder the restore cut off may issue for up to %s on this store; "+
-					"give at least now+%s", fmtMs(markMs), ws.MaxRestoreWindow(), ws.MaxRestoreWindow())
-			}
+		if w := store.MaxRestoreWindow(); markMs < time.Now().Add(w).UnixMilli() {
+			return usagef("--to %s is too early: a holder the restore cut off may issue for up to %s on this store; "+
+				"give at least now+%s", fmtMs(markMs), w, w)
 		}
 		changed, err := store.RaiseMarks(ctx, rng, markMs)
 		if err != nil {
