@@ -50,12 +50,10 @@ type identity struct {
 	gen       uint64    // restores noticed so far
 	pending   bool      // noticed, but no claim has set a floor yet
 	floorMs   int64     // claims start at or above this
-	generated map[leaseKey]uint64
-}
-
-type leaseKey struct {
-	machine int
-	token   uint64
+	// generated is, by lease.Lease.Claim, the restores noticed before each
+	// lease of this Store value was claimed (an epoch can repeat across a
+	// restore; a claim's nonce cannot).
+	generated map[string]uint64
 }
 
 // restoreWindow is how long after noticing a restore claims start, on the
@@ -195,9 +193,9 @@ func (s *Store) remember(l *lease.Lease, gen uint64) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.generated == nil {
-		id.generated = map[leaseKey]uint64{}
+		id.generated = map[string]uint64{}
 	}
-	id.generated[leaseKey{l.Machine, l.Token}] = gen
+	id.generated[l.Claim] = gen
 	if !revert.Restore && gen != id.gen {
 		return fmt.Errorf("dynamostore: machine %d epoch %d was claimed while a restore of the table was being noticed; claim again (it frees itself at %s)",
 			l.Machine, l.Token, msTime(l.MarkMs))
@@ -210,7 +208,7 @@ func (s *Store) forget(l *lease.Lease) {
 	id := &s.id
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	delete(id.generated, leaseKey{l.Machine, l.Token})
+	delete(id.generated, l.Claim)
 }
 
 // extendIdentity is the restore check of Extend: it compares the TableId
@@ -242,7 +240,7 @@ func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
 	if id.gen == 0 {
 		return nil
 	}
-	if g, ok := id.generated[leaseKey{l.Machine, l.Token}]; ok && g == id.gen {
+	if g, ok := id.generated[l.Claim]; ok && g == id.gen {
 		return nil
 	}
 	return fmt.Errorf("%w: the lease table %s was restored (its TableId changed) after machine %d epoch %d was claimed; stop issuing on it and claim again",
