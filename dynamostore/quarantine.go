@@ -63,9 +63,18 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		mark = time.Now().Add(s.cfg.MaxReserve).UnixMilli()
 	}
 	mark = max(mark, it.floorMs)
-	_, err = s.update(ctx, machine, "REMOVE holder, quarantined_mark SET lease_expiry = :mark",
-		"holder = :q AND lease_epoch = :e",
-		map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)})
+	// Conditioned on what the mark was computed from, not only the epoch:
+	// raise-marks changes a quarantined item's marks without touching its
+	// epoch, and its raised mark must not be undone.
+	cond := "holder = :q AND lease_epoch = :e AND (attribute_not_exists(mark_floor) OR mark_floor <= :mark)"
+	vals := map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)}
+	if it.hasPreMark {
+		cond += " AND quarantined_mark = :pm"
+		vals[":pm"] = num(it.preMarkMs)
+	} else {
+		cond += " AND attribute_not_exists(quarantined_mark)"
+	}
+	_, err = s.update(ctx, machine, "REMOVE holder, quarantined_mark SET lease_expiry = :mark", cond, vals)
 	if f, old := conditionFailed(err); f {
 		if now, perr := s.parseItem(old); perr == nil && now.exists && now.holder == "" && now.epoch == it.epoch && now.expiryMs == mark {
 			return nil // an SDK retry of this write, which had committed
