@@ -149,6 +149,12 @@ func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) str
 		return fmt.Sprintf("the mark key of machine %d, seen at revision %d, is gone (marks are never deleted)", n, was.markRev)
 	case m != nil && m.ModRevision < was.markRev:
 		return fmt.Sprintf("the mark key of machine %d went back from revision %d to %d", n, was.markRev, m.ModRevision)
+	case m != nil && was.markRev > 0 && m.CreateRevision > was.markRev:
+		// Found by the search: the restore took the key away, another
+		// holder that noticed wrote it anew, and its revisions — bumped by
+		// the restore — rose past the one seen here.
+		return fmt.Sprintf("the mark key of machine %d, seen at revision %d, was created anew at revision %d (marks are never deleted)",
+			n, was.markRev, m.CreateRevision)
 	}
 	if m != nil {
 		if mv, err := parseMark(m); err == nil && mv.Token != l.Token && mv.MarkMs < was.markMs {
