@@ -290,3 +290,30 @@ func TestRestoreNoticedWritesBackLostMark(t *testing.T) {
 		t.Errorf("an unaware holder's claim of 8 starts at %d, below the mark %d the first holder reserved", l.StartMs, x.MarkMs)
 	}
 }
+
+// TestRestoreNoticedByRecreatedMark: the sequence the long search found. A
+// holds machine 1, claimed after the snapshot; etcd is restored from it
+// (same token, revision bumped), which takes A's keys away; B, a store that
+// never saw the old history, claims 1 and writes its mark anew, at
+// revisions the bump put past the ones A saw. A's next renewal finds
+// another owner and a higher mark, which alone is a plain loss; but its
+// mark key was created after A last saw it, and marks are never deleted:
+// a restore, so A's next claims keep the restore floor.
+func TestRestoreNoticedByRecreatedMark(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	prefix := prefixFor(t)
+	now := baseMs()
+	snap := c.Snapshot(t)
+	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	la := mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+1000)
+	la = mustExtend(t, a, la, now+2000)
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
+	waitServes(t, c.Client(t))
+	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	lb := leasetest.MustClaim(t, b, req("b", 1, 1, now))
+	mustExtend(t, b, lb, now+5000)
+	if _, err := a.Extend(ctxFor(t), la, now+3000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("A's renewal after its mark key was created anew: %v, want ErrRestored", err)
+	}
+}
