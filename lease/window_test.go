@@ -27,7 +27,7 @@ func TestKeeperRestoreWindow(t *testing.T) {
 		// The case: --lease-ttl 30s --self-fence 20s with a
 		// 10 s reservation; the self-fence is the longer.
 		{"self-fence longer than the reserve", lease.KeeperConfig{LeaseFor: 30 * time.Second, SelfFence: 20 * time.Second, Reserve: 10 * time.Second}, 23 * time.Second},
-		{"explicit, longer", lease.KeeperConfig{RestoreMargin: time.Minute}, time.Minute},
+		{"explicit, longer (within the store's 40 s)", lease.KeeperConfig{RestoreMargin: 30 * time.Second}, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &wrapStore{Store: newStore(t, c.Endpoints())}
