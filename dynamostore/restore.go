@@ -44,12 +44,12 @@ const (
 
 // identity is what a Store remembers of its table.
 type identity struct {
-	mu        sync.Mutex
-	tableID   string    // the TableId seen first ("" before the first check)
-	checked   time.Time // when DescribeTable was last called (real time: it rates the calls)
-	gen       uint64    // restores noticed so far
-	pending   bool      // noticed, but no claim has set a floor yet
-	floorMs   int64     // claims start at or above this
+	mu      sync.Mutex
+	tableID string    // the TableId seen first ("" before the first check)
+	checked time.Time // when DescribeTable was last called (real time: it rates the calls)
+	gen     uint64    // restores noticed so far
+	pending bool      // noticed, but no claim has set a floor yet
+	floorMs int64     // claims start at or above this
 	// generated is, by lease.Lease.Claim, the restores noticed before each
 	// lease of this Store value was claimed (an epoch can repeat across a
 	// restore; a claim's nonce cannot).
