@@ -181,21 +181,33 @@ func (s *Store) heldMarks() (uint64, map[int]int64) {
 }
 
 // marksWentBack checks a read of the whole region against the mark
-// revisions held before it was sent: a mark key gone or at a lower
-// revision is a restore.
+// revisions held before it was sent: a mark key gone, at a lower revision
+// or created after the revision seen (marks are never deleted, so only a
+// restore and a new claim recreate one) is a restore — the same signs
+// wentBack looks for in one number.
 func (s *Store) marksWentBack(epoch uint64, revs map[int]int64, kvs []*mvccpb.KeyValue, h *pb.ResponseHeader) {
 	if len(revs) == 0 {
 		return
 	}
-	seen := make(map[int]int64, len(revs))
+	seen := make(map[int]*mvccpb.KeyValue, len(revs))
 	for _, kv := range kvs {
 		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
-			seen[n] = kv.ModRevision
+			seen[n] = kv
 		}
 	}
 	for n, rev := range revs {
-		if got := seen[n]; got < rev {
+		kv := seen[n]
+		switch {
+		case kv == nil || kv.ModRevision < rev:
+			var got int64
+			if kv != nil {
+				got = kv.ModRevision
+			}
 			s.noticeRestore(epoch, fmt.Sprintf("the mark key of machine %d, seen at revision %d, is gone or went back (revision %d)", n, rev, got), h)
+			return
+		case kv.CreateRevision > rev:
+			s.noticeRestore(epoch, fmt.Sprintf("the mark key of machine %d, seen at revision %d, was created anew at revision %d (marks are never deleted)",
+				n, rev, kv.CreateRevision), h)
 			return
 		}
 	}

@@ -317,3 +317,30 @@ func TestRestoreNoticedByRecreatedMark(t *testing.T) {
 		t.Fatalf("A's renewal after its mark key was created anew: %v, want ErrRestored", err)
 	}
 }
+
+// TestClaimNoticesRecreatedMark is TestRestoreNoticedByRecreatedMark seen
+// from a claim instead of a renewal: A, holding machine 1, claims another
+// number after the restore and B's claim of 1 wrote 1's mark key anew at a
+// revision above the one A knew. The claim's read of the region is the
+// only sign A gets (its renewal has not failed yet), so the new claim must
+// start after the restore window, not now.
+func TestClaimNoticesRecreatedMark(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	prefix := prefixFor(t)
+	now := baseMs()
+	snap := c.Snapshot(t)
+	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	la := mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+1000)
+	mustExtend(t, a, la, now+2000)
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
+	waitServes(t, c.Client(t))
+	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	lb := leasetest.MustClaim(t, b, req("b", 1, 1, now))
+	mustExtend(t, b, lb, now+5000)
+	l2 := leasetest.MustClaim(t, a, req("a", 2, 2, now))
+	if l2.StartMs < now+a.MaxRestoreWindow().Milliseconds()/2 {
+		t.Fatalf("A's claim after machine 1's mark key was created anew starts at %d, %d ms after now: "+
+			"the claim's read did not notice the restore", l2.StartMs, l2.StartMs-now)
+	}
+}
