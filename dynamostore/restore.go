@@ -92,7 +92,24 @@ func (s *Store) describeTableID(ctx context.Context) (string, error) {
 	if out.Table == nil || out.Table.TableId == nil || *out.Table.TableId == "" {
 		return "", errors.New("dynamostore: DescribeTable returned no TableId")
 	}
+	if err := notGlobal(s.table, out.Table); err != nil {
+		return "", err
+	}
 	return *out.Table.TableId, nil
+}
+
+// notGlobal refuses a global table. Its replicas check a condition each
+// against its own copy and settle conflicting writes by last writer wins,
+// so two regions' claims of one number can both succeed. Checked with the
+// identity, on every Claim and periodically on Extend, so a table made
+// global after the store started is refused too.
+func notGlobal(table string, d *types.TableDescription) error {
+	if len(d.Replicas) == 0 && d.GlobalTableVersion == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: dynamostore: table %s is a DynamoDB global table (%d replicas): its replicas check conditions "+
+		"independently, so two of them can grant one machine number; remove the replicas and give each AWS region "+
+		"its own lease table (docs/lease-stores.md)", lease.ErrInvalid, table, len(d.Replicas))
 }
 
 // claimFloor checks the table's identity before a claim and returns the
