@@ -17,7 +17,8 @@ func mustTime(t testing.TB, s string) time.Time {
 	return v
 }
 
-// vectors are worked examples: the first two are DESIGN.md §1's.
+// vectors are worked examples: the first two are the v1 and v2 examples of
+// docs/design.md#id-layouts.
 var vectors = []struct {
 	name                      string
 	layout                    func() snowfence.Layout

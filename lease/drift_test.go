@@ -22,8 +22,8 @@ import (
 // issuing before its etcd lease (3 s here, 10 s by default) can expire and
 // its number be claimed by someone else, even with the holder's clock 8 %
 // slow or fast and etcd's 8 % fast: SelfFence×1.08 < LeaseFor×0.92, which
-// the keeper checks in its configuration (DESIGN.md §3; chrony slews at
-// most 1/12).
+// the keeper checks in its configuration (docs/design.md#timings; chrony
+// slews at most 1/12).
 
 // TestSelfFenceHoldsWithDriftingClocks runs holder A on a clock 8 % slow
 // (then fast) and cuts it off from etcd; holder B, on a clock drifting the

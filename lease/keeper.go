@@ -15,8 +15,9 @@ import (
 )
 
 // KeeperConfig configures a Keeper. The zero value of every field but Store is
-// a working default; the timing defaults are etcd's (DESIGN.md §3). Table
-// stores document their own (longer) timings.
+// a working default; the timing defaults are etcd's: a 10 s lease renewed
+// every 2 s, a 5 s self-fence (docs/design.md#timings). Table stores
+// document their own (longer) timings.
 type KeeperConfig struct {
 	// Store is where numbers are leased. Required.
 	Store Store

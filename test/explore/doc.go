@@ -129,5 +129,6 @@
 // A store whose service is missing is skipped locally and fails under
 // CI=true (internal/testenv). scripts/prove-search builds the search with
 // each revert tag of internal/revert and requires it to find a duplicate,
-// and ends with a table of the seed, the seeds tried and the time per tag.
+// and ends with a table of the seed that found it, how many seeds were
+// tried and the time per tag.
 package explore
