@@ -62,3 +62,22 @@ func (s ClockStatus) withinLimit(limit time.Duration) (bool, string) {
 	}
 	return true, ""
 }
+
+// checkClockSync applies the clock policy, reading the kernel state at most
+// once a second.
+func (g *Generator) checkClockSync(r Reading) error {
+	if !g.statusRead || r.Mono-g.statusReadAt >= time.Second {
+		g.status, g.statusErr = g.readStatus()
+		g.statusReadAt, g.statusRead = r.Mono, true
+	}
+	if g.policy != ClockRequire {
+		return nil
+	}
+	if g.statusErr != nil {
+		return fmt.Errorf("%w: cannot read the clock state (%v); use clock policy warn or off where adjtimex is unavailable", ErrClockUnsynchronized, g.statusErr)
+	}
+	if ok, why := g.status.withinLimit(g.maxClockError); !ok {
+		return fmt.Errorf("%w: %s", ErrClockUnsynchronized, why)
+	}
+	return nil
+}

@@ -57,23 +57,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Stats counts what a generator did since it was made.
-type Stats struct {
-	// Issued is the number of IDs handed out.
-	Issued uint64
-	// Refused counts refused calls by reason: "fenced", "clock-backwards",
-	// "clock-unsynchronized", "layout" (exhausted or unusable), "canceled".
-	Refused map[string]uint64
-	// SequenceWaits counts waits for the next tick because a tick's
-	// sequence ran out; BackwardWaits counts small clock steps back waited
-	// out.
-	SequenceWaits, BackwardWaits uint64
-	// ForwardJumps counts wall-clock jumps ahead of the monotonic clock.
-	ForwardJumps uint64
-	// BackwardSteps counts refused clock steps back (episodes, not calls).
-	BackwardSteps uint64
-}
-
 // A Generator mints IDs for one machine number at a time. It is safe for
 // concurrent use; IDs from one generator strictly increase in the order the
 // calls return.
@@ -468,112 +451,12 @@ func (g *Generator) chooseLayout(tick int64) error {
 	return nil
 }
 
-// checkClockSync applies the clock policy, reading the kernel state at most
-// once a second.
-func (g *Generator) checkClockSync(r Reading) error {
-	if !g.statusRead || r.Mono-g.statusReadAt >= time.Second {
-		g.status, g.statusErr = g.readStatus()
-		g.statusReadAt, g.statusRead = r.Mono, true
-	}
-	if g.policy != ClockRequire {
-		return nil
-	}
-	if g.statusErr != nil {
-		return fmt.Errorf("%w: cannot read the clock state (%v); use clock policy warn or off where adjtimex is unavailable", ErrClockUnsynchronized, g.statusErr)
-	}
-	if ok, why := g.status.withinLimit(g.maxClockError); !ok {
-		return fmt.Errorf("%w: %s", ErrClockUnsynchronized, why)
-	}
-	return nil
-}
-
 func (g *Generator) forwardJump(r Reading) {
 	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
 	g.stats.ForwardJumps++
 	g.lastJumpWallMs = r.WallMs
 	g.log.Warn("wall clock jumped forward relative to the monotonic clock; IDs stay unique, but their timestamps run ahead of true time",
 		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
-}
-
-// Health says whether the generator would issue now, and why not.
-type Health struct {
-	// Issuing is true when a call now would succeed (perhaps after a wait).
-	Issuing bool `json:"issuing"`
-	// Reason is empty while issuing, else one of "fenced", "clock-backwards",
-	// "clock-unsynchronized", "layout", "closed".
-	Reason string `json:"reason,omitempty"`
-	// Detail is the refusal's message.
-	Detail string `json:"detail,omitempty"`
-	// Err is the refusal itself, for errors.Is and errors.As.
-	Err error `json:"-"`
-	// Warnings lists conditions that do not stop issuing.
-	Warnings []string `json:"warnings,omitempty"`
-	// Machine and Region are the numbers in use, -1 with no lease.
-	Machine int `json:"machine"`
-	Region  int `json:"region"`
-	// Layout names the layout in force.
-	Layout string `json:"layout,omitempty"`
-	// HasFence is false with no lease, and with a LeaseView that sets no
-	// mark (Static).
-	HasFence bool `json:"has_fence"`
-	// UntilFence is the wall time left before the lease's mark; zero or
-	// negative when reached, zero without a fence.
-	UntilFence time.Duration `json:"until_fence"`
-	// Clock is the last clock-sync state read (zero with ClockOff).
-	Clock ClockStatus `json:"clock"`
-}
-
-// Health checks the generator's state against the clock and lease without
-// issuing anything. A clock step back is reported until the clock passes the
-// last issued timestamp.
-func (g *Generator) Health() Health {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	h := Health{Machine: -1, Region: -1}
-	r := g.clock.Now()
-	if g.closed {
-		h.Reason, h.Detail, h.Err = "closed", ErrClosed.Error(), ErrClosed
-		return h
-	}
-	_, _, _, err := g.check(r)
-	if g.grant != nil {
-		h.Machine, h.Region, h.Layout = g.grant.Machine, g.grant.Region, g.stepLayout
-		if g.grant.LimitMs != math.MaxInt64 {
-			h.HasFence = true
-			h.UntilFence = time.Duration(g.epochMs+g.limitTick*g.unitMs-r.WallMs) * time.Millisecond
-		}
-	}
-	h.Issuing = err == nil
-	if err != nil {
-		h.Reason, h.Detail, h.Err = g.why, err.Error(), err
-	}
-	h.Clock = g.status
-	if g.policy == ClockWarn && g.statusRead {
-		if g.statusErr != nil {
-			h.Warnings = append(h.Warnings, "clock state unreadable: "+g.statusErr.Error())
-		} else if ok, why := g.status.withinLimit(g.maxClockError); !ok {
-			h.Warnings = append(h.Warnings, why)
-		}
-	}
-	if g.lastJumpWallMs != 0 && r.WallMs-g.lastJumpWallMs < 10*60*1000 {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("wall clock jumped forward at %s", time.UnixMilli(g.lastJumpWallMs).UTC().Format(timeFormat)))
-	}
-	if last := g.schedule.steps[0].Layout.LastInstant(); time.UnixMilli(r.WallMs).Add(g.exhaustWarn).After(last) {
-		h.Warnings = append(h.Warnings, "the layout's timestamp runs out at "+last.Format(timeFormat)+"; plan the move to a new epoch")
-	}
-	return h
-}
-
-// Stats returns a copy of the generator's counters.
-func (g *Generator) Stats() Stats {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.stats
-	s.Refused = make(map[string]uint64, len(g.stats.Refused))
-	for k, v := range g.stats.Refused {
-		s.Refused[k] = v
-	}
-	return s
 }
 
 // LastIssued returns the wall-clock instant (Unix ms) just after the last

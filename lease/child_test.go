@@ -17,9 +17,8 @@ import (
 // binary with a JSON childConfig in SNOWFENCE_CHILD_CONFIG; TestChildHolder
 // then runs keepers and generators against the given etcd and prints what
 // they do, one flushed line each, as internal/soaktest describes (claimed,
-// noclaim, ids, refused, echo, fatal).
-
-const envChildConfig = "SNOWFENCE_CHILD_CONFIG"
+// noclaim, ids, refused, echo, fatal). envChildConfig is in main_test.go,
+// whose TestMain tells a child process from a test run by it.
 
 // childConfig is what a child holder process runs.
 type childConfig struct {

@@ -341,8 +341,14 @@ func (k *Keeper) Placement() (lo, hi, region int) {
 	return k.cfg.Range.Lo, k.cfg.Range.Hi, k.cfg.Region
 }
 
-// Done is closed when the keeper has stopped (after Close).
-func (k *Keeper) Done() <-chan struct{} { return k.done }
+// Closed returns a channel that is closed once Close has stopped the
+// keeper's background loop; it closes while Close runs, before the number
+// is released. It is not the Done of etcd's concurrency.Session, which
+// closes when the lease is lost: a Keeper that loses its number stops the
+// generator issuing on it and claims another, and runs until Close. A lost
+// or overdue lease shows in Status (StateClaiming, StateFenced, Losses) and
+// in the generator's Health.
+func (k *Keeper) Closed() <-chan struct{} { return k.done }
 
 // run renews on schedule, re-claims after a loss, and watches the self-fence
 // deadline on the boot clock.

@@ -350,7 +350,28 @@ func TestKeeperLeaseTakenBehindItsBack(t *testing.T) {
 			if st := h.k.Status(); st.Losses != 1 || st.Token == oldToken {
 				t.Fatalf("status = %+v, want one loss and not the old token %d", st, oldToken)
 			}
+			// Unlike etcd's Session.Done, Closed stays open through a
+			// loss: the keeper runs on until Close.
+			if isClosed(h.k.Closed()) {
+				t.Fatal("Closed() is closed after a lost lease; want it open until Close")
+			}
+			if err := h.k.Close(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if !isClosed(h.k.Closed()) {
+				t.Fatal("Closed() is still open after Close returned")
+			}
 		})
+	}
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -60,9 +60,21 @@ func parseCountText(s string) (int, *apiError) {
 
 // parseCountBody reads a batch body: one JSON object whose only member is
 // "count", an integer literal from 1 to MaxBatch, with nothing after it but
-// white space. It accepts a strict subset of what encoding/json accepts:
-// field names are case-sensitive and may not repeat. ok is false for an
-// object without "count". It does not allocate on success.
+// white space. ok is false for an object without "count" ({}).
+//
+// It is written by hand for strictness: decoding into a struct with
+// encoding/json would quietly take bodies that do not say what they seem
+// to. encoding/json matches field names without regard to case and keeps
+// the last of repeated names, so {"COUNT":3} and {"count":1,"count":1000}
+// would both mint, the second 1000 IDs. Here the name must be exactly
+// "count" once its escapes are decoded ("\u0063ount" is count, "Count" is
+// an unknown field), a repeated count is refused, and so are unknown
+// fields, a count that is not an integer literal (a string, null, a
+// fraction, an exponent; a leading zero is malformed JSON) and data after
+// the object. Each refusal is a 400 whose message says which rule the body
+// broke: invalid_count when the count's value is wrong, invalid_body for
+// everything else. What it accepts, encoding/json reads the same count
+// from (FuzzCountBody checks this).
 func parseCountBody(b []byte) (n int, ok bool, e *apiError) {
 	p := jsonScanner{b: b}
 	p.space()

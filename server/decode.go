@@ -11,9 +11,8 @@ import (
 )
 
 // decode answers GET /v1/ids/{id}/decode with the ID taken apart by the
-// schedule.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request) int {
-	text, _ := decodeTarget(r.URL.Path)
+// schedule; text is the {id} segment of the path.
+func (s *Server) decode(w http.ResponseWriter, _ *http.Request, text string) int {
 	d, e := s.decodeID(text)
 	if e != nil {
 		return s.writeError(w, e)

@@ -82,7 +82,7 @@ func healthRefusal(h snowfence.Health, ls *lease.Status) *apiError {
 
 // healthz answers GET /healthz: 200 with the health while issuing, 503 with
 // the reason while refusing or draining.
-func (s *Server) healthz(w http.ResponseWriter) int {
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ string) int {
 	h, e := s.check()
 	if e != nil {
 		return s.writeErrorHealth(w, e, h)
@@ -92,7 +92,7 @@ func (s *Server) healthz(w http.ResponseWriter) int {
 
 // readyz answers GET /readyz: 200 {"ready":true} while the server should
 // get traffic (issuing, not draining), else 503 with the reason.
-func (s *Server) readyz(w http.ResponseWriter) int {
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ string) int {
 	h, e := s.check()
 	if e != nil {
 		return s.writeErrorHealth(w, e, h)

@@ -25,6 +25,20 @@ func newBatchBuffers() *batchBuffers {
 	}
 }
 
+// mintIDs answers POST /v1/ids: one ID, or a batch when the request has a
+// query or a body.
+func (s *Server) mintIDs(w http.ResponseWriter, r *http.Request, _ string) int {
+	if r.ContentLength == 0 && r.URL.RawQuery == "" {
+		return s.mintOne(w, r)
+	}
+	return s.mintMany(w, r, false)
+}
+
+// mintBatch answers POST /v1/ids:batch.
+func (s *Server) mintBatch(w http.ResponseWriter, r *http.Request, _ string) int {
+	return s.mintMany(w, r, true)
+}
+
 // mintOne answers POST /v1/ids without a query or body: the hot path. It
 // writes {"id":"…","id_num":…} from a pooled buffer; it allocates nothing
 // beyond what net/http does.

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -43,14 +44,15 @@ func statusIndex(code int) int {
 // request costs two atomic adds and a histogram observation.
 type metrics struct {
 	requestsVec *prometheus.CounterVec
-	requests    [numEndpoints][numKnownStatuses]prometheus.Counter
-	latency     [numEndpoints]prometheus.Observer
-	labels      [numEndpoints]string
+	// Indexed by endpoint: one per route, then one for unmatched paths.
+	requests [][numKnownStatuses]prometheus.Counter
+	latency  []prometheus.Observer
+	labels   []string
 }
 
-// newMetrics registers the request instruments and the collector that reads
-// the generator and lease at scrape time.
-func newMetrics(reg prometheus.Registerer, gen *snowfence.Generator, ls StatusReporter, draining func() bool) (*metrics, error) {
+// newMetrics registers the request instruments of the routes rs and the
+// collector that reads the generator and lease at scrape time.
+func newMetrics(reg prometheus.Registerer, rs []route, gen *snowfence.Generator, ls StatusReporter, draining func() bool) (*metrics, error) {
 	m := &metrics{
 		requestsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowfence_http_requests_total",
@@ -76,24 +78,21 @@ func newMetrics(reg prometheus.Registerer, gen *snowfence.Generator, ls StatusRe
 		}
 		done = append(done, c)
 	}
-	// The statuses each endpoint can answer with get their series up front,
-	// so rates start at zero instead of appearing with the first error.
-	expected := map[endpoint][]int{
-		epIDs:       {200, 400, 405, 413, 503},
-		epBatch:     {200, 400, 405, 413, 503},
-		epDecode:    {200, 400, 405, 422},
-		epHealthz:   {200, 405, 503},
-		epReadyz:    {200, 405, 503},
-		epMetrics:   {200, 405},
-		epOpenAPI:   {200, 405},
-		epUnmatched: {404},
-	}
-	rs := routes()
-	for ep := range numEndpoints {
-		m.labels[ep] = rs[ep].pattern
-		m.latency[ep] = latency.WithLabelValues(rs[ep].pattern)
-		for _, code := range expected[ep] {
-			m.requests[ep][statusIndex(code)] = m.requestsVec.WithLabelValues(rs[ep].pattern, strconv.Itoa(code))
+	// The statuses each route answers with get their series up front, so
+	// rates start at zero instead of appearing with the first error.
+	n := len(rs) + 1
+	m.requests = make([][numKnownStatuses]prometheus.Counter, n)
+	m.latency = make([]prometheus.Observer, n)
+	m.labels = make([]string, n)
+	for ep := range n {
+		label, statuses := unmatchedLabel, []int{http.StatusNotFound}
+		if ep < len(rs) {
+			label, statuses = rs[ep].pattern, rs[ep].statuses
+		}
+		m.labels[ep] = label
+		m.latency[ep] = latency.WithLabelValues(label)
+		for _, code := range statuses {
+			m.requests[ep][statusIndex(code)] = m.requestsVec.WithLabelValues(label, strconv.Itoa(code))
 		}
 	}
 	return m, nil

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,7 +27,8 @@ type spec struct {
 }
 
 type operation struct {
-	Responses map[string]json.RawMessage `json:"responses"`
+	OperationID string                     `json:"operationId"`
+	Responses   map[string]json.RawMessage `json:"responses"`
 }
 
 func loadSpec(t *testing.T) *spec {
@@ -64,8 +66,9 @@ func (s *spec) ops(t *testing.T) map[string]operation {
 	return out
 }
 
-// TestOpenAPIRoutes checks that the spec and the router agree: every
-// operation in the spec is routed, and every route is in the spec.
+// TestOpenAPIRoutes checks that the spec and the route table agree: every
+// operation in the spec is routed, and every route is in the spec under the
+// same method, path and operation ID, with the statuses the spec documents.
 func TestOpenAPIRoutes(t *testing.T) {
 	s := loadSpec(t)
 	ops := s.ops(t)
@@ -82,24 +85,44 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 	}
 	rs := routes()
-	var routed []string
-	for ep := range epUnmatched {
-		ri := rs[ep]
-		method := "GET"
-		if ri.post {
-			method = "POST"
-		}
-		key := method + " " + ri.pattern
-		routed = append(routed, key)
-		if _, ok := ops[key]; !ok {
+	for i, rt := range rs {
+		key := rt.method + " " + rt.pattern
+		op, ok := ops[key]
+		if !ok {
 			t.Errorf("route %s is not in api/openapi.json", key)
+			continue
 		}
-		if got := match(concrete(ri.pattern)); got != ep {
-			t.Errorf("match(%q) = %d, want %d", concrete(ri.pattern), got, ep)
+		if op.OperationID != rt.operation {
+			t.Errorf("route %s: operation %q, api/openapi.json has %q", key, rt.operation, op.OperationID)
+		}
+		var documented []int
+		for status := range op.Responses {
+			code, err := strconv.Atoi(status)
+			if err != nil {
+				t.Errorf("route %s: response %q is not a status code", key, status)
+				continue
+			}
+			documented = append(documented, code)
+		}
+		slices.Sort(documented)
+		if got := slices.Sorted(slices.Values(rt.statuses)); !slices.Equal(got, documented) {
+			t.Errorf("route %s: statuses %v, api/openapi.json documents %v", key, got, documented)
+		}
+		for _, code := range rt.statuses {
+			if statusIndex(code) < 0 {
+				t.Errorf("route %s: status %d has no request counter of its own (statusIndex)", key, code)
+			}
+		}
+		wantParam := ""
+		if rt.param {
+			wantParam = example
+		}
+		if got, param := match(rs, concrete(rt.pattern)); got != endpoint(i) || param != wantParam {
+			t.Errorf("match(%q) = %d, %q; want %d, %q", concrete(rt.pattern), got, param, i, wantParam)
 		}
 	}
-	if len(routed) != len(ops) {
-		t.Errorf("%d routes, %d operations in the spec", len(routed), len(ops))
+	if len(rs) != len(ops) {
+		t.Errorf("%d routes, %d operations in the spec", len(rs), len(ops))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +77,7 @@ type Server struct {
 	// origin is the zero of request timing.
 	origin time.Time
 
-	routes         [numEndpoints]routeInfo
+	routes         []route
 	metrics        *metrics
 	metricsHandler http.Handler
 	openAPI        []byte
@@ -150,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
-	m, err := newMetrics(reg, cfg.Generator, cfg.Lease, s.draining.Load)
+	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, s.draining.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -174,82 +173,6 @@ func (s *Server) SetDraining() {
 	}
 }
 
-// endpoint identifies a route, for dispatch and metric labels.
-type endpoint int
-
-const (
-	epIDs endpoint = iota
-	epBatch
-	epDecode
-	epHealthz
-	epReadyz
-	epMetrics
-	epOpenAPI
-	epUnmatched
-	numEndpoints
-)
-
-// routeInfo describes an endpoint: its path pattern (as in the OpenAPI
-// document, and the metric label) and the methods it takes.
-type routeInfo struct {
-	pattern string
-	post    bool   // POST only; else GET and HEAD
-	allow   string // the Allow header
-}
-
-// routes lists every endpoint in endpoint order.
-func routes() [numEndpoints]routeInfo {
-	get := func(p string) routeInfo { return routeInfo{pattern: p, allow: "GET, HEAD"} }
-	post := func(p string) routeInfo { return routeInfo{pattern: p, post: true, allow: "POST"} }
-	return [numEndpoints]routeInfo{
-		epIDs:       post("/v1/ids"),
-		epBatch:     post("/v1/ids:batch"),
-		epDecode:    get("/v1/ids/{id}/decode"),
-		epHealthz:   get("/healthz"),
-		epReadyz:    get("/readyz"),
-		epMetrics:   get("/metrics"),
-		epOpenAPI:   get("/openapi.json"),
-		epUnmatched: {pattern: "unmatched"},
-	}
-}
-
-// match finds the endpoint of a request path. Paths match exactly: no
-// trailing-slash or case variants.
-func match(path string) endpoint {
-	switch path {
-	case "/v1/ids":
-		return epIDs
-	case "/v1/ids:batch":
-		return epBatch
-	case "/healthz":
-		return epHealthz
-	case "/readyz":
-		return epReadyz
-	case "/metrics":
-		return epMetrics
-	case "/openapi.json":
-		return epOpenAPI
-	}
-	if _, ok := decodeTarget(path); ok {
-		return epDecode
-	}
-	return epUnmatched
-}
-
-// decodeTarget returns the {id} of /v1/ids/{id}/decode: one non-empty path
-// segment.
-func decodeTarget(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, "/v1/ids/")
-	if !ok {
-		return "", false
-	}
-	id, ok := strings.CutSuffix(rest, "/decode")
-	if !ok || id == "" || strings.IndexByte(id, '/') >= 0 {
-		return "", false
-	}
-	return id, true
-}
-
 type handler struct{ s *Server }
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -257,50 +180,39 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// time.Since on a reading with a monotonic clock reads only the
 	// monotonic clock: half the cost of time.Now.
 	start := time.Since(s.origin)
-	ep := match(r.URL.Path)
-	status := s.serve(ep, w, r)
+	ep, param := match(s.routes, r.URL.Path)
+	status := s.serve(ep, param, w, r)
 	s.metrics.observe(ep, status, time.Since(s.origin)-start)
 }
 
-// serve dispatches a request and returns the status it answered with.
-func (s *Server) serve(ep endpoint, w http.ResponseWriter, r *http.Request) int {
-	if ep < 0 || ep >= epUnmatched {
+// serve dispatches a request to its route and returns the status it
+// answered with.
+func (s *Server) serve(ep endpoint, param string, w http.ResponseWriter, r *http.Request) int {
+	if ep < 0 || int(ep) >= len(s.routes) {
 		return s.writeError(w, &apiError{status: http.StatusNotFound, code: CodeNotFound,
 			message: fmt.Sprintf("no such path %s; see /openapi.json", quoteShort(r.URL.Path))})
 	}
-	ri := &s.routes[ep]
-	if ri.post && r.Method != http.MethodPost || !ri.post && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", ri.allow)
+	rt := &s.routes[ep]
+	if !rt.takes(r.Method) {
+		w.Header().Set("Allow", rt.allow)
 		return s.writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed,
-			message: fmt.Sprintf("%s takes %s, not %s", ri.pattern, ri.allow, quoteShort(r.Method))})
+			message: fmt.Sprintf("%s takes %s, not %s", rt.pattern, rt.allow, quoteShort(r.Method))})
 	}
-	switch ep {
-	case epIDs:
-		if r.ContentLength == 0 && r.URL.RawQuery == "" {
-			return s.mintOne(w, r)
-		}
-		return s.mintMany(w, r, false)
-	case epBatch:
-		return s.mintMany(w, r, true)
-	case epDecode:
-		return s.decode(w, r)
-	case epHealthz:
-		return s.healthz(w)
-	case epReadyz:
-		return s.readyz(w)
-	case epMetrics:
-		return s.serveMetrics(w, r)
-	case epOpenAPI:
-		h := w.Header()
-		h["Content-Type"] = s.jsonType
-		h["Cache-Control"] = []string{"public, max-age=300"}
-		w.Write(s.openAPI)
-	}
+	return rt.serve(s, w, r, param)
+}
+
+// serveOpenAPI answers GET /openapi.json with api/openapi.json.
+func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request, _ string) int {
+	h := w.Header()
+	h["Content-Type"] = s.jsonType
+	h["Cache-Control"] = []string{"public, max-age=300"}
+	w.Write(s.openAPI)
 	return http.StatusOK
 }
 
-// serveMetrics runs promhttp, capturing the status it writes.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
+// serveMetrics answers GET /metrics: it runs promhttp, capturing the status
+// it writes.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ string) int {
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	s.metricsHandler.ServeHTTP(sw, r)
 	return sw.status

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+)
+
+// route is one operation of the API. routes is the only list of them: the
+// handler dispatches from it, the metrics label requests with its patterns
+// and give its statuses their series up front, and TestOpenAPIRoutes holds
+// it to api/openapi.json (the same methods, paths, operation IDs and
+// documented statuses, nothing more or less).
+type route struct {
+	// method is POST, or GET (which also answers HEAD).
+	method string
+	// pattern is the path as api/openapi.json writes it, and the metrics'
+	// endpoint label. A {name} segment stands for one non-empty path
+	// segment.
+	pattern string
+	// operation is the operationId of the operation in api/openapi.json.
+	operation string
+	// serve answers a request routed here and returns the status it
+	// answered with.
+	serve serveFunc
+	// statuses are the statuses the operation answers with (those
+	// api/openapi.json documents for it).
+	statuses []int
+
+	// Derived from method and pattern by routes.
+	allow          string // the Allow header of a 405
+	prefix, suffix string // the pattern around its {name} segment
+	param          bool   // whether the pattern has a {name} segment
+}
+
+// serveFunc answers one request; param is the text of the pattern's {name}
+// segment ("" for a pattern without one).
+type serveFunc func(s *Server, w http.ResponseWriter, r *http.Request, param string) int
+
+// endpoint identifies a route by its index in routes, for dispatch and
+// metric labels. An endpoint equal to the number of routes (unmatched) is a
+// request for a path no route takes.
+type endpoint int
+
+// unmatchedLabel is the metrics' endpoint label of requests for a path no
+// route takes.
+const unmatchedLabel = "unmatched"
+
+// routes lists every operation of the API.
+func routes() []route {
+	rs := []route{
+		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 405, 413, 503}},
+		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 405, 413, 503}},
+		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422}},
+		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}},
+		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}},
+		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}},
+		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}},
+	}
+	for i := range rs {
+		r := &rs[i]
+		r.allow = r.method
+		if r.method == http.MethodGet {
+			r.allow = "GET, HEAD"
+		}
+		if before, rest, ok := strings.Cut(r.pattern, "{"); ok {
+			_, after, _ := strings.Cut(rest, "}")
+			r.prefix, r.suffix, r.param = before, after, true
+		}
+	}
+	return rs
+}
+
+// takes reports whether the route answers method (GET routes answer HEAD
+// too).
+func (rt *route) takes(method string) bool {
+	return method == rt.method || rt.method == http.MethodGet && method == http.MethodHead
+}
+
+// match finds the route of a request path, and the text of its {name}
+// segment. Paths match exactly: no trailing-slash or case variants. A path
+// no route takes gets endpoint len(rs).
+func match(rs []route, path string) (endpoint, string) {
+	for i := range rs {
+		rt := &rs[i]
+		if !rt.param {
+			if path == rt.pattern {
+				return endpoint(i), ""
+			}
+			continue
+		}
+		if seg, ok := segment(path, rt.prefix, rt.suffix); ok {
+			return endpoint(i), seg
+		}
+	}
+	return endpoint(len(rs)), ""
+}
+
+// segment returns what lies between prefix and suffix in path when that is
+// one non-empty path segment.
+func segment(path, prefix, suffix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		return "", false
+	}
+	seg, ok := strings.CutSuffix(rest, suffix)
+	if !ok || seg == "" || strings.IndexByte(seg, '/') >= 0 {
+		return "", false
+	}
+	return seg, true
+}
