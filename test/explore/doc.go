@@ -128,7 +128,9 @@
 //
 // A store whose service is missing is skipped locally and fails under
 // CI=true (internal/testenv). scripts/prove-search builds the search with
-// each revert tag of internal/revert and requires it to find a duplicate,
-// and ends with a table of the seed that found it, how many seeds were
+// each revert tag of internal/revert and requires it to find a duplicate
+// (the long mode from seed 1 with -explore.first, within a budget: whether
+// a world meets its duplicate can depend on how its keepers race, see
+// above, so the proof searches rather than replays a fixed list), and ends with a table of the seed that found it, how many seeds were
 // tried and the time per tag.
 package explore

@@ -18,7 +18,7 @@ var (
 	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
 	flagKeep     = flag.Int("explore.log", 50, "actions kept for a failure's log")
 	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 200 for the fixed list, 250 in the long mode)")
-	flagFirst    = flag.Bool("explore.first", false, "stop every store once one has found a duplicate (scripts/prove-search)")
+	flagFirst    = flag.Bool("explore.first", false, "stop every store once one has found a duplicate (scripts/prove-search), in the fixed list and the long mode")
 )
 
 // shortSeeds is the fixed list of seeds each store runs by default and
@@ -81,6 +81,10 @@ func TestSearch(t *testing.T) {
 			case *flagDuration > 0:
 				end := since.Add(*flagDuration)
 				for seed, n := *flagStart, 1; time.Now().Before(end); seed, n = seed+1, n+1 {
+					if *flagFirst && found.Load() {
+						t.Logf("stopped after %d seeds: another store found a duplicate", n-1)
+						return
+					}
 					if !runSeed(t, svc, seed, store, steps, fig, n, since) {
 						found.Store(true)
 						return
