@@ -175,13 +175,13 @@ func checkQuarantine(t *testing.T) {
 		t.Fatalf("second quarantine: %v", err)
 	}
 	rec := leasetest.MustGet(t, s, 2)
-	if !rec.Quarantined || rec.Holder != dynamostore.Quarantined || rec.Token != l.Token+1 || rec.MarkMs != now+30_000 || rec.ExpiresMs != dynamostore.QuarantineExpiryMs {
+	if !rec.Quarantined || rec.Holder != lease.QuarantineHolder || rec.Token != l.Token+1 || rec.MarkMs != now+30_000 || rec.ExpiresMs != lease.QuarantineExpiryMs {
 		t.Fatalf("quarantined record %+v", rec)
 	}
 	if _, err := s.Extend(ctxFor(t), l, now+40_000, 0); !errors.Is(err, lease.ErrQuarantined) {
 		t.Fatalf("renewal of a quarantined number: %v, want ErrQuarantined", err)
 	}
-	far := dynamostore.QuarantineExpiryMs + 1
+	far := lease.QuarantineExpiryMs + 1
 	if _, err := s.Claim(ctxFor(t), req("b", 2, 2, far)); !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Fatalf("claim of a quarantined number, even with a clock past 2100: %v, want ErrNoFreeNumber", err)
 	}
@@ -417,7 +417,7 @@ func checkInvalid(t *testing.T) {
 	now := baseMs()
 	bad := []lease.ClaimRequest{
 		req("", 0, 0, now),
-		req(dynamostore.Quarantined, 0, 0, now),
+		req(lease.QuarantineHolder, 0, 0, now),
 		req("a", 0, 1024, now),
 		req("a", 5, 4, now),
 		req("a", 0, 0, 0),

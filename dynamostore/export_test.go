@@ -12,7 +12,7 @@ import (
 // it: no kept mark.
 func RunbookQuarantine(ctx context.Context, s *Store, n int) error {
 	_, err := s.update(ctx, n, "SET holder = :q, lease_expiry = :far ADD lease_epoch :one", "", map[string]types.AttributeValue{
-		":q": str(Quarantined), ":far": num(QuarantineExpiryMs), ":one": num(1),
+		":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":one": num(1),
 	})
 	return err
 }

@@ -361,13 +361,13 @@ func checkQuarantine(t *testing.T, s *suite) {
 	if !rec.Quarantined || rec.MarkMs < pre {
 		t.Errorf("record = %+v, want quarantined with mark ≥ %d", rec, pre)
 	}
-	if s.h.ClockExpiry && (rec.Holder != QuarantineHolder || rec.ExpiresMs != QuarantineExpiryMs || rec.Token != l.Token+1) {
+	if s.h.ClockExpiry && (rec.Holder != lease.QuarantineHolder || rec.ExpiresMs != lease.QuarantineExpiryMs || rec.Token != l.Token+1) {
 		t.Errorf("record = %+v, want holder %q, expiry %d (2100-01-01) and epoch %d (seed 002 runbook command 3)",
-			rec, QuarantineHolder, QuarantineExpiryMs, l.Token+1)
+			rec, lease.QuarantineHolder, lease.QuarantineExpiryMs, l.Token+1)
 	}
 	claimers := []int64{nowMs}
 	if s.h.ClockExpiry {
-		claimers = append(claimers, QuarantineExpiryMs-1) // a clock in 2099
+		claimers = append(claimers, lease.QuarantineExpiryMs-1) // a clock in 2099
 	}
 	for _, at := range claimers {
 		r := s.req("other", 4, 4, at)

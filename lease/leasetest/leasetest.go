@@ -54,14 +54,6 @@ type Harness struct {
 	LeaseFor time.Duration
 }
 
-// QuarantineHolder and QuarantineExpiryMs are what seed 002's runbook
-// (command 3) writes into a quarantined row of a lease table: no claimer's
-// clock passes the expiry and no holder has that name or the new epoch.
-const (
-	QuarantineHolder         = "QUARANTINED"
-	QuarantineExpiryMs int64 = 4102444800000 // 2100-01-01T00:00:00Z
-)
-
 // Run runs every check of the suite against stores from h, each as a
 // parallel subtest named after what it checks.
 func Run(t *testing.T, h Harness) {
