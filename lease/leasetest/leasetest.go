@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"Ranges", checkRanges},
 		{"MaxAhead", checkMaxAhead},
 		{"RaiseMarks", checkRaiseMarks},
+		{"RaiseMarksEveryNumber", checkRaiseMarksEveryNumber},
 		{"SharedHolderRace", checkSharedHolderRace},
 		{"ExtendComparesClaim", checkExtendComparesClaim},
 		{"Schedule", checkSchedule},
