@@ -15,7 +15,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The claim of seed 002 (absent or expired by the claimer's clock), and the
+// The claim of a number absent or expired by the claimer's clock, and the
 // claim of a released number whose mark is still ahead of the claimer's
 // clock, compared on the mark read.
 const (
@@ -96,7 +96,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 // A candidate is a number to try, with the mark seen for it.
 type candidate struct {
 	n       int
-	expired bool  // absent or lease_expiry < NowMs: the seed's claim
+	expired bool  // absent or lease_expiry < NowMs: the claim by expiry
 	seenMs  int64 // the free number's mark, ahead of NowMs
 }
 

@@ -34,7 +34,7 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 }
 
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
-// seed 002's renewal: a conditional UpdateItem on holder and epoch. In a
+// the table's renewal: a conditional UpdateItem on holder and epoch. In a
 // lease table the lease lives exactly as long as its mark, so leaseFor is
 // not used: the keeper's Reserve (default LeaseFor) sets how far ahead
 // markMs is. A mark already at or above markMs (an SDK retry that

@@ -10,9 +10,10 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Quarantine makes number machine unclaimable and unrenewable with seed
-// 002's runbook command 3 — holder "QUARANTINED", lease_expiry in 2100, one
-// more epoch — and keeps the mark it had in quarantined_mark, for
+// Quarantine makes number machine unclaimable and unrenewable with the
+// operator's quarantine of an item — holder "QUARANTINED", lease_expiry
+// 2100-01-01, one more epoch (lease.QuarantineHolder,
+// lease.QuarantineExpiryMs) — and keeps the mark it had in quarantined_mark, for
 // Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
 // and it stops at its mark. Quarantining a quarantined number does nothing.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {

@@ -10,10 +10,10 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Quarantine makes a number unclaimable and unrenewable as seed 002's
-// runbook (command 3) does: holder lease.QuarantineHolder, lease_expiry
-// lease.QuarantineExpiryMs, epoch + 1, in one upsert (a number without a row gets
-// one). The old lease_expiry is kept in floor_ms. The current holder's next
+// Quarantine makes a number unclaimable and unrenewable as the operator's
+// quarantine of a row does: holder lease.QuarantineHolder, lease_expiry
+// lease.QuarantineExpiryMs, epoch + 1, in one upsert (a number without a
+// row gets one). The old lease_expiry is kept in floor_ms. The current holder's next
 // Extend fails with lease.ErrQuarantined and it stops at its mark.
 // Quarantining a quarantined number changes nothing and is not an error.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {

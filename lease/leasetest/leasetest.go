@@ -46,9 +46,10 @@ type Harness struct {
 	// claimer's clock against the record's ExpiresMs, which is also its
 	// mark. The suite then also checks what is specific to tables: the
 	// claim condition "expiry < claimer's now", the epoch as token (+1 per
-	// claim, and per quarantine as in seed 002's runbook command 3), the
-	// compare on the holder as well as the token, and the quarantine row
-	// (holder "QUARANTINED", expiry 2100-01-01).
+	// claim, and per quarantine as the operator's quarantine of a row
+	// does), the compare on the holder as well as the token, and the
+	// quarantine row (holder lease.QuarantineHolder, expiry
+	// lease.QuarantineExpiryMs: 2100-01-01).
 	ClockExpiry bool
 	// LeaseFor is the lease length the suite claims with. Zero means 10 s.
 	LeaseFor time.Duration
