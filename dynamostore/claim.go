@@ -15,7 +15,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The claim of seed 002 (absent or expired by the claimer's clock), and the
+// The claim of a number absent or expired by the claimer's clock, and the
 // claim of a released number whose mark is still ahead of the claimer's
 // clock, compared on the mark read.
 const (
@@ -50,7 +50,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	if err := checkClaim(req); err != nil {
+	req, err := req.Check(Machines)
+	if err != nil {
 		return nil, err
 	}
 	items, metas, err := s.scanWith(ctx, req.Range, true)
@@ -68,10 +69,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 	}
-	schedule := req.Schedule
-	if schedule == "" {
-		schedule = lease.DefaultFleetSchedule
-	}
 	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
@@ -79,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		}
 		l, err := s.tryClaim(ctx, req, c, floor)
 		if l != nil {
-			l.Schedule = schedule
+			l.Schedule = req.Schedule
 			if err := s.remember(l, gen); err != nil {
 				return nil, err
 			}
@@ -96,26 +93,10 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
 }
 
-func checkClaim(req lease.ClaimRequest) error {
-	switch {
-	case req.Holder == "":
-		return fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
-	case req.Holder == Quarantined:
-		return fmt.Errorf("%w: holder %q is reserved for quarantined numbers", lease.ErrInvalid, Quarantined)
-	case req.LeaseFor <= 0:
-		return fmt.Errorf("%w: claim with LeaseFor %s: must be positive", lease.ErrInvalid, req.LeaseFor)
-	case req.NowMs <= 0:
-		return fmt.Errorf("%w: claim with NowMs %d: pass the claimer's wall clock in Unix ms", lease.ErrInvalid, req.NowMs)
-	case req.MaxAhead < 0:
-		return fmt.Errorf("%w: claim with negative MaxAhead %s", lease.ErrInvalid, req.MaxAhead)
-	}
-	return checkRange(req.Range)
-}
-
 // A candidate is a number to try, with the mark seen for it.
 type candidate struct {
 	n       int
-	expired bool  // absent or lease_expiry < NowMs: the seed's claim
+	expired bool  // absent or lease_expiry < NowMs: the claim by expiry
 	seenMs  int64 // the free number's mark, ahead of NowMs
 }
 
@@ -221,7 +202,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 				err = fmt.Errorf("%w (re-reading it failed too: %v)", err, rerr)
 			}
 			return nil, fmt.Errorf("dynamostore: claim machine %d region %d: %w; if it committed, the number frees itself at %s; retry",
-				c.n, s.region, err, msTime(expiry))
+				c.n, s.region, err, lease.FormatMs(expiry))
 		}
 		s.log.Info("claim of unknown outcome had committed", "machine", c.n, "holder", req.Holder, "epoch", it.epoch)
 		return s.claimed(req, c.n, it, start), nil
@@ -232,6 +213,6 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {
 	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: it.epoch, StartMs: startMs, MarkMs: it.expiryMs, Claim: it.nonce}
 	s.log.Info("claimed machine number", "machine", n, "holder", req.Holder, "epoch", it.epoch,
-		"start", msTime(startMs), "mark", msTime(it.expiryMs))
+		"start", lease.FormatMs(startMs), "mark", lease.FormatMs(it.expiryMs))
 	return l
 }

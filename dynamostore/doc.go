@@ -1,5 +1,8 @@
 // Package dynamostore keeps snowfence machine-number leases in a DynamoDB
-// table with conditional writes (DESIGN.md §3, seed 002).
+// table with conditional writes: the lease table of docs/design.md, one
+// item per machine number whose expiry is both the lease and the
+// high-water mark, an epoch as fencing token, a claim only when the expiry
+// is below the claimer's clock.
 //
 // # The table
 //

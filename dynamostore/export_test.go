@@ -8,11 +8,12 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// RunbookQuarantine runs seed 002's runbook command 3 as an operator types
-// it: no kept mark.
-func RunbookQuarantine(ctx context.Context, s *Store, n int) error {
+// HandQuarantine quarantines number n as an operator types it into the
+// DynamoDB console or CLI: holder "QUARANTINED", lease_expiry 2100-01-01,
+// epoch + 1, and no kept mark.
+func HandQuarantine(ctx context.Context, s *Store, n int) error {
 	_, err := s.update(ctx, n, "SET holder = :q, lease_expiry = :far ADD lease_epoch :one", "", map[string]types.AttributeValue{
-		":q": str(Quarantined), ":far": num(QuarantineExpiryMs), ":one": num(1),
+		":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":one": num(1),
 	})
 	return err
 }

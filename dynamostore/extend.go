@@ -34,7 +34,7 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 }
 
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
-// seed 002's renewal: a conditional UpdateItem on holder and epoch. In a
+// the table's renewal: a conditional UpdateItem on holder and epoch. In a
 // lease table the lease lives exactly as long as its mark, so leaseFor is
 // not used: the keeper's Reserve (default LeaseFor) sets how far ahead
 // markMs is. A mark already at or above markMs (an SDK retry that
@@ -86,14 +86,14 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			return &nl, nil
 		default:
 			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
-				l.Machine, l.Token, msTime(markMs), err, msTime(l.MarkMs))
+				l.Machine, l.Token, lease.FormatMs(markMs), err, lease.FormatMs(l.MarkMs))
 		}
 	}
 	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) {
 		s.forget(l)
 	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
-		"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", why)
+		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", why)
 	return nil, why
 }
 
@@ -142,5 +142,5 @@ func (s *Store) checkLease(l *lease.Lease) error {
 	if l.Region != s.region {
 		return fmt.Errorf("%w: lease of region %d given to the store of region %d", lease.ErrInvalid, l.Region, s.region)
 	}
-	return checkMachine(l.Machine)
+	return lease.CheckMachine(l.Machine, Machines)
 }

@@ -10,22 +10,23 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Quarantine makes number machine unclaimable and unrenewable with seed
-// 002's runbook command 3 — holder "QUARANTINED", lease_expiry in 2100, one
-// more epoch — and keeps the mark it had in quarantined_mark, for
+// Quarantine makes number machine unclaimable and unrenewable with the
+// operator's quarantine of an item — holder "QUARANTINED", lease_expiry
+// 2100-01-01, one more epoch (lease.QuarantineHolder,
+// lease.QuarantineExpiryMs) — and keeps the mark it had in quarantined_mark, for
 // Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
 // and it stops at its mark. Quarantining a quarantined number does nothing.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return err
 	}
 	_, err := s.update(ctx, machine,
 		"SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero) ADD lease_epoch :one",
 		"attribute_not_exists(holder) OR holder <> :q",
-		map[string]types.AttributeValue{":q": str(Quarantined), ":far": num(QuarantineExpiryMs), ":zero": num(0), ":one": num(1)})
+		map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":zero": num(0), ":one": num(1)})
 	if f, _ := conditionFailed(err); f {
 		s.log.Info("machine number already quarantined", "machine", machine)
 		return nil
@@ -34,7 +35,7 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		return fmt.Errorf("dynamostore: quarantine machine %d: %w; the outcome is unknown: run it again (it is idempotent)", machine, err)
 	}
 	it, _ := s.read(ctx, machine)
-	s.log.Warn("quarantined machine number", "machine", machine, "epoch", it.epoch, "mark", msTime(it.preMarkMs))
+	s.log.Warn("quarantined machine number", "machine", machine, "epoch", it.epoch, "mark", lease.FormatMs(it.preMarkMs))
 	return nil
 }
 
@@ -48,7 +49,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return err
 	}
 	it, err := s.read(ctx, machine)
@@ -67,7 +68,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	// raise-marks changes a quarantined item's marks without touching its
 	// epoch, and its raised mark must not be undone.
 	cond := "holder = :q AND lease_epoch = :e AND (attribute_not_exists(mark_floor) OR mark_floor <= :mark)"
-	vals := map[string]types.AttributeValue{":q": str(Quarantined), ":e": num(int64(it.epoch)), ":mark": num(mark)}
+	vals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":e": num(int64(it.epoch)), ":mark": num(mark)}
 	if it.hasPreMark {
 		cond += " AND quarantined_mark = :pm"
 		vals[":pm"] = num(it.preMarkMs)
@@ -84,7 +85,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if err != nil {
 		return fmt.Errorf("dynamostore: unquarantine machine %d: %w; the outcome is unknown: check with Get", machine, err)
 	}
-	s.log.Warn("unquarantined machine number", "machine", machine, "epoch", it.epoch, "mark", msTime(mark))
+	s.log.Warn("unquarantined machine number", "machine", machine, "epoch", it.epoch, "mark", lease.FormatMs(mark))
 	return nil
 }
 
@@ -103,7 +104,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	if err := s.open(); err != nil {
 		return 0, err
 	}
-	if err := checkRange(r); err != nil {
+	if err := lease.CheckRange(r, Machines); err != nil {
 		return 0, err
 	}
 	changed := 0
@@ -111,7 +112,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
 	}
 	for n := r.Lo; n <= r.Hi; n++ {
-		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined), ":one": num(1)}
+		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder), ":one": num(1)}
 		_, err := s.update(ctx, n, "SET lease_expiry = :m, mark_floor = :m REMOVE holder ADD lease_epoch :one",
 			"attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q))", vals)
 		if err == nil {
@@ -124,14 +125,14 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		// The mark is already at or above markMs: fence its holder, keep
 		// the mark.
 		_, err = s.update(ctx, n, "REMOVE holder ADD lease_epoch :one", "attribute_exists(holder) AND holder <> :q",
-			map[string]types.AttributeValue{":q": str(Quarantined), ":one": num(1)})
+			map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":one": num(1)})
 		if err == nil {
 			changed++
 		} else if f, _ := conditionFailed(err); !f {
 			return fail(n, err)
 		}
 		_, err = s.update(ctx, n, "SET quarantined_mark = :m, mark_floor = :m",
-			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", map[string]types.AttributeValue{":m": num(markMs), ":q": str(Quarantined)})
+			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder)})
 		if err == nil {
 			changed++
 			continue
@@ -147,6 +148,6 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 			return fail(n, err)
 		}
 	}
-	s.log.Warn("raised marks and fenced every holder", "range", r.String(), "mark", msTime(markMs), "changed", changed)
+	s.log.Warn("raised marks and fenced every holder", "range", r.String(), "mark", lease.FormatMs(markMs), "changed", changed)
 	return changed, nil
 }

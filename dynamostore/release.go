@@ -41,10 +41,10 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		s.forget(l)
 	}
 	if err != nil {
-		s.log.Warn("release failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", msTime(last), "error", err)
+		s.log.Warn("release failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(last), "error", err)
 		return err
 	}
-	s.log.Info("released machine number", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", msTime(last))
+	s.log.Info("released machine number", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(last))
 	return nil
 }
 
@@ -65,7 +65,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		// The quarantine that fenced l: l's reservation is what it keeps.
 		_, qerr := s.update(ctx, l.Machine, "SET quarantined_mark = :last",
 			"holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine AND "+aboveFloor,
-			map[string]types.AttributeValue{":q": str(Quarantined), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))})
+			map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))})
 		if f, _ := conditionFailed(qerr); qerr != nil && !f {
 			return fmt.Errorf("dynamostore: release quarantined machine %d: %w", l.Machine, qerr)
 		}
@@ -78,7 +78,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	case why != nil:
 		return why
 	case !failed:
-		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
+		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, lease.FormatMs(it.expiryMs))
 	}
 	// Still l's, with a mark someone raised above l's own: keep it.
 	vals = map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)}
@@ -89,7 +89,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		}
 		return fmt.Errorf("%w: machine %d changed hands during its release", lease.ErrLost, l.Machine)
 	} else if err != nil {
-		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, msTime(it.expiryMs))
+		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, lease.FormatMs(it.expiryMs))
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func (s *Store) remember(l *lease.Lease, gen uint64) error {
 	id.generated[l.Claim] = gen
 	if !revert.Restore && gen != id.gen {
 		return fmt.Errorf("dynamostore: machine %d epoch %d was claimed while a restore of the table was being noticed; claim again (it frees itself at %s)",
-			l.Machine, l.Token, msTime(l.MarkMs))
+			l.Machine, l.Token, lease.FormatMs(l.MarkMs))
 	}
 	return nil
 }

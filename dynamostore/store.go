@@ -17,7 +17,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Attribute names and the quarantine values of seed 002's runbook.
+// Attribute names of a lease item.
 const (
 	attrMachine     = "machine_id"
 	attrHolder      = "holder"
@@ -27,13 +27,6 @@ const (
 	attrFloor       = "mark_floor"
 	attrNonce       = "claim_nonce"
 	attrRelNonce    = "release_nonce"
-
-	// Quarantined is the holder written by Quarantine (and by runbook
-	// command 3).
-	Quarantined = "QUARANTINED"
-	// QuarantineExpiryMs is the lease_expiry of a quarantined number:
-	// 2100-01-01T00:00:00Z, so no claim's condition passes.
-	QuarantineExpiryMs int64 = 4102444800000
 )
 
 // A Store keeps leases in one DynamoDB table for one region. It is safe for
@@ -168,7 +161,7 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 		}
 		it.holder = hs.Value
 	}
-	it.quarantined = it.holder == Quarantined
+	it.quarantined = it.holder == lease.QuarantineHolder
 	ep, _, err := getNum(m, attrEpoch)
 	if err != nil {
 		return item{}, err
@@ -243,7 +236,7 @@ func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := s.open(); err != nil {
 		return lease.Record{}, err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return lease.Record{}, err
 	}
 	it, err := s.read(ctx, machine)
@@ -321,15 +314,6 @@ func (s *Store) scanWith(ctx context.Context, r lease.Range, meta bool) ([]item,
 	return items, metas, nil
 }
 
-func checkMachine(n int) error {
-	if n < 0 || n >= Machines {
-		return fmt.Errorf("%w: machine number %d: must be 0–%d", lease.ErrInvalid, n, Machines-1)
-	}
-	return nil
-}
-
-func checkRange(r lease.Range) error { return r.Validate(Machines) }
-
 // conditionFailed reports whether err is a failed condition, and returns the
 // item DynamoDB sent back with it, if any.
 func conditionFailed(err error) (bool, map[string]types.AttributeValue) {
@@ -339,9 +323,6 @@ func conditionFailed(err error) (bool, map[string]types.AttributeValue) {
 	}
 	return false, nil
 }
-
-// msTime formats Unix ms for logs and messages.
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Table returns the lease table's name.
 func (s *Store) Table() string { return s.table }

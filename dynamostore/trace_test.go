@@ -16,11 +16,11 @@ import (
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
-// seedMs is wall-clock second 0 of seed 002's pause trace: its times are
-// 1790424000000 + seconds × 1000.
-const seedMs int64 = 1790424000000
+// traceBaseMs is wall-clock second 0 of the frozen-holder trace (Unix ms,
+// 2026-09-26T12:00:00Z): its times are traceBaseMs + seconds × 1000.
+const traceBaseMs int64 = 1790424000000
 
-func wall(sec int64) time.Time { return time.UnixMilli(seedMs + sec*1000) }
+func wall(sec int64) time.Time { return time.UnixMilli(traceBaseMs + sec*1000) }
 
 // traceHolder is a keeper and its generator on a fake clock of their own.
 type traceHolder struct {
@@ -30,8 +30,9 @@ type traceHolder struct {
 	ids []snowfence.ID
 }
 
-// seedTimings are the trace's: a 30 s lease renewed every 10 s, a 5 s
-// margin between the mark and the generator's limit.
+// startTraceHolder starts a keeper and its generator on clk with the
+// trace's timings: a 30 s lease renewed every 10 s, a 5 s margin between
+// the mark and the generator's limit.
 func startTraceHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string) *traceHolder {
 	t.Helper()
 	k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{
@@ -77,12 +78,12 @@ func (h *traceHolder) mint(t *testing.T, n int) {
 	h.ids = append(h.ids, ids...)
 }
 
-// TestSeedPauseTrace replays seed 002's "pause and wake-up" trace on
-// dynalite: worker A (epoch 7) renews at 100 s to an expiry of 130 s, issues
+// TestFrozenHolderTrace replays a holder frozen past its lease and its
+// successor on dynalite, with a 30 s lease: worker A (epoch 7) renews at 100 s to an expiry of 130 s, issues
 // at 105 s and freezes; worker B claims at 131 s by its own clock (epoch 8);
 // A wakes at 145 s, refuses, and its renewal for epoch 7 fails. A's IDs all
 // sit below 125 s (the mark minus the 5 s margin), B's above 130 s.
-func TestSeedPauseTrace(t *testing.T) {
+func TestFrozenHolderTrace(t *testing.T) {
 	s := newStore(t)
 	const (
 		nameA = "i-0a1b2c3d4e5f67890/pid-4121/1790424000000"
@@ -137,7 +138,7 @@ func TestSeedPauseTrace(t *testing.T) {
 	if st := a.k.Status(); st.Losses != 1 {
 		t.Fatalf("A's keeper after waking: %+v, want one loss", st)
 	}
-	// The seed's request, as A would send it: epoch 7, expiry 175 s.
+	// A's renewal as it would send it on waking: epoch 7, expiry 175 s.
 	if _, err := s.Extend(ctxFor(t), leaseA, wall(175).UnixMilli(), 30*time.Second); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("A's renewal for epoch 7 at 145 s: %v, want ErrLost", err)
 	}
@@ -157,7 +158,7 @@ func TestSeedPauseTrace(t *testing.T) {
 			t.Fatalf("B issued %d at %s, not above 130 s", id, ts)
 		}
 	}
-	sec := func(id snowfence.ID) float64 { return float64(layout.TimeOf(id).UnixMilli()-seedMs) / 1000 }
+	sec := func(id snowfence.ID) float64 { return float64(layout.TimeOf(id).UnixMilli()-traceBaseMs) / 1000 }
 	t.Logf("A: %d IDs at %.3f–%.3f s; B: %d IDs at %.3f–%.3f s", len(a.ids), sec(a.ids[0]), sec(a.ids[len(a.ids)-1]),
 		len(b.ids), sec(b.ids[0]), sec(b.ids[len(b.ids)-1]))
 }

@@ -50,7 +50,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	req, err := checkClaim(req)
+	req, err := req.Check(lease.Unlimited)
 	if err != nil {
 		return nil, err
 	}
@@ -93,29 +93,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for marks to pass",
 		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
-}
-
-// checkClaim rejects requests the store cannot serve, and returns req with
-// its schedule in canonical form.
-func checkClaim(req lease.ClaimRequest) (lease.ClaimRequest, error) {
-	if req.Holder == "" {
-		return req, fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
-	}
-	if err := checkRange(req.Range); err != nil {
-		return req, err
-	}
-	if req.LeaseFor <= 0 {
-		return req, fmt.Errorf("%w: LeaseFor %v must be positive", lease.ErrInvalid, req.LeaseFor)
-	}
-	if req.MaxAhead < 0 {
-		return req, fmt.Errorf("%w: MaxAhead %v is negative", lease.ErrInvalid, req.MaxAhead)
-	}
-	canon, err := lease.CanonicalSchedule(req.Schedule)
-	if err != nil {
-		return req, fmt.Errorf("%w: the claimer's schedule %q: %v", lease.ErrInvalid, req.Schedule, err)
-	}
-	req.Schedule = canon
-	return req, nil
 }
 
 // slotState is what one read of the region says about a number.
@@ -298,7 +275,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 	startMs := max(mv.MarkMs, req.NowMs)
 	if tooFar(startMs, req) {
 		s.log.Info("claimed number passed over: its mark is too far ahead of the claimer's clock", "machine", n, "region", s.region,
-			"holder", req.Holder, "token", token, "mark", msTime(mv.MarkMs), "now", msTime(req.NowMs), "max_ahead", req.MaxAhead)
+			"holder", req.Holder, "token", token, "mark", lease.FormatMs(mv.MarkMs), "now", lease.FormatMs(req.NowMs), "max_ahead", req.MaxAhead)
 		s.undo(ctx, n, token, id)
 		return nil, skipAhead, nil
 	}
@@ -311,7 +288,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule,
 		Claim: claimID(id)}
 	s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "token", token,
-		"mark", msTime(mv.MarkMs), "start", msTime(startMs), "schedule", req.Schedule, "etcd_lease", fmt.Sprintf("%x", int64(id)))
+		"mark", lease.FormatMs(mv.MarkMs), "start", lease.FormatMs(startMs), "schedule", req.Schedule, "etcd_lease", fmt.Sprintf("%x", int64(id)))
 	return l, 0, nil
 }
 

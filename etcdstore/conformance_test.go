@@ -19,7 +19,12 @@ import (
 // the harness expires a lease by revoking that etcd lease.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	cli := etcdtest.Start(t, 1).Client(t)
+	conformance(t, etcdtest.Start(t, 1).Client(t))
+}
+
+// conformance runs the suite against the etcd cli talks to, each check on
+// a key prefix of its own.
+func conformance(t *testing.T, cli *clientv3.Client) {
 	var mu sync.Mutex
 	prefixes := map[lease.Store]string{}
 	open := func(t *testing.T, prefix string) lease.Store {

@@ -78,7 +78,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(quar), clientv3.OpGet(markKey), clientv3.OpGet(s.keys.schedule)})
 		if err != nil {
 			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d to %s: %w; the write may have committed: "+
-				"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", n, l.Token, msTime(target), err))
+				"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", n, l.Token, lease.FormatMs(target), err))
 		}
 		if err := s.fenced(ctx, h, l); err != nil {
 			return nil, s.renewFailed(l, target, err)
@@ -123,11 +123,11 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		s.mu.Unlock()
 		if attempt+1 >= extendTries {
 			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d: its mark or the fleet schedule key keeps changing under it "+
-				"(mark now %s, written by %q token %d); retry", n, l.Token, msTime(mv.MarkMs), mv.Holder, mv.Token))
+				"(mark now %s, written by %q token %d); retry", n, l.Token, lease.FormatMs(mv.MarkMs), mv.Holder, mv.Token))
 		}
 		if modRev(m) != was.markRev {
 			s.log.Info("mark was raised by someone else; extending from it", "machine", n, "region", s.region, "holder", l.Holder,
-				"token", l.Token, "mark", msTime(mv.MarkMs), "by", mv.Holder)
+				"token", l.Token, "mark", lease.FormatMs(mv.MarkMs), "by", mv.Holder)
 		}
 		target = max(target, mv.MarkMs)
 	}
@@ -141,7 +141,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 				"stop issuing on it and claim again", lease.ErrLost, n, s.region, l.Token, int64(id)))
 		}
 		return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: machine %d token %d: the mark was extended to %s, but the keep-alive "+
-			"of its etcd lease %x failed: %w; retry before the lease's TTL runs out", n, l.Token, msTime(target), int64(id), err))
+			"of its etcd lease %x failed: %w; retry before the lease's TTL runs out", n, l.Token, lease.FormatMs(target), int64(id), err))
 	}
 	nl := *l
 	nl.MarkMs = target
@@ -152,7 +152,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 	if l != nil {
 		s.log.Warn("renewal failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "token", l.Token,
-			"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", err)
+			"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", err)
 	}
 	return err
 }

@@ -105,7 +105,7 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
 	if q != nil {
 		return fmt.Errorf("%w: machine %d region %d was quarantined by an operator; token %d may issue nothing past its mark %s "+
-			"(unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, l.Token, msTime(l.MarkMs))
+			"(unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, l.Token, lease.FormatMs(l.MarkMs))
 	}
 	switch {
 	case o == nil:

@@ -35,7 +35,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	if err := s.open(); err != nil {
 		return 0, err
 	}
-	if err := checkRange(r); err != nil {
+	if err := lease.CheckRange(r, lease.Unlimited); err != nil {
 		return 0, err
 	}
 	resp, err := s.get(ctx, s.keys.base, clientv3.WithPrefix())
@@ -67,7 +67,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 			fenced++
 		}
 	}
-	s.log.Warn("raised marks and fenced every holder", "region", s.region, "range", r.String(), "mark", msTime(markMs),
+	s.log.Warn("raised marks and fenced every holder", "region", s.region, "range", r.String(), "mark", lease.FormatMs(markMs),
 		"changed", changed, "holders_fenced", fenced)
 	return changed, nil
 }

@@ -18,7 +18,7 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return err
 	}
 	quar, owner := s.keys.quarantine(machine), s.keys.owner(machine)
@@ -49,7 +49,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return err
 	}
 	quar := s.keys.quarantine(machine)

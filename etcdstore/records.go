@@ -21,7 +21,7 @@ func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := s.open(); err != nil {
 		return lease.Record{}, err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return lease.Record{}, err
 	}
 	resp, err := s.txn(ctx, nil, []clientv3.Op{

@@ -28,7 +28,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	err := s.release(ctx, l, markMs)
 	if err != nil && l != nil {
 		s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "token", l.Token,
-			"mark", msTime(markMs), "error", err)
+			"mark", lease.FormatMs(markMs), "error", err)
 	}
 	return err
 }
@@ -103,6 +103,6 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	s.forget(l)
 	s.revoke(ctx, id, n)
-	s.log.Info("released machine number", "machine", n, "region", s.region, "holder", l.Holder, "token", l.Token, "mark", msTime(value))
+	s.log.Info("released machine number", "machine", n, "region", s.region, "holder", l.Holder, "token", l.Token, "mark", lease.FormatMs(value))
 	return nil
 }

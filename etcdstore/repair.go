@@ -46,7 +46,7 @@ func (s *Store) repairMark(ctx context.Context, l *lease.Lease, markMs int64) {
 		resp, err := s.cli.Get(ctx, key)
 		if err != nil {
 			s.log.Warn("writing back the mark lost by the restore failed; raise marks (RaiseMarks) before holders claim again",
-				"machine", l.Machine, "region", s.region, "mark", msTime(markMs), "error", err)
+				"machine", l.Machine, "region", s.region, "mark", lease.FormatMs(markMs), "error", err)
 			return
 		}
 		var cur int64
@@ -65,12 +65,12 @@ func (s *Store) repairMark(ctx context.Context, l *lease.Lease, markMs int64) {
 			Then(clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Token: l.Token, Holder: l.Holder}))).Commit()
 		if err != nil {
 			s.log.Warn("writing back the mark lost by the restore failed; raise marks (RaiseMarks) before holders claim again",
-				"machine", l.Machine, "region", s.region, "mark", msTime(markMs), "error", err)
+				"machine", l.Machine, "region", s.region, "mark", lease.FormatMs(markMs), "error", err)
 			return
 		}
 		if put.Succeeded {
 			s.log.Warn("wrote back the mark the restore lost", "machine", l.Machine, "region", s.region, "token", l.Token,
-				"mark", msTime(markMs), "restored_mark", msTime(cur))
+				"mark", lease.FormatMs(markMs), "restored_mark", lease.FormatMs(cur))
 			return
 		}
 	}

@@ -158,8 +158,8 @@ func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) str
 	}
 	if m != nil {
 		if mv, err := parseMark(m); err == nil && mv.Token != l.Token && mv.MarkMs < was.markMs {
-			return fmt.Sprintf("the mark of machine %d fell from %s to %s (written by %q token %d)", n, msTime(was.markMs),
-				msTime(mv.MarkMs), mv.Holder, mv.Token)
+			return fmt.Sprintf("the mark of machine %d fell from %s to %s (written by %q token %d)", n, lease.FormatMs(was.markMs),
+				lease.FormatMs(mv.MarkMs), mv.Holder, mv.Token)
 		}
 	}
 	return ""

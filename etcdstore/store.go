@@ -147,22 +147,3 @@ func kvAt(resp *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 	}
 	return r.Kvs[0]
 }
-
-// checkMachine rejects negative machine numbers.
-func checkMachine(machine int) error {
-	if machine < 0 {
-		return fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, machine)
-	}
-	return nil
-}
-
-// checkRange rejects empty and negative ranges.
-func checkRange(r lease.Range) error {
-	if r.Lo < 0 || r.Hi < r.Lo {
-		return fmt.Errorf("%w: machine range %d–%d must satisfy 0 ≤ lo ≤ hi", lease.ErrInvalid, r.Lo, r.Hi)
-	}
-	return nil
-}
-
-// msTime formats Unix ms for logs and messages.
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -660,9 +660,11 @@ func (k *Keeper) Close(ctx context.Context) error {
 	return nil
 }
 
+// msTime formats a mark for the keeper's logs (FormatMs), "none" for a
+// mark never written.
 func msTime(ms int64) string {
 	if ms == 0 {
 		return "none"
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+	return FormatMs(ms)
 }

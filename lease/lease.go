@@ -175,14 +175,16 @@ type Record struct {
 // Held reports whether the record names a holder.
 func (r Record) Held() bool { return r.Holder != "" }
 
-// A ClaimRequest asks a store for a machine number.
+// A ClaimRequest asks a store for a machine number. Every store checks it
+// with Check first and refuses, with ErrInvalid, what Check refuses.
 type ClaimRequest struct {
 	// Holder is the claimer's identity.
 	Holder string
 	// Range is where to look, starting from a random number in it.
 	Range Range
-	// NowMs is the claimer's wall clock. Table stores claim only numbers
-	// whose lease expired by it; every store starts the lease at or above it.
+	// NowMs is the claimer's wall clock in Unix ms, positive. Table stores
+	// claim only numbers whose lease expired by it; every store starts the
+	// lease at or above it.
 	NowMs int64
 	// LeaseFor is how long the lease lasts without renewal (etcd: the TTL of
 	// its etcd lease; tables: the expiry written, NowMs + LeaseFor).

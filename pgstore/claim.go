@@ -46,13 +46,11 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	if err := checkClaim(req); err != nil {
+	req, err := req.Check(lease.Unlimited)
+	if err != nil {
 		return nil, err
 	}
-	schedule, err := lease.CanonicalSchedule(req.Schedule)
-	if err != nil {
-		return nil, fmt.Errorf("%w: claim with schedule %q: %v", lease.ErrInvalid, req.Schedule, err)
-	}
+	schedule := req.Schedule
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
@@ -80,20 +78,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for leases to expire",
 		lease.ErrNoFreeNumber, req.Range, s.region, sk)
-}
-
-func checkClaim(req lease.ClaimRequest) error {
-	switch {
-	case req.Holder == "":
-		return fmt.Errorf("%w: claim without a holder", lease.ErrInvalid)
-	case req.Holder == QuarantineHolder:
-		return fmt.Errorf("%w: %q is the holder name of quarantined rows", lease.ErrInvalid, req.Holder)
-	case req.LeaseFor <= 0:
-		return fmt.Errorf("%w: LeaseFor %v must be positive", lease.ErrInvalid, req.LeaseFor)
-	case req.MaxAhead < 0:
-		return fmt.Errorf("%w: MaxAhead %v is negative", lease.ErrInvalid, req.MaxAhead)
-	}
-	return checkRange(req.Range)
 }
 
 // skips counts the numbers passed over, by reason.
@@ -217,7 +201,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, sch
 		l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: uint64(epoch),
 			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: schedule, Claim: nonce}
 		s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "epoch", epoch,
-			"expiry", msTime(expiry), "previous_mark", msTime(floor), "start", msTime(l.StartMs), "claimer_now", msTime(req.NowMs))
+			"expiry", lease.FormatMs(expiry), "previous_mark", lease.FormatMs(floor), "start", lease.FormatMs(l.StartMs), "claimer_now", lease.FormatMs(req.NowMs))
 		return l, nil
 	}
 }

@@ -1,6 +1,8 @@
 // Package pgstore is a lease.Store on a PostgreSQL table: the lease table
-// of seed 002 (DESIGN.md §3), with conditional writes in place of
-// DynamoDB's condition expressions.
+// of docs/design.md — one row per machine number whose expiry is both the
+// lease and the high-water mark, an epoch as fencing token, a claim only
+// when the expiry is below the claimer's clock — with conditional writes
+// in place of DynamoDB's condition expressions.
 //
 // # The table
 //
@@ -55,8 +57,7 @@
 //
 // Extend ignores its leaseFor argument: a table's lease lasts exactly as
 // far as its mark, so the Keeper's Reserve (default LeaseFor) is the lease
-// length. Table timings (seed 002): lease 5 min, renew every 10 s, margin
-// 5 s.
+// length. Table timings: lease 5 min, renew every 10 s, margin 5 s.
 //
 // # Restores
 //
@@ -93,8 +94,9 @@
 //
 // # Quarantine
 //
-// Quarantine writes what seed 002's runbook command 3 writes — holder
-// 'QUARANTINED', lease_expiry 2100-01-01 (4102444800000), epoch + 1 — and
+// Quarantine writes what the operator's quarantine of a row writes — holder
+// 'QUARANTINED' (lease.QuarantineHolder), lease_expiry 2100-01-01
+// (4102444800000, lease.QuarantineExpiryMs), epoch + 1 — and
 // keeps the old lease_expiry in floor_ms, so Unquarantine can give the row
 // back with a mark no lower than what the holder before could have issued.
 // By hand, in psql:

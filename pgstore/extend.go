@@ -51,7 +51,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	switch {
 	case err != nil:
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
-			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, msTime(target), s.schemaErr(err)))
+			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, lease.FormatMs(target), s.schemaErr(err)))
 	case got != nil:
 		nl := *l
 		nl.MarkMs = *got
@@ -96,7 +96,7 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	switch {
 	case ok && r.quarantined():
 		return fmt.Errorf("%w: machine %d region %d was quarantined by an operator (epoch now %d); epoch %d may issue nothing "+
-			"past its mark %s (unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, r.epoch, l.Token, msTime(l.MarkMs))
+			"past its mark %s (unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, r.epoch, l.Token, lease.FormatMs(l.MarkMs))
 	case !ok:
 		return fmt.Errorf("%w: machine %d region %d has no row (the table was emptied or restored); stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region)
@@ -123,7 +123,7 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 // renewFailed logs a failed renewal and returns err.
 func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 	s.log.Warn("renewal failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token,
-		"mark", msTime(l.MarkMs), "wanted", msTime(markMs), "error", err)
+		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", err)
 	return err
 }
 
@@ -143,7 +143,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim).Scan(&mark)
 	switch {
 	case err == nil:
-		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", msTime(mark))
+		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(mark))
 		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		r, ok, rerr := s.read(ctx, l.Machine)
@@ -157,6 +157,6 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		err = fmt.Errorf("pgstore: release machine %d epoch %d: %w; it may have committed, and otherwise the number frees itself "+
 			"when its lease expires", l.Machine, l.Token, err)
 	}
-	s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", msTime(markMs), "error", err)
+	s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(markMs), "error", err)
 	return err
 }

@@ -10,17 +10,17 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Quarantine makes a number unclaimable and unrenewable as seed 002's
-// runbook (command 3) does: holder QuarantineHolder, lease_expiry
-// QuarantineExpiryMs, epoch + 1, in one upsert (a number without a row gets
-// one). The old lease_expiry is kept in floor_ms. The current holder's next
+// Quarantine makes a number unclaimable and unrenewable as the operator's
+// quarantine of a row does: holder lease.QuarantineHolder, lease_expiry
+// lease.QuarantineExpiryMs, epoch + 1, in one upsert (a number without a
+// row gets one). The old lease_expiry is kept in floor_ms. The current holder's next
 // Extend fails with lease.ErrQuarantined and it stops at its mark.
 // Quarantining a quarantined number changes nothing and is not an error.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return err
 	}
 	var epoch, floor int64
@@ -33,7 +33,7 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		return fmt.Errorf("pgstore: quarantine machine %d region %d: %w; check with Get whether it took effect, and retry", machine, s.region, err)
 	}
 	s.log.Warn("quarantined machine number: it can be neither claimed nor renewed", "machine", machine, "region", s.region,
-		"epoch", epoch, "mark", msTime(floor))
+		"epoch", epoch, "mark", lease.FormatMs(floor))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return err
 	}
 	var epoch, mark int64
@@ -57,7 +57,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		return fmt.Errorf("pgstore: unquarantine machine %d region %d: %w; check with Get whether it took effect, and retry", machine, s.region, err)
 	}
 	s.log.Warn("unquarantined machine number: it can be claimed again", "machine", machine, "region", s.region,
-		"epoch", epoch, "mark", msTime(mark))
+		"epoch", epoch, "mark", lease.FormatMs(mark))
 	return nil
 }
 
@@ -74,21 +74,14 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	if err := s.open(); err != nil {
 		return 0, err
 	}
-	if err := checkRange(r); err != nil {
+	if err := lease.CheckRange(r, lease.Unlimited); err != nil {
 		return 0, err
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, s.queries.raise, s.region, r.Lo, r.Hi, markMs).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pgstore: raise marks of %s region %d to %s: %w; it may have committed: retry (it is idempotent)",
-			r, s.region, msTime(markMs), err)
+			r, s.region, lease.FormatMs(markMs), err)
 	}
-	s.log.Warn("raised marks", "range", r.String(), "region", s.region, "mark", msTime(markMs), "changed", n)
+	s.log.Warn("raised marks", "range", r.String(), "region", s.region, "mark", lease.FormatMs(markMs), "changed", n)
 	return n, nil
-}
-
-func checkRange(r lease.Range) error {
-	if r.Lo < 0 || r.Hi < r.Lo {
-		return fmt.Errorf("%w: machine range %d–%d must satisfy 0 ≤ lo ≤ hi", lease.ErrInvalid, r.Lo, r.Hi)
-	}
-	return nil
 }

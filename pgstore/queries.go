@@ -1,9 +1,11 @@
 package pgstore
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // queries are the store's statements for one table. $1 is always the
@@ -39,8 +41,11 @@ const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_control_syst
 // table and its origin table. ident is the statement that reads the
 // server's identity (identitySQL outside tests).
 func newQueries(table, fleet, origin, ident string) queries {
+	// {quarantined} and {far} are the holder and the lease expiry of a
+	// quarantined row (lease.QuarantineHolder, lease.QuarantineExpiryMs).
 	q := func(s string) string {
-		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{ident}", ident).Replace(s)
+		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{ident}", ident,
+			"{quarantined}", "'"+lease.QuarantineHolder+"'", "{far}", strconv.FormatInt(lease.QuarantineExpiryMs, 10)).Replace(s)
 	}
 	// sched compares the claimer's schedule ($n) with the stored one.
 	sched := func(n string) string {
@@ -122,7 +127,7 @@ c AS (
 	       floor_ms = GREATEST(r.floor_ms, r.lease_expiry, EXCLUDED.floor_ms),
 	       claim_nonce = EXCLUDED.claim_nonce,
 	       updated_at = now()
-	 WHERE r.holder <> 'QUARANTINED'
+	 WHERE r.holder <> {quarantined}
 	   AND (r.lease_expiry < $4::bigint OR (r.holder = '' AND r.lease_expiry - $4::bigint <= $6::bigint))
 	RETURNING lease_epoch, lease_expiry, floor_ms
 )
@@ -154,14 +159,14 @@ RETURNING lease_expiry`),
 		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id BETWEEN $2 AND $3`),
 		quarantine: q(`INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
-VALUES ($1, $2, 'QUARANTINED', 4102444800000, 1, 0)
+VALUES ($1, $2, {quarantined}, {far}, 1, 0)
 ON CONFLICT (region, machine_id) DO UPDATE
-   SET holder = 'QUARANTINED', lease_expiry = 4102444800000, lease_epoch = r.lease_epoch + 1,
+   SET holder = {quarantined}, lease_expiry = {far}, lease_epoch = r.lease_epoch + 1,
        floor_ms = GREATEST(r.floor_ms, r.lease_expiry), updated_at = now()
- WHERE r.holder <> 'QUARANTINED'
+ WHERE r.holder <> {quarantined}
 RETURNING lease_epoch, floor_ms`),
 		unquarantine: q(`UPDATE {t} SET holder = '', lease_expiry = floor_ms, updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = 'QUARANTINED'
+ WHERE region = $1 AND machine_id = $2 AND holder = {quarantined}
 RETURNING lease_epoch, lease_expiry`),
 		// $2, $3 the range, $4 the mark. Missing rows are created free with
 		// the mark; every row gets floor_ms ≥ the mark, so no release goes
@@ -171,21 +176,21 @@ RETURNING lease_epoch, lease_expiry`),
 		// the mark. The count is of rows whose effective mark was lower or
 		// whose holder was fenced.
 		raise: q(`WITH old AS (
-	SELECT machine_id, CASE WHEN holder = 'QUARANTINED' THEN floor_ms ELSE lease_expiry END AS mark,
-	       holder <> '' AND holder <> 'QUARANTINED' AS held
+	SELECT machine_id, CASE WHEN holder = {quarantined} THEN floor_ms ELSE lease_expiry END AS mark,
+	       holder <> '' AND holder <> {quarantined} AS held
 	  FROM {t} WHERE region = $1 AND machine_id BETWEEN $2 AND $3
 ), up AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
 	SELECT $1, n, '', $4::bigint, 0, $4::bigint FROM generate_series($2::integer, $3::integer) AS n
 	ON CONFLICT (region, machine_id) DO UPDATE
-	   SET lease_expiry = CASE WHEN r.holder = 'QUARANTINED' THEN r.lease_expiry ELSE GREATEST(r.lease_expiry, $4::bigint) END,
+	   SET lease_expiry = CASE WHEN r.holder = {quarantined} THEN r.lease_expiry ELSE GREATEST(r.lease_expiry, $4::bigint) END,
 	       floor_ms = GREATEST(r.floor_ms, $4::bigint),
-	       holder = CASE WHEN r.holder = 'QUARANTINED' THEN r.holder ELSE '' END,
-	       lease_epoch = CASE WHEN r.holder <> '' AND r.holder <> 'QUARANTINED' THEN r.lease_epoch + 1 ELSE r.lease_epoch END,
-	       claim_nonce = CASE WHEN r.holder <> '' AND r.holder <> 'QUARANTINED' THEN '` + fencedByRaise + `' ELSE r.claim_nonce END,
+	       holder = CASE WHEN r.holder = {quarantined} THEN r.holder ELSE '' END,
+	       lease_epoch = CASE WHEN r.holder <> '' AND r.holder <> {quarantined} THEN r.lease_epoch + 1 ELSE r.lease_epoch END,
+	       claim_nonce = CASE WHEN r.holder <> '' AND r.holder <> {quarantined} THEN '` + fencedByRaise + `' ELSE r.claim_nonce END,
 	       updated_at = now()
-	 WHERE r.floor_ms < $4::bigint OR (r.holder <> 'QUARANTINED' AND r.lease_expiry < $4::bigint)
-	    OR (r.holder <> '' AND r.holder <> 'QUARANTINED')
+	 WHERE r.floor_ms < $4::bigint OR (r.holder <> {quarantined} AND r.lease_expiry < $4::bigint)
+	    OR (r.holder <> '' AND r.holder <> {quarantined})
 	RETURNING machine_id
 )
 SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS NULL OR old.mark < $4::bigint OR old.held`),
@@ -216,7 +221,7 @@ up AS (
 ), fence AS (
 	UPDATE {t} SET holder = '', lease_epoch = lease_epoch + 1, floor_ms = GREATEST(floor_ms, lease_expiry),
 	       claim_nonce = '` + fencedByRestore + `', updated_at = now()
-	 WHERE holder <> '' AND holder <> 'QUARANTINED' AND EXISTS (SELECT 1 FROM up WHERE restores > 0)
+	 WHERE holder <> '' AND holder <> {quarantined} AND EXISTS (SELECT 1 FROM up WHERE restores > 0)
 	RETURNING 1
 )
 SELECT (SELECT restores FROM up), (SELECT count(*) FROM fence)`),

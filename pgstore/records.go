@@ -20,7 +20,7 @@ type row struct {
 	nonce string
 }
 
-func (r row) quarantined() bool { return r.holder == QuarantineHolder }
+func (r row) quarantined() bool { return r.holder == lease.QuarantineHolder }
 
 // mark is the row's high-water mark: lease_expiry, or for a quarantined
 // row the mark kept from before the quarantine.
@@ -61,7 +61,7 @@ func (s *Store) read(ctx context.Context, n int) (r row, ok bool, err error) {
 	return r, true, nil
 }
 
-// Get returns the record of one number: holder (QuarantineHolder when
+// Get returns the record of one number: holder (lease.QuarantineHolder when
 // quarantined), epoch as token, mark, and the lease's expiry while held
 // (which, in a table, is the mark). A number without a row reads as a zero
 // record.
@@ -69,7 +69,7 @@ func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := s.open(); err != nil {
 		return lease.Record{}, err
 	}
-	if err := checkMachine(machine); err != nil {
+	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return lease.Record{}, err
 	}
 	r, _, err := s.read(ctx, machine)

@@ -56,7 +56,7 @@ func (s *Store) noticeRestore(ctx context.Context, req lease.ClaimRequest, id id
 		s.log.Error("the server is another cluster or on another timeline than the table was: treated as a restore from an "+
 			"earlier state; every holder is fenced and claims start after the restore window",
 			"region", s.region, "detail", id.String(), "restores", *restores, "holders_fenced", fenced,
-			"floor", msTime(floor), "runbook", "docs/runbook.md")
+			"floor", lease.FormatMs(floor), "runbook", "docs/runbook.md")
 	}
 	return nil
 }

@@ -17,15 +17,6 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Quarantine values of seed 002's runbook (command 3).
-const (
-	// QuarantineHolder is the holder name of a quarantined row.
-	QuarantineHolder = "QUARANTINED"
-	// QuarantineExpiryMs is 2100-01-01T00:00:00Z in Unix ms: no claimer's
-	// clock passes it.
-	QuarantineExpiryMs int64 = 4102444800000
-)
-
 // DefaultTable is the table Config.Table names when empty.
 const DefaultTable = "idgen_leases"
 
@@ -207,13 +198,6 @@ func (s *Store) open() error {
 	return nil
 }
 
-func checkMachine(n int) error {
-	if n < 0 {
-		return fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, n)
-	}
-	return nil
-}
-
 func (s *Store) checkLease(l *lease.Lease) error {
 	if err := s.open(); err != nil {
 		return err
@@ -224,8 +208,5 @@ func (s *Store) checkLease(l *lease.Lease) error {
 	case l.Region != s.region:
 		return fmt.Errorf("%w: lease of region %d given to the store of region %d", lease.ErrInvalid, l.Region, s.region)
 	}
-	return checkMachine(l.Machine)
+	return lease.CheckMachine(l.Machine, lease.Unlimited)
 }
-
-// msTime formats Unix ms for logs and messages.
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

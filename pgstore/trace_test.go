@@ -14,8 +14,8 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// traceBase is wall-clock second 0 of seed 002's pause trace: its times are
-// 1790424000000 + seconds.
+// traceBaseMs is wall-clock second 0 of the frozen-holder trace (Unix ms,
+// 2026-09-26T12:00:00Z): its times are traceBaseMs + seconds × 1000.
 const traceBaseMs int64 = 1790424000000
 
 func at(sec int64) time.Time { return time.UnixMilli(traceBaseMs + sec*1000) }
@@ -60,13 +60,14 @@ func mintN(t *testing.T, who string, g *snowfence.Generator, n int) []snowfence.
 	return ids
 }
 
-// TestSeedPauseTrace replays seed 002's "a pause and a wake-up" on number
-// 37, with the Keeper and generator on fake clocks and the store real:
+// TestFrozenHolderTrace replays a holder frozen past its lease and its
+// successor on number 37, with the Keeper and generator on fake clocks and
+// the store real (a 30 s lease keeps the numbers short):
 // A (epoch 7) renews at 100 s to expiry 130 s, issues at 105 s and freezes;
 // B claims at 131 s by its own clock (epoch 8); A wakes at 145 s, its
 // renewal "epoch 7" fails with ErrLost and it refuses to issue. Every ID of
 // A is below its fence (130 − 5 = 125 s), every ID of B above 130 s.
-func TestSeedPauseTrace(t *testing.T) {
+func TestFrozenHolderTrace(t *testing.T) {
 	t.Parallel()
 	pool := testPool(t, 4)
 	table := newTable(t, pool)

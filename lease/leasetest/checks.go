@@ -13,7 +13,9 @@ import (
 
 // checkClaimRace: many claimers, each with its own Store value, race for
 // ranges of one to three numbers: each number is won exactly once, every
-// loser gets ErrNoFreeNumber, and the store names the winner.
+// loser gets ErrNoFreeNumber, and the store names the winner. A number never
+// claimed starts at the claimer's clock; in a table its first epoch is 1
+// and the claim writes the expiry NowMs + LeaseFor.
 func checkClaimRace(t *testing.T, s *suite) {
 	for _, size := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("range of %d", size), func(t *testing.T) {
@@ -31,6 +33,13 @@ func checkClaimRace(t *testing.T, s *suite) {
 						t.Errorf("machine %d claimed by both %s and h%d", leases[i].Machine, prev, i)
 					}
 					winners[leases[i].Machine] = leases[i].Holder
+					if l := leases[i]; l.StartMs != nowMs {
+						t.Errorf("claim of never-claimed machine %d starts at %d, want the claimer's clock %d", l.Machine, l.StartMs, nowMs)
+					}
+					if l := leases[i]; s.h.ClockExpiry && (l.Token != 1 || l.MarkMs != s.top(nowMs)) {
+						t.Errorf("claim of never-claimed machine %d: epoch %d mark %d, want epoch 1 and mark NowMs + LeaseFor = %d",
+							l.Machine, l.Token, l.MarkMs, s.top(nowMs))
+					}
 				case errors.Is(errs[i], lease.ErrNoFreeNumber):
 				default:
 					t.Errorf("claimer h%d: %v, want a lease or ErrNoFreeNumber", i, errs[i])
@@ -140,7 +149,7 @@ func checkTokensIncrease(t *testing.T, s *suite) {
 	rec := MustGet(t, st, 3)
 	if s.h.ClockExpiry {
 		if rec.Token != last+1 {
-			t.Errorf("epoch after Quarantine %d, want %d (+1, seed 002 runbook command 3)", rec.Token, last+1)
+			t.Errorf("epoch after Quarantine %d, want %d (+1, as the operator's quarantine of a row does)", rec.Token, last+1)
 		}
 	}
 	last = max(last, rec.Token)
@@ -253,6 +262,9 @@ func checkRelease(t *testing.T, s *suite) {
 	if rec.Held() || rec.MarkMs != base+3000 {
 		t.Errorf("record after Release = %+v, want free with mark %d", rec, base+3000)
 	}
+	if s.h.ClockExpiry && rec.Token != l.Token {
+		t.Errorf("epoch after Release %d, want %d (a release keeps the epoch; the next claim adds one)", rec.Token, l.Token)
+	}
 	if err := st.Release(ctxFor(t), l, base+3000); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("second Release: %v, want ErrLost", err)
 	}
@@ -260,8 +272,8 @@ func checkRelease(t *testing.T, s *suite) {
 		t.Errorf("Extend after Release: %v, want ErrLost", err)
 	}
 	l2 := MustClaim(t, s.reopen(t, st), s.req("next", 7, 7, nowMs))
-	if l2.StartMs < base+3000 {
-		t.Errorf("next claim starts at %d, want ≥ %d", l2.StartMs, base+3000)
+	if l2.StartMs != base+3000 {
+		t.Errorf("next claim, by a clock behind the released mark, starts at %d, want the mark %d", l2.StartMs, base+3000)
 	}
 	forged := *l2
 	forged.Token++
@@ -307,7 +319,8 @@ func checkMarkSurvivesRelease(t *testing.T, s *suite) {
 }
 
 // checkGetList: records show holder, token, mark and quarantine; a number
-// never claimed reads as a zero record; List returns numbers in order.
+// never claimed reads as a zero record; List returns numbers in numeric
+// order (1000 after 10, not before 5).
 func checkGetList(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
@@ -328,13 +341,16 @@ func checkGetList(t *testing.T, s *suite) {
 	if s.h.ClockExpiry && rec.ExpiresMs != l.MarkMs {
 		t.Errorf("Get(5).ExpiresMs = %d, want the mark %d", rec.ExpiresMs, l.MarkMs)
 	}
+	for _, n := range []int{1000, 10} {
+		MustClaim(t, st, s.req(fmt.Sprint("h", n), n, n, nowMs))
+	}
 	recs, err := st.List(ctxFor(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 2 || recs[0].Machine != 5 || recs[0].Token != l.Token || recs[0].Holder != "h" ||
-		recs[1].Machine != 6 || !recs[1].Quarantined {
-		t.Errorf("List = %+v, want 5 held by h and 6 quarantined", recs)
+	if len(recs) != 4 || recs[0].Machine != 5 || recs[0].Token != l.Token || recs[0].Holder != "h" ||
+		recs[1].Machine != 6 || !recs[1].Quarantined || recs[2].Machine != 10 || recs[3].Machine != 1000 || recs[3].Holder != "h1000" {
+		t.Errorf("List = %+v, want 5 held by h, 6 quarantined, 10 and 1000 held by h10 and h1000", recs)
 	}
 }
 
@@ -358,16 +374,18 @@ func checkQuarantine(t *testing.T, s *suite) {
 	if _, err := st.Extend(ctxFor(t), l, base+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrQuarantined) {
 		t.Errorf("Extend of a quarantined number: %v, want ErrQuarantined", err)
 	}
-	if !rec.Quarantined || rec.MarkMs < pre {
-		t.Errorf("record = %+v, want quarantined with mark ≥ %d", rec, pre)
+	if !rec.Quarantined || rec.MarkMs != pre {
+		t.Errorf("record = %+v, want quarantined with the holder's mark %d", rec, pre)
 	}
-	if s.h.ClockExpiry && (rec.Holder != QuarantineHolder || rec.ExpiresMs != QuarantineExpiryMs || rec.Token != l.Token+1) {
-		t.Errorf("record = %+v, want holder %q, expiry %d (2100-01-01) and epoch %d (seed 002 runbook command 3)",
-			rec, QuarantineHolder, QuarantineExpiryMs, l.Token+1)
+	if s.h.ClockExpiry && (rec.Holder != lease.QuarantineHolder || rec.ExpiresMs != lease.QuarantineExpiryMs || rec.Token != l.Token+1) {
+		t.Errorf("record = %+v, want holder %q, expiry %d (2100-01-01) and epoch %d (+1), as the operator's quarantine of a row writes",
+			rec, lease.QuarantineHolder, lease.QuarantineExpiryMs, l.Token+1)
 	}
 	claimers := []int64{nowMs}
 	if s.h.ClockExpiry {
-		claimers = append(claimers, QuarantineExpiryMs-1) // a clock in 2099
+		// Clocks in 2099 and past 2100: the holder name, not the expiry,
+		// keeps a quarantined row from being claimed.
+		claimers = append(claimers, lease.QuarantineExpiryMs-1, lease.QuarantineExpiryMs+1)
 	}
 	for _, at := range claimers {
 		r := s.req("other", 4, 4, at)
@@ -514,14 +532,82 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 			t.Errorf("%s: Extend of a lease held across RaiseMarks = %v, want ErrLost (RaiseMarks fences every holder)", name, err)
 		}
 	}
+	if err := st.Release(ctxFor(t), held, base+1500); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Release of a lease held across RaiseMarks = %v, want ErrLost", err)
+	}
 	if rec := MustGet(t, st, 1); rec.Held() {
 		t.Errorf("record of a number held across RaiseMarks = %+v, want no holder", rec)
 	}
-	if l := MustClaim(t, st, s.req("next", 1, 1, nowMs)); l.StartMs < raised {
-		t.Errorf("claim of a number held across RaiseMarks starts at %d, want ≥ %d", l.StartMs, raised)
+	next := MustClaim(t, st, s.req("next", 1, 1, nowMs))
+	if next.StartMs < raised {
+		t.Errorf("claim of a number held across RaiseMarks starts at %d, want ≥ %d", next.StartMs, raised)
+	}
+	// The next holder's release cannot take the mark below the raised one.
+	MustRelease(t, st, next, nowMs)
+	if rec := MustGet(t, st, 1); rec.MarkMs < raised {
+		t.Errorf("mark after a release below the raised mark = %d, want ≥ %d", rec.MarkMs, raised)
 	}
 	if l := MustClaim(t, st, s.req("next", 0, 0, nowMs)); l.StartMs < raised {
 		t.Errorf("claim of a raised, never-claimed number starts at %d, want ≥ %d", l.StartMs, raised)
+	}
+}
+
+// checkRaiseMarksEveryNumber: RaiseMarks reaches every kind of number in its
+// range, each counted as changed: a held one, a released one, a quarantined
+// one (it stays quarantined, and keeps the raised mark once unquarantined),
+// one never claimed, and one whose holder's mark is already above the raised
+// mark — that holder is fenced too, and its higher mark kept.
+func checkRaiseMarksEveryNumber(t *testing.T, s *suite) {
+	st := s.store(t)
+	nowMs := now()
+	base := s.top(nowMs)
+	held := MustClaim(t, st, s.req("a", 0, 0, nowMs))
+	MustRelease(t, st, MustClaim(t, st, s.req("b", 1, 1, nowMs)), nowMs+10)
+	if err := st.Quarantine(ctxFor(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	high := s.mustExtend(t, st, MustClaim(t, st, s.req("c", 3, 3, nowMs)), base+999_000)
+	m := base + 100_000
+	n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 4}, m)
+	if err != nil || n != 5 {
+		t.Fatalf("RaiseMarks(0-4) = %d, %v; want 5 (four marks raised, and 3's holder fenced under its higher mark), nil", n, err)
+	}
+	for n := range 5 {
+		rec := MustGet(t, st, n)
+		if rec.MarkMs < m {
+			t.Errorf("machine %d after RaiseMarks: %+v, mark below %d", n, rec, m)
+		}
+		if rec.Held() && !rec.Quarantined {
+			t.Errorf("machine %d after RaiseMarks: %+v, still held", n, rec)
+		}
+		if rec.Quarantined != (n == 2) {
+			t.Errorf("machine %d after RaiseMarks: %+v, want only 2 quarantined", n, rec)
+		}
+	}
+	if rec := MustGet(t, st, 3); rec.MarkMs != base+999_000 || (s.h.ClockExpiry && rec.Token != high.Token+1) {
+		t.Errorf("machine 3 after RaiseMarks: %+v, want its higher mark %d kept (tables: and epoch %d)", rec, base+999_000, high.Token+1)
+	}
+	for _, l := range []*lease.Lease{held, high} {
+		for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+			if _, err := via.Extend(ctxFor(t), l, base+2_000_000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
+				t.Errorf("%s: Extend of machine %d held across RaiseMarks: %v, want ErrLost", name, l.Machine, err)
+			}
+			if err := via.Release(ctxFor(t), l, nowMs+5); !errors.Is(err, lease.ErrLost) {
+				t.Errorf("%s: Release of machine %d held across RaiseMarks: %v, want ErrLost", name, l.Machine, err)
+			}
+		}
+	}
+	if l := MustClaim(t, st, s.req("d", 0, 0, nowMs)); l.StartMs < m || (s.h.ClockExpiry && l.Token != held.Token+2) {
+		t.Errorf("claim after RaiseMarks %+v, want a start ≥ %d (tables: and epoch %d, one for the fence and one for the claim)", l, m, held.Token+2)
+	}
+	if err := st.Unquarantine(ctxFor(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	if rec := MustGet(t, st, 2); rec.Quarantined || rec.MarkMs != m {
+		t.Errorf("machine 2 unquarantined after RaiseMarks: %+v, want free with the raised mark %d", rec, m)
+	}
+	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 1, Hi: 4}, m); err != nil || n != 0 {
+		t.Errorf("RaiseMarks(1-4) again = %d, %v; want 0, nil: nothing held, nothing lower", n, err)
 	}
 }
 
@@ -663,13 +749,22 @@ func checkSchedule(t *testing.T, s *suite) {
 func checkInvalid(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
-	noLease := s.req("h", 0, 1, nowMs)
-	noLease.LeaseFor = 0
+	with := func(f func(*lease.ClaimRequest)) lease.ClaimRequest {
+		r := s.req("h", 0, 1, nowMs)
+		f(&r)
+		return r
+	}
 	for name, r := range map[string]lease.ClaimRequest{
-		"no holder":      s.req("", 0, 1, nowMs),
-		"negative range": s.req("h", -1, 1, nowMs),
-		"empty range":    s.req("h", 2, 1, nowMs),
-		"no lease time":  noLease,
+		"no holder":             s.req("", 0, 1, nowMs),
+		"the quarantine holder": s.req(lease.QuarantineHolder, 0, 1, nowMs),
+		"negative range":        s.req("h", -1, 1, nowMs),
+		"empty range":           s.req("h", 2, 1, nowMs),
+		"no clock":              s.req("h", 0, 1, 0),
+		"negative clock":        s.req("h", 0, 1, -1),
+		"no lease time":         with(func(r *lease.ClaimRequest) { r.LeaseFor = 0 }),
+		"negative lease time":   with(func(r *lease.ClaimRequest) { r.LeaseFor = -time.Second }),
+		"negative MaxAhead":     with(func(r *lease.ClaimRequest) { r.MaxAhead = -time.Second }),
+		"unparsable schedule":   with(func(r *lease.ClaimRequest) { r.Schedule = "v3" }),
 	} {
 		if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("%s: Claim = %v, want ErrInvalid", name, err)

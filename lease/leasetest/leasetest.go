@@ -46,21 +46,14 @@ type Harness struct {
 	// claimer's clock against the record's ExpiresMs, which is also its
 	// mark. The suite then also checks what is specific to tables: the
 	// claim condition "expiry < claimer's now", the epoch as token (+1 per
-	// claim, and per quarantine as in seed 002's runbook command 3), the
-	// compare on the holder as well as the token, and the quarantine row
-	// (holder "QUARANTINED", expiry 2100-01-01).
+	// claim, and per quarantine as the operator's quarantine of a row
+	// does), the compare on the holder as well as the token, and the
+	// quarantine row (holder lease.QuarantineHolder, expiry
+	// lease.QuarantineExpiryMs: 2100-01-01).
 	ClockExpiry bool
 	// LeaseFor is the lease length the suite claims with. Zero means 10 s.
 	LeaseFor time.Duration
 }
-
-// QuarantineHolder and QuarantineExpiryMs are what seed 002's runbook
-// (command 3) writes into a quarantined row of a lease table: no claimer's
-// clock passes the expiry and no holder has that name or the new epoch.
-const (
-	QuarantineHolder         = "QUARANTINED"
-	QuarantineExpiryMs int64 = 4102444800000 // 2100-01-01T00:00:00Z
-)
 
 // Run runs every check of the suite against stores from h, each as a
 // parallel subtest named after what it checks.
@@ -89,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"Ranges", checkRanges},
 		{"MaxAhead", checkMaxAhead},
 		{"RaiseMarks", checkRaiseMarks},
+		{"RaiseMarksEveryNumber", checkRaiseMarksEveryNumber},
 		{"SharedHolderRace", checkSharedHolderRace},
 		{"ExtendComparesClaim", checkExtendComparesClaim},
 		{"Schedule", checkSchedule},
