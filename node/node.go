@@ -35,6 +35,7 @@ import (
 	"log/slog"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -51,7 +52,7 @@ type Config struct {
 	Etcd etcdstore.ClientConfig
 	// Embedded configures the embedded etcd (used when Etcd.Endpoints is
 	// empty and Store is nil).
-	Embedded etcdstore.EmbedConfig
+	Embedded embedetcd.Config
 	// EtcdStore configures the etcd store: key prefix and region.
 	EtcdStore etcdstore.Config
 	// Keeper configures the lease keeper: machine range, region, timings.
@@ -83,7 +84,7 @@ type Node struct {
 	// Store is the lease store the keeper uses.
 	Store lease.Store
 	// Embedded is the embedded etcd, or nil with an external store.
-	Embedded *etcdstore.Embedded
+	Embedded *embedetcd.Server
 
 	ownsStore bool
 }
@@ -109,13 +110,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}()
 	if n.Store == nil {
 		if len(cfg.Etcd.Endpoints) == 0 {
-			if n.Embedded, err = etcdstore.StartEmbedded(ctx, cfg.Embedded); err != nil {
+			if n.Embedded, err = embedetcd.Start(ctx, cfg.Embedded); err != nil {
 				return nil, err
 			}
 			cfg.Etcd.Endpoints = n.Embedded.Endpoints()
 			dir := cfg.Embedded.Dir
 			if dir == "" {
-				dir = etcdstore.DefaultEmbedDir
+				dir = embedetcd.DefaultDir
 			}
 			cfg.Logger.Warn(EmbeddedWarning, "endpoint", cfg.Etcd.Endpoints[0], "data_dir", dir)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 )
@@ -17,7 +17,7 @@ import (
 // loopback ports, leasing from rng.
 func embedded(dir string, rng lease.Range) node.Config {
 	return node.Config{
-		Embedded:  etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"},
+		Embedded:  embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"},
 		Keeper:    lease.KeeperConfig{Range: &rng},
 		Generator: snowfence.Config{ClockPolicy: snowfence.ClockOff},
 	}
@@ -30,7 +30,7 @@ func Example() {
 	// node.Config{} alone runs the embedded etcd in ./snowfence-data on
 	// 127.0.0.1:2379; here it gets a temporary directory and a free port.
 	n, err := node.Start(ctx, node.Config{
-		Embedded: etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"},
+		Embedded: embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"},
 		Keeper:   lease.KeeperConfig{Range: &lease.Range{Lo: 37, Hi: 37}},
 	})
 	if err != nil {

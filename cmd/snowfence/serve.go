@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/internal/offsetclock"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
@@ -50,7 +50,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "serve")
 	f.store.register(fs)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
-	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", etcdstore.DefaultEmbedClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
+	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
 	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range of this holder class, lo-hi")
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show), and every layout in force from now on must hold --machines and --region`)
 	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
@@ -223,7 +223,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return cfg, usageError{err}
 	}
-	if len(cc.Endpoints) > 0 && f.embeddedURL != etcdstore.DefaultEmbedClientURL {
+	if len(cc.Endpoints) > 0 && f.embeddedURL != embedetcd.DefaultClientURL {
 		return cfg, usagef("--embedded-etcd-url has no effect with --etcd-endpoints; pass one or the other")
 	}
 	if u := f.embeddedURL; !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
@@ -231,7 +231,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	}
 	cfg.Logger = log
 	cfg.Etcd = cc
-	cfg.Embedded = etcdstore.EmbedConfig{Dir: f.store.dataDir, ClientURL: f.embeddedURL}
+	cfg.Embedded = embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL}
 	cfg.EtcdStore = f.store.storeConfig()
 	cfg.Keeper = lease.KeeperConfig{
 		Holder:     f.holder,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
@@ -47,7 +48,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.username, "etcd-username", "", "etcd user, if etcd has auth enabled")
 	fs.StringVar(&f.password, "etcd-password", "", "etcd password")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
-	fs.StringVar(&f.dataDir, "data-dir", etcdstore.DefaultEmbedDir, "data directory of the embedded etcd")
+	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
 	fs.IntVar(&f.region, "region", 0, "region number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
@@ -134,7 +135,7 @@ func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
 		return nil, err
 	}
 	if len(cc.Endpoints) == 0 {
-		url, err := etcdstore.ReadClientURL(f.dataDir)
+		url, err := embedetcd.ReadClientURL(f.dataDir)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("no etcd to talk to: pass --etcd-endpoints, or run this next to a running \"snowfence serve\" (its embedded etcd records its address in %s)", f.dataDir)
