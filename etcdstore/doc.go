@@ -1,7 +1,8 @@
 // Package etcdstore keeps snowfence's machine-number leases in etcd: the
-// default store, both for a fleet on a 3- or 5-member etcd cluster and for a
-// single process on an embedded etcd (StartEmbedded). It is the only package
-// of snowfence that imports the etcd client.
+// default store, both for a fleet on a 3- or 5-member etcd cluster and for
+// the holders of one host on an embedded etcd (package embedetcd runs that
+// server; etcdstore needs only the client). It is the only package of
+// snowfence that uses the etcd client (embedetcd merely opens one for it).
 //
 // # Keys
 //

@@ -47,8 +47,9 @@ type KeeperConfig struct {
 	Schedule snowfence.Schedule
 	// Clock is the source of time; the generator must use the same one
 	// (snowfence.New takes it from the keeper when its own Config.Clock is
-	// nil), because the self-fence compares monotonic readings of both. Nil
-	// means snowfence.SystemClock().
+	// nil; ShareClock chooses it for a keeper and a generator configured
+	// together), because the self-fence compares monotonic readings of
+	// both. Nil means snowfence.SystemClock().
 	Clock snowfence.Clock
 	// LeaseFor is how long a lease lives in the store without renewal (the
 	// etcd lease TTL). Zero means 10 s.
@@ -214,12 +215,7 @@ func (c *KeeperConfig) defaults() error {
 	if c.Range == nil {
 		c.Range = &Range{0, 1023}
 	}
-	if c.Clock == nil {
-		c.Clock = snowfence.SystemClock()
-		if c.Boottime == nil {
-			c.Boottime = Boottime
-		}
-	}
+	c.defaultClock()
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v

@@ -1,12 +1,25 @@
 // Package node starts a complete snowfence holder in one call: a lease store
-// (an embedded single-member etcd by default, or an external etcd cluster),
-// a lease.Keeper that claims a machine number from it, and a
-// snowfence.Generator that mints on that number. It is the library's
-// zero-configuration start, and what "snowfence serve" runs.
+// (an embedded single-member etcd by default, or an etcd cluster, a
+// PostgreSQL or a DynamoDB lease table), a lease.Keeper that claims a
+// machine number from it, and a snowfence.Generator that mints on that
+// number. It is the library's zero-configuration start, and what
+// "snowfence serve" runs.
 //
 //	n, err := node.Start(ctx, node.Config{}) // embedded etcd in ./snowfence-data
 //	id, err := n.Generator.Next(ctx)
 //	defer n.Close(ctx)                     // releases the number, recording its mark
+//
+// # Stores
+//
+// Every store is opened the same way, by an Opener (Config.Open) that
+// returns the store with the keeper timings that suit it:
+//
+//	node.Config{Open: node.EtcdCluster(etcdstore.ClientConfig{Endpoints: eps}, etcdstore.Config{})}
+//	node.Config{Open: node.Postgres("postgres://…", pgstore.Config{})}
+//	node.Config{Open: node.DynamoDB(dynamostore.ClientConfig{}, dynamostore.Config{})}
+//	node.Config{Open: node.EmbeddedEtcd(embedetcd.Config{Dir: dir}, etcdstore.Config{})} // the default
+//
+// A store the caller opened itself goes in Config.Store instead.
 //
 // # The embedded etcd is unique only on its host
 //
@@ -14,8 +27,8 @@
 // this host. Two hosts that each run the default share nothing: each leases
 // machine numbers from its own etcd, both may hold number 5, and they mint
 // the same IDs. Use it for one host only; a fleet on several hosts must
-// point every holder at one store (Config.Etcd.Endpoints of a shared etcd
-// cluster, or Config.Store). Start logs a warning saying so whenever it
+// point every holder at one store (EtcdCluster on a shared etcd cluster, a
+// lease table, or Config.Store). Start logs a warning saying so whenever it
 // starts the embedded etcd.
 //
 // # Schedule, range and region
@@ -35,28 +48,26 @@ import (
 	"log/slog"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Config configures a Node. The zero value runs an embedded etcd in
 // ./snowfence-data on 127.0.0.1:2379 and leases a v1 machine number in
-// 0–1023 from it with etcd's default timings.
+// 0–1023 from it with etcd's timings.
 type Config struct {
-	// Store, if not nil, is the lease store to use (a table store, say);
-	// the Node does not close it. Nil means etcd, as Etcd and Embedded say.
+	// Store, if not nil, is a lease store the caller opened; the Node does
+	// not close it, and the keeper's zero timings are the keeper's
+	// defaults (apply the store's own, such as pgstore.Timings, to Keeper).
 	Store lease.Store
-	// Etcd says how to reach an external etcd cluster. With no Endpoints,
-	// an embedded etcd is started instead.
-	Etcd etcdstore.ClientConfig
-	// Embedded configures the embedded etcd (used when Etcd.Endpoints is
-	// empty and Store is nil).
-	Embedded etcdstore.EmbedConfig
-	// EtcdStore configures the etcd store: key prefix and region.
-	EtcdStore etcdstore.Config
+	// Open opens the lease store when Store is nil; the Node closes it.
+	// Nil means EmbeddedEtcd(embedetcd.Config{}, etcdstore.Config{}).
+	Open Opener
 	// Keeper configures the lease keeper: machine range, region, timings.
-	// Its Store, Clock and Logger are filled in by Start when zero, and
-	// its Schedule from Generator.Schedule.
+	// Its Store, Clock and Logger are filled in by Start when zero, its
+	// zero timings from the Opener's, and its Schedule from
+	// Generator.Schedule.
 	Keeper lease.KeeperConfig
 	// Generator configures minting: schedule, clock policy, waits. Its
 	// Lease, Clock and Logger are filled in by Start when zero. A non-zero
@@ -82,15 +93,15 @@ type Node struct {
 	Keeper *lease.Keeper
 	// Store is the lease store the keeper uses.
 	Store lease.Store
-	// Embedded is the embedded etcd, or nil with an external store.
-	Embedded *etcdstore.Embedded
+	// Embedded is the embedded etcd, or nil with any other store.
+	Embedded *embedetcd.Server
 
-	ownsStore bool
+	closeStore func() error // nil for the caller's Config.Store
 }
 
-// Start starts the store (embedded etcd if so configured), claims a machine
-// number and returns a Node ready to mint. On error everything started is
-// stopped again.
+// Start opens the store (starting the embedded etcd if so configured),
+// claims a machine number and returns a Node ready to mint. On error
+// everything started is stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -102,62 +113,26 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("%w: Keeper.Schedule %q differs from Generator.Schedule %q; give both the same, or set one", lease.ErrInvalid, ks, gs)
 	}
 	n := &Node{Store: cfg.Store}
-	defer func() {
-		if err != nil {
-			n.stopStore()
-		}
-	}()
+	kc, gc := cfg.Keeper, cfg.Generator
 	if n.Store == nil {
-		if len(cfg.Etcd.Endpoints) == 0 {
-			if n.Embedded, err = etcdstore.StartEmbedded(ctx, cfg.Embedded); err != nil {
-				return nil, err
-			}
-			cfg.Etcd.Endpoints = n.Embedded.Endpoints()
-			dir := cfg.Embedded.Dir
-			if dir == "" {
-				dir = etcdstore.DefaultEmbedDir
-			}
-			cfg.Logger.Warn(EmbeddedWarning, "endpoint", cfg.Etcd.Endpoints[0], "data_dir", dir)
-		}
-		if cfg.EtcdStore.Logger == nil {
-			cfg.EtcdStore.Logger = cfg.Logger
-		}
-		if cfg.EtcdStore.Region == 0 {
-			cfg.EtcdStore.Region = cfg.Keeper.Region
-		}
-		if cfg.EtcdStore.Region != cfg.Keeper.Region {
-			return nil, fmt.Errorf("%w: etcd store region %d differs from keeper region %d", lease.ErrInvalid, cfg.EtcdStore.Region, cfg.Keeper.Region)
-		}
-		var s *etcdstore.Store
-		if s, err = etcdstore.Connect(ctx, cfg.Etcd, cfg.EtcdStore); err != nil {
+		if err := n.open(ctx, cfg, &kc); err != nil {
 			return nil, err
 		}
-		n.Store, n.ownsStore = s, true
+		defer func() {
+			if err != nil {
+				n.closeStore()
+			}
+		}()
 	}
-	// One clock for keeper and generator: the self-fence compares their
-	// monotonic readings.
-	kc := cfg.Keeper
-	clock := cfg.Generator.Clock
-	if clock == nil {
-		clock = kc.Clock
-	}
-	if clock == nil {
-		clock = snowfence.SystemClock()
-		if kc.Boottime == nil {
-			kc.Boottime = lease.Boottime
-		}
-	}
+	lease.ShareClock(&kc, &gc)
 	kc.Store = n.Store
-	kc.Clock = clock
 	if kc.Logger == nil {
 		kc.Logger = cfg.Logger
 	}
 	if n.Keeper, err = lease.StartKeeper(ctx, kc); err != nil {
 		return nil, err
 	}
-	gc := cfg.Generator
 	gc.Lease = n.Keeper
-	gc.Clock = clock
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
 	}
@@ -169,21 +144,31 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// Close stops minting, releases the machine number (recording the end of the
-// last issued timestamp as its mark) and stops the store it started.
-func (n *Node) Close(ctx context.Context) error {
-	errs := []error{n.Generator.Close(), n.Keeper.Close(ctx)}
-	errs = append(errs, n.stopStore())
-	return errors.Join(errs...)
+// open opens the store cfg.Open says (the embedded etcd if none) and gives
+// kc's zero timings the store's.
+func (n *Node) open(ctx context.Context, cfg Config, kc *lease.KeeperConfig) error {
+	open := cfg.Open
+	if open == nil {
+		open = EmbeddedEtcd(embedetcd.Config{}, etcdstore.Config{})
+	}
+	o, err := open(ctx, kc.Region, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	n.Store, n.Embedded, n.closeStore = o.Store, o.Embedded, o.Close
+	if n.closeStore == nil {
+		n.closeStore = o.Store.Close
+	}
+	o.Timings.Apply(kc)
+	return nil
 }
 
-func (n *Node) stopStore() error {
-	var errs []error
-	if n.ownsStore && n.Store != nil {
-		errs = append(errs, n.Store.Close())
-	}
-	if n.Embedded != nil {
-		errs = append(errs, n.Embedded.Close())
+// Close stops minting, releases the machine number (recording the end of the
+// last issued timestamp as its mark) and closes the store it opened.
+func (n *Node) Close(ctx context.Context) error {
+	errs := []error{n.Generator.Close(), n.Keeper.Close(ctx)}
+	if n.closeStore != nil {
+		errs = append(errs, n.closeStore())
 	}
 	return errors.Join(errs...)
 }

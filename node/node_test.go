@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
@@ -16,8 +17,14 @@ import (
 // embedded is a node configuration on an embedded etcd in dir, on free
 // loopback ports, leasing from rng.
 func embedded(dir string, rng lease.Range) node.Config {
+	cfg := noStore(rng)
+	cfg.Open = node.EmbeddedEtcd(embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}, etcdstore.Config{})
+	return cfg
+}
+
+// noStore is a node configuration leasing from rng, with no store chosen.
+func noStore(rng lease.Range) node.Config {
 	return node.Config{
-		Embedded:  etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"},
 		Keeper:    lease.KeeperConfig{Range: &rng},
 		Generator: snowfence.Config{ClockPolicy: snowfence.ClockOff},
 	}
@@ -30,8 +37,8 @@ func Example() {
 	// node.Config{} alone runs the embedded etcd in ./snowfence-data on
 	// 127.0.0.1:2379; here it gets a temporary directory and a free port.
 	n, err := node.Start(ctx, node.Config{
-		Embedded: etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"},
-		Keeper:   lease.KeeperConfig{Range: &lease.Range{Lo: 37, Hi: 37}},
+		Open:   node.EmbeddedEtcd(embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}, etcdstore.Config{}),
+		Keeper: lease.KeeperConfig{Range: &lease.Range{Lo: 37, Hi: 37}},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -91,7 +98,7 @@ func TestStartFailsCleanly(t *testing.T) {
 	// Leasing from the first node's etcd works; the only number in range
 	// is taken, so the claim fails with ErrNoFreeNumber and nothing leaks.
 	cfg := embedded(dir, lease.Range{Lo: 1, Hi: 1})
-	cfg.Etcd.Endpoints = a.Embedded.Endpoints()
+	cfg.Open = node.EtcdCluster(etcdstore.ClientConfig{Endpoints: a.Embedded.Endpoints()}, etcdstore.Config{})
 	if _, err := node.Start(ctx, cfg); err == nil {
 		t.Fatal("claimed a number that is held")
 	}

@@ -542,7 +542,8 @@ func TestE2ETableStores(t *testing.T) {
 			if err := json.Unmarshal([]byte(run("leases", "show", "9", "--json")), &recs); err != nil || len(recs) != 1 || recs[0].Holder == "" {
 				t.Fatalf("leases show 9: %+v, %v", recs, err)
 			}
-			// A table lease reserves minutes ahead (5 min, docs/design.md#timings).
+			// A table lease reserves minutes ahead: the table stores'
+			// timings give a 5-minute lease, which is the reservation.
 			if ahead := time.Until(time.UnixMilli(recs[0].MarkMs)); ahead < 4*time.Minute {
 				t.Errorf("mark only %s ahead; table timings give 5 min", ahead)
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/internal/testenv"
 )
 
@@ -67,7 +67,7 @@ func waitRenewedAfter(t *testing.T, s *service, since time.Time, within time.Dur
 func TestE2EScheduleCLI(t *testing.T) {
 	dir := t.TempDir()
 	s := startService(t, dir, "--machines", "40-40")
-	url, err := etcdstore.ReadClientURL(dir)
+	url, err := embedetcd.ReadClientURL(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -47,7 +50,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.username, "etcd-username", "", "etcd user, if etcd has auth enabled")
 	fs.StringVar(&f.password, "etcd-password", "", "etcd password")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
-	fs.StringVar(&f.dataDir, "data-dir", etcdstore.DefaultEmbedDir, "data directory of the embedded etcd")
+	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
 	fs.IntVar(&f.region, "region", 0, "region number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
@@ -78,20 +81,78 @@ func (f *storeFlags) storeConfig() etcdstore.Config {
 	return etcdstore.Config{Prefix: f.prefix, Region: f.region}
 }
 
+// pgConfig is the PostgreSQL store's configuration.
+func (f *storeFlags) pgConfig(log *slog.Logger) pgstore.Config {
+	return pgstore.Config{Table: f.postgresTable, Region: f.region, Logger: log}
+}
+
+// dynamoClient says how to reach DynamoDB.
+func (f *storeFlags) dynamoClient() dynamostore.ClientConfig {
+	return dynamostore.ClientConfig{Endpoint: f.dynamoEndpoint, AWSRegion: f.awsRegion}
+}
+
+// dynamoConfig is the DynamoDB store's configuration.
+func (f *storeFlags) dynamoConfig(log *slog.Logger) dynamostore.Config {
+	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log}
+}
+
+// A storeKind is one of the lease stores --lease-store chooses from, and
+// what the commands need to know of it.
+type storeKind struct {
+	name string
+	// table: a lease table, which "leases init" creates.
+	table bool
+	// timings suit the store: serve's timing flags left unset take them.
+	timings lease.Timings
+	// open says how serve's node opens the store: cc is the external etcd
+	// cluster (no endpoints: the embedded etcd, configured as embedded
+	// says).
+	open func(f *storeFlags, cc etcdstore.ClientConfig, embedded embedetcd.Config) node.Opener
+}
+
+// storeKinds are the lease stores, the default (etcd) first.
+func storeKinds() []storeKind {
+	return []storeKind{
+		{name: "etcd", timings: etcdstore.Timings(), open: func(f *storeFlags, cc etcdstore.ClientConfig, embedded embedetcd.Config) node.Opener {
+			if len(cc.Endpoints) == 0 {
+				return node.EmbeddedEtcd(embedded, f.storeConfig())
+			}
+			return node.EtcdCluster(cc, f.storeConfig())
+		}},
+		{name: "postgres", table: true, timings: pgstore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
+			return node.Postgres(f.postgresURL, f.pgConfig(nil))
+		}},
+		{name: "dynamodb", table: true, timings: dynamostore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
+			return node.DynamoDB(f.dynamoClient(), f.dynamoConfig(nil))
+		}},
+	}
+}
+
+// storeKind returns the store the flags choose (check has accepted them).
+func (f *storeFlags) storeKind() storeKind {
+	kinds := storeKinds()
+	for _, k := range kinds {
+		if k.name == f.kind {
+			return k
+		}
+	}
+	return kinds[0]
+}
+
 // isTable reports a lease-table store (PostgreSQL or DynamoDB).
-func (f *storeFlags) isTable() bool { return f.kind == "postgres" || f.kind == "dynamodb" }
+func (f *storeFlags) isTable() bool { return f.storeKind().table }
 
 // check validates the store choice.
 func (f *storeFlags) check() error {
-	switch f.kind {
-	case "etcd":
-	case "postgres":
-		if f.postgresURL == "" {
-			return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
-		}
-	case "dynamodb":
-	default:
-		return usagef("--lease-store %q: use etcd, postgres or dynamodb", f.kind)
+	var names []string
+	for _, k := range storeKinds() {
+		names = append(names, k.name)
+	}
+	if !slices.Contains(names, f.kind) {
+		return usagef("--lease-store %q: use %s or %s", f.kind, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	}
+	if f.kind == "postgres" && f.postgresURL == "" {
+		return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
 	}
 	return nil
 }
@@ -101,14 +162,13 @@ func (f *storeFlags) check() error {
 func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Store, func(context.Context) error, error) {
 	switch f.kind {
 	case "postgres":
-		s, err := pgstore.Connect(ctx, f.postgresURL, pgstore.Config{Table: f.postgresTable, Region: f.region, Logger: log})
+		s, err := pgstore.Connect(ctx, f.postgresURL, f.pgConfig(log))
 		if err != nil {
 			return nil, nil, err
 		}
 		return s, s.Migrate, nil
 	case "dynamodb":
-		s, err := dynamostore.Connect(ctx, dynamostore.ClientConfig{Endpoint: f.dynamoEndpoint, AWSRegion: f.awsRegion},
-			dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log})
+		s, err := dynamostore.Connect(ctx, f.dynamoClient(), f.dynamoConfig(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,7 +194,7 @@ func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
 		return nil, err
 	}
 	if len(cc.Endpoints) == 0 {
-		url, err := etcdstore.ReadClientURL(f.dataDir)
+		url, err := embedetcd.ReadClientURL(f.dataDir)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("no etcd to talk to: pass --etcd-endpoints, or run this next to a running \"snowfence serve\" (its embedded etcd records its address in %s)", f.dataDir)

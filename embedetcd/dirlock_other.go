@@ -1,6 +1,6 @@
 //go:build !unix
 
-package etcdstore
+package embedetcd
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: lock %s: %w", path, err)
+		return nil, fmt.Errorf("embedetcd: lock %s: %w", path, err)
 	}
 	return f, nil
 }

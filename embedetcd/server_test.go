@@ -1,4 +1,4 @@
-package etcdstore_test
+package embedetcd_test
 
 import (
 	"errors"
@@ -9,23 +9,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/syncbuf"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
-// TestEmbedded starts an embedded etcd on a free port, measures the time to
-// the first Put, leases a number from it, and starts it again on the same
-// data directory: the mark survives, and the client-url file follows the
-// running server.
-func TestEmbedded(t *testing.T) {
+// TestStartRestart starts an embedded etcd on a free port, measures the
+// time to the first Put, leases a number from it, and starts it again on
+// the same data directory: the mark survives, and the client-url file
+// follows the running server.
+func TestStartRestart(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	begin := time.Now()
-	e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	e, err := embedetcd.Start(ctxFor(t), embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
+		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
 	cli, err := e.Client(ctxFor(t))
@@ -35,9 +36,9 @@ func TestEmbedded(t *testing.T) {
 	if _, err := cli.Put(ctxFor(t), "first", "put"); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	t.Logf("StartEmbedded to first Put: %v (endpoint %v)", time.Since(begin).Round(time.Millisecond), e.Endpoints())
+	t.Logf("Start to first Put: %v (endpoint %v)", time.Since(begin).Round(time.Millisecond), e.Endpoints())
 
-	if got, err := etcdstore.ReadClientURL(dir); err != nil || got != e.Endpoints()[0] {
+	if got, err := embedetcd.ReadClientURL(dir); err != nil || got != e.Endpoints()[0] {
 		t.Errorf("ReadClientURL = %q, %v; want %q", got, err, e.Endpoints()[0])
 	}
 	s := newStore(t, cli, etcdstore.Config{})
@@ -50,16 +51,16 @@ func TestEmbedded(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := etcdstore.ReadClientURL(dir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := embedetcd.ReadClientURL(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadClientURL after Close: %v, want ErrNotExist", err)
 	}
 
-	e2, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	e2, err := embedetcd.Start(ctxFor(t), embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
-		t.Fatalf("StartEmbedded again: %v", err)
+		t.Fatalf("Start again: %v", err)
 	}
 	t.Cleanup(func() { e2.Close() })
-	if got, _ := etcdstore.ReadClientURL(dir); got != e2.Endpoints()[0] {
+	if got, _ := embedetcd.ReadClientURL(dir); got != e2.Endpoints()[0] {
 		t.Errorf("ReadClientURL after restart = %q, want %q", got, e2.Endpoints()[0])
 	}
 	cli2, err := e2.Client(ctxFor(t))
@@ -72,51 +73,51 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
-// TestEmbeddedSecondOnSameDir: a second embedded etcd on a data directory
+// TestStartSecondOnSameDir: a second embedded etcd on a data directory
 // in use fails at once with ErrDirInUse and leaves the first one's client-url file.
-func TestEmbeddedSecondOnSameDir(t *testing.T) {
+func TestStartSecondOnSameDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	e, err := embedetcd.Start(ctxFor(t), embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
 	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
+		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
-	e2, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+	e2, err := embedetcd.Start(ctxFor(t), embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
 	if err == nil {
 		e2.Close()
 	}
-	if !errors.Is(err, etcdstore.ErrDirInUse) {
-		t.Fatalf("second StartEmbedded on the same directory: %v, want ErrDirInUse", err)
+	if !errors.Is(err, embedetcd.ErrDirInUse) {
+		t.Fatalf("second Start on the same directory: %v, want ErrDirInUse", err)
 	}
-	if got, _ := etcdstore.ReadClientURL(dir); got != e.Endpoints()[0] {
+	if got, _ := embedetcd.ReadClientURL(dir); got != e.Endpoints()[0] {
 		t.Errorf("ReadClientURL = %q, want the first server's %q", got, e.Endpoints()[0])
 	}
 }
 
-// TestEmbedConfigInvalid: bad URLs and log levels fail before anything
+// TestConfigInvalid: bad URLs and log levels fail before anything
 // starts.
-func TestEmbedConfigInvalid(t *testing.T) {
+func TestConfigInvalid(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		cfg  etcdstore.EmbedConfig
+		cfg  embedetcd.Config
 	}{
-		{"no port", etcdstore.EmbedConfig{ClientURL: "http://127.0.0.1"}},
-		{"https", etcdstore.EmbedConfig{ClientURL: "https://127.0.0.1:0"}},
-		{"bad peer", etcdstore.EmbedConfig{PeerURL: "127.0.0.1:2380"}},
-		{"log level", etcdstore.EmbedConfig{LogLevel: "chatty"}},
+		{"no port", embedetcd.Config{ClientURL: "http://127.0.0.1"}},
+		{"https", embedetcd.Config{ClientURL: "https://127.0.0.1:0"}},
+		{"bad peer", embedetcd.Config{PeerURL: "127.0.0.1:2380"}},
+		{"log level", embedetcd.Config{LogLevel: "chatty"}},
 	} {
 		tc.cfg.Dir = t.TempDir()
-		if _, err := etcdstore.StartEmbedded(ctxFor(t), tc.cfg); !errors.Is(err, lease.ErrInvalid) {
-			t.Errorf("%s: StartEmbedded = %v, want ErrInvalid", tc.name, err)
+		if _, err := embedetcd.Start(ctxFor(t), tc.cfg); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: Start = %v, want ErrInvalid", tc.name, err)
 		}
 	}
 }
 
-// TestEmbeddedLogs: at the default level a clean start, use and close log
+// TestLogs: at the default level a clean start, use and close log
 // nothing; at info, etcd's lines reach the configured logger.
-func TestEmbeddedLogs(t *testing.T) {
+func TestLogs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		level string
@@ -124,11 +125,11 @@ func TestEmbeddedLogs(t *testing.T) {
 	}{{"", true}, {"info", false}} {
 		var buf syncbuf.Buffer
 		lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		e, err := etcdstore.StartEmbedded(ctxFor(t), etcdstore.EmbedConfig{
+		e, err := embedetcd.Start(ctxFor(t), embedetcd.Config{
 			Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", LogLevel: tc.level, Logger: lg,
 		})
 		if err != nil {
-			t.Fatalf("StartEmbedded(level %q): %v", tc.level, err)
+			t.Fatalf("Start(level %q): %v", tc.level, err)
 		}
 		cli, err := e.Client(ctxFor(t))
 		if err != nil {
@@ -149,15 +150,15 @@ func TestEmbeddedLogs(t *testing.T) {
 	}
 }
 
-// BenchmarkStartEmbedded measures StartEmbedded to the first acknowledged
-// Put, on a fresh data directory (fsync on, as in production).
-func BenchmarkStartEmbedded(b *testing.B) {
+// BenchmarkStart measures Start to the first acknowledged Put, on a fresh
+// data directory (fsync on, as in production).
+func BenchmarkStart(b *testing.B) {
 	var total time.Duration
 	n := 0
 	for b.Loop() {
 		n++
 		begin := time.Now()
-		e, err := etcdstore.StartEmbedded(b.Context(), etcdstore.EmbedConfig{Dir: b.TempDir(), ClientURL: "http://127.0.0.1:0"})
+		e, err := embedetcd.Start(b.Context(), embedetcd.Config{Dir: b.TempDir(), ClientURL: "http://127.0.0.1:0"})
 		if err != nil {
 			b.Fatal(err)
 		}

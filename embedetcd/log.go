@@ -1,4 +1,4 @@
-package etcdstore
+package embedetcd
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newEmbedLogger returns a zap logger (what etcd logs to) that hands
+// newLogger returns a zap logger (what etcd logs to) that hands
 // entries at or above level to lg. Once *quiet is set — the server is being
 // closed — it drops everything below panic: etcd reports its own listeners
 // closing as errors.
-func newEmbedLogger(lg *slog.Logger, level zapcore.Level, quiet *atomic.Bool) *zap.Logger {
+func newLogger(lg *slog.Logger, level zapcore.Level, quiet *atomic.Bool) *zap.Logger {
 	return zap.New(&slogCore{lg: lg, level: level, quiet: quiet})
 }
 
@@ -97,7 +97,7 @@ func slogLevel(l zapcore.Level) slog.Level {
 	return slog.LevelError
 }
 
-// zapLevel parses an EmbedConfig.LogLevel.
+// zapLevel parses an Config.LogLevel.
 func zapLevel(s string) (zapcore.Level, bool) {
 	switch s {
 	case "debug":

@@ -1,4 +1,4 @@
-package etcdstore
+package embedetcd
 
 import (
 	"context"
@@ -18,15 +18,20 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Defaults for the zero fields of EmbedConfig.
+// Defaults for the zero fields of Config.
 const (
-	DefaultEmbedDir       = "./snowfence-data"
-	DefaultEmbedClientURL = "http://127.0.0.1:2379"
-	DefaultEmbedName      = "snowfence"
-	DefaultEmbedLogLevel  = "error"
+	// DefaultDir is the data directory.
+	DefaultDir = "./snowfence-data"
+	// DefaultClientURL is where etcd serves clients.
+	DefaultClientURL = "http://127.0.0.1:2379"
+	// DefaultName is the member's name.
+	DefaultName = "snowfence"
+	// DefaultLogLevel is the lowest level of etcd's log lines passed on.
+	DefaultLogLevel = "error"
 	// ClientURLFile is the file in the data directory that holds the
 	// running embedded etcd's client URL, for other local processes.
 	ClientURLFile = "client-url"
@@ -35,26 +40,26 @@ const (
 	lockFile = "snowfence.lock"
 )
 
-// embedBindTries is how often StartEmbedded picks new free ports when a
-// port it picked was taken before etcd could bind it.
-const embedBindTries = 5
+// bindTries is how often Start picks new free ports when a port it picked
+// was taken before etcd could bind it.
+const bindTries = 5
 
-// EmbedConfig configures an embedded single-member etcd. The zero value is
-// a valid configuration: data in ./snowfence-data, clients on
+// Config configures an embedded single-member etcd. The zero value is a
+// valid configuration: data in ./snowfence-data, clients on
 // 127.0.0.1:2379, peers on 127.0.0.1:2380, etcd's errors to slog.Default().
-type EmbedConfig struct {
+type Config struct {
 	// Dir is the data directory; it is created if missing. Keep it: the
 	// marks in it are what keeps a restarted holder from repeating IDs.
-	// Zero: DefaultEmbedDir.
+	// Zero: DefaultDir.
 	Dir string
 	// ClientURL is where etcd serves clients. Port 0 picks a free port;
-	// Endpoints reports the one picked. Zero: DefaultEmbedClientURL.
+	// Endpoints reports the one picked. Zero: DefaultClientURL.
 	ClientURL string
 	// PeerURL is where etcd listens for peers (unused by a single member,
 	// but etcd needs one). Zero: the client URL's host with the client port
 	// plus one, or a free port when the client port is 0.
 	PeerURL string
-	// Name is the member's name. Zero: DefaultEmbedName.
+	// Name is the member's name. Zero: DefaultName.
 	Name string
 	// LogLevel is the level of etcd's own log lines that reach Logger
 	// (debug, info, warn, error). Zero: "error". The errors etcd reports
@@ -65,8 +70,8 @@ type EmbedConfig struct {
 	Logger *slog.Logger
 }
 
-// An Embedded is a single-member etcd running in this process.
-type Embedded struct {
+// A Server is a single-member etcd running in this process.
+type Server struct {
 	etcd     *embed.Etcd
 	endpoint string
 	urlFile  string
@@ -75,21 +80,22 @@ type Embedded struct {
 	once     sync.Once
 }
 
-// ErrDirInUse: another embedded etcd runs on the data directory.
-var ErrDirInUse = errors.New("etcdstore: data directory in use")
+// ErrDirInUse is returned by Start when another embedded etcd runs on the
+// data directory.
+var ErrDirInUse = errors.New("embedetcd: data directory in use")
 
-// StartEmbedded starts a single-member etcd in this process and waits until
-// it serves clients (or ctx ends). It locks <Dir>/snowfence.lock, so a
+// Start starts a single-member etcd in this process and waits until it
+// serves clients (or ctx ends). It locks <Dir>/snowfence.lock, so a
 // second one on the same directory fails at once with ErrDirInUse, and it
 // writes the actual client URL to <Dir>/client-url, so other local
 // processes (the CLI) can find it.
-func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
+func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("etcdstore: embedded etcd data directory: %w", err)
+		return nil, fmt.Errorf("embedetcd: data directory: %w", err)
 	}
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {
@@ -101,7 +107,7 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		lock.Close()
 		return nil, err
 	}
-	em := &Embedded{
+	em := &Server{
 		etcd:     e,
 		endpoint: "http://" + e.Clients[0].Addr().String(),
 		urlFile:  filepath.Join(cfg.Dir, ClientURLFile),
@@ -112,7 +118,7 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		quiet.Store(true)
 		e.Close()
 		lock.Close()
-		return nil, fmt.Errorf("etcdstore: embedded etcd: record client URL: %w", err)
+		return nil, fmt.Errorf("embedetcd: record client URL: %w", err)
 	}
 	return em, nil
 }
@@ -120,7 +126,7 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 // startEtcd starts etcd, on new ports if one it picked was taken meanwhile,
 // and waits until it serves. etcd's start does not take a context; if ctx
 // ends first, the start is abandoned and its server closed once it returns.
-func startEtcd(ctx context.Context, cfg EmbedConfig, quiet *atomic.Bool) (*embed.Etcd, error) {
+func startEtcd(ctx context.Context, cfg Config, quiet *atomic.Bool) (*embed.Etcd, error) {
 	type started struct {
 		e   *embed.Etcd
 		err error
@@ -134,7 +140,7 @@ func startEtcd(ctx context.Context, cfg EmbedConfig, quiet *atomic.Bool) (*embed
 				return
 			}
 			e, err := embed.StartEtcd(ecfg)
-			if err != nil && try+1 < embedBindTries && isAddrInUse(err) && cfg.picksPorts() {
+			if err != nil && try+1 < bindTries && isAddrInUse(err) && cfg.picksPorts() {
 				continue
 			}
 			if err == nil {
@@ -157,7 +163,7 @@ func startEtcd(ctx context.Context, cfg EmbedConfig, quiet *atomic.Bool) (*embed
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("etcdstore: start embedded etcd in %s on %s: %w", cfg.Dir, cfg.ClientURL, r.err)
+			return nil, fmt.Errorf("embedetcd: start embedded etcd in %s on %s: %w", cfg.Dir, cfg.ClientURL, r.err)
 		}
 		return r.e, nil
 	case <-ctx.Done():
@@ -167,31 +173,32 @@ func startEtcd(ctx context.Context, cfg EmbedConfig, quiet *atomic.Bool) (*embed
 				r.e.Close()
 			}
 		}()
-		return nil, fmt.Errorf("etcdstore: start embedded etcd in %s: %w", cfg.Dir, ctx.Err())
+		return nil, fmt.Errorf("embedetcd: start embedded etcd in %s: %w", cfg.Dir, ctx.Err())
 	}
 }
 
 // Endpoints returns the client URL etcd actually serves on (with the port
 // picked, when the configured port was 0).
-func (e *Embedded) Endpoints() []string { return []string{e.endpoint} }
+func (e *Server) Endpoints() []string { return []string{e.endpoint} }
 
-// Client opens a client of the embedded etcd (see Open); the caller closes
-// it.
-func (e *Embedded) Client(ctx context.Context) (*clientv3.Client, error) {
-	return Open(ctx, ClientConfig{Endpoints: e.Endpoints()})
+// Client opens a client of the embedded etcd (etcdstore.Open), for
+// etcdstore.New; the caller closes it.
+func (e *Server) Client(ctx context.Context) (*clientv3.Client, error) {
+	return etcdstore.Open(ctx, etcdstore.ClientConfig{Endpoints: e.Endpoints()})
 }
 
 // Err delivers an error if the embedded etcd fails while running.
-func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+func (e *Server) Err() <-chan error { return e.etcd.Err() }
 
 // Close removes the client-url file, if it still names this etcd, stops
-// etcd, waiting until it has, and unlocks the data directory. It is safe to call more than once.
-func (e *Embedded) Close() error {
+// etcd, waiting until it has, and unlocks the data directory. It is safe to
+// call more than once.
+func (e *Server) Close() error {
 	var err error
 	e.once.Do(func() {
 		if b, rerr := os.ReadFile(e.urlFile); rerr == nil && strings.TrimSpace(string(b)) == e.endpoint {
 			if rerr := os.Remove(e.urlFile); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				err = fmt.Errorf("etcdstore: remove %s: %w", e.urlFile, rerr)
+				err = fmt.Errorf("embedetcd: remove %s: %w", e.urlFile, rerr)
 			}
 		}
 		e.quiet.Store(true)
@@ -208,24 +215,24 @@ func (e *Embedded) Close() error {
 func ReadClientURL(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ClientURLFile))
 	if err != nil {
-		return "", fmt.Errorf("etcdstore: no embedded etcd recorded in %s: %w", dir, err)
+		return "", fmt.Errorf("embedetcd: no embedded etcd recorded in %s: %w", dir, err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
 
 // withDefaults fills the zero fields of c and checks the others.
-func (c EmbedConfig) withDefaults() (EmbedConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.Dir == "" {
-		c.Dir = DefaultEmbedDir
+		c.Dir = DefaultDir
 	}
 	if c.ClientURL == "" {
-		c.ClientURL = DefaultEmbedClientURL
+		c.ClientURL = DefaultClientURL
 	}
 	if c.Name == "" {
-		c.Name = DefaultEmbedName
+		c.Name = DefaultName
 	}
 	if c.LogLevel == "" {
-		c.LogLevel = DefaultEmbedLogLevel
+		c.LogLevel = DefaultLogLevel
 	}
 	if _, ok := zapLevel(c.LogLevel); !ok {
 		return c, fmt.Errorf("%w: embedded etcd log level %q: use debug, info, warn or error", lease.ErrInvalid, c.LogLevel)
@@ -244,9 +251,9 @@ func (c EmbedConfig) withDefaults() (EmbedConfig, error) {
 	return c, nil
 }
 
-// picksPorts reports whether StartEmbedded chooses a port itself, so that a
+// picksPorts reports whether Start chooses a port itself, so that a
 // bind failure is worth retrying with another.
-func (c EmbedConfig) picksPorts() bool {
+func (c Config) picksPorts() bool {
 	cu, _ := parseHTTPURL(c.ClientURL)
 	if cu.Port() == "0" || c.PeerURL == "" {
 		return true
@@ -256,7 +263,7 @@ func (c EmbedConfig) picksPorts() bool {
 }
 
 // etcdConfig builds etcd's configuration, picking free ports for port 0.
-func (c EmbedConfig) etcdConfig(quiet *atomic.Bool) (*embed.Config, error) {
+func (c Config) etcdConfig(quiet *atomic.Bool) (*embed.Config, error) {
 	cu, _ := parseHTTPURL(c.ClientURL)
 	var pick []*url.URL
 	if cu.Port() == "0" {
@@ -290,7 +297,7 @@ func (c EmbedConfig) etcdConfig(quiet *atomic.Bool) (*embed.Config, error) {
 	ec.InitialClusterToken = "snowfence-embedded"
 	level, _ := zapLevel(c.LogLevel)
 	ec.LogLevel = c.LogLevel
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newEmbedLogger(c.Logger, level, quiet))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(c.Logger, level, quiet))
 	ec.EnableGRPCGateway = false
 	// A single member has nobody to lose an election to, so a short
 	// election timeout costs nothing and starts it in tens of ms rather
@@ -324,7 +331,7 @@ func pickPorts(us ...*url.URL) error {
 	for _, u := range us {
 		l, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
 		if err != nil {
-			return fmt.Errorf("etcdstore: find a free port on %s: %w", u.Hostname(), err)
+			return fmt.Errorf("embedetcd: find a free port on %s: %w", u.Hostname(), err)
 		}
 		ls = append(ls, l)
 		u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(l.Addr().(*net.TCPAddr).Port))

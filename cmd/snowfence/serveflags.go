@@ -1,0 +1,136 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
+)
+
+// serveFlags are serve's options; every one can also be set with its
+// SNOWFENCE_* environment variable.
+type serveFlags struct {
+	store           storeFlags
+	listen          string
+	embeddedURL     string
+	machines        string
+	schedule        string
+	clockPolicy     string
+	holder          string
+	leaseTTL        time.Duration
+	renewEvery      time.Duration
+	selfFence       time.Duration
+	fenceMargin     time.Duration
+	maxBackwardWait time.Duration
+	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        string
+	cpuProfile      string
+	testClockOffset bool
+}
+
+// register defines serve's flags on fs.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.store.register(fs)
+	def := storeKinds()[0].timings // the default store's
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
+	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
+	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range of this holder class, lo-hi")
+	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show), and every layout in force from now on must hold --machines and --region`)
+	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
+	fs.StringVar(&f.holder, "holder", "", "holder identity, unique per process: never give two processes the same (default host/pid-N/process-start-ms/k1)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", def.LeaseFor, "lease lifetime without renewal"+timingsHelp(func(t lease.Timings) time.Duration { return t.LeaseFor }))
+	fs.DurationVar(&f.renewEvery, "renew-every", def.RenewEvery, "renewal period"+timingsHelp(func(t lease.Timings) time.Duration { return t.RenewEvery }))
+	fs.DurationVar(&f.selfFence, "self-fence", def.SelfFence, "stop issuing this long after the last acknowledged renewal"+timingsHelp(func(t lease.Timings) time.Duration { return t.SelfFence }))
+	fs.DurationVar(&f.fenceMargin, "fence-margin", def.Margin, "stop issuing this long before the reserved mark"+timingsHelp(func(t lease.Timings) time.Duration { return t.Margin }))
+	fs.DurationVar(&f.maxBackwardWait, "max-backward-wait", 5*time.Millisecond, "largest clock step back waited out")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests get at shutdown")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, for performance work")
+	fs.BoolVar(&f.testClockOffset, "test-clock-offset", false, "TEST ONLY: serve GET/POST "+testClockPath+`, which steps this process's wall clock ({"step_ms":N} or {"offset_ms":N}), for fault-injection tests; never enable in production`)
+}
+
+// timingsHelp names the stores whose timing differs from the flag's default
+// (the default store's, etcd), e.g. " (unless set: postgres 5m0s, dynamodb 5m0s)".
+func timingsHelp(timing func(lease.Timings) time.Duration) string {
+	kinds := storeKinds()
+	var other []string
+	for _, k := range kinds[1:] {
+		if v := timing(k.timings); v != timing(kinds[0].timings) {
+			other = append(other, fmt.Sprintf("%s %s", k.name, v))
+		}
+	}
+	if len(other) == 0 {
+		return ""
+	}
+	return " (unless set: " + strings.Join(other, ", ") + ")"
+}
+
+// storeTimings gives the timing flags that were not set the store's
+// timings.
+func (f *serveFlags) storeTimings(fs *flag.FlagSet, t lease.Timings) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+		to   time.Duration
+	}{
+		{"lease-ttl", &f.leaseTTL, t.LeaseFor},
+		{"renew-every", &f.renewEvery, t.RenewEvery},
+		{"self-fence", &f.selfFence, t.SelfFence},
+		{"fence-margin", &f.fenceMargin, t.Margin},
+	} {
+		if !set[d.flag] {
+			*d.v = d.to
+		}
+	}
+}
+
+// nodeConfig turns the flags into a node configuration.
+func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
+	var cfg node.Config
+	cc, err := f.store.clientConfig()
+	if err != nil {
+		return cfg, err
+	}
+	rng, err := lease.ParseRange(f.machines)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	sched, err := snowfence.ParseSchedule(f.schedule)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	policy, err := snowfence.ParseClockPolicy(f.clockPolicy)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	if len(cc.Endpoints) > 0 && f.embeddedURL != embedetcd.DefaultClientURL {
+		return cfg, usagef("--embedded-etcd-url has no effect with --etcd-endpoints; pass one or the other")
+	}
+	if u := f.embeddedURL; !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
+		return cfg, usagef("--embedded-etcd-url %q must be a loopback http URL: the embedded etcd has no authentication", u)
+	}
+	cfg.Logger = log
+	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL})
+	cfg.Keeper = lease.KeeperConfig{
+		Holder:     f.holder,
+		Range:      &rng,
+		Region:     f.store.region,
+		LeaseFor:   f.leaseTTL,
+		RenewEvery: f.renewEvery,
+		SelfFence:  f.selfFence,
+		Margin:     f.fenceMargin,
+		Schedule:   sched,
+	}
+	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
+	return cfg, nil
+}

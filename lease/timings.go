@@ -1,0 +1,49 @@
+package lease
+
+import "time"
+
+// Timings are the timings of a KeeperConfig that suit one kind of store:
+// how long a lease lives, how often it is renewed, how soon without an
+// acknowledged renewal the generator stops, and the margin kept below the
+// stored mark. Each store package says which suit it (etcdstore.Timings,
+// pgstore.Timings, dynamostore.Timings), and a program pairing a store with
+// StartKeeper applies them:
+//
+//	kc := lease.KeeperConfig{Store: store}
+//	pgstore.Timings().Apply(&kc)
+//	k, err := lease.StartKeeper(ctx, kc)
+//
+// A zero field leaves the keeper's own default (see KeeperConfig).
+type Timings struct {
+	// LeaseFor is KeeperConfig.LeaseFor: how long a lease lives in the
+	// store without renewal.
+	LeaseFor time.Duration
+	// RenewEvery is KeeperConfig.RenewEvery: the renewal period.
+	RenewEvery time.Duration
+	// SelfFence is KeeperConfig.SelfFence: how long after the last
+	// acknowledged renewal the generator stops issuing.
+	SelfFence time.Duration
+	// Margin is KeeperConfig.Margin: how far below the stored mark the
+	// generator stops issuing.
+	Margin time.Duration
+}
+
+// Apply sets each of the four timings of c that is zero to t's, and leaves
+// the ones c sets. A KeeperConfig cannot tell a zero Margin meant as "none"
+// from one left unset: to keep no margin under timings that have one, set
+// it after Apply.
+func (t Timings) Apply(c *KeeperConfig) {
+	for _, f := range []struct {
+		field *time.Duration
+		value time.Duration
+	}{
+		{&c.LeaseFor, t.LeaseFor},
+		{&c.RenewEvery, t.RenewEvery},
+		{&c.SelfFence, t.SelfFence},
+		{&c.Margin, t.Margin},
+	} {
+		if *f.field == 0 {
+			*f.field = f.value
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package lease_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// windowStore is a store that answers only MaxRestoreWindow, for the
+// keeper's configuration checks.
+type windowStore struct {
+	lease.Store
+	max time.Duration
+}
+
+func (s windowStore) MaxRestoreWindow() time.Duration { return s.max }
+
+func timingsOf(c lease.KeeperConfig) lease.Timings {
+	return lease.Timings{LeaseFor: c.LeaseFor, RenewEvery: c.RenewEvery, SelfFence: c.SelfFence, Margin: c.Margin}
+}
+
+// TestTimingsApply: Apply fills the zero timings and keeps the set ones.
+func TestTimingsApply(t *testing.T) {
+	table := lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 10 * time.Second, SelfFence: 30 * time.Second, Margin: 5 * time.Second}
+	for _, tc := range []struct {
+		name string
+		set  lease.KeeperConfig
+		want lease.Timings
+	}{
+		{"none set", lease.KeeperConfig{}, table},
+		{"renewal set", lease.KeeperConfig{RenewEvery: 15 * time.Second},
+			lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 15 * time.Second, SelfFence: 30 * time.Second, Margin: 5 * time.Second}},
+		{"all set", lease.KeeperConfig{LeaseFor: time.Minute, RenewEvery: time.Second, SelfFence: 20 * time.Second, Margin: time.Second},
+			lease.Timings{LeaseFor: time.Minute, RenewEvery: time.Second, SelfFence: 20 * time.Second, Margin: time.Second}},
+	} {
+		c := tc.set
+		table.Apply(&c)
+		if got := timingsOf(c); got != tc.want {
+			t.Errorf("%s: Apply gave %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	var c lease.KeeperConfig
+	lease.Timings{}.Apply(&c)
+	if got := timingsOf(c); got != (lease.Timings{}) {
+		t.Errorf("zero Timings applied: %+v, want the fields left zero", got)
+	}
+}
+
+// TestEtcdTimingsAreKeeperDefaults: an etcd store's timings are what a
+// keeper that sets none runs with.
+func TestEtcdTimingsAreKeeperDefaults(t *testing.T) {
+	c, err := lease.Defaults(lease.KeeperConfig{Store: windowStore{max: etcdstore.MaxRestoreWindow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := timingsOf(c), etcdstore.Timings(); got != want {
+		t.Errorf("keeper defaults %+v, etcdstore.Timings() %+v", got, want)
+	}
+}
+
+// TestStoreTimingsPassTheKeeper: each store's timings, applied to a keeper
+// configuration that sets none, pass the keeper's checks against that
+// store's restore window.
+func TestStoreTimingsPassTheKeeper(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		timings   lease.Timings
+		maxWindow time.Duration
+	}{
+		{"etcdstore", etcdstore.Timings(), etcdstore.MaxRestoreWindow},
+		{"pgstore", pgstore.Timings(), pgstore.MaxRestoreWindow},
+		{"dynamostore", dynamostore.Timings(), dynamostore.MaxRestoreWindow},
+	} {
+		c := lease.KeeperConfig{Store: windowStore{max: tc.maxWindow}}
+		tc.timings.Apply(&c)
+		got, err := lease.Defaults(c)
+		if err != nil {
+			t.Errorf("%s: %+v refused: %v", tc.name, tc.timings, err)
+			continue
+		}
+		if timingsOf(got) != tc.timings {
+			t.Errorf("%s: keeper runs with %+v, want the store's %+v", tc.name, timingsOf(got), tc.timings)
+		}
+		t.Logf("%s: restore window %s of at most %s", tc.name, got.RestoreMargin, tc.maxWindow)
+	}
+}

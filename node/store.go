@@ -1,0 +1,128 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// An Opener opens the lease store a Node leases its machine number from.
+// Start calls it once, with the keeper's region and the Node's logger, which
+// an Opener gives to a store configured with a zero region or no logger (and
+// a store of another region is refused: the stores lease numbers per
+// region). EmbeddedEtcd, EtcdCluster, Postgres and DynamoDB make the Opener
+// of each store snowfence has; any function of this type will do.
+type Opener func(ctx context.Context, region int, log *slog.Logger) (*Opened, error)
+
+// Opened is a lease store an Opener opened.
+type Opened struct {
+	// Store is the lease store.
+	Store lease.Store
+	// Close closes Store and stops whatever was started for it. The Node
+	// calls it in its own Close, or when Start fails after opening. Nil
+	// means Store.Close.
+	Close func() error
+	// Timings are the keeper timings that suit the store; Start applies
+	// them to the keeper's zero timings (lease.Timings.Apply).
+	Timings lease.Timings
+	// Embedded is the embedded etcd server the store runs on, or nil.
+	Embedded *embedetcd.Server
+}
+
+// EmbeddedEtcd opens an etcd store on an etcd server started in this
+// process (embedetcd.Start), which the Node stops in Close. It logs
+// EmbeddedWarning: the numbers it leases are unique on this host only.
+func EmbeddedEtcd(server embedetcd.Config, store etcdstore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("etcd", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		srv, err := embedetcd.Start(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		log.Warn(EmbeddedWarning, "endpoint", srv.Endpoints()[0], "data_dir", cmp.Or(server.Dir, embedetcd.DefaultDir))
+		s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, store)
+		if err != nil {
+			srv.Close()
+			return nil, err
+		}
+		return &Opened{
+			Store:    s,
+			Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
+			Timings:  etcdstore.Timings(),
+			Embedded: srv,
+		}, nil
+	}
+}
+
+// EtcdCluster opens an etcd store on the etcd cluster client says how to
+// reach (etcdstore.Connect).
+func EtcdCluster(client etcdstore.ClientConfig, store etcdstore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("etcd", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		s, err := etcdstore.Connect(ctx, client, store)
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Store: s, Timings: etcdstore.Timings()}, nil
+	}
+}
+
+// Postgres opens a store on a PostgreSQL lease table (pgstore.Connect; url
+// is a postgres:// URL). The table must exist (pgstore.Store.Migrate, or
+// "snowfence leases init").
+func Postgres(url string, store pgstore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("PostgreSQL", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		s, err := pgstore.Connect(ctx, url, store)
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Store: s, Timings: pgstore.Timings()}, nil
+	}
+}
+
+// DynamoDB opens a store on a DynamoDB lease table (dynamostore.Connect).
+// The table must exist (dynamostore.Store.CreateTable, or "snowfence leases
+// init").
+func DynamoDB(client dynamostore.ClientConfig, store dynamostore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("DynamoDB", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		s, err := dynamostore.Connect(ctx, client, store)
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Store: s, Timings: dynamostore.Timings()}, nil
+	}
+}
+
+// storeDefaults gives a store configuration with a zero region the keeper's
+// and with no logger the Node's, and refuses one of another region than the
+// keeper's.
+func storeDefaults(kind string, storeRegion *int, storeLog **slog.Logger, region int, log *slog.Logger) error {
+	if *storeRegion == 0 {
+		*storeRegion = region
+	}
+	if *storeRegion != region {
+		return fmt.Errorf("%w: %s store region %d differs from keeper region %d", lease.ErrInvalid, kind, *storeRegion, region)
+	}
+	if *storeLog == nil {
+		*storeLog = log
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
+)
+
+// claimStore records the lease length of every claim.
+type claimStore struct {
+	lease.Store
+	mu       sync.Mutex
+	leaseFor []time.Duration
+}
+
+func (s *claimStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	s.mu.Lock()
+	s.leaseFor = append(s.leaseFor, req.LeaseFor)
+	s.mu.Unlock()
+	return s.Store.Claim(ctx, req)
+}
+
+// An Opener's timings fill the keeper's zero timings; the ones the keeper
+// sets stay.
+func TestStartAppliesTheStoresTimings(t *testing.T) {
+	ctx := context.Background()
+	timings := lease.Timings{LeaseFor: 30 * time.Second, RenewEvery: 3 * time.Second, SelfFence: 15 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		leaseFor time.Duration // the keeper's own
+		want     time.Duration
+	}{
+		{"keeper sets none", 0, 30 * time.Second},
+		{"keeper sets its own", 20 * time.Second, 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec *claimStore
+			inner := node.EmbeddedEtcd(embedetcd.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"}, etcdstore.Config{})
+			cfg := noStore(lease.Range{Lo: 3, Hi: 3})
+			cfg.Keeper.LeaseFor = tc.leaseFor
+			cfg.Open = func(ctx context.Context, region int, log *slog.Logger) (*node.Opened, error) {
+				o, err := inner(ctx, region, log)
+				if err != nil {
+					return nil, err
+				}
+				rec = &claimStore{Store: o.Store}
+				o.Store, o.Timings = rec, timings
+				return o, nil
+			}
+			n, err := node.Start(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close(ctx)
+			rec.mu.Lock()
+			got := rec.leaseFor
+			rec.mu.Unlock()
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("claims with lease lengths %v, want one of %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A store configured for another region than the keeper's is refused
+// before anything starts: the embedded etcd's data directory stays free.
+func TestStartRefusesAStoreOfAnotherRegion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	server := embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}
+	cfg := noStore(lease.Range{Lo: 3, Hi: 3})
+	cfg.Open = node.EmbeddedEtcd(server, etcdstore.Config{Region: 2})
+	if _, err := node.Start(ctx, cfg); !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("etcd store of region 2 for a keeper of region 0: %v, want ErrInvalid", err)
+	}
+	srv, err := embedetcd.Start(ctx, server)
+	if err != nil {
+		t.Fatalf("the refused node left the data directory in use: %v", err)
+	}
+	srv.Close()
+}
