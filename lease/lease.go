@@ -1,28 +1,3 @@
-// Package lease hands out machine numbers so that no two live holders share
-// one, and fences each holder in time so that no two holders of a number,
-// live or dead, ever issue the same timestamp.
-//
-// A Store keeps, per machine number, an owner (holder and fencing token) and a
-// high-water mark: the wall time up to which the current holder may issue.
-// Backends live in subpackages (etcdstore, and the lease tables); each passes
-// the conformance suite in leasetest. A Keeper claims a number from a Store,
-// keeps its mark ahead of the clock, and is the snowfence.LeaseView a
-// generator checks on every ID.
-//
-// # The two rules
-//
-// A lease alone never guarantees a single holder: leases outlive their TTL
-// across leader changes, acknowledgements arrive for revoked leases, writes
-// that timed out may have committed, and processes pause between a check and
-// its effect. Uniqueness rests on two things only:
-//
-//  1. The fencing token. Every claim gets a new one, and every extension of
-//     the mark compares on it; a failed compare fences the holder at once.
-//  2. The mark is a reservation written before use. A holder extends it, with
-//     the compare, before it issues any timestamp up to it; a new holder reads
-//     it inside its claim and issues only timestamps at or above it.
-//
-// Timers and lost leases then cost availability, never uniqueness.
 package lease
 
 import (

@@ -1,7 +1,3 @@
-// Command snowfence is the ID service and the operator's tool: serve IDs over
-// HTTP, decode IDs, inspect and fence machine-number leases, show and set the
-// fleet's layout schedule, and read the clock's sync state. Run "snowfence
-// help" for the subcommands.
 package main
 
 import (
