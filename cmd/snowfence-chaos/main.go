@@ -24,7 +24,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snowfence/snowfence/test/chaos"
+	"github.com/snowfence/snowfence/internal/chaos"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowfence/snowfence/test/chaos/netns"
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 )
 
 // service is one `snowfence serve` process the callers reach over HTTP:

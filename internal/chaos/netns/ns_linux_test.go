@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/testenv"
-	"github.com/snowfence/snowfence/test/chaos/netns"
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 )
 
 // runDir is where ip keeps the namespaces it names.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfence/snowfence/test/chaos/netns"
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 )
 
 // cutOff runs one service in its own network namespace, reaching etcd only

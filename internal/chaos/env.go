@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowfence/snowfence/test/chaos/etcdproc"
-	"github.com/snowfence/snowfence/test/chaos/oracle"
+	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/internal/chaos/oracle"
 )
 
 // Env is one scenario's world: a fresh three-member etcd cluster, the

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/test/chaos/oracle"
+	"github.com/snowfence/snowfence/internal/chaos/oracle"
 )
 
 // collector receives every acknowledged ID of a scenario: it keeps them for
