@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/internal/testenv"
 )
 
 // runDir is where ip keeps the namespaces it names.
