@@ -1,10 +1,12 @@
 // Package chaos is snowfence's fault-injection suite: proof under fire that
-// no ID is issued twice. It runs the failure stories of the seeds against
-// real processes — `snowfence serve` services and library holders (this
-// package's HolderMain, a process embedding the library as a service
-// does) — leasing machine numbers from a real three-member etcd cluster
-// whose members are processes too (package etcdproc), injects the faults
-// while load runs, and checks every acknowledged ID.
+// no ID is issued twice. It runs the failure stories of docs/design.md
+// (clock steps, frozen and crashing holders, etcd faults and restores,
+// bursts, a holder cut off from etcd) against real processes — services
+// (`snowfence serve`) and library holders (this package's HolderMain, a
+// process embedding the library as a service does) — leasing machine
+// numbers from a real three-member etcd cluster whose members are
+// processes too (package etcdproc), injects the faults while load runs,
+// and checks every acknowledged ID.
 //
 // Command snowfence-chaos runs it; docs/reliability.md has the table of a
 // long run and how to read it.
@@ -14,8 +16,8 @@
 // Each is a named, repeatable run (its random choices derive from the
 // seed), on a fresh etcd cluster and a fresh oracle table:
 //
-//	1   seed 003: 32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
-//	2   seed 000: worker 17 steps back 40 ms (refused), then 3 ms (waited out)
+//	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
+//	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
 //	3   a forward jump of 10 minutes on one node
 //	4   a holder frozen (SIGSTOP) past its lease while another takes its number
 //	5a  etcd: the leader killed (SIGKILL)

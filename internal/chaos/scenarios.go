@@ -20,8 +20,8 @@ type scenario struct {
 // scenarios lists the suite in order.
 func scenarios() []scenario {
 	return []scenario{
-		{"1", "seed 003: node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", seed003},
-		{"2", "seed 000: worker 17 steps back 40 ms (refused), then 3 ms (waited out)", seed000},
+		{"1", "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", clockStepUnderLoad},
+		{"2", "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", smallStepsBack},
 		{"3", "a forward jump of 10 minutes on one node", forwardJump},
 		{"4", "a holder frozen (SIGSTOP) past its lease while another takes its number", frozenHolder},
 		{"5a", "etcd: the leader killed (SIGKILL)", func(e *Env) error { return etcdFault(e, "leader") }},
@@ -43,10 +43,13 @@ const (
 	fastSelfFence = 1500 * time.Millisecond
 )
 
-// seed003 replays the seed's incident: 32 generators (24 services, 2
-// library holders × 4) at a combined 180,000 IDs/s, and node 5's clock
-// steps back 280 ms.
-func seed003(e *Env) error {
+// clockStepUnderLoad replays an NTP correction on one node of a busy
+// fleet: 32 generators (24 services, 2 library holders × 4) at a combined
+// 180,000 IDs/s, and node 5's clock steps back 280 ms. A generator that
+// trusted its clock would mint the last 280 ms of timestamps again with
+// sequences restarting at 0; node 5 must refuse until its clock has passed
+// the last timestamp it used, and callers must retry on other nodes.
+func clockStepUnderLoad(e *Env) error {
 	svcs, err := e.startServices(24, serviceConfig{machines: "0-63"})
 	if err != nil {
 		return err
@@ -104,9 +107,11 @@ func seed003(e *Env) error {
 	return nil
 }
 
-// seed000 replays the seed's worker 17: a 40 ms step back is refused, a
-// 3 ms one waited out.
-func seed000(e *Env) error {
+// smallStepsBack steps worker 17's clock back twice: 40 ms, longer than a
+// generator waits out (snowfence.Config.MaxBackwardWait), is refused until
+// the clock is back past the last timestamp; 3 ms is waited out, and no
+// caller sees a refusal.
+func smallStepsBack(e *Env) error {
 	var svcs []*service
 	for _, m := range []string{"16-16", "17-17", "18-18", "19-19"} {
 		s, err := e.addService(serviceConfig{machines: m})
