@@ -222,7 +222,7 @@ func (e *Env) close() {
 	}
 	for _, l := range e.libraries {
 		if p := l.proc(); p != nil {
-			p.kill()
+			e.kill(p)
 		}
 	}
 	for i := len(e.cleanups) - 1; i >= 0; i-- {

@@ -129,8 +129,8 @@ func (l *library) waitReady(ctx context.Context, timeout time.Duration) error {
 	select {
 	case <-ready:
 		return nil
-	case <-p.done:
-		return fmt.Errorf("%s exited before it was ready: %v; stderr: %s", p.name, p.err, lastLine(p.stderr.String()))
+	case <-p.Done():
+		return fmt.Errorf("%s exited before it was ready: %v; stderr: %s", p.Name(), p.Err(), lastLine(p.Tail()))
 	case <-t.C:
 		return fmt.Errorf("%s not ready after %v", l.name, timeout)
 	case <-ctx.Done():
@@ -145,7 +145,7 @@ func (l *library) step(ctx context.Context, d time.Duration) error {
 	l.seq++
 	seq, p, acks := l.seq, l.p, l.acks
 	l.mu.Unlock()
-	if _, err := fmt.Fprintf(p.stdin, "step %d %d\n", d.Milliseconds(), seq); err != nil {
+	if _, err := fmt.Fprintf(p.Stdin(), "step %d %d\n", d.Milliseconds(), seq); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -172,20 +172,20 @@ func (l *library) proc() *proc {
 // stop ends the holder gracefully: "quit", then SIGTERM if needed.
 func (l *library) stop() error {
 	p := l.proc()
-	if p == nil || p.exited() {
+	if p == nil || p.Exited() {
 		return nil
 	}
-	p.signal(sigCont) // a frozen holder cannot read "quit"
-	fmt.Fprintln(p.stdin, "quit")
+	p.Signal(sigCont) // a frozen holder cannot read "quit"
+	fmt.Fprintln(p.Stdin(), "quit")
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
-	case <-p.done:
-		if p.err != nil {
-			return fmt.Errorf("%s: %v; stderr: %s", p.name, p.err, lastLine(p.stderr.String()))
+	case <-p.Done():
+		if p.Err() != nil {
+			return fmt.Errorf("%s: %v; stderr: %s", p.Name(), p.Err(), lastLine(p.Tail()))
 		}
 		return nil
 	case <-t.C:
-		return p.stop(5 * time.Second)
+		return p.Stop(5 * time.Second)
 	}
 }

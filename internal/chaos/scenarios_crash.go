@@ -55,7 +55,7 @@ func crashLoops(e *Env) error {
 			})
 		} else {
 			l := libs[victim-len(svcs)]
-			l.proc().kill()
+			e.kill(l.proc())
 			if err := l.start(); err != nil {
 				return err
 			}

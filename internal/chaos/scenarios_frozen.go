@@ -40,11 +40,11 @@ func frozenHolder(e *Env) error {
 	}
 
 	frozen := time.Now()
-	if err := a.proc().signal(sigStop); err != nil {
+	if err := a.proc().Signal(sigStop); err != nil {
 		return err
 	}
 	if s1 != nil {
-		if err := s1.proc().signal(sigStop); err != nil {
+		if err := s1.proc().Signal(sigStop); err != nil {
 			return err
 		}
 	}
@@ -63,9 +63,9 @@ func frozenHolder(e *Env) error {
 	}
 	e.logf("waking them after %v", time.Since(frozen).Round(time.Millisecond))
 	aRefused := a.refusals()
-	a.proc().signal(sigCont)
+	a.proc().Signal(sigCont)
 	if s1 != nil {
-		s1.proc().signal(sigCont)
+		s1.proc().Signal(sigCont)
 	}
 	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
 		return err

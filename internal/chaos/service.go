@@ -141,7 +141,7 @@ func (s *service) serving(addr string) error {
 // watch notices the process ending: callers stop sending to it, and a
 // supervised service is started again (as systemd would).
 func (s *service) watch(p *proc) {
-	<-p.done
+	<-p.Done()
 	s.mu.Lock()
 	current := s.p == p
 	if current {
@@ -151,10 +151,10 @@ func (s *service) watch(p *proc) {
 	}
 	s.mu.Unlock()
 	if current && s.cfg.supervise && !s.env.stopping.Load() {
-		if why := lastLine(p.stderr.String()); strings.Contains(why, "no free machine number") {
+		if why := lastLine(p.Tail()); strings.Contains(why, "no free machine number") {
 			s.waitRestarts.Add(1) // its range is full: expected while it waits
 		} else {
-			s.env.logf("%s exited (%v); restarting: %s", p.name, p.err, why)
+			s.env.logf("%s exited (%v); restarting: %s", p.Name(), p.Err(), why)
 		}
 		if pause(s.env.ctx, 200*time.Millisecond) != nil {
 			return
@@ -176,7 +176,7 @@ func (s *service) kill() {
 	s.closeProxy()
 	s.mu.Unlock()
 	if p != nil {
-		p.kill()
+		s.env.kill(p)
 	}
 }
 
@@ -195,7 +195,7 @@ func (s *service) stop() error {
 	if p == nil {
 		return nil
 	}
-	err := p.stop(15 * time.Second)
+	err := p.Stop(15 * time.Second)
 	s.mu.Lock()
 	s.closeProxy()
 	s.mu.Unlock()
@@ -215,8 +215,8 @@ func (s *service) waitServing(ctx context.Context, timeout time.Duration) error 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for s.base.Load() == nil {
-		if p := s.proc(); p != nil && p.exited() && !s.cfg.supervise {
-			return fmt.Errorf("%s exited: %v; stderr: %s", p.name, p.err, lastLine(p.stderr.String()))
+		if p := s.proc(); p != nil && p.Exited() && !s.cfg.supervise {
+			return fmt.Errorf("%s exited: %v; stderr: %s", p.Name(), p.Err(), lastLine(p.Tail()))
 		}
 		if err := pause(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("%s not serving after %v: %w", s.name, timeout, err)

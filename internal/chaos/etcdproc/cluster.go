@@ -212,7 +212,7 @@ func (c *Cluster) launch(i int, state string) (*proc, error) {
 	if cmd == nil {
 		return nil, errors.New("etcdproc: Config.Command returned nil")
 	}
-	p, err := spawn(m.name, cmd, ReadyPrefix+m.client, c.out)
+	p, err := spawnMember(m.name, cmd, ReadyPrefix+m.client, c.out)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (c *Cluster) Pid(i int) int {
 	return c.proc(i).pid()
 }
 
-// Close kills every running member (resuming paused ones first) and reaps
+// Close kills every running member (paused ones too) and reaps
 // its process; the data directories stay. It is safe to call more than
 // once and reports members that could not be reaped.
 func (c *Cluster) Close() error {
@@ -305,7 +305,7 @@ func (c *Cluster) Close() error {
 		c.members[i].paused = false
 		c.mu.Unlock()
 		if p != nil {
-			errs = append(errs, p.kill(true))
+			errs = append(errs, p.kill())
 		}
 	}
 	return errors.Join(errs...)

@@ -28,7 +28,7 @@ func (c *Cluster) Kill(i int) error {
 	if err != nil {
 		return err
 	}
-	err = p.kill(false)
+	err = p.kill()
 	c.mu.Lock()
 	c.members[i].paused = false
 	c.mu.Unlock()
