@@ -1,6 +1,6 @@
 // Command snowfence-chaos is the fault-injection suite: it runs snowfence
 // services and library holders against a three-member etcd cluster, injects
-// the failures of the seeds (clock steps, frozen and crashing holders, etcd
+// the failures snowfence is built to survive (clock steps, frozen and crashing holders, etcd
 // leader kills, quorum loss, restores, bursts, a holder cut off from etcd),
 // checks every acknowledged ID against a PostgreSQL PRIMARY KEY and in
 // memory, and writes a table (Markdown and JSON).
@@ -24,7 +24,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snowfence/snowfence/test/chaos"
+	"github.com/snowfence/snowfence/internal/chaos"
 )
 
 func main() {

@@ -13,8 +13,8 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/snowfence/snowfence/test/chaos"
-	"github.com/snowfence/snowfence/test/chaos/netns"
+	"github.com/snowfence/snowfence/internal/chaos"
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 )
 
 // errFailed says a scenario failed (exit 1), as opposed to a usage or

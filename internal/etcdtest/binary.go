@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/snowfence/snowfence/internal/syncbuf"
+	"github.com/snowfence/snowfence/internal/spawn"
 )
 
 // DebianEtcd is where Debian's etcd-server package installs the etcd
@@ -25,12 +25,15 @@ const DebianEtcd = "/usr/bin/etcd"
 // A Binary is a single-member etcd cluster run from an executable, for
 // tests against an independently built etcd.
 type Binary struct {
-	cmd      *exec.Cmd
+	path     string
 	endpoint string
 	version  string
-	exited   chan struct{}
-	out      *syncbuf.Buffer
+	p        *spawn.Proc
 }
+
+// binaryOutput is how much of the executable's output a Binary keeps for
+// its errors: at --log-level error, all of it.
+const binaryOutput = 64 << 10
 
 // StartBinary starts the etcd executable at path as a one-member cluster on
 // free loopback ports, with its data in the test's TempDir, waits until it
@@ -72,8 +75,8 @@ func startBinary(path, dir string) (*Binary, error) {
 		return nil, err
 	}
 	client, peer := loopbackURL(ports[0]), loopbackURL(ports[1])
-	b := &Binary{endpoint: client.String(), exited: make(chan struct{}), out: &syncbuf.Buffer{}}
-	b.cmd = exec.Command(path,
+	b := &Binary{path: path, endpoint: client.String()}
+	cmd := exec.Command(path,
 		"--name", "bin0",
 		"--data-dir", dir,
 		"--listen-client-urls", client.String(),
@@ -86,15 +89,10 @@ func startBinary(path, dir string) (*Binary, error) {
 		"--log-level", "error",
 		"--unsafe-no-fsync",
 	)
-	b.cmd.Stdout = b.out
-	b.cmd.Stderr = b.out
-	if err := b.cmd.Start(); err != nil {
+	// Its stdout and stderr both go to the tail.
+	if b.p, err = spawn.Start(cmd, spawn.Config{Name: "etcd", TailBytes: binaryOutput}); err != nil {
 		return nil, fmt.Errorf("etcdtest: start %s: %w", path, err)
 	}
-	go func() {
-		b.cmd.Wait()
-		close(b.exited)
-	}()
 	if err := b.waitServing(); err != nil {
 		b.Stop()
 		return nil, err
@@ -119,16 +117,16 @@ func (b *Binary) waitServing() error {
 			return nil
 		}
 		select {
-		case <-b.exited:
-			out := b.out.String()
+		case <-b.p.Done():
+			out := b.p.Tail()
 			if strings.Contains(out, "address already in use") {
-				return fmt.Errorf("etcdtest: %s exited: %w: %s", b.cmd.Path, syscall.EADDRINUSE, out)
+				return fmt.Errorf("etcdtest: %s exited: %w: %s", b.path, syscall.EADDRINUSE, out)
 			}
-			return fmt.Errorf("etcdtest: %s exited: %s", b.cmd.Path, out)
+			return fmt.Errorf("etcdtest: %s exited: %s", b.path, out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("etcdtest: %s not serving after %v: %v\n%s", b.cmd.Path, readyTimeout, err, b.out.String())
+			return fmt.Errorf("etcdtest: %s not serving after %v: %v\n%s", b.path, readyTimeout, err, b.p.Tail())
 		}
 		time.Sleep(20 * time.Millisecond) // poll: only etcd can finish starting
 	}
@@ -152,22 +150,10 @@ func (b *Binary) Client(tb testing.TB) *clientv3.Client {
 }
 
 // Stop terminates the server (SIGTERM, then SIGKILL after 10 s) and waits
-// for it to exit. StartBinary arranges for it to run when the test ends.
+// for it to be reaped. StartBinary arranges for it to run when the test
+// ends.
 func (b *Binary) Stop() {
-	select {
-	case <-b.exited:
-		return
-	default:
-	}
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-b.exited:
-	case <-t.C:
-		b.cmd.Process.Kill()
-		<-b.exited
-	}
+	b.p.Stop(10 * time.Second) // how etcd ended does not matter here
 }
 
 // binaryVersion runs `path --version` and returns its first line.

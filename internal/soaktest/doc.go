@@ -6,11 +6,12 @@
 //
 // # The child
 //
-// A parent starts a child with Spawn: it re-executes its own test binary
-// running one test (the child's body, which calls ChildMain) with a JSON
-// configuration in an environment variable. The child runs holders (a
-// lease.Keeper and a generator each, see RunHolders) and prints one flushed
-// line per event through an Out:
+// A parent starts a child with Spawn (through package internal/spawn, which
+// starts, tails and reaps every child process of the module's tests): it
+// re-executes its own test binary running one test (the child's body,
+// which calls ChildMain) with a JSON configuration in an environment
+// variable. The child runs holders (a lease.Keeper and a generator each,
+// see RunHolders) and prints one flushed line per event through an Out:
 //
 //	claimed <holder> <machine> <token>     a keeper's first claim
 //	noclaim <holder> <error>               StartKeeper failed (retried)

@@ -5,17 +5,14 @@ package soaktest
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/syncbuf"
+	"github.com/snowfence/snowfence/internal/spawn"
 )
 
 // Child names the child process a parent starts: Test is the test whose
@@ -28,12 +25,11 @@ type Child struct {
 
 // Proc is a running child process, seen from the parent.
 type Proc struct {
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	stderr   *syncbuf.Buffer
-	readDone chan struct{}
-	waitOnce sync.Once
+	p *spawn.Proc
 }
+
+// stderrTail is how much of a child's stderr a Proc keeps.
+const stderrTail = 64 << 10
 
 // Spawn re-executes the test binary running c.Test with c.Config in c.Env;
 // onLine gets each line the child prints, in order, on a goroutine of its
@@ -52,87 +48,57 @@ func Spawn(t *testing.T, c Child, onLine func(string)) *Proc {
 	cmd := exec.Command(exe, "-test.run=^"+c.Test+"$", "-test.count=1",
 		"-test.timeout="+(c.Config.Spec().Lifetime+30*time.Second).String())
 	cmd.Env = append(os.Environ(), c.Env+"="+string(js))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Proc{cmd: cmd, stderr: &syncbuf.Buffer{Limit: 64 << 10}, readDone: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
+	sp, err := spawn.Start(cmd, spawn.Config{
+		Name:  c.Test,
+		Stdin: true,
+		Stdout: func(r io.Reader, _ io.Writer) {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				onLine(sc.Text())
+			}
+		},
+		TailBytes: stderrTail,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.readDone)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			onLine(sc.Text())
-		}
-	}()
-	t.Cleanup(func() {
-		p.Signal(syscall.SIGCONT) // a stopped process dies of SIGKILL too, but be tidy
-		p.Kill()
-	})
+	p := &Proc{p: sp}
+	t.Cleanup(p.Kill)
 	return p
 }
 
 // Pid is the child's process ID.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+func (p *Proc) Pid() int { return p.p.Pid() }
 
-// Signal sends sig to the child.
-func (p *Proc) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+// Signal sends sig to the child; one already reaped reports
+// spawn.ErrExited.
+func (p *Proc) Signal(sig syscall.Signal) error { return p.p.Signal(sig) }
 
-// Kill SIGKILLs the child (if it still runs) and reaps it.
-func (p *Proc) Kill() {
-	p.cmd.Process.Kill()
-	if !p.reap(10 * time.Second) {
-		p.waitOnce.Do(func() { p.cmd.Wait() })
-	}
-}
+// Kill SIGKILLs the child (if it still runs), stopped or not, and reaps
+// it.
+func (p *Proc) Kill() { p.p.Kill() }
 
 // Finish closes the child's stdin, which makes it release its numbers and
 // exit, and waits up to d for that before killing it.
 func (p *Proc) Finish(d time.Duration) {
-	p.stdin.Close()
-	if !p.reap(d) {
+	p.p.Stdin().Close()
+	if p.p.Wait(d) != nil {
 		p.Kill()
 	}
 }
 
-// reap waits up to d for the child's output to end, then for the process.
-// It reports whether the output ended in time.
-func (p *Proc) reap(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.readDone:
-	case <-t.C:
-		return false
-	}
-	p.waitOnce.Do(func() { p.cmd.Wait() })
-	return true
-}
-
 // Write sends a line to the child's stdin; ChildMain echoes it back.
 func (p *Proc) Write(line string) error {
-	_, err := io.WriteString(p.stdin, line+"\n")
+	_, err := io.WriteString(p.p.Stdin(), line+"\n")
 	return err
 }
 
 // Stopped reports whether the process is in the stopped state (SIGSTOP).
 func (p *Proc) Stopped() bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] == "T"
+	stopped, err := p.p.Stopped()
+	return err == nil && stopped
 }
 
-// Stderr is what the child wrote to its stderr (the first 64 KiB).
-func (p *Proc) Stderr() string { return p.stderr.String() }
+// Stderr is what the child wrote to its stderr (the last 64 KiB).
+func (p *Proc) Stderr() string { return p.p.Tail() }

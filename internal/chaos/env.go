@@ -1,0 +1,250 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/internal/chaos/oracle"
+)
+
+// Env is one scenario's world: a fresh three-member etcd cluster, the
+// services and library holders the scenario starts, the callers, and the
+// collector in front of a fresh oracle table.
+type Env struct {
+	ctx     context.Context
+	opts    Options
+	id      string // scenario id, "5b"
+	short   bool
+	rng     *rand.Rand
+	dir     string
+	started time.Time
+
+	cluster      *etcdproc.Cluster
+	col          *collector
+	http         *http.Client
+	services     []*service
+	libraries    []*library
+	loads        []*load
+	stopping     atomic.Bool
+	probeRefused atomic.Int64
+	cleanups     []func()
+
+	mu       sync.Mutex
+	checks   []Check
+	failures []string
+	recover  time.Duration
+	recWhat  string
+	notes    []string
+}
+
+// newEnv starts a scenario's etcd cluster and oracle table.
+func newEnv(ctx context.Context, opts Options, id string, seed uint64) (*Env, error) {
+	e := &Env{ctx: ctx, opts: opts, id: id, short: !opts.Long, rng: rand.New(rand.NewPCG(seed, uint64(len(id))<<32|uint64(id[0]))),
+		dir: filepath.Join(opts.Dir, "s"+id), started: time.Now(), recover: -1}
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	e.cluster, err = etcdproc.Start(ctx, etcdproc.Config{
+		Dir:     filepath.Join(e.dir, "etcd"),
+		Size:    3,
+		Command: func(args ...string) *exec.Cmd { return opts.Command(RoleEtcdMember, args...) },
+		Stderr:  &prefixWriter{w: opts.Log, prefix: "s" + id + " etcd: "},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd cluster: %w", err)
+	}
+	o, err := oracle.Open(ctx, oracle.Config{URL: opts.PostgresURL, Table: "chaos_s" + id})
+	if err != nil {
+		e.cluster.Close()
+		return nil, fmt.Errorf("oracle: %w", err)
+	}
+	e.col = newCollector(o)
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	e.http = &http.Client{Transport: tr}
+	return e, nil
+}
+
+// logf writes a progress line.
+func (e *Env) logf(format string, args ...any) {
+	if e.opts.Log != nil {
+		fmt.Fprintf(e.opts.Log, "s%-3s %6.1fs  %s\n", e.id, time.Since(e.started).Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// fail records a failure of the harness or the system that is not a
+// scenario check (a malformed stream, a process that would not start).
+func (e *Env) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	e.mu.Lock()
+	e.failures = append(e.failures, msg)
+	e.mu.Unlock()
+	e.logf("FAIL: %s", msg)
+}
+
+// check records a scenario expectation.
+func (e *Env) check(name string, ok bool, format string, args ...any) {
+	c := Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)}
+	e.mu.Lock()
+	e.checks = append(e.checks, c)
+	e.mu.Unlock()
+	mark := "ok  "
+	if !ok {
+		mark = "FAIL"
+	}
+	e.logf("%s %s: %s", mark, name, c.Detail)
+}
+
+// note adds a line to the scenario's report.
+func (e *Env) note(format string, args ...any) {
+	e.mu.Lock()
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+	e.mu.Unlock()
+}
+
+// recovered records a time to recover; the row shows the longest.
+func (e *Env) recovered(d time.Duration, what string) {
+	e.mu.Lock()
+	if d > e.recover {
+		e.recover, e.recWhat = d, what
+	}
+	e.mu.Unlock()
+	e.logf("recovered in %v: %s", d.Round(time.Millisecond), what)
+}
+
+// scale picks the short or the long mode's value.
+func scale[T any](e *Env, short, long T) T {
+	if e.short {
+		return short
+	}
+	return long
+}
+
+// wait lets the scenario run for d (load keeps going meanwhile).
+func (e *Env) wait(d time.Duration) error { return pause(e.ctx, d) }
+
+// waitIssuing polls s's /healthz until it answers 200 and returns when.
+func (e *Env) waitIssuing(s *service, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		status, _, _ := s.get(actx, "/healthz")
+		acancel()
+		if status == http.StatusOK {
+			return time.Now(), nil
+		}
+		if err := pause(ctx, 2*time.Millisecond); err != nil {
+			return time.Time{}, fmt.Errorf("%s not issuing after %v", s.name, timeout)
+		}
+	}
+}
+
+// healthz returns s's /healthz status code and body.
+func (e *Env) healthz(s *service) (int, string) {
+	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	defer cancel()
+	status, body, err := s.get(ctx, "/healthz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	return status, string(body)
+}
+
+// outageRecovery records, as the time to recover, the longest run of
+// refused or unanswered attempts any of ss ended with a success.
+func (e *Env) outageRecovery(ss []*service) {
+	var longest time.Duration
+	var who string
+	for _, s := range ss {
+		if d := s.longestOutage(); d > longest {
+			longest, who = d, s.name
+		}
+	}
+	if longest > 0 {
+		e.recovered(longest, "longest a service refused in a row, callers' view ("+who+")")
+	}
+}
+
+// stopAll stops the callers, then every service and holder gracefully.
+func (e *Env) stopAll() {
+	for _, l := range e.loads {
+		l.stop()
+	}
+	e.stopping.Store(true)
+	for _, s := range e.services {
+		if n := s.errors.Load(); n > 0 {
+			e.note("%s: %d attempts without an answer; the last: %v", s.name, n, s.lastErr.Load())
+		}
+		if n := s.waitRestarts.Load(); n > 0 {
+			e.note("%s was restarted %d times while its range was full (serve exits when no number is free)", s.name, n)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, s := range e.services {
+		wg.Go(func() {
+			if err := s.stop(); err != nil {
+				e.note("stop %s: %v", s.name, err)
+			}
+		})
+	}
+	for _, l := range e.libraries {
+		wg.Go(func() {
+			if err := l.stop(); err != nil {
+				e.note("stop %s: %v", l.name, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// close kills whatever is left and stops the cluster.
+func (e *Env) close() {
+	e.stopping.Store(true)
+	for _, s := range e.services {
+		s.kill()
+	}
+	for _, l := range e.libraries {
+		if p := l.proc(); p != nil {
+			e.kill(p)
+		}
+	}
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	if e.cluster != nil {
+		e.cluster.Close()
+	}
+	e.http.CloseIdleConnections()
+}
+
+// prefixWriter prefixes each write (the members' stderr) for the log,
+// which Run has made safe for concurrent writes.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if p.w == nil {
+		return len(b), nil
+	}
+	p.w.Write(append([]byte(p.prefix), b...))
+	return len(b), nil
+}

@@ -1,0 +1,188 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snowfence/snowfence/internal/chaos/oracle"
+)
+
+// Options configure a run of the suite.
+type Options struct {
+	// Long runs every scenario at full length (≥ 100 million IDs in all);
+	// false runs the short mode CI runs (minutes).
+	Long bool
+	// Seed makes a run repeatable: which process is killed when, and the
+	// like, derive from it. Zero: 1.
+	Seed uint64
+	// Scenarios to run, by id ("1", "5b") or number ("5" is 5a–5d). Empty:
+	// all.
+	Scenarios []string
+	// NoFence runs the library holders with the fence disabled
+	// (--unsafe-no-fence): the suite must then find duplicates.
+	NoFence bool
+	// PostgresURL is the oracle's database. Required.
+	PostgresURL string
+	// Snowfence is the path of the snowfence binary the services run;
+	// required unless only library holders run (NoFence).
+	Snowfence string
+	// Command returns a command that runs this harness's child role (see
+	// ChildMain) with args. Required.
+	Command func(role string, args ...string) *exec.Cmd
+	// Dir holds the scenarios' etcd data. Required.
+	Dir string
+	// Log receives progress lines; nil discards them. Run serialises its
+	// writes.
+	Log io.Writer
+}
+
+// Run runs the selected scenarios one after another and returns their
+// rows. A scenario that cannot be set up still gets a failing row.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.PostgresURL == "" || opts.Command == nil || opts.Dir == "" {
+		return nil, errors.New("chaos: Options need PostgresURL, Command and Dir")
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.Log != nil {
+		opts.Log = &lockedWriter{w: opts.Log}
+	}
+	sel, err := selectScenarios(opts.Scenarios)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Mode: "short", Seed: opts.Seed, Started: time.Now().UTC(), NoFence: opts.NoFence}
+	if opts.Long {
+		rep.Mode = "long"
+	}
+	for _, sc := range sel {
+		if ctx.Err() != nil {
+			break
+		}
+		row := runScenario(ctx, opts, sc)
+		rep.Rows = append(rep.Rows, row)
+	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
+	return rep, ctx.Err()
+}
+
+// selectScenarios resolves ids ("5" means every 5x).
+func selectScenarios(ids []string) ([]scenario, error) {
+	all := scenarios()
+	if len(ids) == 0 {
+		return all, nil
+	}
+	var out []scenario
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		n := len(out)
+		for _, sc := range all {
+			if sc.id == id || strings.TrimRight(sc.id, "abcde") == id {
+				out = append(out, sc)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5e)", id)
+		}
+	}
+	return out, nil
+}
+
+// runScenario sets a scenario up, runs it, stops everything and checks.
+func runScenario(ctx context.Context, opts Options, sc scenario) Row {
+	row := Row{Scenario: sc.id, Name: sc.name, Seed: opts.Seed}
+	start := time.Now()
+	env, err := newEnv(ctx, opts, sc.id, opts.Seed)
+	if err != nil {
+		row.Error = err.Error()
+		return row
+	}
+	defer env.close()
+	env.logf("start: %s", sc.name)
+	runErr := sc.run(env)
+	env.stopAll()
+
+	col := env.col
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	res, oerr := col.oracle.Close(cctx)
+	cancel()
+	memDups, memEx := oracle.Duplicates(col.ids, 5)
+
+	row.IDs = int64(len(col.ids))
+	row.Duplicates = res.Duplicates
+	row.DuplicatesMemory = memDups
+	row.OrderViolations = col.order
+	row.AheadOfClock = col.ahead
+	for _, l := range env.loads {
+		row.Refused += l.refused.Load()
+		row.Failed += l.failed.Load()
+		row.Lost += l.lost.Load()
+		row.Requests += l.requests.Load()
+	}
+	for _, l := range env.libraries {
+		row.Refused += l.refusals()
+	}
+	row.Refused += env.probeRefused.Load()
+	row.RecoverMs = -1
+	if env.recover >= 0 {
+		row.RecoverMs = float64(env.recover.Microseconds()) / 1000
+		row.RecoverWhat = env.recWhat
+	}
+	row.Seconds = time.Since(start).Seconds()
+	row.Checks = env.checks
+	row.Notes = env.notes
+	row.Failures = env.failures
+	for _, ex := range res.Examples {
+		row.Examples = append(row.Examples, fmt.Sprintf("id %d issued by sources %v", ex.ID, ex.Sources))
+	}
+	for _, id := range memEx {
+		row.Examples = append(row.Examples, fmt.Sprintf("id %d (in memory)", id))
+	}
+	row.Examples = append(row.Examples, col.orderEx...)
+
+	var errs []string
+	if runErr != nil {
+		errs = append(errs, "scenario: "+runErr.Error())
+	}
+	if oerr != nil {
+		errs = append(errs, "oracle: "+oerr.Error())
+	}
+	if col.oracleErr != nil {
+		errs = append(errs, "oracle add: "+col.oracleErr.Error())
+	}
+	if res.Received != row.IDs {
+		errs = append(errs, fmt.Sprintf("oracle received %d IDs, the collector %d", res.Received, row.IDs))
+	}
+	if res.Duplicates != memDups {
+		errs = append(errs, fmt.Sprintf("the oracle counts %d duplicates, the in-memory check %d", res.Duplicates, memDups))
+	}
+	row.Error = strings.Join(errs, "; ")
+	row.Pass = row.Error == "" && len(row.Failures) == 0 && row.Duplicates == 0 && row.DuplicatesMemory == 0 &&
+		row.Lost == 0 && row.OrderViolations == 0 && row.AheadOfClock == 0 &&
+		!slices.ContainsFunc(row.Checks, func(c Check) bool { return !c.OK })
+	env.logf("done: %d IDs, %d duplicates (PK) / %d (memory), %d refused, %d lost, pass=%v %s",
+		row.IDs, row.Duplicates, row.DuplicatesMemory, row.Refused, row.Lost, row.Pass, row.Error)
+	col.ids = nil
+	return row
+}
+
+// lockedWriter serialises the progress lines of the harness's goroutines
+// and the etcd members' stderr copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
