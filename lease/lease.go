@@ -124,7 +124,7 @@ type Lease struct {
 
 func (l *Lease) String() string {
 	return fmt.Sprintf("machine %d region %d holder %s token %d mark %s",
-		l.Machine, l.Region, l.Holder, l.Token, time.UnixMilli(l.MarkMs).UTC().Format(time.RFC3339Nano))
+		l.Machine, l.Region, l.Holder, l.Token, FormatMs(l.MarkMs))
 }
 
 // A Record is what a store holds for one machine number.

@@ -89,7 +89,7 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 		return nil
 	}
 	return fmt.Errorf("%w; the two differ from %s on, before the mark %s this renewal would reserve",
-		err, at.UTC().Format(time.RFC3339), time.UnixMilli(markMs).UTC().Format(time.RFC3339Nano))
+		err, at.UTC().Format(time.RFC3339), FormatMs(markMs))
 }
 
 // SetSchedule changes the fleet schedule stored in st to text, on the

@@ -155,11 +155,12 @@ func parseMarkTime(s string, now time.Time) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
+// fmtMs is lease.FormatMs, with "-" for a mark or expiry never written.
 func fmtMs(ms int64) string {
 	if ms == 0 {
 		return "-"
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+	return lease.FormatMs(ms)
 }
 
 // say prints a confirmation as a sentence or as JSON.
