@@ -1,24 +1,3 @@
-// Package leasetest is the conformance suite every lease.Store must pass.
-// A store's own tests call Run with a Harness that opens stores on a real
-// server (etcd, PostgreSQL, DynamoDB Local, …); the suite then checks the
-// two rules of package lease — a new fencing token on every claim, compared
-// on every extension, and a mark that every later holder starts at or
-// above — plus the operator's commands (quarantine, raise-marks) and the
-// typed errors.
-//
-// Every check runs as a named parallel subtest on a keyspace of its own, so
-// one server serves the whole suite.
-//
-// # Two kinds of store
-//
-// Stores differ in who decides that a lease has expired. In etcd the server
-// does (the owner key's etcd lease runs out); its Harness.Expire revokes that
-// lease. In a lease table the claimer does: a claim succeeds only if the
-// row's lease_expiry is below the claimer's clock (ClaimRequest.NowMs). Such
-// stores set Harness.ClockExpiry, leave Expire nil (or use it for nothing),
-// and the suite expires a lease by moving the next claimer's clock past the
-// record's ExpiresMs. The checks are the same for both; only the way to
-// expire a lease differs.
 package leasetest
 
 import (

@@ -1,0 +1,44 @@
+// Package node starts a complete snowfence holder in one call: a lease store
+// (an embedded single-member etcd by default, or an etcd cluster, a
+// PostgreSQL or a DynamoDB lease table), a lease.Keeper that claims a
+// machine number from it, and a snowfence.Generator that mints on that
+// number. It is the library's zero-configuration start, and what
+// "snowfence serve" runs.
+//
+//	n, err := node.Start(ctx, node.Config{}) // embedded etcd in ./snowfence-data
+//	id, err := n.Generator.Next(ctx)
+//	defer n.Close(ctx)                     // releases the number, recording its mark
+//
+// # Stores
+//
+// Every store is opened the same way, by an Opener (Config.Open) that
+// returns the store with the keeper timings that suit it:
+//
+//	node.Config{Open: node.EtcdCluster(etcdstore.ClientConfig{Endpoints: eps}, etcdstore.Config{})}
+//	node.Config{Open: node.Postgres("postgres://…", pgstore.Config{})}
+//	node.Config{Open: node.DynamoDB(dynamostore.ClientConfig{}, dynamostore.Config{})}
+//	node.Config{Open: node.EmbeddedEtcd(embedetcd.Config{Dir: dir}, etcdstore.Config{})} // the default
+//
+// A store the caller opened itself goes in Config.Store instead.
+//
+// # The embedded etcd is unique only on its host
+//
+// The zero-configuration store is a single-member etcd in a directory of
+// this host. Two hosts that each run the default share nothing: each leases
+// machine numbers from its own etcd, both may hold number 5, and they mint
+// the same IDs. Use it for one host only; a fleet on several hosts must
+// point every holder at one store (EtcdCluster on a shared etcd cluster, a
+// lease table, or Config.Store). Start logs a warning saying so whenever it
+// starts the embedded etcd.
+//
+// # Schedule, range and region
+//
+// Keeper.Schedule and Generator.Schedule must agree (either may be left
+// zero to take the other's). Start refuses, before it claims anything, a
+// machine range or region that a layout of the schedule in force from now
+// on cannot hold — a region other than 0 under v1, which has no region
+// bits, among them (snowfence.Schedule.CheckPlacement).
+//
+// node.go holds Config, Start and the Node; store.go the Opener of each
+// store.
+package node
