@@ -1,7 +1,7 @@
 // Command snowfence-chaos is the fault-injection suite: it runs snowfence
 // services and library holders against a three-member etcd cluster, injects
-// the failures snowfence is built to survive (clock steps, frozen and crashing holders, etcd
-// leader kills, quorum loss, restores, bursts, a holder cut off from etcd),
+// the failures snowfence is built to survive (clock steps, frozen and
+// crashing holders, etcd leader kills, quorum loss, restores, bursts, a holder cut off from etcd),
 // checks every acknowledged ID against a PostgreSQL PRIMARY KEY and in
 // memory, and writes a table (Markdown and JSON).
 //
@@ -15,6 +15,6 @@
 // proxies in the host namespace and says so). It exits 1 if any scenario
 // failed: a duplicate, a lost request, an order violation or a failed check.
 //
-// main.go dispatches; suite.go parses the suite's flags, runs the scenarios of internal/chaos
-// and writes the report.
+// main.go dispatches; suite.go parses the suite's flags, runs the
+// scenarios of internal/chaos and writes the report.
 package main
