@@ -1,9 +1,10 @@
 // Command snowfence-chaos is the fault-injection suite: it runs snowfence
 // services and library holders against a three-member etcd cluster, injects
 // the failures snowfence is built to survive (clock steps, frozen and
-// crashing holders, etcd leader kills, quorum loss, restores, bursts, a holder cut off from etcd),
-// checks every acknowledged ID against a PostgreSQL PRIMARY KEY and in
-// memory, and writes a table (Markdown and JSON).
+// crashing holders, etcd leader kills, quorum loss, restores, bursts, a
+// holder cut off from etcd), checks every acknowledged ID against a
+// PostgreSQL PRIMARY KEY and in memory, and writes a table (Markdown and
+// JSON).
 //
 //	go run ./cmd/snowfence-chaos -out chaos-out             # short mode, minutes
 //	go run ./cmd/snowfence-chaos -long -out chaos-long      # ≥ 100 million IDs
