@@ -29,6 +29,13 @@ type Config struct {
 	// zero timings from the Opener's, and its Schedule from
 	// Generator.Schedule.
 	Keeper lease.KeeperConfig
+	// TimingsChosen says Keeper's timings are final: Start does not fill
+	// their zero fields from the Opener's timings, so a zero keeps the
+	// keeper's own meaning (its default, or no margin). serve sets it: its
+	// flags have already taken the store's timings for the ones not given,
+	// and a timing given as 0 must not become the store's. False: zero
+	// timings are the store's.
+	TimingsChosen bool
 	// Generator configures minting: schedule, clock policy, waits. Its
 	// Lease, Clock and Logger are filled in by Start when zero. A non-zero
 	// Schedule must equal Keeper.Schedule when that is set too.
@@ -119,7 +126,9 @@ func (n *Node) open(ctx context.Context, cfg Config, kc *lease.KeeperConfig) err
 	if n.closeStore == nil {
 		n.closeStore = o.Store.Close
 	}
-	o.Timings.Apply(kc)
+	if !cfg.TimingsChosen {
+		o.Timings.Apply(kc)
+	}
 	return nil
 }
 

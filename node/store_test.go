@@ -29,23 +29,26 @@ func (s *claimStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.
 }
 
 // An Opener's timings fill the keeper's zero timings; the ones the keeper
-// sets stay.
+// sets stay; with TimingsChosen a zero stays the keeper's own default (10 s).
 func TestStartAppliesTheStoresTimings(t *testing.T) {
 	ctx := context.Background()
 	timings := lease.Timings{LeaseFor: 30 * time.Second, RenewEvery: 3 * time.Second, SelfFence: 15 * time.Second}
 	for _, tc := range []struct {
 		name     string
 		leaseFor time.Duration // the keeper's own
+		chosen   bool
 		want     time.Duration
 	}{
-		{"keeper sets none", 0, 30 * time.Second},
-		{"keeper sets its own", 20 * time.Second, 20 * time.Second},
+		{"keeper sets none", 0, false, 30 * time.Second},
+		{"keeper sets its own", 20 * time.Second, false, 20 * time.Second},
+		{"timings chosen", 0, true, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rec *claimStore
 			inner := node.EmbeddedEtcd(embedetcd.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"}, etcdstore.Config{})
 			cfg := noStore(lease.Range{Lo: 3, Hi: 3})
 			cfg.Keeper.LeaseFor = tc.leaseFor
+			cfg.TimingsChosen = tc.chosen
 			cfg.Open = func(ctx context.Context, region int, log *slog.Logger) (*node.Opened, error) {
 				o, err := inner(ctx, region, log)
 				if err != nil {

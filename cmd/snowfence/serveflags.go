@@ -121,6 +121,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	}
 	cfg.Logger = log
 	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL})
+	cfg.TimingsChosen = true // storeTimings took the store's for the flags not given
 	cfg.Keeper = lease.KeeperConfig{
 		Holder:     f.holder,
 		Range:      &rng,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -34,5 +35,26 @@ func TestServeTimingsFromTheStore(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: timings %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A timing flag given as 0 keeps the keeper's meaning of zero — no margin,
+// or the keeper's default — and node.Start must not fill it with the
+// store's: serve marks its timings as chosen.
+func TestServeExplicitZeroTimingStays(t *testing.T) {
+	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	f, _, err := parseServeFlags(e, []string{"--lease-store", "dynamodb", "--fence-margin", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.nodeConfig(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keeper.Margin != 0 || !cfg.TimingsChosen {
+		t.Fatalf("--fence-margin 0: keeper margin %s, timings chosen %v; want 0 and true", cfg.Keeper.Margin, cfg.TimingsChosen)
+	}
+	if want := dynamostore.Timings().LeaseFor; cfg.Keeper.LeaseFor != want {
+		t.Fatalf("lease length %s, want the store's %s", cfg.Keeper.LeaseFor, want)
 	}
 }
