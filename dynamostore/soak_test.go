@@ -4,7 +4,6 @@ package dynamostore_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -22,10 +21,11 @@ import (
 
 // Child holder processes for the soak: the parent re-executes this test
 // binary with soakChildEnv set to a JSON soakConfig, and TestSoakChild
-// runs keepers and generators on the table, printing one flushed line per
-// event as internal/soaktest describes, and besides
+// runs keepers and generators on the table, sending one flushed frame per
+// event as internal/soaktest describes; its request counts (Out.Counts, a
+// stats frame) are
 //
-//	reqs <n> <ms>              DynamoDB requests sent so far, in ms of life
+//	stats 0 <n> <ms>           DynamoDB requests sent so far, in ms of life
 const soakChildEnv = "SNOWFENCE_DYNAMO_SOAK_CHILD"
 
 type soakConfig struct {
@@ -54,7 +54,7 @@ func TestSoakChild(t *testing.T) {
 		awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 		if err != nil {
-			out.Printf("fatal %s", soaktest.OneLine(err))
+			out.Fatal(err)
 			return
 		}
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
@@ -62,12 +62,12 @@ func TestSoakChild(t *testing.T) {
 		})
 		s, err := dynamostore.New(client, dynamostore.Config{Table: cfg.Table, RequestTimeout: time.Second})
 		if err != nil {
-			out.Printf("fatal %s", soaktest.OneLine(err))
+			out.Fatal(err)
 			return
 		}
 		born := time.Now()
-		stop := soaktest.Reporter(ctx, out, cfg.HolderSpec, 200*time.Millisecond, func() string {
-			return fmt.Sprintf("reqs %d %d", hc.n.Load(), time.Since(born).Milliseconds())
+		stop := soaktest.Reporter(ctx, out, cfg.HolderSpec, 200*time.Millisecond, func() []int64 {
+			return []int64{hc.n.Load(), time.Since(born).Milliseconds()}
 		})
 		soaktest.RunHolders(ctx, cfg.HolderSpec, s, out)
 		cancel()
@@ -78,7 +78,7 @@ func TestSoakChild(t *testing.T) {
 // TestSoakKilledHoldersNeverDuplicate runs 8 child processes of 2 holders
 // each on machine numbers 0–11 of one table, minting continuously, while the
 // parent SIGKILLs a random process every 0.3–1.5 s and starts a fresh one in
-// its place. No ID may be printed twice, no two holders may stamp the same
+// its place. No ID may be sent twice, no two holders may stamp the same
 // millisecond on one number, and each holder's IDs must strictly increase.
 // It logs the DynamoDB request rate per holder.
 //

@@ -10,15 +10,17 @@ import (
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/soaktest"
+	"github.com/snowfence/snowfence/internal/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Holders in child processes. The parent test re-executes its own test
 // binary with a JSON childConfig in SNOWFENCE_CHILD_CONFIG; TestChildHolder
-// then runs keepers and generators against the given etcd and prints what
-// they do, one flushed line each, as internal/soaktest describes (claimed,
-// noclaim, ids, refused, echo, fatal). envChildConfig is in main_test.go,
-// whose TestMain tells a child process from a test run by it.
+// then runs keepers and generators against the given etcd and reports what
+// they do, one flushed frame (package internal/wire) each, as
+// internal/soaktest describes (claimed, noclaim, ids, fenced, refused,
+// echo, fatal). envChildConfig is in main_test.go, whose TestMain tells a
+// child process from a test run by it.
 
 // childConfig is what a child holder process runs.
 type childConfig struct {
@@ -66,7 +68,7 @@ func TestChildHolder(t *testing.T) {
 		}
 		if err != nil {
 			if ctx.Err() == nil { // else told to exit while starting up
-				out.Printf("fatal %s", soaktest.OneLine(err))
+				out.Fatal(err)
 			}
 			return
 		}
@@ -86,12 +88,12 @@ type stderrOf struct{ p *soaktest.Proc }
 
 func (s stderrOf) String() string { return s.p.Stderr() }
 
-// startChild starts a child holder process running cfg; onLine gets each
-// line it prints, in order, on a goroutine of its own. The child is killed
+// startChild starts a child holder process running cfg; onFrame gets each
+// frame it sends, in order, on a goroutine of its own. The child is killed
 // when the test ends, if it has not exited by then.
-func startChild(t *testing.T, cfg childConfig, onLine func(string)) *childProc {
+func startChild(t *testing.T, cfg childConfig, onFrame func(wire.Frame)) *childProc {
 	t.Helper()
-	p := soaktest.Spawn(t, childHolder(cfg), onLine)
+	p := soaktest.Spawn(t, childHolder(cfg), onFrame)
 	return &childProc{Proc: p, stderr: stderrOf{p}}
 }
 

@@ -5,8 +5,6 @@ package lease_test
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -23,7 +22,7 @@ import (
 // expired, claims N in the parent, and resumes the child with SIGCONT. The
 // child refuses from the moment it wakes (ErrFenced: its last renewal is
 // older than the self-fence window, and then its lease is found lost), so
-// every ID it ever printed on N is stamped below the parent's first, and no
+// every ID it ever sent on N is stamped below the parent's first, and no
 // ID occurs twice.
 func TestPausedHolderRefusesOnWaking(t *testing.T) {
 	t.Parallel()
@@ -32,30 +31,30 @@ func TestPausedHolderRefusesOnWaking(t *testing.T) {
 	prefix := "/test/" + t.Name()
 
 	var mu sync.Mutex
-	var lines []string
+	var frames []wire.Frame
 	arrived := make(chan struct{}, 1)
 	child := startChild(t, childConfig{
 		Endpoints: c.Endpoints(), Prefix: prefix, Range: lease.Range{Lo: n, Hi: n},
 		Holders: 1, Batch: 1, Every: 20 * time.Millisecond, Lifetime: time.Minute,
 		LeaseFor: shortLeaseFor, RenewEvery: shortRenewEvery, SelfFence: shortSelfFence,
-	}, func(l string) {
+	}, func(f wire.Frame) {
 		mu.Lock()
-		lines = append(lines, l)
+		frames = append(frames, f)
 		mu.Unlock()
 		select {
 		case arrived <- struct{}{}:
 		default:
 		}
 	})
-	// await waits (up to d) until cond holds for the child's lines so far.
-	await := func(what string, d time.Duration, cond func([]string) bool) {
+	// await waits (up to d) until cond holds for the child's frames so far.
+	await := func(what string, d time.Duration, cond func([]wire.Frame) bool) {
 		t.Helper()
 		timeout := time.NewTimer(d)
 		defer timeout.Stop()
 		for {
 			mu.Lock()
-			ok := cond(lines)
-			tail := lines[max(0, len(lines)-5):]
+			ok := cond(frames)
+			tail := frames[max(0, len(frames)-5):]
 			mu.Unlock()
 			if ok {
 				return
@@ -63,12 +62,12 @@ func TestPausedHolderRefusesOnWaking(t *testing.T) {
 			select {
 			case <-arrived:
 			case <-timeout.C:
-				t.Fatalf("%s: not within %v; last lines %q; stderr %s", what, d, tail, child.stderr)
+				t.Fatalf("%s: not within %v; last frames %q; stderr %s", what, d, tail, child.stderr)
 			}
 		}
 	}
 	// A second of issuing: two renewals at least.
-	await("the child issues", 30*time.Second, func(ls []string) bool { return count(ls, "ids ") >= 50 })
+	await("the child issues", 30*time.Second, func(fs []wire.Frame) bool { return count(fs, isIDs) >= 50 })
 
 	if err := child.signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ func TestPausedHolderRefusesOnWaking(t *testing.T) {
 	parentFirst := p.allIDs()[0]
 	parentFirstMs := snowfence.V1().TimeOf(parentFirst).UnixMilli()
 
-	// Wake the child; the line it echoes marks everything after as printed
+	// Wake the child; the line it echoes marks everything after as sent
 	// after it woke.
 	if err := child.signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -106,33 +105,40 @@ func TestPausedHolderRefusesOnWaking(t *testing.T) {
 	if err := child.write("resumed"); err != nil {
 		t.Fatal(err)
 	}
-	after := func(ls []string) []string {
-		for i, l := range ls {
-			if l == "echo resumed" {
-				return ls[i+1:]
+	after := func(fs []wire.Frame) []wire.Frame {
+		for i, f := range fs {
+			if f.Kind == wire.KindEcho && f.Text == "resumed" {
+				return fs[i+1:]
 			}
 		}
 		return nil
 	}
-	await("the child prints after waking", 20*time.Second, func(ls []string) bool { return len(after(ls)) >= 10 })
+	await("the child reports after waking", 20*time.Second, func(fs []wire.Frame) bool { return len(after(fs)) >= 10 })
 	p.halt()
 	child.finish(5 * time.Second)
 
 	mu.Lock()
-	all := append([]string(nil), lines...)
+	all := append([]wire.Frame(nil), frames...)
 	mu.Unlock()
 	woke := after(all)
-	if k := count(woke, "ids "); k != 0 {
+	if k := count(woke, isIDs); k != 0 {
 		t.Errorf("the child issued %d batches after waking, want none: %q", k, woke)
 	}
-	if k := count(woke, "refused 0 fenced "); k == 0 {
-		t.Errorf("the child printed no ErrFenced refusal after waking: %q", woke)
+	fenced := func(f wire.Frame) bool { return f.Kind == wire.KindFenced && f.Gen == 0 }
+	if k := count(woke, fenced); k == 0 {
+		t.Errorf("the child sent no ErrFenced refusal after waking: %q", woke)
 	} else {
-		t.Logf("after waking the child refused %d times; the first: %q", k, woke[slices.IndexFunc(woke, func(l string) bool { return strings.HasPrefix(l, "refused ") })])
+		t.Logf("after waking the child refused %d times; the first: %q", k, woke[slices.IndexFunc(woke, func(f wire.Frame) bool {
+			return f.Kind == wire.KindFenced || f.Kind == wire.KindRefused
+		})])
 	}
 	var childIDs []snowfence.ID
-	for _, l := range all {
-		childIDs = append(childIDs, parseIDs(t, l)...)
+	for _, f := range all {
+		if isIDs(f) {
+			for _, v := range f.Vals {
+				childIDs = append(childIDs, snowfence.ID(v))
+			}
+		}
 	}
 	for _, id := range childIDs {
 		if m := snowfence.V1().Split(id).Machine; m != n {
@@ -146,32 +152,16 @@ func TestPausedHolderRefusesOnWaking(t *testing.T) {
 		checkUnique(t, childIDs, p.allIDs()))
 }
 
-// count is how many lines start with prefix.
-func count(lines []string, prefix string) int {
+// count is how many of frames satisfy is.
+func count(frames []wire.Frame, is func(wire.Frame) bool) int {
 	k := 0
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
+	for _, f := range frames {
+		if is(f) {
 			k++
 		}
 	}
 	return k
 }
 
-// parseIDs returns the IDs of an "ids <holder> <id> …" line, nil for other
-// lines.
-func parseIDs(t *testing.T, line string) []snowfence.ID {
-	f := strings.Fields(line)
-	if len(f) < 3 || f[0] != "ids" {
-		return nil
-	}
-	ids := make([]snowfence.ID, 0, len(f)-2)
-	for _, s := range f[2:] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Errorf("child line %q: %v", line, err)
-			return nil
-		}
-		ids = append(ids, snowfence.ID(v))
-	}
-	return ids
-}
+// isIDs reports whether f is a batch of IDs.
+func isIDs(f wire.Frame) bool { return f.Kind == wire.KindIDs }

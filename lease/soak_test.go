@@ -16,8 +16,8 @@ import (
 // often), minting continuously, while the parent SIGKILLs a random process
 // every 0.3–1.5 s and starts a fresh one in its place, or now and then
 // (one time in three) SIGSTOPs one for 1–4 s instead (often past the 3 s
-// lease: it wakes to find its numbers taken). Every ID a child printed
-// counts (a killed child's unprinted IDs never left it). The parent checks
+// lease: it wakes to find its numbers taken). Every ID a child sent
+// counts (a killed child's unsent IDs never left it). The parent checks
 // that no ID occurs twice, that no two holders ever stamped the same
 // millisecond on the same number (the fence's promise, stronger than
 // uniqueness), and that each holder's IDs strictly increase.

@@ -4,7 +4,6 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,10 +18,11 @@ import (
 
 // Child holder processes for the soak: the parent re-executes this test
 // binary with soakChildEnv set to a JSON soakConfig, and TestSoakChild runs
-// keepers and generators on the table, printing one flushed line per event
-// as internal/soaktest describes, and besides
+// keepers and generators on the table, sending one flushed frame per event
+// as internal/soaktest describes; its request counts (Out.Counts, a stats
+// frame) are
 //
-//	reqs <stmts> <calls> <extends> <ms>
+//	stats 0 <stmts> <calls> <extends> <ms>
 //	                             SQL statements sent, lease.Store calls and
 //	                             of them Extends (renewals) made so far, in
 //	                             ms of the process's life
@@ -85,7 +85,7 @@ func TestSoakChild(t *testing.T) {
 		defer cancel()
 		pcfg, err := pgxpool.ParseConfig(cfg.URL)
 		if err != nil {
-			out.Printf("fatal %s", soaktest.OneLine(err))
+			out.Fatal(err)
 			return
 		}
 		stmts := &stmtCounter{}
@@ -99,20 +99,20 @@ func TestSoakChild(t *testing.T) {
 		ccancel()
 		if err != nil {
 			if ctx.Err() == nil { // else told to exit while starting up
-				out.Printf("fatal %s", soaktest.OneLine(err))
+				out.Fatal(err)
 			}
 			return
 		}
 		defer pool.Close()
 		ps, err := pgstore.New(pool, pgstore.Config{Table: cfg.Table})
 		if err != nil {
-			out.Printf("fatal %s", soaktest.OneLine(err))
+			out.Fatal(err)
 			return
 		}
 		s := &countingStore{Store: ps}
 		born := time.Now()
-		stop := soaktest.Reporter(ctx, out, cfg.HolderSpec, 200*time.Millisecond, func() string {
-			return fmt.Sprintf("reqs %d %d %d %d", stmts.n.Load(), s.n.Load(), s.extends.Load(), time.Since(born).Milliseconds())
+		stop := soaktest.Reporter(ctx, out, cfg.HolderSpec, 200*time.Millisecond, func() []int64 {
+			return []int64{stmts.n.Load(), s.n.Load(), s.extends.Load(), time.Since(born).Milliseconds()}
 		})
 		soaktest.RunHolders(ctx, cfg.HolderSpec, s, out)
 		cancel()

@@ -15,7 +15,7 @@ import (
 // always waiting for a number), minting continuously, while the parent
 // SIGKILLs a random process every 0.3–1.5 s and starts a fresh one in its
 // place; a killed holder's number comes free when its lease (3 s) runs out.
-// Every ID a child printed counts (a killed child's unprinted IDs never left
+// Every ID a child sent counts (a killed child's unsent IDs never left
 // it). No ID may occur twice, no two holders may stamp the same millisecond
 // on one number, and each holder's IDs must strictly increase. It logs the
 // store requests (SQL statements) per second per holder.

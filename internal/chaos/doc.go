@@ -37,12 +37,12 @@
 // # What is counted
 //
 // An ID is acknowledged when a caller received it in a 200 answer, or when
-// a library holder streamed it to the harness (see frame.go). Every
-// acknowledged ID goes, in COPY batches, into a PostgreSQL table whose
-// PRIMARY KEY (id BIGINT) is the oracle (package oracle), and into memory,
-// where a sort finds the same duplicates independently. Each lane — a
-// library generator's stream, or what one caller got from one service,
-// request after request — must increase.
+// a library holder streamed it to the harness (in frames, see package
+// internal/wire). Every acknowledged ID goes, in COPY batches, into a
+// PostgreSQL table whose PRIMARY KEY (id BIGINT) is the oracle (package
+// oracle), and into memory, where a sort finds the same duplicates
+// independently. Each lane — a library generator's stream, or what one
+// caller got from one service, request after request — must increase.
 //
 // Callers retry a refused (503) or unanswered attempt on the next service
 // until one answers with IDs; "refused" counts refused attempts (and

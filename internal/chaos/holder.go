@@ -18,6 +18,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
+	"github.com/snowfence/snowfence/internal/wire"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 )
@@ -44,7 +45,7 @@ const flushEvery = 5 * time.Millisecond
 // HolderMain runs a library holder until ctx ends or standard input says
 // "quit": --generators keepers and generators on one etcd client, one wall
 // clock the harness can step ("step <ms>" on standard input), frames on
-// stdout (see frame.go), logs on stderr.
+// stdout (see package internal/wire), logs on stderr.
 //
 // --unsafe-no-fence is the suite's proof that it can fail: each generator
 // keeps using the last grant it saw, with no self-fence and no mark, after
@@ -83,7 +84,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	defer store.Close()
 	clock := offsetclock.New(snowfence.SystemClock())
-	out := newFrameWriter(stdout)
+	out := wire.NewWriter(stdout)
 
 	nodes := make([]*node.Node, f.generators)
 	var wg sync.WaitGroup
@@ -104,8 +105,8 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	out.write(frameReady, 0, nil)
-	out.flush()
+	out.Write(wire.KindReady, 0, nil)
+	out.Flush()
 
 	stats := make([]holderStats, f.generators)
 	for i, n := range nodes {
@@ -121,7 +122,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	err = control(ctx, stdin, clock, out)
 	cancel()
 	wg.Wait()
-	out.flush()
+	out.Flush()
 	return err
 }
 
@@ -155,7 +156,7 @@ type holderStats struct {
 // mint is one generator's caller: every millisecond it asks for what the
 // rate owes (or, at rate 0, for batch after batch) and streams what it got.
 // When it falls behind it drops the debt rather than burst to catch up.
-func mint(ctx context.Context, g *snowfence.Generator, f holderFlags, clock snowfence.Clock, out *frameWriter, idx int, st *holderStats) {
+func mint(ctx context.Context, g *snowfence.Generator, f holderFlags, clock snowfence.Clock, out *wire.Writer, idx int, st *holderStats) {
 	buf := make([]snowfence.ID, 0, snowfence.MaxBatch)
 	vals := make([]int64, 0, snowfence.MaxBatch)
 	start := clock.Now().Mono
@@ -193,14 +194,14 @@ func mint(ctx context.Context, g *snowfence.Generator, f holderFlags, clock snow
 		for _, id := range ids {
 			vals = append(vals, int64(id))
 		}
-		out.write(frameIDs, idx, vals)
+		out.Write(wire.KindIDs, idx, vals)
 		st.issued.Add(int64(len(ids)))
 	}
 }
 
 // report flushes the frames every flushEvery and sends each generator's
 // counters every tenth flush.
-func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *frameWriter) {
+func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *wire.Writer) {
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
 	for i := 0; ; i++ {
@@ -215,10 +216,10 @@ func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *f
 				if st := n.Keeper.Status(); st.State == lease.StateHeld {
 					machine = int64(st.Machine)
 				}
-				out.write(frameStats, g, []int64{stats[g].refused.Load(), machine, stats[g].issued.Load()})
+				out.Write(wire.KindStats, g, []int64{stats[g].refused.Load(), machine, stats[g].issued.Load()})
 			}
 		}
-		if out.flush() != nil {
+		if out.Flush() != nil {
 			return // the harness is gone
 		}
 	}
@@ -227,7 +228,7 @@ func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *f
 // control reads commands from the harness: "step <ms> <seq>" steps the
 // wall clock, "quit" ends the holder. Each command is acknowledged with its
 // sequence number once done.
-func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out *frameWriter) error {
+func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out *wire.Writer) error {
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(stdin)
@@ -261,8 +262,8 @@ func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out
 			return fmt.Errorf("holder: command %q: %w", line, err)
 		}
 		clock.Step(time.Duration(ms) * time.Millisecond)
-		out.write(frameAck, 0, []int64{seq})
-		out.flush()
+		out.Write(wire.KindAck, 0, []int64{seq})
+		out.Flush()
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/wire"
 )
 
 // library is one library-holder process (HolderMain) seen from the
@@ -74,7 +76,7 @@ func (l *library) start() error {
 	ready, acks := make(chan struct{}), make(chan int64, 4)
 	l.ready, l.acks = ready, acks
 	p, err := startProc(name, l.env.opts.Command(RoleHolder, args...), func(r io.Reader) {
-		err := readFrames(r, func(f frame) { l.frame(f, ready, acks) })
+		err := wire.Read(r, func(f wire.Frame) { l.frame(f, ready, acks) })
 		if err != nil {
 			l.env.fail("%s: %v", name, err)
 		}
@@ -87,24 +89,24 @@ func (l *library) start() error {
 }
 
 // frame handles one frame of the current incarnation.
-func (l *library) frame(f frame, ready chan struct{}, acks chan int64) {
-	if f.gen >= l.cfg.generators {
-		l.env.fail("%s: frame for generator %d of %d", l.name, f.gen, l.cfg.generators)
+func (l *library) frame(f wire.Frame, ready chan struct{}, acks chan int64) {
+	if f.Gen >= l.cfg.generators {
+		l.env.fail("%s: frame for generator %d of %d", l.name, f.Gen, l.cfg.generators)
 		return
 	}
-	switch f.kind {
-	case frameIDs:
-		l.env.col.record(l.base+int32(f.gen), -1, f.vals, 0)
-	case frameStats:
-		if len(f.vals) == 3 {
-			l.refused[f.gen].Store(f.vals[0])
-			l.machine[f.gen].Store(f.vals[1])
+	switch f.Kind {
+	case wire.KindIDs:
+		l.env.col.record(l.base+int32(f.Gen), -1, f.Vals, 0)
+	case wire.KindStats:
+		if len(f.Vals) == 3 {
+			l.refused[f.Gen].Store(f.Vals[0])
+			l.machine[f.Gen].Store(f.Vals[1])
 		}
-	case frameReady:
+	case wire.KindReady:
 		close(ready)
-	case frameAck:
-		if len(f.vals) == 1 {
-			acks <- f.vals[0]
+	case wire.KindAck:
+		if len(f.Vals) == 1 {
+			acks <- f.Vals[0]
 		}
 	}
 }

@@ -10,13 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -45,58 +45,91 @@ type Config interface {
 	Spec() HolderSpec
 }
 
-// OneLine is err's text on one line.
-func OneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
-
-// Out writes a child's lines whole, flushing each; it is safe for
-// concurrent use.
+// Out writes a child's frames (package internal/wire) whole, flushing
+// each; it is safe for concurrent use. Its writes ignore errors: a failed
+// flush means the parent is gone.
 type Out struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	w *wire.Writer
 }
 
 // NewOut returns an Out writing to w.
-func NewOut(w io.Writer) *Out { return &Out{w: bufio.NewWriter(w)} }
+func NewOut(w io.Writer) *Out { return &Out{w: wire.NewWriter(w)} }
 
-// Printf prints one line (format without the newline).
-func (o *Out) Printf(format string, args ...any) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	fmt.Fprintf(o.w, format+"\n", args...)
+// values writes one values frame and flushes it.
+func (o *Out) values(kind wire.Kind, idx int, vals []int64) {
+	o.w.Write(kind, idx, vals)
 	o.w.Flush()
 }
 
-// IDs prints "ids <idx> <id> …", one batch of holder idx.
+// text writes one text frame and flushes it.
+func (o *Out) text(kind wire.Kind, idx int, text string) {
+	o.w.WriteText(kind, idx, text)
+	o.w.Flush()
+}
+
+// IDs writes one batch of holder idx, in issue order (an ids frame).
 func (o *Out) IDs(idx int, ids []snowfence.ID) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	b := o.w.AvailableBuffer()
-	b = append(b, "ids "...)
-	b = strconv.AppendInt(b, int64(idx), 10)
-	for _, id := range ids {
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(id), 10)
+	vals := make([]int64, len(ids))
+	for i, id := range ids {
+		vals[i] = int64(id)
 	}
-	b = append(b, '\n')
-	o.w.Write(b)
-	o.w.Flush()
+	o.values(wire.KindIDs, idx, vals)
 }
+
+// Claimed says holder idx's keeper made its first claim, of machine with
+// token (a claimed frame).
+func (o *Out) Claimed(idx, machine int, token uint64) {
+	o.values(wire.KindClaimed, idx, []int64{int64(machine), int64(token)})
+}
+
+// NoClaim says holder idx's keeper could not start (a noclaim frame).
+func (o *Out) NoClaim(idx int, err error) { o.text(wire.KindNoClaim, idx, err.Error()) }
+
+// Refused says holder idx's batch was refused with err: a fenced frame if
+// err is snowfence.ErrFenced, a refused frame otherwise.
+func (o *Out) Refused(idx int, err error) {
+	kind := wire.KindRefused
+	if errors.Is(err, snowfence.ErrFenced) {
+		kind = wire.KindFenced
+	}
+	o.text(kind, idx, err.Error())
+}
+
+// Counts writes the process's store-specific request counts (a stats
+// frame of holder 0).
+func (o *Out) Counts(counts ...int64) { o.values(wire.KindStats, 0, counts) }
+
+// Echo echoes a line the parent wrote to stdin (an echo frame).
+func (o *Out) Echo(line string) { o.text(wire.KindEcho, 0, line) }
+
+// Fatal says the child could not do its work (a fatal frame).
+func (o *Out) Fatal(err error) { o.text(wire.KindFatal, 0, err.Error()) }
 
 // ChildMain is the body of a child process started by Spawn with env set.
 // Run as a normal test (env unset) it skips t, naming parents, the tests
 // that start it. Else it decodes the JSON configuration in env and calls
 // body with a context that ends when the process's lifetime (Spec().Lifetime)
 // runs out or its stdin closes; lines the parent writes to stdin are echoed
-// as "echo <text>". A configuration that does not decode prints "fatal".
+// in echo frames. A configuration that does not decode is a fatal frame.
+//
+// The frames go to the process's standard output, and nothing else does:
+// ChildMain points file descriptor 1 at standard error, so what the test
+// binary prints there besides (its closing "PASS", a report of a failed
+// child) lands in the stderr the parent keeps, not in the stream.
 func ChildMain[C Config](t *testing.T, env, parents string, body func(ctx context.Context, cfg C, out *Out)) {
 	js := os.Getenv(env)
 	if js == "" {
 		t.Skip("child holder process: runs only when re-executed by " + parents)
 	}
-	out := NewOut(os.Stdout)
+	stream, err := frameStream()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soaktest child: %v\n", err)
+		return
+	}
+	out := NewOut(stream)
 	var cfg C
 	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
-		out.Printf("fatal config: %v", err)
+		out.Fatal(fmt.Errorf("config: %w", err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Spec().Lifetime)
@@ -106,17 +139,32 @@ func ChildMain[C Config](t *testing.T, env, parents string, body func(ctx contex
 		// release and exit.
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			out.Printf("echo %s", sc.Text())
+			out.Echo(sc.Text())
 		}
 		cancel()
 	}()
 	body(ctx, cfg, out)
 }
 
-// Reporter prints line() every d until ctx ends (at most Lifetime/d times),
-// from a goroutine of its own. The returned stop waits for that goroutine
-// (ctx must have ended or be about to) and prints line() a last time.
-func Reporter(ctx context.Context, out *Out, spec HolderSpec, d time.Duration, line func() string) (stop func()) {
+// frameStream returns the process's standard output, as a file of its own,
+// and points file descriptor 1 at standard error.
+func frameStream() (*os.File, error) {
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		return nil, fmt.Errorf("dup stdout: %w", err)
+	}
+	if err := syscall.Dup3(2, 1, 0); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("stdout to stderr: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "frames"), nil
+}
+
+// Reporter writes counts() as a stats frame (Out.Counts) every d until ctx
+// ends (at most Lifetime/d times), from a goroutine of its own. The
+// returned stop waits for that goroutine (ctx must have ended or be about
+// to) and writes counts() a last time.
+func Reporter(ctx context.Context, out *Out, spec HolderSpec, d time.Duration, counts func() []int64) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -127,22 +175,22 @@ func Reporter(ctx context.Context, out *Out, spec HolderSpec, d time.Duration, l
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				out.Printf("%s", line())
+				out.Counts(counts()...)
 			}
 		}
 	}()
 	return func() {
 		<-done
-		out.Printf("%s", line())
+		out.Counts(counts()...)
 	}
 }
 
 // RunHolders runs spec.Holders holders on s until ctx ends, named
-// "<process>/h<index>" after lease.ThisProcess, printing to out.
+// "<process>/h<index>" after lease.ThisProcess, writing to out.
 func RunHolders(ctx context.Context, spec HolderSpec, s lease.Store, out *Out) {
 	me, err := lease.ThisProcess()
 	if err != nil {
-		out.Printf("fatal %s", OneLine(err))
+		out.Fatal(err)
 		return
 	}
 	var wg sync.WaitGroup
@@ -153,8 +201,8 @@ func RunHolders(ctx context.Context, spec HolderSpec, s lease.Store, out *Out) {
 }
 
 // RunHolder claims a number (retrying every 100 ms while none is free,
-// printing "noclaim"), prints "claimed", then takes a batch every
-// spec.Every until ctx ends, printing each batch or refusal. It releases
+// writing a noclaim frame), writes a claimed frame, then takes a batch
+// every spec.Every until ctx ends, writing each batch or refusal. It releases
 // the number on the way out.
 func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string, idx int, out *Out) {
 	clk := snowfence.SystemClock() // one clock for keeper and generator
@@ -172,7 +220,7 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 			LeaseFor: spec.LeaseFor, RenewEvery: spec.RenewEvery, SelfFence: spec.SelfFence})
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			out.Printf("noclaim %d %s", idx, OneLine(err))
+			out.NoClaim(idx, err)
 		}
 	}
 	defer func() {
@@ -182,12 +230,12 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 	}()
 	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
-		out.Printf("fatal %s", OneLine(err))
+		out.Fatal(err)
 		return
 	}
 	k.SetLastIssued(g.LastIssued)
 	st := k.Status()
-	out.Printf("claimed %d %d %d", idx, st.Machine, st.Token)
+	out.Claimed(idx, st.Machine, st.Token)
 	t := time.NewTicker(spec.Every) // pacing, not synchronisation
 	defer t.Stop()
 	buf := make([]snowfence.ID, 0, spec.Batch)
@@ -202,11 +250,7 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 			if ctx.Err() != nil {
 				return
 			}
-			kind := "other"
-			if errors.Is(err, snowfence.ErrFenced) {
-				kind = "fenced"
-			}
-			out.Printf("refused %d %s %s", idx, kind, OneLine(err))
+			out.Refused(idx, err)
 			continue
 		}
 		out.IDs(idx, ids)

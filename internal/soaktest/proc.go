@@ -3,16 +3,17 @@
 package soaktest
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/wire"
 )
 
 // Child names the child process a parent starts: Test is the test whose
@@ -32,10 +33,11 @@ type Proc struct {
 const stderrTail = 64 << 10
 
 // Spawn re-executes the test binary running c.Test with c.Config in c.Env;
-// onLine gets each line the child prints, in order, on a goroutine of its
-// own. The child dies with the parent (SIGKILL), and is killed when t ends
-// if it has not exited by then.
-func Spawn(t *testing.T, c Child, onLine func(string)) *Proc {
+// onFrame gets each frame the child writes, in order, on a goroutine of
+// its own, and may keep it. A stream that is not frames fails t. The child
+// dies with the parent (SIGKILL), and is killed when t ends if it has not
+// exited by then.
+func Spawn(t *testing.T, c Child, onFrame func(wire.Frame)) *Proc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -52,10 +54,12 @@ func Spawn(t *testing.T, c Child, onLine func(string)) *Proc {
 		Name:  c.Test,
 		Stdin: true,
 		Stdout: func(r io.Reader, _ io.Writer) {
-			sc := bufio.NewScanner(r)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				onLine(sc.Text())
+			err := wire.Read(r, func(f wire.Frame) {
+				f.Vals = slices.Clone(f.Vals)
+				onFrame(f)
+			})
+			if err != nil {
+				t.Errorf("%s child: its output: %v", c.Test, err)
 			}
 		},
 		TailBytes: stderrTail,
@@ -88,7 +92,8 @@ func (p *Proc) Finish(d time.Duration) {
 	}
 }
 
-// Write sends a line to the child's stdin; ChildMain echoes it back.
+// Write sends a line to the child's stdin; ChildMain echoes it back in an
+// echo frame.
 func (p *Proc) Write(line string) error {
 	_, err := io.WriteString(p.p.Stdin(), line+"\n")
 	return err

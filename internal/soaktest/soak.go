@@ -7,13 +7,13 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/wire"
 )
 
 // SeedEnv names the environment variable that replays a soak's schedule.
@@ -35,13 +35,13 @@ func Seed(t *testing.T) uint64 {
 }
 
 // Rec is one ID and the holder (process incarnation × holders per process +
-// holder index) that printed it.
+// holder index) that sent it.
 type Rec struct {
 	ID     int64
 	Holder int32
 }
 
-// Collector starts child processes and gathers what every one prints.
+// Collector starts child processes and gathers what every one sends.
 type Collector struct {
 	t     *testing.T
 	child Child
@@ -62,7 +62,7 @@ func NewCollector(t *testing.T, c Child) *Collector {
 	return &Collector{t: t, child: c, issued: map[int]bool{}, reports: map[int][]int64{}}
 }
 
-// Start starts a child process (a new incarnation) whose lines feed col.
+// Start starts a child process (a new incarnation) whose frames feed col.
 func (col *Collector) Start() *Proc {
 	col.mu.Lock()
 	inc := col.incarnations
@@ -70,33 +70,21 @@ func (col *Collector) Start() *Proc {
 	col.mu.Unlock()
 	holders := col.child.Config.Spec().Holders
 	last := make(map[int]int64) // per holder index; only this child's reader uses it
-	return Spawn(col.t, col.child, func(line string) {
-		kind, rest, _ := strings.Cut(line, " ")
-		f := strings.Fields(rest)
-		switch kind {
-		case "ids":
-			if len(f) == 0 {
-				col.t.Errorf("child line %q: no holder", line)
+	return Spawn(col.t, col.child, func(f wire.Frame) {
+		switch f.Kind {
+		case wire.KindIDs:
+			if f.Gen >= holders {
+				col.t.Errorf("child frame %q: holder %d of %d", f, f.Gen, holders)
 				return
 			}
-			idx, err := strconv.Atoi(f[0])
-			if err != nil {
-				col.t.Errorf("child line %q: %v", line, err)
-				return
-			}
-			holder := int32(inc*holders + idx)
-			batch := make([]Rec, 0, len(f)-1)
+			holder := int32(inc*holders + f.Gen)
+			batch := make([]Rec, 0, len(f.Vals))
 			disorder := 0
-			for _, s := range f[1:] {
-				id, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					col.t.Errorf("child line %q: %v", line, err)
-					return
-				}
-				if id <= last[idx] {
+			for _, id := range f.Vals {
+				if id <= last[f.Gen] {
 					disorder++
 				}
-				last[idx] = id
+				last[f.Gen] = id
 				batch = append(batch, Rec{id, holder})
 			}
 			col.mu.Lock()
@@ -104,25 +92,21 @@ func (col *Collector) Start() *Proc {
 			col.disorder += disorder
 			col.issued[inc] = true
 			col.mu.Unlock()
-		case "reqs":
-			r := make([]int64, len(f))
-			for i, s := range f {
-				r[i], _ = strconv.ParseInt(s, 10, 64)
-			}
+		case wire.KindStats:
 			col.mu.Lock()
-			col.reports[inc] = r
+			col.reports[inc] = f.Vals
 			col.mu.Unlock()
-		case "refused":
+		case wire.KindRefused, wire.KindFenced:
 			col.mu.Lock()
 			col.refused++
 			col.mu.Unlock()
-		case "noclaim":
+		case wire.KindNoClaim:
 			col.mu.Lock()
 			col.noclaim++
 			col.mu.Unlock()
-		case "fatal":
+		case wire.KindFatal:
 			col.mu.Lock()
-			col.fatal = append(col.fatal, rest)
+			col.fatal = append(col.fatal, f.Text)
 			col.mu.Unlock()
 		}
 	})
@@ -130,8 +114,8 @@ func (col *Collector) Start() *Proc {
 
 // Result is what a soak saw, for a test's own log lines.
 type Result struct {
-	// IDs, Holders and Machines count the IDs printed, the holders that
-	// printed any and the machine numbers they were stamped with.
+	// IDs, Holders and Machines count the IDs sent, the holders that
+	// sent any and the machine numbers they were stamped with.
 	IDs, Holders, Machines int
 	// Dups and Shared count duplicate IDs and milliseconds stamped by two
 	// holders on one number.
@@ -143,8 +127,8 @@ type Result struct {
 	Incarnations, Kills, Pauses int
 	// Refused and NoClaim count refused batches and failed claims.
 	Refused, NoClaim int
-	// Reports holds each incarnation's last "reqs" line, as numbers, and
-	// Issued the incarnations that printed IDs.
+	// Reports holds each incarnation's last request counts (its last
+	// stats frame), and Issued the incarnations that sent IDs.
 	Reports map[int][]int64
 	Issued  map[int]bool
 }
@@ -169,7 +153,7 @@ func Check(t *testing.T, recs []Rec) (dups, shared int) {
 		case a.ID == b.ID:
 			dups++
 			if dups <= 5 {
-				t.Errorf("ID %d printed twice (holders %d and %d)", a.ID, a.Holder, b.Holder)
+				t.Errorf("ID %d sent twice (holders %d and %d)", a.ID, a.Holder, b.Holder)
 			}
 		case a.ID>>12 == b.ID>>12 && a.Holder != b.Holder:
 			shared++
@@ -206,7 +190,7 @@ type Soak struct {
 // schedule drawn from Seed, a random one is SIGKILLed and a fresh one
 // started in its place (or, with s.Pauses, one time in three SIGSTOPped for
 // 1–4 s); then it closes every child's stdin, waits for them and checks
-// everything they printed: no fatal lines, no duplicate IDs, no millisecond
+// everything they sent: no fatal frames, no duplicate IDs, no millisecond
 // stamped by two holders on one number, each holder's IDs strictly
 // increasing, and enough of a soak to mean something. It logs a summary
 // and returns what it saw.
