@@ -1,0 +1,364 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The region registry names the regions of a fleet: which region number
+// belongs to which name, since when, and whether it is retired. A region
+// number is never reused: a retired region keeps its number for ever, and
+// a new region takes the lowest number no region ever had, so an ID's
+// region number names one region across the whole life of the ID space.
+//
+// Every region keeps a copy of the registry in its own lease store
+// (RegistryStore), so a holder reads it from the store it leases from and
+// never calls another region. An operator's change writes every copy
+// (UpdateRegistry), each with a version compare, and is refused when the
+// copies differ.
+
+// Errors of the region registry. Match them with errors.Is.
+var (
+	// ErrRegistryConflict: the stored registry is not at the version the
+	// write expected; another change came first.
+	ErrRegistryConflict = errors.New("lease: the region registry changed since it was read")
+	// ErrRegistryDiverged: the copies of the registry in the regions'
+	// stores differ (a change that stopped half way); see SyncRegistry.
+	ErrRegistryDiverged = errors.New("lease: the copies of the region registry differ")
+	// ErrUnknownRegion: no region of that name or number is registered.
+	ErrUnknownRegion = errors.New("lease: unknown region")
+	// ErrRegionRetired: the region is retired; its number is never used
+	// again.
+	ErrRegionRetired = errors.New("lease: region retired")
+	// ErrNoRegionNumber: every region number of the layout has been used.
+	ErrNoRegionNumber = errors.New("lease: no region number left")
+)
+
+// A Region is one entry of the registry.
+type Region struct {
+	// Name is the region's name: lower-case letters, digits and hyphens,
+	// starting with a letter (CheckRegionName), such as "eu-west-1".
+	Name string `json:"name"`
+	// Number is the region number IDs carry in their region bits.
+	Number int `json:"number"`
+	// CreatedMs is when the region was added, Unix ms.
+	CreatedMs int64 `json:"created_ms"`
+	// RetiredMs is when it was retired, Unix ms; 0 while it is in service.
+	RetiredMs int64 `json:"retired_ms,omitempty"`
+}
+
+// Retired reports whether the region is retired.
+func (r Region) Retired() bool { return r.RetiredMs != 0 }
+
+// A Registry is the list of every region ever added, retired ones
+// included, in number order, at a version that every change raises by
+// one. The zero value is the registry of a store where none was written.
+type Registry struct {
+	// Version is 0 when no registry was written, else the number of
+	// changes made to it.
+	Version int64 `json:"version"`
+	// Regions are every region ever added, in number order.
+	Regions []Region `json:"regions"`
+}
+
+// Equal reports whether r and o are the same registry.
+func (r Registry) Equal(o Registry) bool {
+	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions)
+}
+
+// Named returns the region called name.
+func (r Registry) Named(name string) (Region, bool) {
+	for _, g := range r.Regions {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Region{}, false
+}
+
+// Numbered returns the region with number n.
+func (r Registry) Numbered(n int) (Region, bool) {
+	for _, g := range r.Regions {
+		if g.Number == n {
+			return g, true
+		}
+	}
+	return Region{}, false
+}
+
+// Resolve finds the region a holder is started in: text is a region's
+// name or its number in decimal. The region must be registered and in
+// service (ErrUnknownRegion, ErrRegionRetired). With no registry written
+// (Version 0) a number is taken as it is, as before regions had names,
+// and a name is unknown.
+func (r Registry) Resolve(text string) (Region, error) {
+	n, numErr := strconv.Atoi(text)
+	if numErr == nil && n < 0 {
+		return Region{}, fmt.Errorf("%w: region %d is negative", ErrInvalid, n)
+	}
+	if r.Version == 0 {
+		if numErr == nil {
+			return Region{Number: n}, nil
+		}
+		return Region{}, fmt.Errorf("%w: %q: the store has no region registry yet; add the region first (snowfence regions add %s)", ErrUnknownRegion, text, text)
+	}
+	var g Region
+	var ok bool
+	if numErr == nil {
+		g, ok = r.Numbered(n)
+	} else {
+		g, ok = r.Named(text)
+	}
+	switch {
+	case !ok:
+		return Region{}, fmt.Errorf("%w: %q is not in the region registry (version %d); list the regions with snowfence regions list, or add it with snowfence regions add NAME", ErrUnknownRegion, text, r.Version)
+	case g.Retired():
+		return Region{}, fmt.Errorf("%w: region %s (number %d) was retired at %s; its number is never used again: start the holder in a region in service (snowfence regions list)", ErrRegionRetired, g.Name, g.Number, FormatMs(g.RetiredMs))
+	}
+	return g, nil
+}
+
+// Left returns how many region numbers below limit no region has had.
+func (r Registry) Left(limit int) int {
+	used := 0
+	for _, g := range r.Regions {
+		if g.Number < limit {
+			used++
+		}
+	}
+	return max(limit-used, 0)
+}
+
+// WithRegion returns r, one version on, with a region called name added
+// at nowMs under the lowest number below limit (the layout's 1 <<
+// RegionBits) that no region ever had.
+func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Region, error) {
+	if err := CheckRegionName(name); err != nil {
+		return r, Region{}, err
+	}
+	if g, ok := r.Named(name); ok {
+		return r, Region{}, fmt.Errorf("%w: region %s exists already (number %d); a retired name is not reused either: choose another name", ErrInvalid, name, g.Number)
+	}
+	n := 0
+	for ; n < limit; n++ {
+		if _, taken := r.Numbered(n); !taken {
+			break
+		}
+	}
+	if n >= limit {
+		return r, Region{}, fmt.Errorf("%w: all %d region numbers of the layout have been used (retired numbers are never reused); a layout with more region bits is needed", ErrNoRegionNumber, limit)
+	}
+	g := Region{Name: name, Number: n, CreatedMs: nowMs}
+	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g)}
+	slices.SortFunc(next.Regions, func(a, b Region) int { return a.Number - b.Number })
+	return next, g, nil
+}
+
+// WithRetired returns r, one version on, with the region called name
+// retired at nowMs. Its number stays taken.
+func (r Registry) WithRetired(name string, nowMs int64) (Registry, Region, error) {
+	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions)}
+	for i, g := range next.Regions {
+		if g.Name != name {
+			continue
+		}
+		if g.Retired() {
+			return r, g, fmt.Errorf("%w: region %s was retired already at %s", ErrRegionRetired, name, FormatMs(g.RetiredMs))
+		}
+		next.Regions[i].RetiredMs = nowMs
+		return next, next.Regions[i], nil
+	}
+	return r, Region{}, fmt.Errorf("%w: %q is not in the region registry", ErrUnknownRegion, name)
+}
+
+// CheckRegionName refuses a name that is not 1 to 63 lower-case letters,
+// digits and hyphens starting with a letter and not ending with a hyphen
+// (so that a name never reads as a region number).
+func CheckRegionName(name string) error {
+	bad := len(name) == 0 || len(name) > 63 || name[0] < 'a' || name[0] > 'z' || name[len(name)-1] == '-'
+	for i := 0; !bad && i < len(name); i++ {
+		c := name[i]
+		bad = !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')
+	}
+	if bad {
+		return fmt.Errorf("%w: region name %q: use 1 to 63 lower-case letters, digits and hyphens, starting with a letter, such as eu-west-1", ErrInvalid, name)
+	}
+	return nil
+}
+
+// A RegistryStore keeps one copy of the region registry: every lease store
+// implements it, beside its leases (etcd: the key <prefix>/registry;
+// PostgreSQL: the table <table>_registry; DynamoDB: an item of the lease
+// table).
+type RegistryStore interface {
+	// Registry returns the stored registry: the zero Registry if none was
+	// written.
+	Registry(ctx context.Context) (Registry, error)
+	// SetRegistry writes next if the stored registry is at version
+	// next.Version-1 (none written, for version 1). If it is at another
+	// version it returns ErrRegistryConflict, unless the stored registry
+	// equals next: a retry of a write that committed, or a second copy on
+	// the same store, succeeds.
+	SetRegistry(ctx context.Context, next Registry) error
+}
+
+// registryRetries bounds how often UpdateRegistry re-reads after another
+// operator's change won the first copy.
+const registryRetries = 8
+
+// UpdateRegistry changes the registry of a fleet: it reads every copy
+// (each region's store, in the order given, the same order for every
+// operator), refuses with ErrRegistryDiverged if they differ, applies
+// change to the registry read, and writes the result to every copy in
+// order, each with its version compare. The first copy decides between
+// two operators changing the registry at once: the one whose write there
+// fails on its version re-reads and applies its change again (so two
+// regions added at once get two numbers). A compare that fails on a later
+// copy means the copies diverged meanwhile: ErrRegistryDiverged.
+func UpdateRegistry(ctx context.Context, copies []RegistryStore, change func(Registry) (Registry, error)) (Registry, error) {
+	if len(copies) == 0 {
+		return Registry{}, fmt.Errorf("%w: no copy of the registry to change: give every region's store", ErrInvalid)
+	}
+	for attempt := range registryRetries {
+		cur, err := readCopies(ctx, copies)
+		var behind *copiesBehind
+		if errors.As(err, &behind) && attempt < registryRetries-1 {
+			// Most likely another operator's change between its first
+			// copy and the rest: give it a moment to finish.
+			if werr := waitCtx(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {
+				return Registry{}, werr
+			}
+			continue
+		}
+		if err != nil {
+			return Registry{}, err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return cur, err
+		}
+		if next.Version != cur.Version+1 {
+			return cur, fmt.Errorf("%w: registry change to version %d from %d; a change raises the version by one", ErrInvalid, next.Version, cur.Version)
+		}
+		err = copies[0].SetRegistry(ctx, next)
+		if errors.Is(err, ErrRegistryConflict) {
+			continue // another change won the first copy: start again from it
+		}
+		if err != nil {
+			return cur, fmt.Errorf("write the registry's first copy: %w", err)
+		}
+		for i, c := range copies[1:] {
+			if err := c.SetRegistry(ctx, next); err != nil {
+				return next, fmt.Errorf("%w: copy %d of %d not written (%w): the first copy is at version %d; run snowfence regions sync to bring the others there", ErrRegistryDiverged, i+2, len(copies), err, next.Version)
+			}
+		}
+		return next, nil
+	}
+	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrRegistryConflict, registryRetries)
+}
+
+// readCopies returns the registry every copy holds, or ErrRegistryDiverged.
+func readCopies(ctx context.Context, copies []RegistryStore) (Registry, error) {
+	var first Registry
+	for i, c := range copies {
+		r, err := c.Registry(ctx)
+		if err != nil {
+			return Registry{}, fmt.Errorf("read the registry's copy %d of %d: %w", i+1, len(copies), err)
+		}
+		if i == 0 {
+			first = r
+			continue
+		}
+		if !r.Equal(first) {
+			err := fmt.Errorf("%w: copy 1 is at version %d, copy %d at version %d; run snowfence regions sync, which brings every copy to the first one's version when they are one change apart",
+				ErrRegistryDiverged, first.Version, i+1, r.Version)
+			if r.Version == first.Version-1 {
+				return Registry{}, &copiesBehind{err}
+			}
+			return Registry{}, err
+		}
+	}
+	return first, nil
+}
+
+// copiesBehind is ErrRegistryDiverged when a copy is one version behind
+// the first: a change may be under way.
+type copiesBehind struct{ err error }
+
+func (e *copiesBehind) Error() string { return e.err.Error() }
+func (e *copiesBehind) Unwrap() error { return e.err }
+
+// registryBackoff is the first wait of UpdateRegistry for another
+// operator's change to reach every copy; each retry waits longer.
+const registryBackoff = 20 * time.Millisecond
+
+// waitCtx waits d or until ctx ends.
+func waitCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// AddRegion adds a region called name at nowMs to every copy, under the
+// lowest region number below limit (1 << RegionBits of the layout) never
+// used, and returns it.
+func AddRegion(ctx context.Context, copies []RegistryStore, name string, nowMs int64, limit int) (Region, error) {
+	var added Region
+	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
+		next, g, err := r.WithRegion(name, nowMs, limit)
+		added = g
+		return next, err
+	})
+	return added, err
+}
+
+// RetireRegion retires the region called name at nowMs in every copy.
+func RetireRegion(ctx context.Context, copies []RegistryStore, name string, nowMs int64) (Region, error) {
+	var retired Region
+	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
+		next, g, err := r.WithRetired(name, nowMs)
+		retired = g
+		return next, err
+	})
+	return retired, err
+}
+
+// SyncRegistry finishes a change that stopped half way: every copy one
+// version behind the first is given the first copy's registry (with the
+// version compare). Copies further apart, or ahead of the first, are
+// refused with ErrRegistryDiverged: they need an operator's look.
+func SyncRegistry(ctx context.Context, copies []RegistryStore) (Registry, error) {
+	if len(copies) == 0 {
+		return Registry{}, fmt.Errorf("%w: no copy of the registry to sync", ErrInvalid)
+	}
+	first, err := copies[0].Registry(ctx)
+	if err != nil {
+		return Registry{}, fmt.Errorf("read the registry's copy 1: %w", err)
+	}
+	for i, c := range copies[1:] {
+		r, err := c.Registry(ctx)
+		if err != nil {
+			return first, fmt.Errorf("read the registry's copy %d: %w", i+2, err)
+		}
+		switch {
+		case r.Equal(first):
+		case r.Version == first.Version-1:
+			if err := c.SetRegistry(ctx, first); err != nil {
+				return first, fmt.Errorf("sync the registry's copy %d to version %d: %w", i+2, first.Version, err)
+			}
+		default:
+			return first, fmt.Errorf("%w: copy %d is at version %d and copy 1 at %d: not one change apart; compare them (snowfence regions list on each store) before writing either",
+				ErrRegistryDiverged, i+2, r.Version, first.Version)
+		}
+	}
+	return first, nil
+}

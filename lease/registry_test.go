@@ -1,0 +1,168 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// memRegistry is a RegistryStore in memory, with the compare the stores
+// make.
+type memRegistry struct {
+	mu  sync.Mutex
+	reg lease.Registry
+}
+
+func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reg, nil
+}
+
+func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.reg.Equal(next):
+		return nil
+	case m.reg.Version != next.Version-1:
+		return fmt.Errorf("%w: stored %d", lease.ErrRegistryConflict, m.reg.Version)
+	}
+	m.reg = next
+	return nil
+}
+
+func copies(n int) []lease.RegistryStore {
+	cs := make([]lease.RegistryStore, n)
+	for i := range cs {
+		cs[i] = &memRegistry{}
+	}
+	return cs
+}
+
+// Eight operators adding a region each at once, on three copies, get eight
+// different numbers; a ninth finds none left; every copy agrees.
+func TestAddRegionConcurrently(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(3)
+	var wg sync.WaitGroup
+	got := make([]lease.Region, 8)
+	errs := make([]error, 8)
+	for i := range 8 {
+		wg.Go(func() { got[i], errs[i] = lease.AddRegion(ctx, cs, fmt.Sprintf("r-%d", i), int64(1000+i), 8) })
+	}
+	wg.Wait()
+	var nums []int
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("adder %d: %v", i, err)
+		}
+		nums = append(nums, got[i].Number)
+	}
+	slices.Sort(nums)
+	if !slices.Equal(nums, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("numbers %v, want 0..7 once each", nums)
+	}
+	if _, err := lease.AddRegion(ctx, cs, "r-9", 2000, 8); !errors.Is(err, lease.ErrNoRegionNumber) {
+		t.Fatalf("ninth region: %v, want ErrNoRegionNumber", err)
+	}
+	first, _ := cs[0].Registry(ctx)
+	for i, c := range cs {
+		if r, _ := c.Registry(ctx); !r.Equal(first) || r.Version != 8 {
+			t.Fatalf("copy %d: %+v, want version 8 equal to copy 1", i+1, r)
+		}
+	}
+}
+
+// A retired region keeps its number: the next region takes a new one, and
+// a holder cannot start in the retired one.
+func TestRetiredNumberNeverReused(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(2)
+	for _, name := range []string{"eu-west-1", "us-east-1"} {
+		if _, err := lease.AddRegion(ctx, cs, name, 1, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lease.RetireRegion(ctx, cs, "eu-west-1", 2); err != nil {
+		t.Fatal(err)
+	}
+	g, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8)
+	if err != nil || g.Number != 2 {
+		t.Fatalf("region after a retirement: %+v, %v; want number 2 (0 stays eu-west-1's)", g, err)
+	}
+	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 4, 8); !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("a retired name again: %v, want ErrInvalid", err)
+	}
+	r, _ := cs[1].Registry(ctx)
+	for _, tc := range []struct {
+		text string
+		want error
+		num  int
+	}{
+		{"eu-west-1", lease.ErrRegionRetired, 0},
+		{"0", lease.ErrRegionRetired, 0},
+		{"us-east-1", nil, 1},
+		{"2", nil, 2},
+		{"mars-1", lease.ErrUnknownRegion, 0},
+		{"5", lease.ErrUnknownRegion, 0},
+		{"-1", lease.ErrInvalid, 0},
+	} {
+		g, err := r.Resolve(tc.text)
+		if !errors.Is(err, tc.want) || (err == nil && g.Number != tc.num) {
+			t.Errorf("Resolve(%q) = %+v, %v; want number %d, error %v", tc.text, g, err, tc.num, tc.want)
+		}
+	}
+	if left := r.Left(8); left != 5 {
+		t.Errorf("Left(8) = %d, want 5", left)
+	}
+}
+
+// With no registry written, a number is taken as it is and a name is
+// unknown.
+func TestResolveWithoutRegistry(t *testing.T) {
+	var r lease.Registry
+	if g, err := r.Resolve("3"); err != nil || g.Number != 3 {
+		t.Fatalf("Resolve(3) without a registry: %+v, %v", g, err)
+	}
+	if _, err := r.Resolve("eu-west-1"); !errors.Is(err, lease.ErrUnknownRegion) {
+		t.Fatalf("Resolve(name) without a registry: %v, want ErrUnknownRegion", err)
+	}
+}
+
+// Copies that differ are refused; a change stopped after the first copy is
+// finished by SyncRegistry.
+func TestRegistryDivergedAndSync(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(3)
+	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := cs[0].Registry(ctx)
+	next, _, _ := r.WithRegion("us-east-1", 2, 8)
+	if err := cs[0].SetRegistry(ctx, next); err != nil { // the change stops here
+		t.Fatal(err)
+	}
+	if _, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8); !errors.Is(err, lease.ErrRegistryDiverged) {
+		t.Fatalf("add on diverged copies: %v, want ErrRegistryDiverged", err)
+	}
+	if _, err := lease.SyncRegistry(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8); err != nil || g.Number != 2 {
+		t.Fatalf("add after sync: %+v, %v; want number 2", g, err)
+	}
+}
+
+func TestCheckRegionName(t *testing.T) {
+	for name, ok := range map[string]bool{"eu-west-1": true, "a": true, "": false, "1eu": false, "EU": false, "eu-": false, "eu_w": false, "é": false} {
+		if err := lease.CheckRegionName(name); (err == nil) != ok {
+			t.Errorf("CheckRegionName(%q) = %v, want ok %v", name, err, ok)
+		}
+	}
+}
