@@ -20,6 +20,9 @@ const (
 	scheduleKey int64 = -1
 	// identityKey is the table identity's item (restore.go).
 	identityKey int64 = -2
+	// registryKey is the item of the table's copy of the region registry
+	// (registry.go): version N, body S.
+	registryKey int64 = -3
 
 	attrSchedule = "schedule"
 	attrVersion  = "version"

@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ func TestConformance(t *testing.T) {
 func conformance(t *testing.T, cli *clientv3.Client) {
 	var mu sync.Mutex
 	prefixes := map[lease.Store]string{}
+	seq := 0 // New's keyspaces, so that two in one check differ
 	open := func(t *testing.T, prefix string) lease.Store {
 		s, err := etcdstore.New(cli, etcdstore.Config{Prefix: prefix, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 		if err != nil {
@@ -45,7 +47,11 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 	}
 	leasetest.Run(t, leasetest.Harness{
 		New: func(t *testing.T) lease.Store {
-			return open(t, "/conformance/"+strings.ReplaceAll(t.Name(), "/", "_"))
+			mu.Lock()
+			seq++
+			n := seq
+			mu.Unlock()
+			return open(t, fmt.Sprintf("/conformance/%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), n))
 		},
 		Reopen: func(t *testing.T, s lease.Store) lease.Store { return open(t, prefixOf(s)) },
 		Expire: func(t *testing.T, s lease.Store, l *lease.Lease) {

@@ -17,15 +17,17 @@ const (
 )
 
 // keyspace names the keys of one region, <prefix>/<region>/<kind>/<n>, and
-// the fleet schedule's key <prefix>/schedule, shared by every region under
-// the prefix.
+// the two keys shared by every region under the prefix: the fleet
+// schedule's, <prefix>/schedule, and the region registry's,
+// <prefix>/registry.
 type keyspace struct {
 	base     string // "<prefix>/<region>/"
 	schedule string // "<prefix>/schedule"
+	registry string // "<prefix>/registry"
 }
 
 func newKeyspace(prefix string, region int) keyspace {
-	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/", schedule: prefix + "/schedule"}
+	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/", schedule: prefix + "/schedule", registry: prefix + "/registry"}
 }
 
 // owner is the leased key whose create revision is the fencing token.

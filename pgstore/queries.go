@@ -15,6 +15,7 @@ type queries struct {
 	claim, extend, release, get, list, scan string
 	quarantine, unquarantine, raise         string
 	fleet, fleetInit, fleetSet, why, origin string
+	registry, registryInit, registrySet     string
 }
 
 // What RaiseMarks and a restore write into claim_nonce of the rows whose
@@ -38,13 +39,13 @@ const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_control_syst
 	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS tl`
 
 // newQueries returns the statements on table (quoted), its fleet-schedule
-// table and its origin table. ident is the statement that reads the
-// server's identity (identitySQL outside tests).
-func newQueries(table, fleet, origin, ident string) queries {
+// table, its origin table and its registry table. ident is the statement
+// that reads the server's identity (identitySQL outside tests).
+func newQueries(table, fleet, origin, registry, ident string) queries {
 	// {quarantined} and {far} are the holder and the lease expiry of a
 	// quarantined row (lease.QuarantineHolder, lease.QuarantineExpiryMs).
 	q := func(s string) string {
-		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{ident}", ident,
+		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{r}", registry, "{ident}", ident,
 			"{quarantined}", "'"+lease.QuarantineHolder+"'", "{far}", strconv.FormatInt(lease.QuarantineExpiryMs, 10)).Replace(s)
 	}
 	// sched compares the claimer's schedule ($n) with the stored one.
@@ -105,6 +106,12 @@ func newQueries(table, fleet, origin, ident string) queries {
 	noticed_at        timestamptz NOT NULL DEFAULT now()
 )`),
 			q(`INSERT INTO {o} (id, system_identifier, timeline) SELECT 1, sysid, tl FROM ({ident}) AS ident ON CONFLICT (id) DO NOTHING`),
+			q(`CREATE TABLE IF NOT EXISTS {r} (
+	id         integer     PRIMARY KEY CHECK (id = 1),
+	version    bigint      NOT NULL CHECK (version >= 1),
+	body       jsonb       NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now()
+)`),
 		},
 		// $3 holder, $4 claimer's now, $5 lease length (ms), $6 MaxAhead
 		// (ms), $7 this attempt's nonce, $8 the claimer's schedule, $9 its
@@ -197,6 +204,13 @@ SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS
 		fleet:     q(`SELECT schedule, version FROM {f} WHERE id = 1`),
 		fleetInit: q(`INSERT INTO {f} (id, schedule, version) VALUES (1, $1, 1) ON CONFLICT (id) DO NOTHING RETURNING version`),
 		fleetSet:  q(`UPDATE {f} SET schedule = $1, version = version + 1, updated_at = now() WHERE id = 1 AND version = $2 RETURNING version`),
+		// The registry's copy. $1 the version written, $2 the body
+		// (lease.EncodeRegistry): the row is inserted for version 1 and
+		// updated from version $1 - 1 otherwise; no row returned means the
+		// version stored was another.
+		registry:     q(`SELECT version, body::text FROM {r} WHERE id = 1`),
+		registryInit: q(`INSERT INTO {r} (id, version, body) VALUES (1, $1, ($2::text)::jsonb) ON CONFLICT (id) DO NOTHING RETURNING version`),
+		registrySet:  q(`UPDATE {r} SET version = $1, body = ($2::text)::jsonb, updated_at = now() WHERE id = 1 AND version = $1::bigint - 1 RETURNING version`),
 		// why explains a claim or extension that changed nothing: the
 		// stored schedule ('v1' at version 0 when never set).
 		why: q(`SELECT COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1'), COALESCE((SELECT version FROM {f} WHERE id = 1), 0)`),

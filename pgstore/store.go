@@ -65,11 +65,14 @@ type Store struct {
 	queries queries
 }
 
-// Suffixes of the tables kept beside the lease table: the fleet schedule
-// and the origin (the cluster and timeline the table was last on).
+// Suffixes of the tables kept beside the lease table: the fleet schedule,
+// the origin (the cluster and timeline the table was last on) and the
+// region registry's copy. registrySuffix is the longest: a table name
+// leaves room for it.
 const (
-	fleetSuffix  = "_fleet"
-	originSuffix = "_origin"
+	fleetSuffix    = "_fleet"
+	originSuffix   = "_origin"
+	registrySuffix = "_registry"
 )
 
 var _ lease.Store = (*Store)(nil)
@@ -89,9 +92,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: pgstore: table name %q: use lower-case letters, digits and _, optionally schema.table", lease.ErrInvalid, cfg.Table)
 	}
 	parts := strings.Split(cfg.Table, ".")
-	if base := parts[len(parts)-1]; len(base)+len(originSuffix) > 63 {
+	if base := parts[len(parts)-1]; len(base)+len(registrySuffix) > 63 {
 		return nil, fmt.Errorf("%w: pgstore: table name %q: at most %d characters after the schema, so that %s%s fits PostgreSQL's 63",
-			lease.ErrInvalid, cfg.Table, 63-len(originSuffix), base, originSuffix)
+			lease.ErrInvalid, cfg.Table, 63-len(registrySuffix), base, registrySuffix)
 	}
 	if cfg.RestoreWindow < 0 {
 		return nil, fmt.Errorf("%w: pgstore: RestoreWindow %v is negative", lease.ErrInvalid, cfg.RestoreWindow)
@@ -116,7 +119,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, window: cfg.RestoreWindow,
 		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table)}
-	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), cfg.ident)
+	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), beside(registrySuffix), cfg.ident)
 	return s, nil
 }
 
@@ -159,11 +162,12 @@ func (s *Store) Region() int { return s.region }
 
 // Migrate creates the lease table (and its schema) if they do not exist,
 // adds the columns later versions need to a table created before them
-// (claim_nonce), and creates the two tables beside it: <table>_fleet, the
-// fleet schedule (no row until one is set: "v1"), and <table>_origin, the
+// (claim_nonce), and creates the three tables beside it: <table>_fleet,
+// the fleet schedule (no row until one is set: "v1"), <table>_origin, the
 // server's system identifier and WAL timeline as first seen (see
-// "Restores" in the package documentation). It is idempotent; run it
-// ("snowfence leases init") after every upgrade.
+// "Restores" in the package documentation), and <table>_registry, this
+// store's copy of the region registry (no row until a region is added).
+// It is idempotent; run it ("snowfence leases init") after every upgrade.
 func (s *Store) Migrate(ctx context.Context) error {
 	if schema, _, ok := strings.Cut(s.name, "."); ok {
 		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {

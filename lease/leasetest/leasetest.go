@@ -65,6 +65,9 @@ func Run(t *testing.T, h Harness) {
 		{"SharedHolderRace", checkSharedHolderRace},
 		{"ExtendComparesClaim", checkExtendComparesClaim},
 		{"Schedule", checkSchedule},
+		{"Registry", checkRegistry},
+		{"RegistryAdds", checkRegistryAdds},
+		{"RegistryCopies", checkRegistryCopies},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
 	} {

@@ -1,0 +1,117 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+var _ lease.RegistryStore = (*Store)(nil)
+
+// attrBody is the registry item's body: lease.EncodeRegistry's JSON.
+const attrBody = "body"
+
+// Registry returns the region registry kept in the table's item at
+// machine_id -3 (consistent read), shared by every region of the table:
+// the zero Registry when it was never written.
+func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+	if err := s.open(); err != nil {
+		return lease.Registry{}, err
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: metaKey(registryKey), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return lease.Registry{}, fmt.Errorf("dynamostore: read the region registry: %w; retry", err)
+	}
+	return parseRegistry(out.Item)
+}
+
+// SetRegistry writes next into the registry's item with one conditional
+// UpdateItem: if the item has no version, for version 1, else if its
+// version is next.Version-1. On a failed condition the item DynamoDB
+// returns with it (ReturnValuesOnConditionCheckFailure ALL_OLD) decides:
+// equal to next is success (an SDK retry of a write that committed, or a
+// second copy on the same table), anything else
+// lease.ErrRegistryConflict naming the version found. After an error of
+// unknown outcome it reads the item again and reports success if it holds
+// next.
+func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	body, err := lease.EncodeRegistry(next)
+	if err != nil {
+		return fmt.Errorf("dynamostore: write the region registry: %w", err)
+	}
+	cond := "#v = :prev"
+	vals := map[string]types.AttributeValue{":b": str(string(body)), ":next": num(next.Version)}
+	if next.Version == 1 {
+		cond = "attribute_not_exists(#v)"
+	} else {
+		vals[":prev"] = num(next.Version - 1)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 metaKey(registryKey),
+		UpdateExpression:                    aws.String("SET #b = :b, #v = :next"),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{"#b": attrBody, "#v": attrVersion},
+		ExpressionAttributeValues:           vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		s.log.Warn("wrote the region registry", "version", next.Version, "regions", len(next.Regions))
+		return nil
+	}
+	if failed, old := conditionFailed(err); failed {
+		cur, perr := parseRegistry(old)
+		switch {
+		case perr != nil:
+			return perr
+		case cur.Equal(next):
+			return nil
+		}
+		return fmt.Errorf("%w: the registry's item (machine_id %d) is at version %d, not %d; read it again",
+			lease.ErrRegistryConflict, registryKey, cur.Version, next.Version-1)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+	defer cancel()
+	if cur, rerr := s.Registry(rctx); rerr == nil && cur.Equal(next) {
+		return nil
+	}
+	return fmt.Errorf("dynamostore: write the region registry at version %d: %w; the outcome is unknown: read it again", next.Version, err)
+}
+
+// parseRegistry reads the registry's item; nil or empty is the zero
+// Registry.
+func parseRegistry(m map[string]types.AttributeValue) (lease.Registry, error) {
+	if len(m) == 0 {
+		return lease.Registry{}, nil
+	}
+	version, _, err := getNum(m, attrVersion)
+	var r lease.Registry
+	if err == nil {
+		b, ok := m[attrBody].(*types.AttributeValueMemberS)
+		switch {
+		case !ok:
+			err = fmt.Errorf("no string attribute %s", attrBody)
+		default:
+			r, err = lease.DecodeRegistry([]byte(b.Value))
+		}
+		if err == nil && r.Version != version {
+			err = fmt.Errorf("its body is at version %d, its attribute %s at %d", r.Version, attrVersion, version)
+		}
+	}
+	if err != nil {
+		return lease.Registry{}, fmt.Errorf("dynamostore: the region registry's item (machine_id %d) is not one this store wrote: %v (was it written by hand?); "+
+			"put back the item of another region's copy of the registry (snowfence regions list there), or delete the item if no registry was ever meant to be here",
+			registryKey, err)
+	}
+	return r, nil
+}

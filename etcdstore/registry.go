@@ -1,0 +1,122 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+var _ lease.RegistryStore = (*Store)(nil)
+
+// Registry returns the region registry kept under <prefix>/registry, shared
+// by every region of the prefix: the zero Registry if it was never
+// written.
+func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+	if err := s.open(); err != nil {
+		return lease.Registry{}, err
+	}
+	kv, err := s.registryKV(ctx)
+	if err != nil {
+		return lease.Registry{}, err
+	}
+	return parseRegistry(kv)
+}
+
+// SetRegistry writes next under <prefix>/registry if the registry stored
+// there is at version next.Version-1 (the key absent, for version 1), in
+// one transaction that compares the key's mod revision (its create
+// revision 0, while absent) with the one read, so no other write can come
+// between the read and the put. A stored registry equal to next is
+// success (a retry, or a second copy under the same prefix); any other is
+// lease.ErrRegistryConflict, naming the version found.
+func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	body, err := lease.EncodeRegistry(next)
+	if err != nil {
+		return fmt.Errorf("etcdstore: write the region registry: %w", err)
+	}
+	key := s.keys.registry
+	kv, err := s.registryKV(ctx)
+	if err != nil {
+		return err
+	}
+	cur, err := parseRegistry(kv)
+	if err != nil {
+		return err
+	}
+	if done, err := registryWritten(cur, next, key); done || err != nil {
+		return err
+	}
+	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	if kv != nil {
+		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)
+	}
+	resp, err := s.txn(ctx, []clientv3.Cmp{cmp}, []clientv3.Op{clientv3.OpPut(key, string(body))}, []clientv3.Op{clientv3.OpGet(key)})
+	if err != nil {
+		// The put may have committed: read it back before saying so.
+		rctx, cancel := s.detached(ctx)
+		defer cancel()
+		if r, rerr := s.Registry(rctx); rerr == nil && r.Equal(next) {
+			return nil
+		}
+		return fmt.Errorf("etcdstore: write the region registry at version %d to %s: %w; it may have committed: read it again", next.Version, key, err)
+	}
+	if !resp.Succeeded {
+		cur, err := parseRegistry(kvAt(resp, 0))
+		if err != nil {
+			return err
+		}
+		done, err := registryWritten(cur, next, key)
+		if done || err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s changed between the read and the write (now at version %d); read it again", lease.ErrRegistryConflict, key, cur.Version)
+	}
+	s.log.Warn("wrote the region registry", "version", next.Version, "regions", len(next.Regions), "key", key)
+	return nil
+}
+
+// registryKV reads the registry's key: nil if absent.
+func (s *Store) registryKV(ctx context.Context) (*mvccpb.KeyValue, error) {
+	resp, err := s.get(ctx, s.keys.registry)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: read the region registry %s: %w", s.keys.registry, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return resp.Kvs[0], nil
+}
+
+// registryWritten compares the stored registry cur with next: done if
+// they are equal (next is written already), ErrRegistryConflict unless cur
+// is the version before next's.
+func registryWritten(cur, next lease.Registry, key string) (done bool, err error) {
+	switch {
+	case cur.Equal(next):
+		return true, nil
+	case cur.Version != next.Version-1:
+		return false, fmt.Errorf("%w: %s is at version %d, not %d; read it again", lease.ErrRegistryConflict, key, cur.Version, next.Version-1)
+	}
+	return false, nil
+}
+
+// parseRegistry decodes the registry's key; nil is the zero Registry.
+func parseRegistry(kv *mvccpb.KeyValue) (lease.Registry, error) {
+	if kv == nil {
+		return lease.Registry{}, nil
+	}
+	r, err := lease.DecodeRegistry(kv.Value)
+	if err != nil {
+		return lease.Registry{}, fmt.Errorf("etcdstore: key %s holds %q: %v (was it written by hand?); "+
+			"put back the value of another region's copy of the registry (snowfence regions list there), or delete the key if no registry was ever meant to be here",
+			kv.Key, kv.Value, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,67 @@
+package lease
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// A store keeps its copy of the registry as the JSON of Registry,
+// {"version": 2, "regions": [{"name": "eu-west-1", "number": 0,
+// "created_ms": 1767225600000}, …]}, beside whatever it compares the
+// version on (an etcd revision, a version column, a version attribute).
+// EncodeRegistry and DecodeRegistry are that form, the same in every
+// store.
+
+// CheckRegistry returns ErrInvalid unless r is a registry a change can
+// have written: version 1 or more, regions in increasing number order with
+// numbers and names used once, every name a valid one (CheckRegionName),
+// and no time negative where 0 means unset (RetiredMs).
+func CheckRegistry(r Registry) error {
+	if r.Version < 1 {
+		return fmt.Errorf("%w: region registry version %d: a written registry is at version 1 or more", ErrInvalid, r.Version)
+	}
+	names := make(map[string]bool, len(r.Regions))
+	for i, g := range r.Regions {
+		if err := CheckRegionName(g.Name); err != nil {
+			return err
+		}
+		switch {
+		case g.Number < 0:
+			return fmt.Errorf("%w: region %s has the negative number %d", ErrInvalid, g.Name, g.Number)
+		case i > 0 && g.Number <= r.Regions[i-1].Number:
+			return fmt.Errorf("%w: region %s (number %d) after region %s (number %d): regions are kept in increasing number order, each number once",
+				ErrInvalid, g.Name, g.Number, r.Regions[i-1].Name, r.Regions[i-1].Number)
+		case names[g.Name]:
+			return fmt.Errorf("%w: region name %s is used twice", ErrInvalid, g.Name)
+		case g.RetiredMs < 0:
+			return fmt.Errorf("%w: region %s has the negative retirement time %d ms", ErrInvalid, g.Name, g.RetiredMs)
+		}
+		names[g.Name] = true
+	}
+	return nil
+}
+
+// EncodeRegistry returns the JSON a store keeps for r, or ErrInvalid if r
+// fails CheckRegistry: no store writes a registry a change cannot have
+// made.
+func EncodeRegistry(r Registry) ([]byte, error) {
+	if err := CheckRegistry(r); err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// DecodeRegistry parses a stored registry (EncodeRegistry's JSON). A body
+// that is not JSON of a Registry, or one that fails CheckRegistry, is an
+// error, never an empty registry: the caller says where the body was and
+// what to do.
+func DecodeRegistry(body []byte) (Registry, error) {
+	var r Registry
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Registry{}, fmt.Errorf("not a region registry: %v", err)
+	}
+	if err := CheckRegistry(r); err != nil {
+		return Registry{}, fmt.Errorf("not a region registry a change can have written: %v", err)
+	}
+	return r, nil
+}

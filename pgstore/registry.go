@@ -1,0 +1,92 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+var _ lease.RegistryStore = (*Store)(nil)
+
+// Registry returns the region registry kept in <table>_registry (one row,
+// id 1), shared by every region of the table: the zero Registry when no
+// row was written.
+func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+	if err := s.open(); err != nil {
+		return lease.Registry{}, err
+	}
+	return s.readRegistry(ctx)
+}
+
+// SetRegistry writes next into <table>_registry if the stored version is
+// next.Version-1, in one statement: an insert of the row for version 1,
+// an update on the version otherwise. When it changes nothing, the row is
+// read again: equal to next is success (a retry, or a second copy on the
+// same table), anything else lease.ErrRegistryConflict naming the version
+// found.
+func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	body, err := lease.EncodeRegistry(next)
+	if err != nil {
+		return fmt.Errorf("pgstore: write the region registry: %w", err)
+	}
+	stmt := s.queries.registrySet
+	if next.Version == 1 {
+		stmt = s.queries.registryInit
+	}
+	var version int64
+	err = s.pool.QueryRow(ctx, stmt, next.Version, string(body)).Scan(&version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		cur, rerr := s.readRegistry(ctx)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("%w: %s%s is no longer at version %d, and reading it failed: %v", lease.ErrRegistryConflict, s.name, registrySuffix, next.Version-1, rerr)
+		case cur.Equal(next):
+			return nil
+		}
+		return fmt.Errorf("%w: %s%s is at version %d, not %d; read it again", lease.ErrRegistryConflict, s.name, registrySuffix, cur.Version, next.Version-1)
+	case err != nil:
+		// The statement may have committed: read the row back before
+		// saying so.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if cur, rerr := s.readRegistry(rctx); rerr == nil && cur.Equal(next) {
+			return nil
+		}
+		return fmt.Errorf("pgstore: write the region registry at version %d into %s%s: %w; it may have committed: read it again",
+			next.Version, s.name, registrySuffix, s.schemaErr(err))
+	}
+	s.log.Warn("wrote the region registry", "version", version, "regions", len(next.Regions))
+	return nil
+}
+
+// readRegistry reads the registry's row; none is the zero Registry.
+func (s *Store) readRegistry(ctx context.Context) (lease.Registry, error) {
+	var version int64
+	var body string
+	err := s.pool.QueryRow(ctx, s.queries.registry).Scan(&version, &body)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return lease.Registry{}, nil
+	case err != nil:
+		return lease.Registry{}, fmt.Errorf("pgstore: read the region registry of %s: %w", s.name, s.schemaErr(err))
+	}
+	r, err := lease.DecodeRegistry([]byte(body))
+	if err == nil && r.Version != version {
+		err = fmt.Errorf("its body is at version %d, its version column at %d", r.Version, version)
+	}
+	if err != nil {
+		return lease.Registry{}, fmt.Errorf("pgstore: the row of %s%s holds %q: %v (was it written by hand?); "+
+			"put back the row of another region's copy of the registry (snowfence regions list there), or delete the row if no registry was ever meant to be here",
+			s.name, registrySuffix, body, err)
+	}
+	return r, nil
+}
