@@ -20,11 +20,13 @@
 //	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
 //
 // Beside them, at machine_ids below every region's (machine_id is never
-// negative for a lease), two items of the table's own:
+// negative for a lease), three items of the table's own:
 //
 //	machine_id -1     schedule S, version N: the fleet schedule (FleetSchedule, SetFleetSchedule)
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
 //	                  and the floor claims start at after a restore was noticed (restore.go)
+//	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
+//	                  body the JSON of lease.Registry, written on version = :prev (registry.go)
 //
 // lease_expiry is both the lease's expiry and its mark: the holder issues
 // only timestamps below it, and a claim succeeds only when the claimer's

@@ -264,16 +264,16 @@ func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
 }
 
 // scan reads the items of numbers in r with a consistent, paginated scan,
-// sorted by number. The table's own items (schedule, identity: negative
-// machine_ids) are never among them.
+// sorted by number. The table's own items (schedule, identity, registry:
+// negative machine_ids) are never among them.
 func (s *Store) scan(ctx context.Context, r lease.Range) ([]item, error) {
 	items, _, err := s.scanWith(ctx, r, false)
 	return items, err
 }
 
 // scanWith is scan that, with meta, also returns the table's own items
-// (the fleet schedule and the table identity) by machine_id, read in the
-// same consistent scan.
+// the claim needs (the fleet schedule and the table identity; not the
+// registry) by machine_id, read in the same consistent scan.
 func (s *Store) scanWith(ctx context.Context, r lease.Range, meta bool) ([]item, map[int64]map[string]types.AttributeValue, error) {
 	filter := "machine_id BETWEEN :lo AND :hi"
 	vals := map[string]types.AttributeValue{

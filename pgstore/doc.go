@@ -32,6 +32,11 @@
 //	<table>_origin      one row (id 1): the server's system identifier and
 //	                    WAL timeline as first seen, the restores noticed and
 //	                    the restore floor (see Restores).
+//	<table>_registry    one row (id 1): this store's copy of the region
+//	                    registry, version and body (JSON of lease.Registry);
+//	                    no row means none was written (version 0). Written
+//	                    with INSERT … ON CONFLICT DO NOTHING for version 1
+//	                    and UPDATE … WHERE version = next − 1 after.
 //
 // Migrate creates them, and adds claim_nonce to a table made by an earlier
 // version: run it ("snowfence leases init") after upgrading. Every operation is one conditional statement; there
