@@ -35,7 +35,8 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // SetRegistry writes next into the registry's item with one conditional
 // UpdateItem: if the item has no version, for version 1, else if its
 // version is next.Version-1. On a failed condition the item DynamoDB
-// returns with it (ReturnValuesOnConditionCheckFailure ALL_OLD) decides:
+// returns with it (ReturnValuesOnConditionCheckFailure ALL_OLD; a
+// consistent read where none comes back) decides:
 // equal to next is success (an SDK retry of a write that committed, or a
 // second copy on the same table), anything else
 // lease.ErrRegistryConflict naming the version found. After an error of
@@ -71,6 +72,12 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 	}
 	if failed, old := conditionFailed(err); failed {
 		cur, perr := parseRegistry(old)
+		if len(old) == 0 {
+			// No item came back: there is none, or the server does not
+			// return it (dynalite without the shim). A consistent read
+			// tells.
+			cur, perr = s.Registry(ctx)
+		}
 		switch {
 		case perr != nil:
 			return perr

@@ -1,6 +1,7 @@
 package dynamostore_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
@@ -71,5 +73,24 @@ func TestRegistryItemByHand(t *testing.T) {
 		if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryStore{s}, "us-east-1", baseMs(), 8); err == nil {
 			t.Fatalf("AddRegion over the item %s succeeded; want the read's error", name)
 		}
+	}
+}
+
+// TestRegistryRetryWithoutOldItem: on dynalite alone, which returns no
+// item with a failed condition, the store reads the item to tell a retry
+// (success) from a conflict.
+func TestRegistryRetryWithoutOldItem(t *testing.T) {
+	s := newStore(t)
+	bare := connectAt(t, endpoint(t), s.Table(), dynamostore.Config{})
+	v1, _, _ := lease.Registry{}.WithRegion("eu-west-1", baseMs(), 8)
+	if err := bare.SetRegistry(ctxFor(t), v1); err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.SetRegistry(ctxFor(t), v1); err != nil {
+		t.Errorf("SetRegistry of the stored registry again, on dynalite alone: %v; want nil", err)
+	}
+	rival, _, _ := lease.Registry{}.WithRegion("us-east-1", baseMs(), 8)
+	if err := bare.SetRegistry(ctxFor(t), rival); !errors.Is(err, lease.ErrRegistryConflict) {
+		t.Errorf("SetRegistry of another version 1, on dynalite alone: %v; want ErrRegistryConflict", err)
 	}
 }
