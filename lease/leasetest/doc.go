@@ -20,7 +20,14 @@
 // record's ExpiresMs. The checks are the same for both; only the way to
 // expire a lease differs.
 //
+// # The region registry
+//
+// Every store also keeps a copy of the region registry beside its leases:
+// its type implements lease.RegistryStore, and the registry's checks fail
+// for a store that does not.
+//
 // leasetest.go holds the Harness and Run; checks.go the store checks;
-// keepers.go the checks of real keepers on the store; helpers.go what they
-// share (and what a store's own tests may use).
+// registry.go the checks of the registry's copy; keepers.go the checks of
+// real keepers on the store; helpers.go what they share (and what a
+// store's own tests may use).
 package leasetest
