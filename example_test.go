@@ -67,7 +67,27 @@ func ExampleSchedule_Decode() {
 	b, _ := json.Marshal(d)
 	fmt.Println(string(b))
 	// Output:
-	// {"id":"683244571854022659","layout":"v2","region":"2","region_number":2,"machine":170,"sequence":3,"created_at":"2031-03-01T09:30:00.000Z"}
+	// {"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"2","region_number":2,"machine":170,"sequence":3}
+}
+
+func ExampleSchedule_DecodeNamed() {
+	sched, _ := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
+	// In a holder, the names come from the region registry in its own
+	// lease store (lease.Registry.Numbered).
+	names := func(number int) (string, bool) {
+		if number == 2 {
+			return "eu-west-1", true
+		}
+		return "", false
+	}
+	for _, text := range []string{"683244571854022659", "683244571855595523"} {
+		d, _ := sched.DecodeNamed(snowfence.MustParseID(text), names)
+		b, _ := json.Marshal(d)
+		fmt.Println(string(b))
+	}
+	// Output:
+	// {"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3}
+	// {"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,"warning":"region number 5 is not in the region registry"}
 }
 
 func ExampleID_MarshalText() {

@@ -108,11 +108,17 @@ func (id *ID) Scan(src any) error {
 func (id ID) Value() (driver.Value, error) { return int64(id), nil }
 
 // MarshalJSON writes the decoded ID as the JSON object the decode endpoint
-// returns, with created_at in RFC 3339 with milliseconds, UTC.
+// returns, fields in the order of Decoded, with created_at in RFC 3339
+// with milliseconds, UTC.
 func (d Decoded) MarshalJSON() ([]byte, error) {
-	type plain Decoded
 	return json.Marshal(struct {
-		plain
-		CreatedAt string `json:"created_at"`
-	}{plain(d), d.CreatedAt.UTC().Format(timeFormat)})
+		ID           ID     `json:"id"`
+		Layout       string `json:"layout"`
+		CreatedAt    string `json:"created_at"`
+		Region       string `json:"region"`
+		RegionNumber int    `json:"region_number"`
+		Machine      int    `json:"machine"`
+		Sequence     int    `json:"sequence"`
+		Warning      string `json:"warning,omitempty"`
+	}{d.ID, d.Layout, d.CreatedAt.UTC().Format(timeFormat), d.Region, d.RegionNumber, d.Machine, d.Sequence, d.Warning})
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowfence/snowfence"
 )
@@ -108,7 +109,7 @@ func TestDecodedJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(d)
-	want := `{"id":"97301141913751557","layout":"v1","region":"0","region_number":0,"machine":37,"sequence":5,"created_at":"2026-09-26T12:00:00.000Z"}`
+	want := `{"id":"97301141913751557","layout":"v1","created_at":"2026-09-26T12:00:00.000Z","region":"0","region_number":0,"machine":37,"sequence":5}`
 	if string(b) != want {
 		t.Errorf("JSON = %s\nwant   %s", b, want)
 	}
@@ -159,4 +160,65 @@ func FuzzParseID(f *testing.F) {
 			t.Fatalf("Decode(%d) = %+v recomposes to %d, %v", id, d, again, err)
 		}
 	})
+}
+
+// names is a region registry of one region, number 2, for DecodeNamed.
+func names(n int) (string, bool) {
+	if n == 2 {
+		return "eu-west-1", true
+	}
+	return "", false
+}
+
+// TestDecodeNamed decodes the worked v2 example with region names, to the
+// exact bytes the decode endpoint returns, and a number the registry does
+// not know to an empty name with a warning.
+func TestDecodeNamed(t *testing.T) {
+	sched := snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()},
+		snowfence.Step{From: time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC), Layout: snowfence.V2()})
+	at := time.Date(2031, 3, 1, 9, 30, 0, 0, time.UTC)
+	mk := func(region int) snowfence.ID {
+		t.Helper()
+		id, err := snowfence.V2().ComposeAt(at, region, 170, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for _, c := range []struct {
+		name   string
+		id     snowfence.ID
+		byName func(int) (string, bool)
+		want   string
+	}{
+		{"registered", mk(2), names,
+			`{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3}`},
+		{"unregistered", mk(5), names,
+			`{"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,"warning":"region number 5 is not in the region registry"}`},
+		{"v1 carries no region", snowfence.MustParseID("97301141913751557"), names,
+			`{"id":"97301141913751557","layout":"v1","created_at":"2026-09-26T12:00:00.000Z","region":"0","region_number":0,"machine":37,"sequence":5}`},
+		{"no registry", mk(2), nil,
+			`{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"2","region_number":2,"machine":170,"sequence":3}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := sched.DecodeNamed(c.id, c.byName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != c.want {
+				t.Errorf("JSON = %s\nwant   %s", b, c.want)
+			}
+			var back snowfence.Decoded
+			if err := json.Unmarshal(b, &back); err != nil || back != d {
+				t.Errorf("JSON read back = %+v, %v; want %+v", back, err, d)
+			}
+		})
+	}
+	if _, err := sched.DecodeNamed(-1, names); !errors.Is(err, snowfence.ErrInvalidID) {
+		t.Errorf("DecodeNamed(-1) err = %v", err)
+	}
 }

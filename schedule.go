@@ -3,6 +3,7 @@ package snowfence
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -142,21 +143,37 @@ func (s Schedule) LayoutAt(t time.Time) Layout {
 }
 
 // Decoded is an ID taken apart. Its JSON form is the one the HTTP decode
-// endpoint returns.
+// endpoint returns, with the fields in this order.
 type Decoded struct {
-	ID           ID        `json:"id"`
-	Layout       string    `json:"layout"`
-	CreatedAt    time.Time `json:"-"`
-	Region       string    `json:"region"`
-	RegionNumber int       `json:"region_number"`
-	Machine      int       `json:"machine"`
-	Sequence     int       `json:"sequence"`
+	ID        ID        `json:"id"`
+	Layout    string    `json:"layout"`
+	CreatedAt time.Time `json:"created_at"`
+	// Region is the region's name when the ID was decoded with region
+	// names (DecodeNamed), "" if the region registry does not know its
+	// number (Warning then says so); without names, the region number in
+	// decimal.
+	Region       string `json:"region"`
+	RegionNumber int    `json:"region_number"`
+	Machine      int    `json:"machine"`
+	Sequence     int    `json:"sequence"`
+	// Warning, if not empty, says what could not be decoded, such as a
+	// region number the region registry does not know. The ID is still
+	// decoded.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Decode takes an ID apart, picking the layout by the ID's timestamp. Region
-// is the region number in decimal (region names come with the region
-// registry). It fails only for a negative ID.
-func (s Schedule) Decode(id ID) (Decoded, error) {
+// is the region number in decimal (DecodeNamed gives region names). It
+// fails only for a negative ID.
+func (s Schedule) Decode(id ID) (Decoded, error) { return s.DecodeNamed(id, nil) }
+
+// DecodeNamed is Decode with region names: name returns the name of a
+// region number, false for a number the region registry does not know.
+// Region is then the name, or "" with Warning saying the number is not
+// registered. A nil name decodes as Decode does, the region number in
+// decimal. An ID of a layout without region bits (v1) carries no region:
+// its Region stays "0", with no name looked up and no warning.
+func (s Schedule) DecodeNamed(id ID, name func(number int) (string, bool)) (Decoded, error) {
 	if id < 0 {
 		return Decoded{}, &ParseError{Input: id.String(), Reason: "IDs are never negative"}
 	}
@@ -167,15 +184,24 @@ func (s Schedule) Decode(id ID) (Decoded, error) {
 	tick := int64(id) >> uint(63-first.TimeBits)
 	l := s.steps[s.stepAt(tick)].Layout
 	f := l.Split(id)
-	return Decoded{
+	d := Decoded{
 		ID:           id,
 		Layout:       l.Name,
 		CreatedAt:    l.TimeOf(id),
-		Region:       fmt.Sprint(f.Region),
+		Region:       strconv.Itoa(f.Region),
 		RegionNumber: f.Region,
 		Machine:      f.Machine,
 		Sequence:     f.Sequence,
-	}, nil
+	}
+	if name != nil && l.RegionBits > 0 {
+		n, ok := name(f.Region)
+		d.Region = n
+		if !ok {
+			d.Region = ""
+			d.Warning = fmt.Sprintf("region number %d is not in the region registry", f.Region)
+		}
+	}
+	return d, nil
 }
 
 // Decode takes an ID apart with the default schedule (v1 only).

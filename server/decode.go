@@ -11,7 +11,8 @@ import (
 )
 
 // decode answers GET /v1/ids/{id}/decode with the ID taken apart by the
-// schedule; text is the {id} segment of the path.
+// schedule, its region named when the server has region names; text is the
+// {id} segment of the path.
 func (s *Server) decode(w http.ResponseWriter, _ *http.Request, text string) int {
 	d, e := s.decodeID(text)
 	if e != nil {
@@ -39,7 +40,7 @@ func (s *Server) decodeID(text string) (snowfence.Decoded, *apiError) {
 		}
 		return snowfence.Decoded{}, badRequest(CodeInvalidID, msg)
 	}
-	d, err := s.schedule.Decode(id)
+	d, err := s.schedule.DecodeNamed(id, s.names)
 	if err != nil {
 		return snowfence.Decoded{}, badRequest(CodeInvalidID, err.Error())
 	}

@@ -51,7 +51,7 @@ func TestDecodeSchedule(t *testing.T) {
 	f := newFixture(t, nil, func(c *Config) { c.Schedule = sched })
 	f.clock.Set(time.Date(2031, 3, 1, 9, 30, 0, 0, time.UTC))
 	r := f.do(req{target: "/v1/ids/683244571854022659/decode"})
-	want := `{"id":"683244571854022659","layout":"v2","region":"2","region_number":2,"machine":170,"sequence":3,"created_at":"2031-03-01T09:30:00.000Z"}`
+	want := `{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"2","region_number":2,"machine":170,"sequence":3}`
 	if r.status != http.StatusOK || r.body != want {
 		t.Errorf("got %d %s\nwant 200 %s", r.status, r.body, want)
 	}
@@ -63,4 +63,37 @@ func keys(m map[string]any) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestDecodeRegionNames decodes with the region names a server is
+// configured with: a registered number gets its name, an unknown one an
+// empty name and a warning; both bodies are as the API describes them.
+func TestDecodeRegionNames(t *testing.T) {
+	sched, err := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(n int) (string, bool) {
+		if n == 2 {
+			return "eu-west-1", true
+		}
+		return "", false
+	}
+	f := newFixture(t, nil, func(c *Config) { c.Schedule, c.RegionNames = sched, names })
+	f.clock.Set(time.Date(2031, 3, 1, 9, 30, 0, 0, time.UTC))
+	s := loadSpec(t)
+	var op operation
+	if err := json.Unmarshal(s.Paths["/v1/ids/{id}/decode"]["get"], &op); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ id, want string }{
+		{"683244571854022659", `{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3}`},
+		{"683244571855595523", `{"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,"warning":"region number 5 is not in the region registry"}`},
+	} {
+		r := f.do(req{target: "/v1/ids/" + c.id + "/decode"})
+		if r.status != http.StatusOK || r.body != c.want {
+			t.Errorf("decode %s: got %d %s\nwant 200 %s", c.id, r.status, r.body, c.want)
+		}
+		checkResponse(t, s, "decode "+c.id, op.Responses["200"], r)
+	}
 }

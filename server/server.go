@@ -62,6 +62,13 @@ type Config struct {
 	// Clock is used to refuse decoding IDs timestamped in the future. Nil
 	// means snowfence.SystemClock().
 	Clock snowfence.Clock
+	// RegionNames, if set, names region numbers for
+	// /v1/ids/{id}/decode (snowfence.Schedule.DecodeNamed): it returns
+	// the region registry's name of a number, false for a number the
+	// registry does not know. It is called on every decode request and
+	// never on the mint path; it must be safe for concurrent use and
+	// should answer from memory. Nil: "region" is the number in decimal.
+	RegionNames func(number int) (string, bool)
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -72,6 +79,7 @@ type Server struct {
 	lease    StatusReporter
 	log      *slog.Logger
 	clock    snowfence.Clock
+	names    func(int) (string, bool) // nil: no region names
 	maxBody  int64
 	draining atomic.Bool
 	// origin is the zero of request timing.
@@ -139,6 +147,7 @@ func New(cfg Config) (*Server, error) {
 		lease:      cfg.Lease,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
+		names:      cfg.RegionNames,
 		maxBody:    cfg.MaxBodyBytes,
 		routes:     routes(),
 		origin:     time.Now(),

@@ -191,7 +191,7 @@ func TestE2EEndpoints(t *testing.T) {
 
 	// Decode the DESIGN's worked example.
 	r = call(t, "GET", s.url+"/v1/ids/97301141913751557/decode", "", "")
-	want := `{"id":"97301141913751557","layout":"v1","region":"0","region_number":0,"machine":37,"sequence":5,"created_at":"2026-09-26T12:00:00.000Z"}`
+	want := `{"id":"97301141913751557","layout":"v1","created_at":"2026-09-26T12:00:00.000Z","region":"0","region_number":0,"machine":37,"sequence":5}`
 	if r.status != 200 || strings.TrimSpace(r.body) != want {
 		t.Errorf("decode: %d %s\nwant %s", r.status, r.body, want)
 	}

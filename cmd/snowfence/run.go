@@ -46,6 +46,7 @@ func commands() map[string]command {
 		"clock":    {"show the kernel's clock-sync state", runClock},
 		"leases":   {"list, show, quarantine, release machine-number leases; raise marks after a restore", runLeases},
 		"schedule": {"show or set the fleet's layout schedule, stored beside the leases", runSchedule},
+		"regions":  {"list, add, retire regions in the region registry kept in every region's store; sync its copies", runRegions},
 		"version":  {"print the version", runVersion},
 	}
 }

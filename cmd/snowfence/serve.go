@@ -12,7 +12,10 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
+	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/server"
 )
@@ -71,6 +74,8 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	cpuProfile      string             // "": none
 	dataDir         string             // of the embedded etcd, for the start-up line
+	region          string             // --region: a name or a number
+	etcdStore       etcdstore.Config   // the etcd store's, should the node run the embedded etcd
 	testClock       *offsetclock.Clock // nil unless --test-clock-offset
 }
 
@@ -80,7 +85,8 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 	if err != nil {
 		return serveConfig{}, err
 	}
-	cfg := serveConfig{log: log, listen: f.listen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir}
+	cfg := serveConfig{log: log, listen: f.listen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
+		region: f.store.regionText, etcdStore: f.store.storeConfig()}
 	if cfg.node, err = f.nodeConfig(log); err != nil {
 		return serveConfig{}, err
 	}
@@ -97,6 +103,7 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 type idService struct {
 	ln              net.Listener
 	node            *node.Node
+	names           *regionNames // nil without a region registry
 	srv             *server.Server
 	handler         http.Handler
 	log             *slog.Logger
@@ -116,7 +123,18 @@ func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error
 		}
 	}()
 	started := time.Now()
-	n, err := node.Start(ctx, cfg.node)
+	nc := cfg.node
+	open := nc.Open
+	if open == nil {
+		open = node.EmbeddedEtcd(embedetcd.Config{}, cfg.etcdStore)
+	}
+	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.log)
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	defer hr.release()
+	nc.Open, nc.Keeper.Region = hr.open, hr.region.Number
+	n, err := node.Start(ctx, nc)
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
@@ -126,9 +144,19 @@ func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error
 		fmt.Fprintf(e.stderr, "WARNING: %s\n", node.EmbeddedWarning)
 	}
 	st := n.Keeper.Status()
-	fmt.Fprintf(e.stdout, "machine %d (region %d, token %d), ready in %s\n", st.Machine, st.Region, st.Token, time.Since(started).Round(time.Millisecond))
+	region := fmt.Sprint(st.Region)
+	if hr.region.Name != "" {
+		region = fmt.Sprintf("%s, number %d", hr.region.Name, st.Region)
+	}
+	fmt.Fprintf(e.stdout, "machine %d (region %s, token %d), ready in %s\n", st.Machine, region, st.Token, time.Since(started).Round(time.Millisecond))
 
-	s.srv, err = server.New(server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log})
+	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log}
+	if rs, ok := n.Store.(lease.RegistryStore); ok && hr.hasRegistry {
+		s.names = newRegionNames(rs, hr.registry, cfg.log, time.Now)
+		s.names.start()
+		sc.RegionNames = s.names.Name
+	}
+	s.srv, err = server.New(sc)
 	if err != nil {
 		s.closeNode(ctx)
 		return nil, err
@@ -186,6 +214,9 @@ func (s *idService) serveUntilStopped(ctx context.Context, e env) error {
 
 // closeNode releases the machine number and closes the store, within 5 s.
 func (s *idService) closeNode(ctx context.Context) {
+	if s.names != nil {
+		s.names.close()
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.node.Close(cctx); err != nil {

@@ -122,10 +122,12 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	cfg.Logger = log
 	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL})
 	cfg.TimingsChosen = true // storeTimings took the store's for the flags not given
+	// Keeper.Region is left 0, and the store configuration's region too (the
+	// Opener gives it the keeper's): serve resolves --region from the
+	// store's region registry before it starts the node.
 	cfg.Keeper = lease.KeeperConfig{
 		Holder:     f.holder,
 		Range:      &rng,
-		Region:     f.store.region,
 		LeaseFor:   f.leaseTTL,
 		RenewEvery: f.renewEvery,
 		SelfFence:  f.selfFence,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +32,11 @@ type storeFlags struct {
 	username, password          string
 	prefix                      string
 	dataDir                     string
-	region                      int
-	dialTimeout                 time.Duration
+	// regionText is --region: a region's name or number. region is its
+	// number once resolved (resolveRegion; serve resolves it itself).
+	regionText  string
+	region      int
+	dialTimeout time.Duration
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
@@ -51,7 +55,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.password, "etcd-password", "", "etcd password")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
 	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
-	fs.IntVar(&f.region, "region", 0, "region number: 0 while v1 (no region bits) is in force; 0-7 under v2")
+	fs.StringVar(&f.regionText, "region", "0", "region: its name in the region registry (snowfence regions list), or its number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
 
@@ -185,6 +189,14 @@ func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	if err := f.resolveRegion(ctx); err != nil {
+		return nil, err
+	}
+	return f.connectRegion(ctx)
+}
+
+// connectRegion is connect for the region number in f.region.
+func (f *storeFlags) connectRegion(ctx context.Context) (lease.Store, error) {
 	if f.isTable() {
 		s, _, err := f.tableStore(ctx, nil)
 		return s, err
@@ -204,4 +216,48 @@ func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
 		cc.Endpoints = []string{url}
 	}
 	return etcdstore.Connect(ctx, cc, f.storeConfig())
+}
+
+// resolveRegion sets f.region from --region for an operator command: a
+// number is taken as it is; a name is looked up in the region registry of
+// the store (retired regions too: an operator may look at their leases).
+func (f *storeFlags) resolveRegion(ctx context.Context) error {
+	n, err := strconv.Atoi(f.regionText)
+	if err == nil {
+		if n < 0 {
+			return usagef("--region %d: region numbers are not negative", n)
+		}
+		f.region = n
+		return nil
+	}
+	f.region = 0 // the registry is one per store, beside every region's leases
+	s, err := f.connectRegion(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	reg, err := readRegistry(ctx, s)
+	if err != nil {
+		return err
+	}
+	g, ok := reg.Named(f.regionText)
+	if !ok {
+		return fmt.Errorf("--region %q: %w: not in the store's region registry (version %d); list the regions with snowfence regions list", f.regionText, lease.ErrUnknownRegion, reg.Version)
+	}
+	f.region = g.Number
+	return nil
+}
+
+// readRegistry reads the region registry a lease store keeps.
+func readRegistry(ctx context.Context, s lease.Store) (lease.Registry, error) {
+	rs, ok := s.(lease.RegistryStore)
+	if !ok {
+		return lease.Registry{}, errNoRegistry(s)
+	}
+	return rs.Registry(ctx)
+}
+
+// errNoRegistry says a store keeps no region registry.
+func errNoRegistry(s lease.Store) error {
+	return fmt.Errorf("%w: the lease store (%T) keeps no region registry (it does not implement lease.RegistryStore); upgrade snowfence", lease.ErrInvalid, s)
 }

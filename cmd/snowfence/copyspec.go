@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// copySpecHelp describes the forms of --copy SPEC.
+const copySpecHelp = `  etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX]   an etcd cluster (PREFIX default /snowfence)
+  etcds://…                                               the same over TLS, with --etcd-ca, --etcd-cert, --etcd-key
+  postgres://USER:PASSWORD@HOST:PORT/DB[?table=TABLE]     a PostgreSQL lease table (default table ` + pgstore.DefaultTable + `)
+  dynamodb://TABLE[?aws-region=REGION&endpoint=URL]       a DynamoDB lease table (credentials: the AWS SDK's chain)`
+
+// parseCopySpec reads a --copy SPEC into the store flags that open it;
+// base gives the etcd TLS files and the dial timeout.
+func parseCopySpec(spec string, base storeFlags) (storeFlags, error) {
+	scheme, rest, ok := strings.Cut(spec, "://")
+	f := storeFlags{dialTimeout: base.dialTimeout, prefix: etcdstore.DefaultPrefix}
+	bad := func(format string, args ...any) (storeFlags, error) {
+		return f, usagef("--copy %s: %s; the forms are:\n%s", redactSpec(spec), fmt.Sprintf(format, args...), copySpecHelp)
+	}
+	if !ok {
+		return bad("not a URL")
+	}
+	switch scheme {
+	case "etcd", "etcds":
+		f.kind = "etcd"
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user, pass, _ := strings.Cut(rest[:at], ":")
+			var err1, err2 error
+			f.username, err1 = url.PathUnescape(user)
+			f.password, err2 = url.PathUnescape(pass)
+			if err1 != nil || err2 != nil || f.username == "" {
+				return bad("the user before @ is not USER:PASSWORD")
+			}
+			rest = rest[at+1:]
+		}
+		hosts, path, _ := strings.Cut(rest, "/")
+		if path = strings.TrimSuffix(path, "/"); path != "" {
+			f.prefix = "/" + path
+		}
+		proto := "http://"
+		if scheme == "etcds" {
+			proto = "https://"
+			f.cert, f.key, f.ca = base.cert, base.key, base.ca
+		}
+		var eps []string
+		for _, h := range strings.Split(hosts, ",") {
+			if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "?#") {
+				return bad("%q is not HOST:PORT", h)
+			}
+			eps = append(eps, proto+h)
+		}
+		f.endpoints = strings.Join(eps, ",")
+	case "postgres", "postgresql":
+		u, err := url.Parse(spec)
+		if err != nil {
+			return bad("%v", redactErr(err, spec))
+		}
+		q := u.Query()
+		f.kind, f.postgresTable = "postgres", pgstore.DefaultTable
+		if t := q.Get("table"); t != "" {
+			f.postgresTable = t
+		}
+		q.Del("table")
+		u.RawQuery = q.Encode()
+		f.postgresURL = u.String()
+	case "dynamodb":
+		u, err := url.Parse(spec)
+		if err != nil {
+			return bad("%v", err)
+		}
+		f.kind, f.dynamoTable = "dynamodb", u.Host
+		if f.dynamoTable == "" {
+			return bad("no table: write dynamodb://TABLE")
+		}
+		q := u.Query()
+		f.awsRegion, f.dynamoEndpoint = q.Get("aws-region"), q.Get("endpoint")
+		for k := range q {
+			if k != "aws-region" && k != "endpoint" {
+				return bad("unknown parameter %q (aws-region and endpoint are)", k)
+			}
+		}
+	default:
+		return bad("unknown scheme %q", scheme)
+	}
+	return f, nil
+}
+
+// redactSpec hides the password of a SPEC, for messages.
+func redactSpec(spec string) string {
+	scheme, rest, ok := strings.Cut(spec, "://")
+	if !ok {
+		return spec
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return spec
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return spec
+	}
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+}
+
+// redactErr is err with the SPEC's text replaced by its redacted form.
+func redactErr(err error, spec string) string {
+	return strings.ReplaceAll(err.Error(), spec, redactSpec(spec))
+}
+
+// A registryCopy is one copy of the region registry: a store, opened.
+type registryCopy struct {
+	name  string // as the operator named it, password hidden
+	store lease.Store
+	reg   lease.RegistryStore
+}
+
+// openCopies opens the store of the store flags (copy 1) and of every
+// --copy SPEC, in order; the caller closes them (closeCopies), also on
+// error.
+func openCopies(ctx context.Context, first storeFlags, specs []string) ([]registryCopy, error) {
+	var cs []registryCopy
+	add := func(name string, f storeFlags) error {
+		f.region = 0 // the registry is one per store, beside every region's leases
+		if err := f.check(); err != nil {
+			return err
+		}
+		s, err := f.connectRegion(ctx)
+		if err != nil {
+			return fmt.Errorf("copy %d (%s): %w", len(cs)+1, name, err)
+		}
+		rs, ok := s.(lease.RegistryStore)
+		cs = append(cs, registryCopy{name: name, store: s, reg: rs})
+		if !ok {
+			return fmt.Errorf("copy %d (%s): %w", len(cs), name, errNoRegistry(s))
+		}
+		return nil
+	}
+	more := make([]storeFlags, len(specs))
+	for i, spec := range specs { // every SPEC read before any store is opened
+		f, err := parseCopySpec(spec, first)
+		if err != nil {
+			return nil, err
+		}
+		more[i] = f
+	}
+	if err := add(first.describe(), first); err != nil {
+		return cs, err
+	}
+	for i, f := range more {
+		if err := add(redactSpec(specs[i]), f); err != nil {
+			return cs, err
+		}
+	}
+	return cs, nil
+}
+
+// closeCopies closes the stores of copies.
+func closeCopies(cs []registryCopy) {
+	for _, c := range cs {
+		c.store.Close()
+	}
+}
+
+// describe names the store the flags choose, without secrets.
+func (f *storeFlags) describe() string {
+	switch f.kind {
+	case "postgres":
+		if u, err := url.Parse(f.postgresURL); err == nil {
+			u.User = nil
+			return fmt.Sprintf("postgres %s table %s", u, f.postgresTable)
+		}
+		return "postgres table " + f.postgresTable
+	case "dynamodb":
+		return "dynamodb table " + f.dynamoTable
+	}
+	if f.endpoints == "" {
+		return fmt.Sprintf("the embedded etcd of %s, prefix %s", f.dataDir, f.prefix)
+	}
+	return fmt.Sprintf("etcd %s, prefix %s", f.endpoints, f.prefix)
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// memRegistry is a RegistryStore in memory, with the compare the stores
+// make; it counts its reads and, if reads is set, reports each on it.
+type memRegistry struct {
+	mu    sync.Mutex
+	reg   lease.Registry
+	n     int
+	fail  error
+	reads chan struct{}
+}
+
+func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	if m.reads != nil {
+		m.reads <- struct{}{}
+	}
+	return m.reg, m.fail
+}
+
+func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.reg.Equal(next):
+		return nil
+	case m.reg.Version != next.Version-1:
+		return fmt.Errorf("%w: stored %d", lease.ErrRegistryConflict, m.reg.Version)
+	}
+	m.reg = next
+	return nil
+}
+
+// readCount returns how often the registry was read.
+func (m *memRegistry) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
+
+// set replaces the stored registry.
+func (m *memRegistry) set(r lease.Registry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reg = r
+}
+
+// registryOf is a registry at version len(regions) holding regions.
+func registryOf(regions ...lease.Region) lease.Registry {
+	return lease.Registry{Version: int64(len(regions)), Regions: regions}
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease"
+)
+
+const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --yes | sync> [--copy SPEC]… [--json] [store flags]
+  list          every region ever added (retired ones too), the registry's version, the region
+                numbers left under the fleet schedule's last layout and when its timestamps run out
+  add NAME      add a region under the lowest region number no region ever had; start its holders
+                with --region NAME
+  retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
+                holders are refused in it from then on
+  sync          finish a change that stopped half way: every copy one version behind the first
+                is brought to it
+
+Every region keeps a copy of the registry in its own lease store, so its holders read it there and
+never call another region. The store named by the store flags is copy 1; name every other region's
+store with --copy SPEC. Every operator must list the copies in the same order: the first copy
+decides between two changes made at once. add and retire write every copy, each with a version
+compare, and are refused while the copies differ (then run sync). SPEC is one of:
+` + copySpecHelp
+
+// copyFlags collects the repeatable --copy flag.
+type copyFlags []string
+
+func (c *copyFlags) String() string     { return strings.Join(*c, " ") }
+func (c *copyFlags) Set(v string) error { *c = append(*c, v); return nil }
+
+// runRegions lists and changes the region registry kept in every region's
+// lease store.
+func runRegions(ctx context.Context, e env, args []string) error {
+	var sf storeFlags
+	var specs copyFlags
+	fs := newFlags(e, "regions")
+	sf.register(fs)
+	fs.Var(&specs, "copy", "another region's store holding a copy of the registry, as a URL (repeat it, in the same order for every operator; see snowfence regions)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
+	pos, err := parse(e, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("%s", regionsUsage)
+	}
+	verb, rest := pos[0], pos[1:]
+	var name string
+	switch {
+	case (verb == "list" || verb == "sync") && len(rest) == 0:
+	case (verb == "add" || verb == "retire") && len(rest) == 1:
+		name = rest[0]
+		if err := lease.CheckRegionName(name); err != nil {
+			return usageError{err}
+		}
+		if verb == "retire" && !*yes {
+			return usagef("retiring region %s is permanent: its number is never used again and holders are refused in it from then on (those running keep running until they stop); pass --yes to retire it", name)
+		}
+	default:
+		return usagef("%s", regionsUsage)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cs, err := openCopies(ctx, sf, specs)
+	defer closeCopies(cs)
+	if err != nil {
+		return err
+	}
+	fleet, err := cs[0].store.FleetSchedule(ctx)
+	if err != nil {
+		return fmt.Errorf("read the fleet schedule from copy 1 (%s): %w", cs[0].name, err)
+	}
+	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now()}
+	switch verb {
+	case "list":
+		return r.list(ctx)
+	case "add":
+		return r.add(ctx, name)
+	case "retire":
+		return r.retire(ctx, name)
+	}
+	return r.sync(ctx)
+}
+
+// regionsRun is one regions command on opened copies.
+type regionsRun struct {
+	e      env
+	copies []registryCopy
+	fleet  lease.FleetSchedule
+	asJSON bool
+	now    time.Time
+}
+
+// stores are the copies' registry stores, in order.
+func (r regionsRun) stores() []lease.RegistryStore {
+	rs := make([]lease.RegistryStore, len(r.copies))
+	for i, c := range r.copies {
+		rs[i] = c.reg
+	}
+	return rs
+}
+
+// lastLayout is the last layout of the fleet schedule: the one regions are
+// numbered for.
+func (r regionsRun) lastLayout() (snowfence.Layout, error) {
+	sched, err := snowfence.ParseSchedule(r.fleet.Text)
+	if err != nil {
+		return snowfence.Layout{}, fmt.Errorf("the stored fleet schedule %q does not parse: %w", r.fleet.Text, err)
+	}
+	steps := sched.Steps()
+	return steps[len(steps)-1].Layout, nil
+}
+
+// A copyVersion is the version one copy of the registry is at.
+type copyVersion struct {
+	Copy    int    `json:"copy"`
+	Store   string `json:"store"`
+	Version int64  `json:"version"`
+	Same    bool   `json:"same_as_first"`
+}
+
+// regionsReport is what list prints.
+type regionsReport struct {
+	lease.Registry
+	// Layout is the fleet schedule's last layout; RegionBits its region
+	// width, RegionNumbers 1 << RegionBits (0 without region bits) and
+	// RegionNumbersLeft how many of those no region ever had.
+	Layout            string `json:"layout"`
+	RegionBits        int    `json:"region_bits"`
+	RegionNumbers     int    `json:"region_numbers"`
+	RegionNumbersLeft int    `json:"region_numbers_left"`
+	// TimestampsEnd is the first instant the layout's timestamp cannot
+	// hold: its epoch + 2^TimeBits units.
+	TimestampsEnd time.Time     `json:"timestamps_end"`
+	Copies        []copyVersion `json:"copies"`
+}
+
+func (r regionsRun) list(ctx context.Context) error {
+	l, err := r.lastLayout()
+	if err != nil {
+		return err
+	}
+	rep := regionsReport{Layout: l.Name, RegionBits: l.RegionBits, TimestampsEnd: timestampsEnd(l)}
+	for i, c := range r.copies {
+		reg, err := c.reg.Registry(ctx)
+		if err != nil {
+			return fmt.Errorf("read the registry's copy %d (%s): %w", i+1, c.name, err)
+		}
+		if i == 0 {
+			rep.Registry = reg
+		}
+		rep.Copies = append(rep.Copies, copyVersion{Copy: i + 1, Store: c.name, Version: reg.Version, Same: reg.Equal(rep.Registry)})
+	}
+	if rep.Regions == nil {
+		rep.Regions = []lease.Region{}
+	}
+	if l.RegionBits > 0 {
+		rep.RegionNumbers = 1 << l.RegionBits
+		rep.RegionNumbersLeft = rep.Left(rep.RegionNumbers)
+	}
+	for _, c := range rep.Copies {
+		if !c.Same {
+			fmt.Fprintf(r.e.stderr, "snowfence regions: warning: copy %d (%s) is at version %d and differs from copy 1 (version %d): run snowfence regions sync with the same copies\n",
+				c.Copy, c.Store, c.Version, rep.Version)
+		}
+	}
+	if r.asJSON {
+		return json.NewEncoder(r.e.stdout).Encode(rep)
+	}
+	w := r.e.stdout
+	if len(rep.Regions) == 0 {
+		fmt.Fprintln(w, "no regions registered")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tNUMBER\tCREATED\tRETIRED")
+		for _, g := range rep.Regions {
+			retired := "-"
+			if g.Retired() {
+				retired = lease.FormatMs(g.RetiredMs)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", g.Name, g.Number, lease.FormatMs(g.CreatedMs), retired)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	version := fmt.Sprint(rep.Version)
+	if rep.Version == 0 {
+		version = "0 (never written)"
+	}
+	fmt.Fprintf(w, "\nregistry version %s, in %d %s\n", version, len(rep.Copies), plural(len(rep.Copies), "copy", "copies"))
+	if l.RegionBits == 0 {
+		fmt.Fprintf(w, "region numbers left: no region bits (layout %s, the fleet schedule's last)\n", l.Name)
+	} else {
+		fmt.Fprintf(w, "region numbers left: %d of %d (layout %s, the fleet schedule's last; retired numbers are never reused)\n", rep.RegionNumbersLeft, rep.RegionNumbers, l.Name)
+	}
+	_, err = fmt.Fprintf(w, "timestamps run out at %s (layout %s: its epoch + 2^%d ticks)\n", rep.TimestampsEnd.UTC().Format("2006-01-02T15:04:05.000Z07:00"), l.Name, l.TimeBits)
+	return err
+}
+
+func (r regionsRun) add(ctx context.Context, name string) error {
+	l, err := r.lastLayout()
+	if err != nil {
+		return err
+	}
+	if l.RegionBits == 0 {
+		return fmt.Errorf("%w: the fleet schedule's last layout, %s, has no region bits, so it has no region numbers to give: schedule a layout with region bits first (snowfence schedule set, e.g. v1,v2@…)", lease.ErrInvalid, l.Name)
+	}
+	g, err := lease.AddRegion(ctx, r.stores(), name, r.now.UnixMilli(), 1<<l.RegionBits)
+	if err != nil {
+		return err
+	}
+	return say(r.e, r.asJSON, g, "region %s added as number %d, written to %d %s: start its holders with --region %s",
+		g.Name, g.Number, len(r.copies), plural(len(r.copies), "copy", "copies"), g.Name)
+}
+
+func (r regionsRun) retire(ctx context.Context, name string) error {
+	g, err := lease.RetireRegion(ctx, r.stores(), name, r.now.UnixMilli())
+	if err != nil {
+		return err
+	}
+	return say(r.e, r.asJSON, g, "region %s (number %d) retired at %s in %d %s: holders are refused in it from now on, and its number is never used again",
+		g.Name, g.Number, lease.FormatMs(g.RetiredMs), len(r.copies), plural(len(r.copies), "copy", "copies"))
+}
+
+func (r regionsRun) sync(ctx context.Context) error {
+	reg, err := lease.SyncRegistry(ctx, r.stores())
+	if err != nil {
+		return err
+	}
+	return say(r.e, r.asJSON, reg, "every copy of the registry (%d) is at version %d", len(r.copies), reg.Version)
+}
+
+// timestampsEnd is the first instant l's timestamp cannot hold: its epoch
+// + 2^TimeBits units.
+func timestampsEnd(l snowfence.Layout) time.Time {
+	unitMs := l.Unit.Milliseconds()
+	if unitMs == 0 {
+		unitMs = 1
+	}
+	return time.UnixMilli(l.Epoch.UnixMilli() + int64(1)<<l.TimeBits*unitMs).UTC()
+}
+
+// plural is one or many by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// registryOn connects to the etcd at url and returns its region registry
+// copy, skipping the test while the etcd store keeps none.
+func registryOn(t *testing.T, url string) lease.RegistryStore {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: []string{url}}, etcdstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rs, ok := lease.Store(s).(lease.RegistryStore)
+	if !ok {
+		t.Skipf("the etcd store (%T) does not implement lease.RegistryStore yet", s)
+	}
+	return rs
+}
+
+// serve --region resolves the name or number in the registry of its own
+// store: a retired or unknown region refuses to start, saying which
+// command fixes it; a region in service starts, by name.
+func TestE2EServeRegionRefusal(t *testing.T) {
+	dir := t.TempDir()
+	startService(t, dir, "--machines", "40-40")
+	url, err := embedetcd.ReadClientURL(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := registryOn(t, url)
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	for _, name := range []string{"us-east-1", "eu-west-1"} {
+		if _, err := lease.AddRegion(ctx, []lease.RegistryStore{rs}, name, now, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lease.RetireRegion(ctx, []lease.RegistryStore{rs}, "eu-west-1", now); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(region string) []string {
+		return []string{"serve", "--listen", "127.0.0.1:0", "--etcd-endpoints", url, "--machines", "41-41", "--region", region}
+	}
+	for _, c := range []struct{ region, want string }{
+		{"eu-west-1", "snowfence regions list"},
+		{"1", "was retired"},
+		{"ap-south-9", "snowfence regions add"},
+		{"5", "not in the region registry"},
+	} {
+		if _, errOut := cli(t, 1, serve(c.region)...); !strings.Contains(errOut, c.want) {
+			t.Errorf("serve --region %s: stderr %s; want it to say %q", c.region, errOut, c.want)
+		}
+	}
+	startService(t, t.TempDir(), "--etcd-endpoints", url, "--machines", "42-42", "--region", "us-east-1")
+}
+
+// tryCLI runs the binary with args and returns its exit status, stdout and
+// stderr.
+func tryCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// regionsList is the part of regions list --json the tests read.
+type regionsList struct {
+	Version int64          `json:"version"`
+	Regions []lease.Region `json:"regions"`
+	Layout  string         `json:"layout"`
+	Left    int            `json:"region_numbers_left"`
+	Copies  []copyVersion  `json:"copies"`
+}
+
+// regionsCLI runs snowfence regions on two copies, flags naming copy 1
+// and copy the --copy SPEC of copy 2, as the tests of every store do: add
+// is refused under v1; two regions are added under the lowest numbers,
+// one retired (with --yes only), every copy written; serve on copy 2's
+// store (serve2, its flags) refuses the retired region by name and starts
+// in the one in service.
+func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
+	with := func(args ...string) []string { return append(append(args, flags...), "--copy", copy) }
+	list := func() regionsList {
+		t.Helper()
+		out, _ := cli(t, 0, with("regions", "list", "--json")...)
+		var l regionsList
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("regions list --json: %q: %v", out, err)
+		}
+		return l
+	}
+	if code, _, errOut := tryCLI(t, with("regions", "list")...); code == 1 && strings.Contains(errOut, "keeps no region registry") {
+		t.Skipf("the store keeps no region registry yet: %s", errOut)
+	}
+	if l := list(); l.Version != 0 || len(l.Regions) != 0 || len(l.Copies) != 2 || l.Layout != "v1" {
+		t.Fatalf("fresh stores: %+v", l)
+	}
+	if _, errOut := cli(t, 1, with("regions", "add", "us-east-1")...); !strings.Contains(errOut, "no region bits") {
+		t.Errorf("add under v1: stderr %s", errOut)
+	}
+	far := "v1,v2@2099-01-01T00:00:00Z"
+	cli(t, 0, append([]string{"schedule", "set", far}, flags...)...)
+	cli(t, 0, append([]string{"schedule", "set", far}, serve2...)...)
+	for i, name := range []string{"us-east-1", "eu-west-1"} {
+		out, _ := cli(t, 0, with("regions", "add", name, "--json")...)
+		var g lease.Region
+		if err := json.Unmarshal([]byte(out), &g); err != nil || g.Name != name || g.Number != i {
+			t.Fatalf("regions add %s --json: %q, %v; want number %d", name, out, err, i)
+		}
+	}
+	cli(t, 1, with("regions", "add", "eu-west-1")...) // exists already
+	cli(t, 2, with("regions", "retire", "eu-west-1")...)
+	cli(t, 0, with("regions", "retire", "eu-west-1", "--yes")...)
+	l := list()
+	if l.Version != 3 || len(l.Regions) != 2 || !l.Regions[1].Retired() || l.Left != 6 || len(l.Copies) != 2 || !l.Copies[1].Same || l.Copies[1].Version != 3 {
+		t.Fatalf("after two adds and a retire: %+v", l)
+	}
+	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "eu-west-1") || !strings.Contains(out, "registry version 3, in 2 copies") || !strings.Contains(out, "6 of 8") {
+		t.Errorf("regions list:\n%s", out)
+	}
+	if out, _ := cli(t, 0, with("regions", "sync")...); !strings.Contains(out, "at version 3") {
+		t.Errorf("regions sync: %s", out)
+	}
+	serve := func(region string) []string {
+		return append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "45-45", "--region", region}, serve2...)
+	}
+	if _, errOut := cli(t, 1, serve("eu-west-1")...); !strings.Contains(errOut, "retired") {
+		t.Errorf("serve --region eu-west-1 (retired) on copy 2's store: stderr %s", errOut)
+	}
+	s := startService(t, t.TempDir(), serve("us-east-1")[1:]...)
+	s.stop(t)
+}
+
+// snowfence regions on two etcd clusters (two serves' embedded etcds).
+func TestE2ERegionsCLI(t *testing.T) {
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	startService(t, dir1, "--machines", "40-40")
+	startService(t, dir2, "--machines", "40-40")
+	url1, err := embedetcd.ReadClientURL(dir1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url2, err := embedetcd.ReadClientURL(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registryOn(t, url1)
+	regionsCLI(t, []string{"--etcd-endpoints", url1}, "etcd://"+strings.TrimPrefix(url2, "http://")+"/snowfence", []string{"--etcd-endpoints", url2})
+}
+
+// snowfence regions on two PostgreSQL tables and two DynamoDB tables,
+// fresh ones each run.
+func TestE2ERegionsTableStores(t *testing.T) {
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	stores := []struct {
+		name, env string
+		flags     func(v, table string) []string
+		copy      func(v, table string) string
+	}{
+		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL",
+			func(v, table string) []string {
+				return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", table}
+			},
+			func(v, table string) string {
+				if strings.Contains(v, "?") {
+					return v + "&table=" + table
+				}
+				return v + "?table=" + table
+			}},
+		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT",
+			func(v, table string) []string {
+				return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", table, "--aws-region", "us-east-1"}
+			},
+			func(v, table string) string { return "dynamodb://" + table + "?aws-region=us-east-1&endpoint=" + v }},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			v := os.Getenv(st.env)
+			if v == "" {
+				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name]))
+			}
+			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
+			a, b := "e2e_regions_a_"+suffix, "e2e_regions_b_"+suffix
+			if st.name == "dynamodb" {
+				a, b = strings.ReplaceAll(a, "_", "-"), strings.ReplaceAll(b, "_", "-")
+			}
+			cli(t, 0, append([]string{"leases", "init"}, st.flags(v, a)...)...)
+			cli(t, 0, append([]string{"leases", "init"}, st.flags(v, b)...)...)
+			regionsCLI(t, st.flags(v, a), st.copy(v, b), st.flags(v, b))
+		})
+	}
+}

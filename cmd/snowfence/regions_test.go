@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+func TestParseCopySpec(t *testing.T) {
+	base := storeFlags{cert: "c.pem", key: "k.pem", ca: "ca.pem", dialTimeout: 3 * time.Second}
+	for _, c := range []struct {
+		spec string
+		want storeFlags
+	}{
+		{"etcd://h1:2379,h2:2379/fleet/eu", storeFlags{kind: "etcd", endpoints: "http://h1:2379,http://h2:2379", prefix: "/fleet/eu", dialTimeout: 3 * time.Second}},
+		{"etcd://h1:2379", storeFlags{kind: "etcd", endpoints: "http://h1:2379", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"etcds://ops:s%40cret@h1:2379/p/", storeFlags{kind: "etcd", endpoints: "https://h1:2379", prefix: "/p", username: "ops", password: "s@cret",
+			cert: "c.pem", key: "k.pem", ca: "ca.pem", dialTimeout: 3 * time.Second}},
+		{"postgres://u:p@db:5432/ids?sslmode=disable&table=eu_leases", storeFlags{kind: "postgres", postgresURL: "postgres://u:p@db:5432/ids?sslmode=disable",
+			postgresTable: "eu_leases", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"postgresql://db/ids", storeFlags{kind: "postgres", postgresURL: "postgresql://db/ids", postgresTable: "idgen_leases", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"dynamodb://eu-leases?aws-region=eu-west-1&endpoint=http://127.0.0.1:4567", storeFlags{kind: "dynamodb", dynamoTable: "eu-leases", awsRegion: "eu-west-1",
+			dynamoEndpoint: "http://127.0.0.1:4567", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"dynamodb://eu-leases", storeFlags{kind: "dynamodb", dynamoTable: "eu-leases", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+	} {
+		got, err := parseCopySpec(c.spec, base)
+		if err != nil || got != c.want {
+			t.Errorf("parseCopySpec(%q) = %+v, %v\nwant %+v", c.spec, got, err, c.want)
+		}
+	}
+	for _, spec := range []string{"h1:2379", "consul://x", "etcd://", "etcd://h1:2379,", "dynamodb://?aws-region=x", "dynamodb://t?region=x", "etcd://:pw@h:1"} {
+		_, err := parseCopySpec(spec, base)
+		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "the forms are") {
+			t.Errorf("parseCopySpec(%q): %v; want a usage error listing the forms", spec, err)
+		}
+	}
+	_, err := parseCopySpec("consul://ops:hunter2@x", base)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a bad SPEC's error shows its password: %v", err)
+	}
+}
+
+// regionsOn is a regions command on n in-memory copies, under the fleet
+// schedule sched.
+func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	r := regionsRun{e: env{stdout: &out, stderr: &errb}, fleet: lease.FleetSchedule{Text: sched, Version: 1},
+		now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var ms []*memRegistry
+	for i := range n {
+		m := &memRegistry{}
+		ms = append(ms, m)
+		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), reg: m})
+	}
+	return r, ms, &out, &errb
+}
+
+// add and retire write every copy; list prints the table and its footer;
+// add is refused under a layout without region bits, and when no number
+// is left.
+func TestRegionsCommands(t *testing.T) {
+	ctx := context.Background()
+	r, ms, out, errb := regionsOn(2, "v1,v2@2029-01-01T00:00:00Z")
+	for i, name := range []string{"us-east-1", "eu-west-1", "ap-south-1"} {
+		out.Reset()
+		if err := r.add(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		want := "region " + name + " added as number " + string(rune('0'+i)) + ", written to 2 copies: start its holders with --region " + name + "\n"
+		if out.String() != want {
+			t.Errorf("add %s: %q, want %q", name, out, want)
+		}
+	}
+	if err := r.add(ctx, "eu-west-1"); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("adding eu-west-1 twice: %v", err)
+	}
+	out.Reset()
+	if err := r.retire(ctx, "eu-west-1"); err != nil || !strings.Contains(out.String(), "never used again") {
+		t.Fatalf("retire: %v, %q", err, out)
+	}
+	if err := r.retire(ctx, "eu-west-1"); !errors.Is(err, lease.ErrRegionRetired) {
+		t.Errorf("retiring twice: %v", err)
+	}
+	if !ms[0].reg.Equal(ms[1].reg) || ms[0].reg.Version != 4 {
+		t.Fatalf("copies %+v and %+v; want both at version 4", ms[0].reg, ms[1].reg)
+	}
+
+	out.Reset()
+	if err := r.list(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME        NUMBER  CREATED                   RETIRED
+us-east-1   0       2030-01-02T03:04:05.000Z  -
+eu-west-1   1       2030-01-02T03:04:05.000Z  2030-01-02T03:04:05.000Z
+ap-south-1  2       2030-01-02T03:04:05.000Z  -
+
+registry version 4, in 2 copies
+region numbers left: 5 of 8 (layout v2, the fleet schedule's last; retired numbers are never reused)
+timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 ticks)
+`
+	if out.String() != want || errb.Len() != 0 {
+		t.Errorf("list:\n%s\nwant\n%s\nstderr %q", out, want, errb)
+	}
+
+	r.asJSON = true
+	out.Reset()
+	if err := r.list(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Version           int64          `json:"version"`
+		Regions           []lease.Region `json:"regions"`
+		Layout            string         `json:"layout"`
+		RegionNumbers     int            `json:"region_numbers"`
+		RegionNumbersLeft int            `json:"region_numbers_left"`
+		TimestampsEnd     time.Time      `json:"timestamps_end"`
+		Copies            []copyVersion  `json:"copies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("list --json: %q: %v", out, err)
+	}
+	if rep.Version != 4 || len(rep.Regions) != 3 || rep.Layout != "v2" || rep.RegionNumbers != 8 || rep.RegionNumbersLeft != 5 ||
+		!rep.TimestampsEnd.Equal(time.Date(2095, 9, 7, 15, 47, 35, 552e6, time.UTC)) || len(rep.Copies) != 2 || !rep.Copies[1].Same {
+		t.Errorf("list --json: %+v", rep)
+	}
+
+	// A change that stopped half way: list warns, add is refused, sync
+	// mends it.
+	ms[1].set(lease.Registry{Version: 3, Regions: ms[0].reg.Regions})
+	out.Reset()
+	if err := r.list(ctx); err != nil || !strings.Contains(errb.String(), "run snowfence regions sync") {
+		t.Errorf("list with copies apart: %v; stderr %q", err, errb)
+	}
+	r.asJSON = false
+	out.Reset()
+	if err := r.sync(ctx); err != nil || out.String() != "every copy of the registry (2) is at version 4\n" || !ms[1].reg.Equal(ms[0].reg) {
+		t.Errorf("sync: %v, %q; copy 2 %+v", err, out, ms[1].reg)
+	}
+
+	// Five numbers left: the sixth add finds none.
+	for _, name := range []string{"r-3", "r-4", "r-5", "r-6", "r-7"} {
+		if err := r.add(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.add(ctx, "r-8"); !errors.Is(err, lease.ErrNoRegionNumber) {
+		t.Errorf("a ninth region under v2: %v, want ErrNoRegionNumber", err)
+	}
+}
+
+// Under v1, the schedule's only layout, list says there are no region
+// bits and add is refused.
+func TestRegionsNoRegionBits(t *testing.T) {
+	ctx := context.Background()
+	r, ms, out, _ := regionsOn(1, "v1")
+	if err := r.add(ctx, "us-east-1"); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "no region bits") {
+		t.Errorf("add under v1: %v", err)
+	}
+	if ms[0].reg.Version != 0 {
+		t.Errorf("add under v1 wrote the registry: %+v", ms[0].reg)
+	}
+	if err := r.list(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no regions registered", "registry version 0 (never written), in 1 copy", "region numbers left: no region bits (layout v1", "2095-09-07T15:47:35.552Z"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list under v1 lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The command's arguments: retire wants --yes; bad names and verbs are
+// usage errors (exit 2), before any store is opened.
+func TestRegionsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"regions"},
+		{"regions", "frobnicate"},
+		{"regions", "add"},
+		{"regions", "add", "EU"},
+		{"regions", "add", "2"},
+		{"regions", "list", "x"},
+		{"regions", "retire", "eu-west-1"},
+		{"regions", "list", "--copy", "consul://x"},
+	} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 2 || out != "" || errOut == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and an error", args, code, out, errOut)
+		}
+	}
+	if _, _, errOut := runCLI(t, "regions", "retire", "eu-west-1"); !strings.Contains(errOut, "--yes") {
+		t.Errorf("retire without --yes: %q", errOut)
+	}
+}

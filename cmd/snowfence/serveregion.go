@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/snowfence/snowfence/embedetcd"
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
+)
+
+// holderRegion is the region serve starts in, as its own store's region
+// registry resolves --region.
+type holderRegion struct {
+	// region is the registry's entry (only Number set when no registry is
+	// written and --region is a number).
+	region lease.Region
+	// registry is the registry read; the zero Registry if none is written
+	// or the store keeps none (hasRegistry false).
+	registry    lease.Registry
+	hasRegistry bool
+	// open opens the store for the node: the Opener given, or, when the
+	// embedded etcd was started to read the registry, one that reuses it.
+	open node.Opener
+	// release stops what was started to read the registry if the node never
+	// took it over (open not called); safe to call always.
+	release func()
+}
+
+// resolveHolderRegion reads the region registry from the holder's own
+// store before the node starts (embedded is the etcd store's configuration
+// should open start the embedded etcd) — opened by open at region 0, since the
+// registry is one per store beside every region's leases — and resolves
+// text (--region, a name or a number) with lease.Registry.Resolve: an
+// unknown or retired region is refused with the message Resolve gives,
+// which names the command that fixes it. With no registry written a number
+// is taken as it is. A store that keeps no registry (it does not implement
+// lease.RegistryStore) takes a number as it is, with a warning, and refuses
+// a name.
+//
+// Nothing here calls another region's store: the store read is the one the
+// holder leases from.
+func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdstore.Config, text string, log *slog.Logger) (_ holderRegion, err error) {
+	o, err := open(ctx, 0, log)
+	if err != nil {
+		return holderRegion{}, err
+	}
+	hr := holderRegion{open: open, release: func() {}}
+	if o.Embedded != nil {
+		// Keep the embedded etcd for the node rather than stop and start
+		// it again; close only the client used to read.
+		srv := o.Embedded
+		handed := false
+		hr.open = reuseEmbedded(srv, embedded, &handed)
+		hr.release = func() {
+			if !handed {
+				handed = true
+				srv.Close()
+			}
+		}
+		defer func() {
+			o.Store.Close()
+			if err != nil {
+				hr.release()
+			}
+		}()
+	} else {
+		defer closeOpened(o)
+	}
+	rs, ok := o.Store.(lease.RegistryStore)
+	if !ok {
+		n, numErr := strconv.Atoi(text)
+		if numErr != nil || n < 0 {
+			return hr, fmt.Errorf("--region %q: %w", text, errNoRegistry(o.Store))
+		}
+		log.Warn("the lease store keeps no region registry: --region is taken as a number", "store", fmt.Sprintf("%T", o.Store), "region", n)
+		hr.region = lease.Region{Number: n}
+		return hr, nil
+	}
+	reg, err := rs.Registry(ctx)
+	if err != nil {
+		return hr, fmt.Errorf("read the region registry from the lease store: %w", err)
+	}
+	hr.registry, hr.hasRegistry = reg, true
+	if hr.region, err = reg.Resolve(text); err != nil {
+		return hr, fmt.Errorf("--region %s: %w", text, err)
+	}
+	return hr, nil
+}
+
+// closeOpened closes what an Opener opened.
+func closeOpened(o *node.Opened) error {
+	if o.Close != nil {
+		return o.Close()
+	}
+	return o.Store.Close()
+}
+
+// reuseEmbedded is the Opener of an etcd store configured as store (its
+// zero region and logger the node's) on the embedded etcd srv, already
+// started (node.EmbeddedEtcd would start its own): the node stops srv in
+// its Close. It sets *handed once the node has taken srv over.
+func reuseEmbedded(srv *embedetcd.Server, store etcdstore.Config, handed *bool) node.Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*node.Opened, error) {
+		*handed = true
+		if store.Region == 0 {
+			store.Region = region
+		}
+		if store.Region != region {
+			srv.Close()
+			return nil, fmt.Errorf("%w: etcd store region %d differs from keeper region %d", lease.ErrInvalid, store.Region, region)
+		}
+		if store.Logger == nil {
+			store.Logger = log
+		}
+		s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, store)
+		if err != nil {
+			srv.Close()
+			return nil, err
+		}
+		return &node.Opened{
+			Store:    s,
+			Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
+			Timings:  etcdstore.Timings(),
+			Embedded: srv,
+		}, nil
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
+)
+
+// regStore is a lease store with a region registry; only Close and the
+// registry are used.
+type regStore struct {
+	lease.Store
+	*memRegistry
+	closed int
+}
+
+func (s *regStore) Close() error { s.closed++; return nil }
+
+// plainStore is a lease store without a region registry.
+type plainStore struct {
+	lease.Store
+	closed int
+}
+
+func (s *plainStore) Close() error { s.closed++; return nil }
+
+// openerOf opens store, recording the region it was asked for.
+func openerOf(store lease.Store, regions *[]int) node.Opener {
+	return func(_ context.Context, region int, _ *slog.Logger) (*node.Opened, error) {
+		*regions = append(*regions, region)
+		return &node.Opened{Store: store}, nil
+	}
+}
+
+// serve resolves --region from the registry in its own store, read at
+// region 0 and closed again: a name or a number of a region in service
+// starts; an unknown or retired one is refused with the command that fixes
+// it; with no registry written, numbers work as before.
+func TestServeResolvesRegion(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fleet := registryOf(
+		lease.Region{Name: "us-east-1", Number: 0, CreatedMs: 1},
+		lease.Region{Name: "old-region", Number: 1, CreatedMs: 2, RetiredMs: 3},
+		lease.Region{Name: "eu-west-1", Number: 2, CreatedMs: 4},
+	)
+	for _, c := range []struct {
+		name     string
+		reg      lease.Registry
+		text     string
+		want     int
+		wantErr  error
+		wantText string
+	}{
+		{"by name", fleet, "eu-west-1", 2, nil, ""},
+		{"by number", fleet, "2", 2, nil, ""},
+		{"retired by name", fleet, "old-region", 0, lease.ErrRegionRetired, "snowfence regions list"},
+		{"retired by number", fleet, "1", 0, lease.ErrRegionRetired, "was retired"},
+		{"unknown name", fleet, "ap-south-9", 0, lease.ErrUnknownRegion, "snowfence regions add"},
+		{"unknown number", fleet, "5", 0, lease.ErrUnknownRegion, "snowfence regions list"},
+		{"no registry, a number", lease.Registry{}, "3", 3, nil, ""},
+		{"no registry, a name", lease.Registry{}, "eu-west-1", 0, lease.ErrUnknownRegion, "snowfence regions add eu-west-1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := &regStore{memRegistry: &memRegistry{reg: c.reg}}
+			var asked []int
+			hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, c.text, quiet)
+			hr.release()
+			if len(asked) != 1 || asked[0] != 0 || store.closed != 1 {
+				t.Errorf("store opened for regions %v and closed %d times; want once at region 0, closed once", asked, store.closed)
+			}
+			if c.wantErr != nil {
+				if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.wantText) {
+					t.Fatalf("--region %s: %v; want %v saying %q", c.text, err, c.wantErr, c.wantText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("--region %s: %v", c.text, err)
+			}
+			if hr.region.Number != c.want || !hr.hasRegistry || !hr.registry.Equal(c.reg) {
+				t.Errorf("--region %s: %+v; want number %d and the registry read", c.text, hr, c.want)
+			}
+		})
+	}
+}
+
+// A store that keeps no region registry takes a number as before and
+// refuses a name, saying why.
+func TestServeRegionWithoutRegistryStore(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store := &plainStore{}
+	var asked []int
+	hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, "4", quiet)
+	if err != nil || hr.region.Number != 4 || hr.hasRegistry {
+		t.Fatalf("--region 4: %+v, %v; want number 4, no registry", hr, err)
+	}
+	_, err = resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, "eu-west-1", quiet)
+	if err == nil || !strings.Contains(err.Error(), "keeps no region registry") {
+		t.Fatalf("--region eu-west-1: %v; want a store without a registry named", err)
+	}
+	if store.closed != 2 {
+		t.Errorf("store closed %d times, want 2", store.closed)
+	}
+}
