@@ -4,32 +4,58 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease"
 )
 
-// runDecode prints an ID's fields.
-func runDecode(_ context.Context, e env, args []string) error {
+// runDecode prints an ID's fields: offline with --schedule, or with the
+// fleet schedule and the region names of a lease store (--from-store).
+func runDecode(ctx context.Context, e env, args []string) error {
+	var sf storeFlags
 	fs := newFlags(e, "decode")
-	schedText := fs.String("schedule", "", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z" (default v1)`)
+	schedText := fs.String("schedule", "", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z" (default v1, or the store's with --from-store)`)
 	asJSON := fs.Bool("json", false, "print the JSON object the HTTP decode endpoint returns")
+	fromStore := fs.Bool("from-store", false, "read the fleet schedule (unless --schedule is given) and the region names from the lease store the store flags name")
+	sf.register(fs)
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want exactly one ID, got %d arguments; usage: snowfence decode <id> [--schedule …] [--json]", len(pos))
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
 	}
-	sched, err := snowfence.ParseSchedule(*schedText)
-	if err != nil {
-		return usageError{err}
+	if len(pos) != 1 {
+		return usagef("want exactly one ID, got %d arguments; usage: snowfence decode <id> [--schedule …] [--from-store [store flags]] [--json]", len(pos))
 	}
 	id, err := snowfence.ParseID(pos[0])
 	if err != nil {
 		return usageError{err}
 	}
-	d, err := sched.Decode(id)
+	var names func(int) (string, bool)
+	if *fromStore {
+		text, reg, err := storeDecodeFacts(ctx, &sf)
+		if err != nil {
+			return err
+		}
+		if *schedText == "" {
+			*schedText = text
+		}
+		if reg.Version > 0 {
+			names = func(n int) (string, bool) {
+				g, ok := reg.Numbered(n)
+				return g.Name, ok
+			}
+		}
+	}
+	sched, err := snowfence.ParseSchedule(*schedText)
+	if err != nil {
+		return usageError{err}
+	}
+	d, err := sched.DecodeNamed(id, names)
 	if err != nil {
 		return usageError{err}
 	}
@@ -45,8 +71,36 @@ func runDecode(_ context.Context, e env, args []string) error {
 	fmt.Fprintf(tw, "id\t%s\n", d.ID)
 	fmt.Fprintf(tw, "layout\t%s\n", d.Layout)
 	fmt.Fprintf(tw, "created_at\t%s\n", d.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
-	fmt.Fprintf(tw, "region\t%d\n", d.RegionNumber)
+	if d.Region != "" && d.Region != strconv.Itoa(d.RegionNumber) {
+		fmt.Fprintf(tw, "region\t%s (%d)\n", d.Region, d.RegionNumber)
+	} else {
+		fmt.Fprintf(tw, "region\t%d\n", d.RegionNumber)
+	}
 	fmt.Fprintf(tw, "machine\t%d\n", d.Machine)
 	fmt.Fprintf(tw, "sequence\t%d\n", d.Sequence)
+	if d.Warning != "" {
+		fmt.Fprintf(tw, "warning\t%s\n", d.Warning)
+	}
 	return tw.Flush()
+}
+
+// storeDecodeFacts reads, from the lease store sf names, the fleet schedule
+// (its text, "" for the default) and the region registry.
+func storeDecodeFacts(ctx context.Context, sf *storeFlags) (string, lease.Registry, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := sf.connect(ctx)
+	if err != nil {
+		return "", lease.Registry{}, err
+	}
+	defer store.Close()
+	fleet, err := store.FleetSchedule(ctx)
+	if err != nil {
+		return "", lease.Registry{}, fmt.Errorf("read the fleet schedule: %w", err)
+	}
+	reg, err := readRegistry(ctx, store)
+	if err != nil {
+		return "", lease.Registry{}, err
+	}
+	return fleet.Text, reg, nil
 }

@@ -211,3 +211,38 @@ func TestE2ERegionsTableStores(t *testing.T) {
 		})
 	}
 }
+
+// snowfence decode --from-store names the region from the registry of the
+// store the flags name: the v2 example decodes to eu-west-1, a number the
+// registry does not know to an empty name and a warning.
+func TestE2EDecodeFromStore(t *testing.T) {
+	dir := t.TempDir()
+	startService(t, dir, "--machines", "41-41")
+	url, err := embedetcd.ReadClientURL(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := lease.Registry{Version: 1, Regions: []lease.Region{
+		{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "ap-south-1", Number: 1, CreatedMs: 1}, {Name: "eu-west-1", Number: 2, CreatedMs: 1},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := registryOn(t, url).SetRegistry(ctx, reg); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--from-store", "--schedule", "v2", "--etcd-endpoints", url, "--json"}
+	out, _ := cli(t, 0, append([]string{"decode", "683244571854022659"}, flags...)...)
+	want := `{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3}`
+	if strings.TrimSpace(out) != want {
+		t.Errorf("decode --from-store:\n got %s\nwant %s", out, want)
+	}
+	out, _ = cli(t, 0, append([]string{"decode", "683244571855595523"}, flags...)...)
+	var d struct {
+		Region       string `json:"region"`
+		RegionNumber int    `json:"region_number"`
+		Warning      string `json:"warning"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Region != "" || d.RegionNumber != 5 || d.Warning == "" {
+		t.Errorf("decode of an unregistered region number: %s (%v), want region \"\", number 5 and a warning", out, err)
+	}
+}
