@@ -22,7 +22,7 @@ import (
 func TestRegistryItemBesideLeases(t *testing.T) {
 	s := newStore(t)
 	s1 := connect(t, s.Table(), 1)
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryStore{s, s1}, "eu-west-1", baseMs(), 8)
+	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}, {Name: "copy-s1", Store: s1}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on two regions of one table = %+v, %v; want number 0", g, err)
 	}
@@ -70,7 +70,7 @@ func TestRegistryItemByHand(t *testing.T) {
 			t.Fatalf("Registry with the item %s = %+v, %v; want an error saying what to do", name, r, err)
 		}
 		t.Logf("%s: %v", name, err)
-		if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryStore{s}, "us-east-1", baseMs(), 8); err == nil {
+		if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}}, "us-east-1", baseMs(), 8); err == nil {
 			t.Fatalf("AddRegion over the item %s succeeded; want the read's error", name)
 		}
 	}

@@ -20,7 +20,7 @@ func TestRegistryKeySharedByRegions(t *testing.T) {
 	prefix := prefixFor(t)
 	r0 := newStore(t, cli, etcdstore.Config{Prefix: prefix})
 	r1 := newStore(t, cli, etcdstore.Config{Prefix: prefix, Region: 1})
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryStore{r0, r1}, "eu-west-1", baseMs(), 8)
+	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on two regions of one prefix = %+v, %v; want number 0", g, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,11 +64,26 @@ type Registry struct {
 	Version int64 `json:"version"`
 	// Regions are every region ever added, in number order.
 	Regions []Region `json:"regions"`
+	// Copies names the copies of the registry, in the order every change
+	// writes them (by name), as the first change through UpdateRegistry
+	// gave them; later changes must name the same copies. Empty until then.
+	Copies []string `json:"copies,omitempty"`
+}
+
+// A RegistryCopy is one copy of the registry — one region's store — with
+// the name its operator gives it (a store URL, say). The names are
+// recorded in the registry (Registry.Copies), so that a change naming
+// other copies, or fewer, is refused, and every change writes them in the
+// order of their names: the first copy decides between two changes only
+// if every change writes it first.
+type RegistryCopy struct {
+	Name  string
+	Store RegistryStore
 }
 
 // Equal reports whether r and o are the same registry.
 func (r Registry) Equal(o Registry) bool {
-	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions)
+	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions) && slices.Equal(r.Copies, o.Copies)
 }
 
 // Named returns the region called name.
@@ -153,7 +169,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 		return r, Region{}, fmt.Errorf("%w: all %d region numbers of the layout have been used (retired numbers are never reused); a layout with more region bits is needed", ErrNoRegionNumber, limit)
 	}
 	g := Region{Name: name, Number: n, CreatedMs: nowMs}
-	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g)}
+	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies}
 	slices.SortFunc(next.Regions, func(a, b Region) int { return a.Number - b.Number })
 	return next, g, nil
 }
@@ -161,7 +177,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 // WithRetired returns r, one version on, with the region called name
 // retired at nowMs. Its number stays taken.
 func (r Registry) WithRetired(name string, nowMs int64) (Registry, Region, error) {
-	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions)}
+	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies}
 	for i, g := range next.Regions {
 		if g.Name != name {
 			continue
@@ -211,17 +227,24 @@ type RegistryStore interface {
 const registryRetries = 8
 
 // UpdateRegistry changes the registry of a fleet: it reads every copy
-// (each region's store, in the order given, the same order for every
-// operator), refuses with ErrRegistryDiverged if they differ, applies
-// change to the registry read, and writes the result to every copy in
-// order, each with its version compare. The first copy decides between
-// two operators changing the registry at once: the one whose write there
-// fails on its version re-reads and applies its change again (so two
-// regions added at once get two numbers). A compare that fails on a later
-// copy means the copies diverged meanwhile: ErrRegistryDiverged.
-func UpdateRegistry(ctx context.Context, copies []RegistryStore, change func(Registry) (Registry, error)) (Registry, error) {
-	if len(copies) == 0 {
-		return Registry{}, fmt.Errorf("%w: no copy of the registry to change: give every region's store", ErrInvalid)
+// (each region's store, taken in the order of their names), refuses with
+// ErrRegistryDiverged if they differ and with ErrInvalid if they are not
+// the copies the registry records (Registry.Copies: the first change
+// records them), applies change to the registry read, and writes the
+// result to every copy in that order, each with its version compare. The
+// first copy decides between two operators changing the registry at once:
+// the one whose write there fails on its version re-reads and applies its
+// change again (so two regions added at once get two numbers). A compare
+// that fails on a later copy means the copies diverged meanwhile:
+// ErrRegistryDiverged.
+//
+// Not protected: two operators creating the registry at once (no copies
+// recorded yet) with different sets of copies; create it once, from one
+// place, before anyone else changes it.
+func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Registry) (Registry, error)) (Registry, error) {
+	copies, names, err := sortedCopies(copies)
+	if err != nil {
+		return Registry{}, err
 	}
 	for attempt := range registryRetries {
 		cur, err := readCopies(ctx, copies)
@@ -237,14 +260,18 @@ func UpdateRegistry(ctx context.Context, copies []RegistryStore, change func(Reg
 		if err != nil {
 			return Registry{}, err
 		}
+		if err := sameCopies(cur, names); err != nil {
+			return cur, err
+		}
 		next, err := change(cur)
 		if err != nil {
 			return cur, err
 		}
+		next.Copies = names
 		if next.Version != cur.Version+1 {
 			return cur, fmt.Errorf("%w: registry change to version %d from %d; a change raises the version by one", ErrInvalid, next.Version, cur.Version)
 		}
-		err = copies[0].SetRegistry(ctx, next)
+		err = copies[0].Store.SetRegistry(ctx, next)
 		if errors.Is(err, ErrRegistryConflict) {
 			continue // another change won the first copy: start again from it
 		}
@@ -252,8 +279,10 @@ func UpdateRegistry(ctx context.Context, copies []RegistryStore, change func(Reg
 			return cur, fmt.Errorf("write the registry's first copy: %w", err)
 		}
 		for i, c := range copies[1:] {
-			if err := c.SetRegistry(ctx, next); err != nil {
-				return next, fmt.Errorf("%w: copy %d of %d not written (%w): the first copy is at version %d; run snowfence regions sync to bring the others there", ErrRegistryDiverged, i+2, len(copies), err, next.Version)
+			if err := c.Store.SetRegistry(ctx, next); err != nil {
+				return next, fmt.Errorf("%w: copy %d of %d (%s) not written (%w): the first copy is at version %d; "+
+					"start no holder in a region this change named until snowfence regions sync has brought every copy there",
+					ErrRegistryDiverged, i+2, len(copies), c.Name, err, next.Version)
 			}
 		}
 		return next, nil
@@ -262,10 +291,10 @@ func UpdateRegistry(ctx context.Context, copies []RegistryStore, change func(Reg
 }
 
 // readCopies returns the registry every copy holds, or ErrRegistryDiverged.
-func readCopies(ctx context.Context, copies []RegistryStore) (Registry, error) {
+func readCopies(ctx context.Context, copies []RegistryCopy) (Registry, error) {
 	var first Registry
 	for i, c := range copies {
-		r, err := c.Registry(ctx)
+		r, err := c.Store.Registry(ctx)
 		if err != nil {
 			return Registry{}, fmt.Errorf("read the registry's copy %d of %d: %w", i+1, len(copies), err)
 		}
@@ -276,7 +305,10 @@ func readCopies(ctx context.Context, copies []RegistryStore) (Registry, error) {
 		if !r.Equal(first) {
 			err := fmt.Errorf("%w: copy 1 is at version %d, copy %d at version %d; run snowfence regions sync, which brings every copy to the first one's version when they are one change apart",
 				ErrRegistryDiverged, first.Version, i+1, r.Version)
-			if r.Version == first.Version-1 {
+			// Every change writes copy 1 first, so a later copy ahead of
+			// it was changed after copy 1 was read, and one a change
+			// behind is most likely being written: read again.
+			if r.Version > first.Version || (r.Version == first.Version-1 && oneChangeAfter(r, first)) {
 				return Registry{}, &copiesBehind{err}
 			}
 			return Registry{}, err
@@ -285,8 +317,8 @@ func readCopies(ctx context.Context, copies []RegistryStore) (Registry, error) {
 	return first, nil
 }
 
-// copiesBehind is ErrRegistryDiverged when a copy is one version behind
-// the first: a change may be under way.
+// copiesBehind is ErrRegistryDiverged when a change may be under way: a
+// copy one change behind the first, or ahead of it.
 type copiesBehind struct{ err error }
 
 func (e *copiesBehind) Error() string { return e.err.Error() }
@@ -311,7 +343,7 @@ func waitCtx(ctx context.Context, d time.Duration) error {
 // AddRegion adds a region called name at nowMs to every copy, under the
 // lowest region number below limit (1 << RegionBits of the layout) never
 // used, and returns it.
-func AddRegion(ctx context.Context, copies []RegistryStore, name string, nowMs int64, limit int) (Region, error) {
+func AddRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs int64, limit int) (Region, error) {
 	var added Region
 	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
 		next, g, err := r.WithRegion(name, nowMs, limit)
@@ -322,7 +354,7 @@ func AddRegion(ctx context.Context, copies []RegistryStore, name string, nowMs i
 }
 
 // RetireRegion retires the region called name at nowMs in every copy.
-func RetireRegion(ctx context.Context, copies []RegistryStore, name string, nowMs int64) (Region, error) {
+func RetireRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs int64) (Region, error) {
 	var retired Region
 	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
 		next, g, err := r.WithRetired(name, nowMs)
@@ -332,33 +364,104 @@ func RetireRegion(ctx context.Context, copies []RegistryStore, name string, nowM
 	return retired, err
 }
 
-// SyncRegistry finishes a change that stopped half way: every copy one
-// version behind the first is given the first copy's registry (with the
-// version compare). Copies further apart, or ahead of the first, are
-// refused with ErrRegistryDiverged: they need an operator's look.
-func SyncRegistry(ctx context.Context, copies []RegistryStore) (Registry, error) {
-	if len(copies) == 0 {
-		return Registry{}, fmt.Errorf("%w: no copy of the registry to sync", ErrInvalid)
+// SyncRegistry finishes a change that stopped half way: every copy whose
+// registry is the one the first copy's was made from (one version behind,
+// with one region added or retired since) is given the first copy's
+// registry (with the version compare). Any other difference is refused
+// with ErrRegistryDiverged: it needs an operator's look. The copies must
+// be the ones the registry names, in its order.
+func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) {
+	copies, names, err := sortedCopies(copies)
+	if err != nil {
+		return Registry{}, err
 	}
-	first, err := copies[0].Registry(ctx)
+	first, err := copies[0].Store.Registry(ctx)
 	if err != nil {
 		return Registry{}, fmt.Errorf("read the registry's copy 1: %w", err)
 	}
+	if err := sameCopies(first, names); err != nil {
+		return first, err
+	}
 	for i, c := range copies[1:] {
-		r, err := c.Registry(ctx)
+		r, err := c.Store.Registry(ctx)
 		if err != nil {
 			return first, fmt.Errorf("read the registry's copy %d: %w", i+2, err)
 		}
 		switch {
 		case r.Equal(first):
-		case r.Version == first.Version-1:
-			if err := c.SetRegistry(ctx, first); err != nil {
+		case r.Version == first.Version-1 && oneChangeAfter(r, first):
+			if err := c.Store.SetRegistry(ctx, first); err != nil {
 				return first, fmt.Errorf("sync the registry's copy %d to version %d: %w", i+2, first.Version, err)
 			}
 		default:
-			return first, fmt.Errorf("%w: copy %d is at version %d and copy 1 at %d: not one change apart; compare them (snowfence regions list on each store) before writing either",
-				ErrRegistryDiverged, i+2, r.Version, first.Version)
+			return first, fmt.Errorf("%w: copy %d (%s) is at version %d and copy 1 at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
+				ErrRegistryDiverged, i+2, c.Name, r.Version, first.Version)
 		}
 	}
 	return first, nil
+}
+
+// sortedCopies returns copies in the order every change writes them — by
+// name, whatever order the caller gave, so that two operators naming the
+// same copies write the same one first — and their names, refusing none,
+// an empty name or a name given twice.
+func sortedCopies(copies []RegistryCopy) ([]RegistryCopy, []string, error) {
+	if len(copies) == 0 {
+		return nil, nil, fmt.Errorf("%w: no copy of the registry given: give every region's store", ErrInvalid)
+	}
+	copies = slices.Clone(copies)
+	slices.SortStableFunc(copies, func(a, b RegistryCopy) int { return strings.Compare(a.Name, b.Name) })
+	names := make([]string, len(copies))
+	for i, c := range copies {
+		switch {
+		case c.Name == "":
+			return nil, nil, fmt.Errorf("%w: a copy of the registry has no name", ErrInvalid)
+		case i > 0 && names[i-1] == c.Name:
+			return nil, nil, fmt.Errorf("%w: copy %s is given twice", ErrInvalid, c.Name)
+		}
+		names[i] = c.Name
+	}
+	return copies, names, nil
+}
+
+// sameCopies refuses names that are not the copies r records, in its
+// order (nothing is recorded before the first change).
+func sameCopies(r Registry, names []string) error {
+	if len(r.Copies) == 0 || slices.Equal(r.Copies, names) {
+		return nil
+	}
+	return fmt.Errorf("%w: the region registry is kept in %d copies: %s; give exactly those (the store flags and --copy, named as before), not %s",
+		ErrInvalid, len(r.Copies), strings.Join(r.Copies, ", "), strings.Join(names, ", "))
+}
+
+// oneChangeAfter reports whether next is prev with one change made: one
+// region added, or one region retired, the copies unchanged (or recorded
+// for the first time).
+func oneChangeAfter(prev, next Registry) bool {
+	if next.Version != prev.Version+1 || (len(prev.Copies) > 0 && !slices.Equal(prev.Copies, next.Copies)) {
+		return false
+	}
+	switch len(next.Regions) - len(prev.Regions) {
+	case 1: // one added: every old region kept as it was
+		for _, g := range prev.Regions {
+			if h, ok := next.Numbered(g.Number); !ok || h != g {
+				return false
+			}
+		}
+		return true
+	case 0: // one retired
+		changed := 0
+		for i, g := range prev.Regions {
+			h := next.Regions[i]
+			switch {
+			case h == g:
+			case !g.Retired() && h.Retired() && h.Name == g.Name && h.Number == g.Number && h.CreatedMs == g.CreatedMs:
+				changed++
+			default:
+				return false
+			}
+		}
+		return changed == 1
+	}
+	return false
 }

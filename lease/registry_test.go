@@ -37,10 +37,10 @@ func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error 
 	return nil
 }
 
-func copies(n int) []lease.RegistryStore {
-	cs := make([]lease.RegistryStore, n)
+func copies(n int) []lease.RegistryCopy {
+	cs := make([]lease.RegistryCopy, n)
 	for i := range cs {
-		cs[i] = &memRegistry{}
+		cs[i] = lease.RegistryCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: &memRegistry{}}
 	}
 	return cs
 }
@@ -71,9 +71,9 @@ func TestAddRegionConcurrently(t *testing.T) {
 	if _, err := lease.AddRegion(ctx, cs, "r-9", 2000, 8); !errors.Is(err, lease.ErrNoRegionNumber) {
 		t.Fatalf("ninth region: %v, want ErrNoRegionNumber", err)
 	}
-	first, _ := cs[0].Registry(ctx)
+	first, _ := cs[0].Store.Registry(ctx)
 	for i, c := range cs {
-		if r, _ := c.Registry(ctx); !r.Equal(first) || r.Version != 8 {
+		if r, _ := c.Store.Registry(ctx); !r.Equal(first) || r.Version != 8 {
 			t.Fatalf("copy %d: %+v, want version 8 equal to copy 1", i+1, r)
 		}
 	}
@@ -99,7 +99,7 @@ func TestRetiredNumberNeverReused(t *testing.T) {
 	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 4, 8); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("a retired name again: %v, want ErrInvalid", err)
 	}
-	r, _ := cs[1].Registry(ctx)
+	r, _ := cs[1].Store.Registry(ctx)
 	for _, tc := range []struct {
 		text string
 		want error
@@ -143,9 +143,9 @@ func TestRegistryDivergedAndSync(t *testing.T) {
 	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 1, 8); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := cs[0].Registry(ctx)
+	r, _ := cs[0].Store.Registry(ctx)
 	next, _, _ := r.WithRegion("us-east-1", 2, 8)
-	if err := cs[0].SetRegistry(ctx, next); err != nil { // the change stops here
+	if err := cs[0].Store.SetRegistry(ctx, next); err != nil { // the change stops here
 		t.Fatal(err)
 	}
 	if _, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8); !errors.Is(err, lease.ErrRegistryDiverged) {
@@ -164,5 +164,77 @@ func TestCheckRegionName(t *testing.T) {
 		if err := lease.CheckRegionName(name); (err == nil) != ok {
 			t.Errorf("CheckRegionName(%q) = %v, want ok %v", name, err, ok)
 		}
+	}
+}
+
+// Two operators adding at once, each naming the copies in another order,
+// still get two numbers: every change writes the copies in name order.
+func TestAddRegionCopiesInAnyOrder(t *testing.T) {
+	ctx := context.Background()
+	for range 20 {
+		cs := copies(3)
+		rev := []lease.RegistryCopy{cs[2], cs[1], cs[0]}
+		var wg sync.WaitGroup
+		var ga, gb lease.Region
+		var ea, eb error
+		wg.Go(func() { ga, ea = lease.AddRegion(ctx, cs, "a", 1, 8) })
+		wg.Go(func() { gb, eb = lease.AddRegion(ctx, rev, "b", 1, 8) })
+		wg.Wait()
+		if ea != nil || eb != nil || ga.Number == gb.Number {
+			t.Fatalf("adds in two orders: a %+v %v, b %+v %v; want two numbers", ga, ea, gb, eb)
+		}
+	}
+}
+
+// Once written, the registry names its copies: a change that names fewer,
+// or another, is refused before it writes anything.
+func TestRegistryRefusesOtherCopies(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(3)
+	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	other := lease.RegistryCopy{Name: "copy-9", Store: cs[2].Store}
+	for name, given := range map[string][]lease.RegistryCopy{
+		"a subset":       cs[:2],
+		"another name":   {cs[0], cs[1], other},
+		"one copy twice": {cs[0], cs[1], cs[1]},
+		"no copy":        nil,
+	} {
+		if _, err := lease.AddRegion(ctx, given, "b", 2, 8); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	for i, c := range cs {
+		if r, _ := c.Store.Registry(ctx); r.Version != 1 {
+			t.Errorf("copy %d at version %d after the refused changes, want 1", i+1, r.Version)
+		}
+	}
+}
+
+// Sync brings a copy forward only over the one change it missed, never
+// over a registry that differs otherwise.
+func TestSyncOnlyOverOneChange(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(2)
+	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := cs[1].Store.Registry(ctx)
+	// Copy 2 gets a change copy 1 never saw, at the same version copy 1
+	// is about to reach by another change.
+	theirs, _, _ := r.WithRegion("b", 2, 8)
+	if err := cs[1].Store.SetRegistry(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	ours, _, _ := r.WithRegion("c", 3, 8)
+	ours2, _, _ := ours.WithRegion("d", 4, 8)
+	cs[0].Store.SetRegistry(ctx, ours)
+	cs[0].Store.SetRegistry(ctx, ours2)
+	if _, err := lease.SyncRegistry(ctx, cs); !errors.Is(err, lease.ErrRegistryDiverged) {
+		t.Fatalf("sync over a copy that went another way: %v, want ErrRegistryDiverged", err)
+	}
+	if got, _ := cs[1].Store.Registry(ctx); !got.Equal(theirs) {
+		t.Fatalf("copy 2 after the refused sync: %+v, want it untouched", got)
 	}
 }

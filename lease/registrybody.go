@@ -38,6 +38,11 @@ func CheckRegistry(r Registry) error {
 		}
 		names[g.Name] = true
 	}
+	for i, c := range r.Copies {
+		if c == "" || (i > 0 && c <= r.Copies[i-1]) {
+			return fmt.Errorf("%w: the registry's copies %q: each named once, in name order", ErrInvalid, r.Copies)
+		}
+	}
 	return nil
 }
 

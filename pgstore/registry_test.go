@@ -25,7 +25,7 @@ func TestRegistryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := lease.AddRegion(t.Context(), []lease.RegistryStore{r0, r1}, "eu-west-1", time.Now().UnixMilli(), 8)
+	g, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", time.Now().UnixMilli(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on two regions of one table = %+v, %v; want number 0", g, err)
 	}
@@ -57,7 +57,7 @@ func TestRegistryTable(t *testing.T) {
 			t.Fatalf("Registry after SET %s = %+v, %v; want an error saying what to do", set, reg, err)
 		}
 		t.Logf("SET %s: %v", set, err)
-		if _, err := lease.AddRegion(t.Context(), []lease.RegistryStore{r0}, "us-east-1", time.Now().UnixMilli(), 8); err == nil {
+		if _, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "us-east-1", time.Now().UnixMilli(), 8); err == nil {
 			t.Fatalf("AddRegion over a row after SET %s succeeded; want the read's error", set)
 		}
 	}

@@ -63,9 +63,9 @@ func (c *regionNames) Name(n int) (string, bool) {
 	if g, ok := reg.Numbered(n); ok {
 		return g.Name, true
 	}
-	if !c.refresh(regionNamesOnMiss) {
-		return "", false
-	}
+	// Read again unless another decode just did; either way look again,
+	// since that other read may have brought the number.
+	c.refresh(regionNamesOnMiss)
 	if g, ok := c.reg.Load().Numbered(n); ok {
 		return g.Name, true
 	}

@@ -24,9 +24,10 @@ const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --
 
 Every region keeps a copy of the registry in its own lease store, so its holders read it there and
 never call another region. The store named by the store flags is copy 1; name every other region's
-store with --copy SPEC. Every operator must list the copies in the same order: the first copy
-decides between two changes made at once. add and retire write every copy, each with a version
-compare, and are refused while the copies differ (then run sync). SPEC is one of:
+store with --copy SPEC. The first change records the copies' names; every later change must name
+the same copies the same way (any order: they are written in name order, and the first decides
+between two changes made at once). add and retire write every copy, each with a version compare,
+and are refused while the copies differ (then run sync). SPEC is one of:
 ` + copySpecHelp
 
 // copyFlags collects the repeatable --copy flag.
@@ -42,7 +43,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	var specs copyFlags
 	fs := newFlags(e, "regions")
 	sf.register(fs)
-	fs.Var(&specs, "copy", "another region's store holding a copy of the registry, as a URL (repeat it, in the same order for every operator; see snowfence regions)")
+	fs.Var(&specs, "copy", "another region's store holding a copy of the registry, as a URL (repeat it; name each store the same way every time; see snowfence regions)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
 	pos, err := parse(e, fs, args)
@@ -102,11 +103,12 @@ type regionsRun struct {
 	now    time.Time
 }
 
-// stores are the copies' registry stores, in order.
-func (r regionsRun) stores() []lease.RegistryStore {
-	rs := make([]lease.RegistryStore, len(r.copies))
+// stores are the copies, named as the operator named them (the registry
+// records the names: every later change must name the same copies).
+func (r regionsRun) stores() []lease.RegistryCopy {
+	rs := make([]lease.RegistryCopy, len(r.copies))
 	for i, c := range r.copies {
-		rs[i] = c.reg
+		rs[i] = lease.RegistryCopy{Name: c.name, Store: c.reg}
 	}
 	return rs
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // registryOn connects to the etcd at url and returns its region registry
-// copy, skipping the test while the etcd store keeps none.
+// copy.
 func registryOn(t *testing.T, url string) lease.RegistryStore {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -45,11 +45,11 @@ func TestE2EServeRegionRefusal(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
 	for _, name := range []string{"us-east-1", "eu-west-1"} {
-		if _, err := lease.AddRegion(ctx, []lease.RegistryStore{rs}, name, now, 8); err != nil {
+		if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy-rs", Store: rs}}, name, now, 8); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lease.RetireRegion(ctx, []lease.RegistryStore{rs}, "eu-west-1", now); err != nil {
+	if _, err := lease.RetireRegion(ctx, []lease.RegistryCopy{{Name: "copy-rs", Store: rs}}, "eu-west-1", now); err != nil {
 		t.Fatal(err)
 	}
 	serve := func(region string) []string {

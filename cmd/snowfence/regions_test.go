@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,15 @@ timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 tick
 
 	// A change that stopped half way: list warns, add is refused, sync
 	// mends it.
-	ms[1].set(lease.Registry{Version: 3, Regions: ms[0].reg.Regions})
+	// Copy 2 missed the last change, the retirement of eu-west-1.
+	prev := ms[0].reg
+	prev.Version, prev.Regions = 3, slices.Clone(prev.Regions)
+	for i := range prev.Regions {
+		if prev.Regions[i].Name == "eu-west-1" {
+			prev.Regions[i].RetiredMs = 0
+		}
+	}
+	ms[1].set(prev)
 	out.Reset()
 	if err := r.list(ctx); err != nil || !strings.Contains(errb.String(), "run snowfence regions sync") {
 		t.Errorf("list with copies apart: %v; stderr %q", err, errb)

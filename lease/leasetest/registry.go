@@ -155,7 +155,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 	var wg sync.WaitGroup
 	for i := range adders {
 		wg.Go(func() {
-			got[i], errs[i] = lease.AddRegion(ctx, stores[i:i+1], fmt.Sprintf("r-%d", i), int64(1000+i), registryLimit)
+			got[i], errs[i] = lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: stores[i]}}, fmt.Sprintf("r-%d", i), int64(1000+i), registryLimit)
 		})
 	}
 	wg.Wait()
@@ -170,7 +170,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(nums, want) {
 		t.Fatalf("numbers %v; want %v, once each", nums, want)
 	}
-	if _, err := lease.AddRegion(ctx, []lease.RegistryStore{registryOf(t, st)}, "r-9", 2000, registryLimit); !errors.Is(err, lease.ErrNoRegionNumber) {
+	if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: registryOf(t, st)}}, "r-9", 2000, registryLimit); !errors.Is(err, lease.ErrNoRegionNumber) {
 		t.Fatalf("ninth region: %v; want ErrNoRegionNumber", err)
 	}
 	r := mustRegistry(t, registryOf(t, st))
@@ -190,7 +190,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 // finishes it.
 func checkRegistryCopies(t *testing.T, s *suite) {
 	a, b := registryOf(t, s.store(t)), registryOf(t, s.store(t))
-	copies := []lease.RegistryStore{a, b}
+	copies := []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
 	ctx := ctxFor(t)
 	for i, name := range []string{"eu-west-1", "us-east-1"} {
 		g, err := lease.AddRegion(ctx, copies, name, 1000, registryLimit)
