@@ -208,7 +208,7 @@ func CheckRegionName(name string) error {
 
 // A RegistryStore keeps one copy of the region registry: every lease store
 // implements it, beside its leases (etcd: the key <prefix>/registry;
-// PostgreSQL: the table <table>_registry; DynamoDB: an item of the lease
+// PostgreSQL: the table <table>_region; DynamoDB: an item of the lease
 // table).
 type RegistryStore interface {
 	// Registry returns the stored registry: the zero Registry if none was

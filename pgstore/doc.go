@@ -32,7 +32,7 @@
 //	<table>_origin      one row (id 1): the server's system identifier and
 //	                    WAL timeline as first seen, the restores noticed and
 //	                    the restore floor (see Restores).
-//	<table>_registry    one row (id 1): this store's copy of the region
+//	<table>_region    one row (id 1): this store's copy of the region
 //	                    registry, version and body (JSON of lease.Registry);
 //	                    no row means none was written (version 0). Written
 //	                    with INSERT … ON CONFLICT DO NOTHING for version 1

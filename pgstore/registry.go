@@ -13,7 +13,7 @@ import (
 
 var _ lease.RegistryStore = (*Store)(nil)
 
-// Registry returns the region registry kept in <table>_registry (one row,
+// Registry returns the region registry kept in <table>_region (one row,
 // id 1), shared by every region of the table: the zero Registry when no
 // row was written.
 func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
@@ -23,7 +23,7 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 	return s.readRegistry(ctx)
 }
 
-// SetRegistry writes next into <table>_registry if the stored version is
+// SetRegistry writes next into <table>_region if the stored version is
 // next.Version-1, in one statement: an insert of the row for version 1,
 // an update on the version otherwise. When it changes nothing, the row is
 // read again: equal to next is success (a retry, or a second copy on the

@@ -12,7 +12,7 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// TestRegistryTable: the region registry is one row of <table>_registry,
+// TestRegistryTable: the region registry is one row of <table>_region,
 // created by Migrate and read by the stores of every region of the table;
 // a row that does not hold a registry is an error that says what to do,
 // never an empty registry, and no change goes over it.
@@ -33,7 +33,7 @@ func TestRegistryTable(t *testing.T) {
 	if err != nil || reg.Version != 1 || len(reg.Regions) != 1 {
 		t.Fatalf("region 1 reads the registry %+v, %v; want version 1 with eu-west-1", reg, err)
 	}
-	rt := pgx.Identifier{table + "_registry"}.Sanitize()
+	rt := pgx.Identifier{table + "_region"}.Sanitize()
 	var version int64
 	var body string
 	if err := pool.QueryRow(t.Context(), "SELECT version, body::text FROM "+rt).Scan(&version, &body); err != nil || version != 1 {
@@ -63,11 +63,11 @@ func TestRegistryTable(t *testing.T) {
 	}
 }
 
-// TestTableNameLeavesRoomForRegistry: a table name whose <table>_registry
+// TestTableNameLeavesRoomForRegistry: a table name whose <table>_region
 // would pass PostgreSQL's 63 characters is refused.
 func TestTableNameLeavesRoomForRegistry(t *testing.T) {
 	pool := testPool(t, 1)
-	ok := strings.Repeat("a", 63-len("_registry"))
+	ok := strings.Repeat("a", 63-len("_region"))
 	if _, err := pgstore.New(pool, pgstore.Config{Table: ok}); err != nil {
 		t.Errorf("table name of %d characters: %v", len(ok), err)
 	}

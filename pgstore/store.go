@@ -72,7 +72,7 @@ type Store struct {
 const (
 	fleetSuffix    = "_fleet"
 	originSuffix   = "_origin"
-	registrySuffix = "_registry"
+	registrySuffix = "_region"
 )
 
 var _ lease.Store = (*Store)(nil)
@@ -165,7 +165,7 @@ func (s *Store) Region() int { return s.region }
 // (claim_nonce), and creates the three tables beside it: <table>_fleet,
 // the fleet schedule (no row until one is set: "v1"), <table>_origin, the
 // server's system identifier and WAL timeline as first seen (see
-// "Restores" in the package documentation), and <table>_registry, this
+// "Restores" in the package documentation), and <table>_region, this
 // store's copy of the region registry (no row until a region is added).
 // It is idempotent; run it ("snowfence leases init") after every upgrade.
 func (s *Store) Migrate(ctx context.Context) error {
