@@ -13,8 +13,8 @@ import (
 // Quarantine makes number machine unclaimable and unrenewable with the
 // operator's quarantine of an item — holder "QUARANTINED", lease_expiry
 // 2100-01-01, one more epoch (lease.QuarantineHolder,
-// lease.QuarantineExpiryMs) — and keeps the mark it had in quarantined_mark, for
-// Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
+// lease.QuarantineExpiryMs) — and keeps the mark it had in
+// quarantined_mark, for Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
 // and it stops at its mark. Quarantining a quarantined number does nothing.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {

@@ -78,14 +78,10 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 			// tells.
 			cur, perr = s.Registry(ctx)
 		}
-		switch {
-		case perr != nil:
+		if perr != nil {
 			return perr
-		case cur.Equal(next):
-			return nil
 		}
-		return fmt.Errorf("%w: the registry's item (machine_id %d) is at version %d, not %d; read it again",
-			lease.ErrRegistryConflict, registryKey, cur.Version, next.Version-1)
+		return lease.RegistryConflict(fmt.Sprintf("the registry's item (machine_id %d)", registryKey), cur, next)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
 	defer cancel()
@@ -104,16 +100,14 @@ func parseRegistry(m map[string]types.AttributeValue) (lease.Registry, error) {
 	version, _, err := getNum(m, attrVersion)
 	var r lease.Registry
 	if err == nil {
-		b, ok := m[attrBody].(*types.AttributeValueMemberS)
-		switch {
-		case !ok:
-			err = fmt.Errorf("no string attribute %s", attrBody)
-		default:
+		if b, ok := m[attrBody].(*types.AttributeValueMemberS); ok {
 			r, err = lease.DecodeRegistry([]byte(b.Value))
+		} else {
+			err = fmt.Errorf("no string attribute %s", attrBody)
 		}
-		if err == nil && r.Version != version {
-			err = fmt.Errorf("its body is at version %d, its attribute %s at %d", r.Version, attrVersion, version)
-		}
+	}
+	if err == nil && r.Version != version {
+		err = fmt.Errorf("its body is at version %d, its attribute %s at %d", r.Version, attrVersion, version)
 	}
 	if err != nil {
 		return lease.Registry{}, fmt.Errorf("dynamostore: the region registry's item (machine_id %d) is not one this store wrote: %v (was it written by hand?); "+

@@ -79,8 +79,8 @@ func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
 // 31 s at the table timings); StartKeeper refuses a longer one.
 const MaxRestoreWindow = 6 * time.Minute
 
-// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow, for the keeper's
-// check at start.
+// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow,
+// for the keeper's check at start.
 func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 
 // describeTableID returns the table's TableId from DescribeTable.

@@ -50,8 +50,8 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 	if err != nil {
 		return err
 	}
-	if done, err := registryWritten(cur, next, key); done || err != nil {
-		return err
+	if cur.Version != next.Version-1 {
+		return lease.RegistryConflict(key, cur, next)
 	}
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	if kv != nil {
@@ -72,11 +72,7 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 		if err != nil {
 			return err
 		}
-		done, err := registryWritten(cur, next, key)
-		if done || err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: %s changed between the read and the write (now at version %d); read it again", lease.ErrRegistryConflict, key, cur.Version)
+		return lease.RegistryConflict(key, cur, next) // it changed between the read and the write
 	}
 	s.log.Warn("wrote the region registry", "version", next.Version, "regions", len(next.Regions), "key", key)
 	return nil
@@ -92,19 +88,6 @@ func (s *Store) registryKV(ctx context.Context) (*mvccpb.KeyValue, error) {
 		return nil, nil
 	}
 	return resp.Kvs[0], nil
-}
-
-// registryWritten compares the stored registry cur with next: done if
-// they are equal (next is written already), ErrRegistryConflict unless cur
-// is the version before next's.
-func registryWritten(cur, next lease.Registry, key string) (done bool, err error) {
-	switch {
-	case cur.Equal(next):
-		return true, nil
-	case cur.Version != next.Version-1:
-		return false, fmt.Errorf("%w: %s is at version %d, not %d; read it again", lease.ErrRegistryConflict, key, cur.Version, next.Version-1)
-	}
-	return false, nil
 }
 
 // parseRegistry decodes the registry's key; nil is the zero Registry.

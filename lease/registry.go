@@ -222,6 +222,18 @@ type RegistryStore interface {
 	SetRegistry(ctx context.Context, next Registry) error
 }
 
+// RegistryConflict is a RegistryStore's answer when its conditional write
+// of next changed nothing and the stored registry cur was read back: nil
+// if cur is next already (a retry of a write that committed, or a second
+// copy on the same store), else ErrRegistryConflict naming where the copy
+// is and the version found there.
+func RegistryConflict(where string, cur, next Registry) error {
+	if cur.Equal(next) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is at version %d, not %d; read it again", ErrRegistryConflict, where, cur.Version, next.Version-1)
+}
+
 // registryRetries bounds how often UpdateRegistry re-reads after another
 // operator's change won the first copy.
 const registryRetries = 8

@@ -27,11 +27,8 @@ func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {
 func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case m.reg.Equal(next):
-		return nil
-	case m.reg.Version != next.Version-1:
-		return fmt.Errorf("%w: stored %d", lease.ErrRegistryConflict, m.reg.Version)
+	if m.reg.Version != next.Version-1 {
+		return lease.RegistryConflict("the copy in memory", m.reg, next)
 	}
 	m.reg = next
 	return nil

@@ -46,13 +46,10 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		cur, rerr := s.readRegistry(ctx)
-		switch {
-		case rerr != nil:
+		if rerr != nil {
 			return fmt.Errorf("%w: %s%s is no longer at version %d, and reading it failed: %v", lease.ErrRegistryConflict, s.name, registrySuffix, next.Version-1, rerr)
-		case cur.Equal(next):
-			return nil
 		}
-		return fmt.Errorf("%w: %s%s is at version %d, not %d; read it again", lease.ErrRegistryConflict, s.name, registrySuffix, cur.Version, next.Version-1)
+		return lease.RegistryConflict(s.name+registrySuffix, cur, next)
 	case err != nil:
 		// The statement may have committed: read the row back before
 		// saying so.

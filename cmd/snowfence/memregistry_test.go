@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/snowfence/snowfence/lease"
@@ -31,11 +30,8 @@ func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {
 func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case m.reg.Equal(next):
-		return nil
-	case m.reg.Version != next.Version-1:
-		return fmt.Errorf("%w: stored %d", lease.ErrRegistryConflict, m.reg.Version)
+	if m.reg.Version != next.Version-1 {
+		return lease.RegistryConflict("the copy in memory", m.reg, next)
 	}
 	m.reg = next
 	return nil
