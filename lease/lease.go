@@ -240,6 +240,9 @@ type Store interface {
 	// holder's timings the restore cut off, and StartKeeper refuses a
 	// keeper whose own window is longer.
 	MaxRestoreWindow() time.Duration
+	// RegistryStore keeps this store's copy of the region registry
+	// (registry.go), beside the leases of every region it holds.
+	RegistryStore
 	// Close releases the store's connections (not the leases).
 	Close() error
 }

@@ -119,7 +119,6 @@ func redactErr(err error, spec string) string {
 type registryCopy struct {
 	name  string // as the operator named it, password hidden
 	store lease.Store
-	reg   lease.RegistryStore
 }
 
 // openCopies opens the store of the store flags (copy 1) and of every
@@ -136,11 +135,7 @@ func openCopies(ctx context.Context, first storeFlags, specs []string) ([]regist
 		if err != nil {
 			return fmt.Errorf("copy %d (%s): %w", len(cs)+1, name, err)
 		}
-		rs, ok := s.(lease.RegistryStore)
-		cs = append(cs, registryCopy{name: name, store: s, reg: rs})
-		if !ok {
-			return fmt.Errorf("copy %d (%s): %w", len(cs), name, errNoRegistry(s))
-		}
+		cs = append(cs, registryCopy{name: name, store: s})
 		return nil
 	}
 	more := make([]storeFlags, len(specs))

@@ -98,7 +98,7 @@ func storeDecodeFacts(ctx context.Context, sf *storeFlags) (string, lease.Regist
 	if err != nil {
 		return "", lease.Registry{}, fmt.Errorf("read the fleet schedule: %w", err)
 	}
-	reg, err := readRegistry(ctx, store)
+	reg, err := store.Registry(ctx)
 	if err != nil {
 		return "", lease.Registry{}, err
 	}

@@ -55,3 +55,17 @@ func (m *memRegistry) set(r lease.Registry) {
 func registryOf(regions ...lease.Region) lease.Registry {
 	return lease.Registry{Version: int64(len(regions)), Regions: regions}
 }
+
+// memStore is a lease store whose region registry is m; only Close and the
+// registry are used.
+type memStore struct {
+	lease.Store
+	m      *memRegistry
+	closed int
+}
+
+func (s *memStore) Registry(ctx context.Context) (lease.Registry, error) { return s.m.Registry(ctx) }
+func (s *memStore) SetRegistry(ctx context.Context, next lease.Registry) error {
+	return s.m.SetRegistry(ctx, next)
+}
+func (s *memStore) Close() error { s.closed++; return nil }

@@ -108,7 +108,7 @@ type regionsRun struct {
 func (r regionsRun) stores() []lease.RegistryCopy {
 	rs := make([]lease.RegistryCopy, len(r.copies))
 	for i, c := range r.copies {
-		rs[i] = lease.RegistryCopy{Name: c.name, Store: c.reg}
+		rs[i] = lease.RegistryCopy{Name: c.name, Store: c.store}
 	}
 	return rs
 }
@@ -155,7 +155,7 @@ func (r regionsRun) list(ctx context.Context) error {
 	}
 	rep := regionsReport{Layout: l.Name, RegionBits: l.RegionBits, TimestampsEnd: timestampsEnd(l)}
 	for i, c := range r.copies {
-		reg, err := c.reg.Registry(ctx)
+		reg, err := c.store.Registry(ctx)
 		if err != nil {
 			return fmt.Errorf("read the registry's copy %d (%s): %w", i+1, c.name, err)
 		}

@@ -57,7 +57,7 @@ func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, 
 	for i := range n {
 		m := &memRegistry{}
 		ms = append(ms, m)
-		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), reg: m})
+		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &memStore{m: m}})
 	}
 	return r, ms, &out, &errb
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
-	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/server"
 )
@@ -151,11 +150,9 @@ func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error
 	fmt.Fprintf(e.stdout, "machine %d (region %s, token %d), ready in %s\n", st.Machine, region, st.Token, time.Since(started).Round(time.Millisecond))
 
 	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log}
-	if rs, ok := n.Store.(lease.RegistryStore); ok && hr.hasRegistry {
-		s.names = newRegionNames(rs, hr.registry, cfg.log, time.Now)
-		s.names.start()
-		sc.RegionNames = s.names.Name
-	}
+	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
+	s.names.start()
+	sc.RegionNames = s.names.Name
 	s.srv, err = server.New(sc)
 	if err != nil {
 		s.closeNode(ctx)

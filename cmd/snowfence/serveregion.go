@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
@@ -19,10 +18,8 @@ type holderRegion struct {
 	// region is the registry's entry (only Number set when no registry is
 	// written and --region is a number).
 	region lease.Region
-	// registry is the registry read; the zero Registry if none is written
-	// or the store keeps none (hasRegistry false).
-	registry    lease.Registry
-	hasRegistry bool
+	// registry is the registry read; the zero Registry if none is written.
+	registry lease.Registry
 	// open opens the store for the node: the Opener given, or, when the
 	// embedded etcd was started to read the registry, one that reuses it.
 	open node.Opener
@@ -38,9 +35,7 @@ type holderRegion struct {
 // text (--region, a name or a number) with lease.Registry.Resolve: an
 // unknown or retired region is refused with the message Resolve gives,
 // which names the command that fixes it. With no registry written a number
-// is taken as it is. A store that keeps no registry (it does not implement
-// lease.RegistryStore) takes a number as it is, with a warning, and refuses
-// a name.
+// is taken as it is.
 //
 // Nothing here calls another region's store: the store read is the one the
 // holder leases from.
@@ -71,21 +66,11 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	} else {
 		defer closeOpened(o)
 	}
-	rs, ok := o.Store.(lease.RegistryStore)
-	if !ok {
-		n, numErr := strconv.Atoi(text)
-		if numErr != nil || n < 0 {
-			return hr, fmt.Errorf("--region %q: %w", text, errNoRegistry(o.Store))
-		}
-		log.Warn("the lease store keeps no region registry: --region is taken as a number", "store", fmt.Sprintf("%T", o.Store), "region", n)
-		hr.region = lease.Region{Number: n}
-		return hr, nil
-	}
-	reg, err := rs.Registry(ctx)
+	reg, err := o.Store.Registry(ctx)
 	if err != nil {
 		return hr, fmt.Errorf("read the region registry from the lease store: %w", err)
 	}
-	hr.registry, hr.hasRegistry = reg, true
+	hr.registry = reg
 	if hr.region, err = reg.Resolve(text); err != nil {
 		return hr, fmt.Errorf("--region %s: %w", text, err)
 	}

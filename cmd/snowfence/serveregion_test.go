@@ -13,24 +13,6 @@ import (
 	"github.com/snowfence/snowfence/node"
 )
 
-// regStore is a lease store with a region registry; only Close and the
-// registry are used.
-type regStore struct {
-	lease.Store
-	*memRegistry
-	closed int
-}
-
-func (s *regStore) Close() error { s.closed++; return nil }
-
-// plainStore is a lease store without a region registry.
-type plainStore struct {
-	lease.Store
-	closed int
-}
-
-func (s *plainStore) Close() error { s.closed++; return nil }
-
 // openerOf opens store, recording the region it was asked for.
 func openerOf(store lease.Store, regions *[]int) node.Opener {
 	return func(_ context.Context, region int, _ *slog.Logger) (*node.Opened, error) {
@@ -68,7 +50,7 @@ func TestServeResolvesRegion(t *testing.T) {
 		{"no registry, a name", lease.Registry{}, "eu-west-1", 0, lease.ErrUnknownRegion, "snowfence regions add eu-west-1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := &regStore{memRegistry: &memRegistry{reg: c.reg}}
+			store := &memStore{m: &memRegistry{reg: c.reg}}
 			var asked []int
 			hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, c.text, quiet)
 			hr.release()
@@ -84,28 +66,9 @@ func TestServeResolvesRegion(t *testing.T) {
 			if err != nil {
 				t.Fatalf("--region %s: %v", c.text, err)
 			}
-			if hr.region.Number != c.want || !hr.hasRegistry || !hr.registry.Equal(c.reg) {
+			if hr.region.Number != c.want || !hr.registry.Equal(c.reg) {
 				t.Errorf("--region %s: %+v; want number %d and the registry read", c.text, hr, c.want)
 			}
 		})
-	}
-}
-
-// A store that keeps no region registry takes a number as before and
-// refuses a name, saying why.
-func TestServeRegionWithoutRegistryStore(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := &plainStore{}
-	var asked []int
-	hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, "4", quiet)
-	if err != nil || hr.region.Number != 4 || hr.hasRegistry {
-		t.Fatalf("--region 4: %+v, %v; want number 4, no registry", hr, err)
-	}
-	_, err = resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, "eu-west-1", quiet)
-	if err == nil || !strings.Contains(err.Error(), "keeps no region registry") {
-		t.Fatalf("--region eu-west-1: %v; want a store without a registry named", err)
-	}
-	if store.closed != 2 {
-		t.Errorf("store closed %d times, want 2", store.closed)
 	}
 }

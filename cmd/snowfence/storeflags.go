@@ -236,7 +236,7 @@ func (f *storeFlags) resolveRegion(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	reg, err := readRegistry(ctx, s)
+	reg, err := s.Registry(ctx)
 	if err != nil {
 		return err
 	}
@@ -246,18 +246,4 @@ func (f *storeFlags) resolveRegion(ctx context.Context) error {
 	}
 	f.region = g.Number
 	return nil
-}
-
-// readRegistry reads the region registry a lease store keeps.
-func readRegistry(ctx context.Context, s lease.Store) (lease.Registry, error) {
-	rs, ok := s.(lease.RegistryStore)
-	if !ok {
-		return lease.Registry{}, errNoRegistry(s)
-	}
-	return rs.Registry(ctx)
-}
-
-// errNoRegistry says a store keeps no region registry.
-func errNoRegistry(s lease.Store) error {
-	return fmt.Errorf("%w: the lease store (%T) keeps no region registry (it does not implement lease.RegistryStore); upgrade snowfence", lease.ErrInvalid, s)
 }

@@ -22,9 +22,9 @@
 //
 // # The region registry
 //
-// Every store also keeps a copy of the region registry beside its leases:
-// its type implements lease.RegistryStore, and the registry's checks fail
-// for a store that does not.
+// Every store also keeps a copy of the region registry beside its leases
+// (lease.Store embeds lease.RegistryStore); the registry's checks are in
+// registry.go.
 //
 // leasetest.go holds the Harness and Run; checks.go the store checks;
 // registry.go the checks of the registry's copy; keepers.go the checks of

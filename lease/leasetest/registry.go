@@ -18,17 +18,6 @@ import (
 // layout with 3 region bits has.
 const registryLimit = 8
 
-// registryOf returns st's copy of the region registry, failing the check
-// if st does not keep one.
-func registryOf(t *testing.T, st lease.Store) lease.RegistryStore {
-	t.Helper()
-	rs, ok := st.(lease.RegistryStore)
-	if !ok {
-		t.Fatalf("leasetest: %T does not implement lease.RegistryStore: every store keeps a copy of the region registry beside its leases", st)
-	}
-	return rs
-}
-
 func mustRegistry(t *testing.T, rs lease.RegistryStore) lease.Registry {
 	t.Helper()
 	r, err := rs.Registry(ctxFor(t))
@@ -56,7 +45,7 @@ func mustWith(t *testing.T, r lease.Registry, name string, nowMs int64) lease.Re
 func checkRegistry(t *testing.T, s *suite) {
 	st := s.store(t)
 	other := s.reopen(t, st)
-	rs, ro := registryOf(t, st), registryOf(t, other)
+	rs, ro := st, other
 	if r := mustRegistry(t, rs); r.Version != 0 || len(r.Regions) != 0 {
 		t.Fatalf("Registry of a new store = %+v; want the zero Registry", r)
 	}
@@ -147,7 +136,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 	const adders = registryLimit
 	stores := make([]lease.RegistryStore, adders)
 	for i := range stores {
-		stores[i] = registryOf(t, s.reopen(t, st))
+		stores[i] = s.reopen(t, st)
 	}
 	ctx := ctxFor(t)
 	got := make([]lease.Region, adders)
@@ -170,10 +159,10 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(nums, want) {
 		t.Fatalf("numbers %v; want %v, once each", nums, want)
 	}
-	if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: registryOf(t, st)}}, "r-9", 2000, registryLimit); !errors.Is(err, lease.ErrNoRegionNumber) {
+	if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: st}}, "r-9", 2000, registryLimit); !errors.Is(err, lease.ErrNoRegionNumber) {
 		t.Fatalf("ninth region: %v; want ErrNoRegionNumber", err)
 	}
-	r := mustRegistry(t, registryOf(t, st))
+	r := mustRegistry(t, st)
 	if r.Version != adders || len(r.Regions) != adders {
 		t.Fatalf("Registry after %d adds = %+v; want version %d with %d regions", adders, r, adders, adders)
 	}
@@ -189,7 +178,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 // stopped after the first copy is ErrRegistryDiverged until SyncRegistry
 // finishes it.
 func checkRegistryCopies(t *testing.T, s *suite) {
-	a, b := registryOf(t, s.store(t)), registryOf(t, s.store(t))
+	a, b := s.store(t), s.store(t)
 	copies := []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
 	ctx := ctxFor(t)
 	for i, name := range []string{"eu-west-1", "us-east-1"} {
