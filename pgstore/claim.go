@@ -50,7 +50,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	schedule := req.Schedule
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
@@ -61,7 +60,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("pgstore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c, schedule)
+		l, err := s.tryClaim(ctx, req, c)
 		switch {
 		case err != nil:
 			return nil, err
@@ -72,7 +71,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	if len(cands) == 0 {
 		// Nothing was tried: say so if the schedule would have refused.
-		if err := s.claimRefused(ctx, req, schedule); err != nil {
+		if err := s.claimRefused(ctx, req); err != nil {
 			return nil, err
 		}
 	}
@@ -136,8 +135,8 @@ type claimed struct {
 }
 
 // claimArgs are the claim statement's arguments for number n.
-func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce, schedule string) []any {
-	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, schedule,
+func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce string) []any {
+	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, req.Schedule,
 		s.restoreWindow(req).Milliseconds()}
 }
 
@@ -170,12 +169,12 @@ func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 // claimer's schedule is not the fleet's. When the server is not the one
 // the origin row records, it records the change (noticeRestore) and tries
 // once more, so the claim starts above the restore floor.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, schedule string) (*lease.Lease, error) {
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row) (*lease.Lease, error) {
 	n := c.machine
 	for attempt := 0; ; attempt++ {
 		nonce := lease.NewNonce()
 		var got claimed
-		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, schedule)...).Scan(
+		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce)...).Scan(
 			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
 		var epoch, expiry, floor int64
 		switch {
@@ -196,10 +195,10 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, sch
 			return nil, fmt.Errorf("pgstore: claim machine %d region %d: the server's identity keeps changing (%s); "+
 				"make sure the store's URL names one primary, and retry", n, s.region, got.ident)
 		default:
-			return nil, s.claimRefused(ctx, req, schedule)
+			return nil, s.claimRefused(ctx, req)
 		}
 		l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: uint64(epoch),
-			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: schedule, Claim: nonce}
+			StartMs: max(req.NowMs, floor), MarkMs: expiry, Schedule: req.Schedule, Claim: nonce}
 		s.log.Info("claimed machine number", "machine", n, "region", s.region, "holder", req.Holder, "epoch", epoch,
 			"expiry", lease.FormatMs(expiry), "previous_mark", lease.FormatMs(floor), "start", lease.FormatMs(l.StartMs), "claimer_now", lease.FormatMs(req.NowMs))
 		return l, nil
@@ -208,7 +207,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, sch
 
 // claimRefused says why a claim statement changed nothing: nil (the
 // number was taken meanwhile) or lease.ErrSchedule.
-func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest, schedule string) error {
+func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest) error {
 	if revert.Schedule {
 		return nil
 	}
@@ -216,7 +215,7 @@ func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest, schedu
 	if err != nil {
 		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading why failed: %w; retry", req.Range, s.region, err)
 	}
-	return lease.CheckSchedule(schedule, fs)
+	return lease.CheckSchedule(req.Schedule, fs)
 }
 
 // adopt decides a claim attempt that failed with cause: it re-reads the

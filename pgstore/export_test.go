@@ -25,11 +25,11 @@ func NewWithIdentity(pool *pgxpool.Pool, cfg Config, identSQL string) (*Store, e
 // n with nonce, so a test can run a claim inside a transaction it holds
 // open (the row lock of a claim in flight).
 func (s *Store) ClaimStatement(req lease.ClaimRequest, n int, nonce string) (string, []any) {
-	schedule, err := lease.CanonicalSchedule(req.Schedule)
+	req, err := req.Check(lease.Unlimited)
 	if err != nil {
 		panic(err)
 	}
-	return s.queries.claim, s.claimArgs(req, n, nonce, schedule)
+	return s.queries.claim, s.claimArgs(req, n, nonce)
 }
 
 // Pool returns the store's pool.
