@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snowfence/snowfence"
 )
 
 // The region registry names the regions of a fleet: which region number
@@ -104,6 +106,18 @@ func (r Registry) Numbered(n int) (Region, bool) {
 		}
 	}
 	return Region{}, false
+}
+
+// NameOf is the name decode gives region number n: the registered name
+// (a retired region keeps its name: its IDs still decode to it), false if
+// the registry does not have n; while no registry is written (Version 0),
+// the number in decimal, as decode gives it without names.
+func (r Registry) NameOf(n int) (string, bool) {
+	if r.Version == 0 {
+		return strconv.Itoa(n), true
+	}
+	g, ok := r.Numbered(n)
+	return g.Name, ok
 }
 
 // Resolve finds the region a holder is started in: text is a region's
@@ -264,7 +278,7 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		if errors.As(err, &behind) && attempt < registryRetries-1 {
 			// Most likely another operator's change between its first
 			// copy and the rest: give it a moment to finish.
-			if werr := waitCtx(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {
+			if werr := snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {
 				return Registry{}, werr
 			}
 			continue
@@ -339,18 +353,6 @@ func (e *copiesBehind) Unwrap() error { return e.err }
 // registryBackoff is the first wait of UpdateRegistry for another
 // operator's change to reach every copy; each retry waits longer.
 const registryBackoff = 20 * time.Millisecond
-
-// waitCtx waits d or until ctx ends.
-func waitCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // AddRegion adds a region called name at nowMs to every copy, under the
 // lowest region number below limit (1 << RegionBits of the layout) never
