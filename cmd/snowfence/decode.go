@@ -44,12 +44,7 @@ func runDecode(ctx context.Context, e env, args []string) error {
 		if *schedText == "" {
 			*schedText = text
 		}
-		if reg.Version > 0 {
-			names = func(n int) (string, bool) {
-				g, ok := reg.Numbered(n)
-				return g.Name, ok
-			}
-		}
+		names = reg.NameOf
 	}
 	sched, err := snowfence.ParseSchedule(*schedText)
 	if err != nil {

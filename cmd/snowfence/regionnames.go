@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,38 +47,28 @@ func newRegionNames(store lease.RegistryStore, reg lease.Registry, log *slog.Log
 	return c
 }
 
-// Name returns the name of region number n (a retired region keeps its
-// name: its IDs still decode to it), false if the registry does not have
-// it even after a fresh read. While the store has no registry it returns
-// the number in decimal.
+// Name returns the name of region number n (lease.Registry.NameOf), false
+// if the registry does not have it even after a fresh read. While the
+// store has no registry it returns the number in decimal; the background
+// read finds a registry once one is written.
 func (c *regionNames) Name(n int) (string, bool) {
-	reg := c.reg.Load()
-	if reg.Version == 0 {
-		// No registry written (yet): the number in decimal, as decode
-		// gives it without names; the background read finds a registry
-		// once one is written.
-		return strconv.Itoa(n), true
-	}
-	if g, ok := reg.Numbered(n); ok {
-		return g.Name, true
+	if name, ok := c.reg.Load().NameOf(n); ok {
+		return name, true
 	}
 	// Read again unless another decode just did; either way look again,
 	// since that other read may have brought the number.
 	c.refresh(regionNamesOnMiss)
-	if g, ok := c.reg.Load().Numbered(n); ok {
-		return g.Name, true
-	}
-	return "", false
+	return c.reg.Load().NameOf(n)
 }
 
 // refresh reads the registry again unless it was read less than minAge
-// ago, and reports whether it read it.
-func (c *regionNames) refresh(minAge time.Duration) bool {
+// ago.
+func (c *regionNames) refresh(minAge time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
 	if now.Sub(c.lastRead) < minAge {
-		return false
+		return
 	}
 	c.lastRead = now
 	ctx, cancel := context.WithTimeout(context.Background(), regionNamesTimeout)
@@ -87,13 +76,12 @@ func (c *regionNames) refresh(minAge time.Duration) bool {
 	reg, err := c.store.Registry(ctx)
 	if err != nil {
 		c.log.Warn("cannot read the region registry for decode's region names; keeping the last one read", "error", err)
-		return false
+		return
 	}
 	if reg.Version < c.reg.Load().Version {
-		return false // never go back to an older registry
+		return // never go back to an older registry
 	}
 	c.reg.Store(&reg)
-	return true
 }
 
 // run reads the registry again on every tick until close; start runs it,
