@@ -131,6 +131,7 @@ func openCopies(ctx context.Context, first storeFlags, specs []string) ([]regist
 		if err := f.check(); err != nil {
 			return err
 		}
+
 		s, err := f.connectRegion(ctx)
 		if err != nil {
 			return fmt.Errorf("copy %d (%s): %w", len(cs)+1, name, err)
@@ -145,6 +146,15 @@ func openCopies(ctx context.Context, first storeFlags, specs []string) ([]regist
 			return nil, err
 		}
 		more[i] = f
+	}
+	for i, f := range append([]storeFlags{first}, more...) {
+		if f.kind == "dynamodb" && f.awsRegion == "" {
+			// The registry records copies by name; a name that leaves the
+			// AWS region to the environment means another table on a host
+			// with another AWS_REGION, and two tables under one name can
+			// both take a change (one region number for two regions).
+			return nil, usagef("copy %d: name its AWS region (--aws-region, or ?aws-region= in --copy): the registry records each copy by name, and without it the name means a different table on a host with another AWS_REGION", i+1)
+		}
 	}
 	if err := add(first.describe(), first); err != nil {
 		return cs, err
@@ -174,7 +184,11 @@ func (f *storeFlags) describe() string {
 		}
 		return "postgres table " + f.postgresTable
 	case "dynamodb":
-		return "dynamodb table " + f.dynamoTable
+		d := fmt.Sprintf("dynamodb table %s in %s", f.dynamoTable, f.awsRegion)
+		if f.dynamoEndpoint != "" {
+			d += " at " + f.dynamoEndpoint
+		}
+		return d
 	}
 	if f.endpoints == "" {
 		return fmt.Sprintf("the embedded etcd of %s, prefix %s", f.dataDir, f.prefix)

@@ -206,3 +206,20 @@ func TestRegionsUsage(t *testing.T) {
 		t.Errorf("retire without --yes: %q", errOut)
 	}
 }
+
+// A DynamoDB copy must name its AWS region: the registry records copies by
+// name, and a name that leaves the region to AWS_REGION means another
+// table on another host. Refused before any store is opened.
+func TestRegionsDynamoCopyNamesItsRegion(t *testing.T) {
+	first := storeFlags{kind: "dynamodb", dynamoTable: "leases", dynamoEndpoint: "http://127.0.0.1:1"}
+	cs, err := openCopies(context.Background(), first, nil)
+	closeCopies(cs)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--aws-region") || len(cs) != 0 {
+		t.Fatalf("dynamodb copy without an AWS region: %v (%d opened); want a usage error naming --aws-region", err, len(cs))
+	}
+	_, err = openCopies(context.Background(), storeFlags{kind: "etcd", endpoints: "http://127.0.0.1:1"}, []string{"dynamodb://leases?endpoint=http://127.0.0.1:1"})
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "aws-region") {
+		t.Fatalf("--copy dynamodb without aws-region: %v; want a usage error", err)
+	}
+}
