@@ -148,4 +148,11 @@ func checkInvalid(t *testing.T) {
 	if _, err := dynamostore.New(s.Client(), dynamostore.Config{Region: -1}); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("New(region -1) = %v, want ErrInvalid", err)
 	}
+	// 2^54 - 1 would put machines 1021-1023 on the registry, identity and
+	// fleet items; 2^54 on region 0.
+	for _, r := range []int{dynamostore.MaxRegion, 1<<54 - 1, 1 << 54} {
+		if _, err := dynamostore.New(s.Client(), dynamostore.Config{Region: r}); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("New(region %d) = %v, want ErrInvalid", r, err)
+		}
+	}
 }

@@ -27,6 +27,11 @@ const (
 // Region×Machines + number.
 const Machines = 1024
 
+// MaxRegion bounds Config.Region: far above any layout's region bits, and
+// low enough that Region×Machines + number can never wrap onto another
+// region's items or the table's own (machine_id -1 to -3).
+const MaxRegion = 1 << 20
+
 // Config configures a Store. The zero value is a valid configuration: the
 // table "idgen-leases", region 0, no logging.
 type Config struct {
@@ -34,7 +39,8 @@ type Config struct {
 	Table string
 	// Region is the snowfence region whose machine numbers this store
 	// leases: its items are machine_id Region×1024 … Region×1024+1023, so
-	// one table serves every region. Negative is invalid.
+	// one table serves every region. Negative is invalid, and so is
+	// MaxRegion or more.
 	Region int
 	// Logger receives a line for every claim, failed renewal, release,
 	// quarantine and raised mark, with machine, holder, epoch and mark. Nil
@@ -63,8 +69,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Table == "" {
 		c.Table = DefaultTable
 	}
-	if c.Region < 0 {
-		return c, fmt.Errorf("%w: dynamostore: region %d is negative", lease.ErrInvalid, c.Region)
+	if c.Region < 0 || c.Region >= MaxRegion {
+		return c, fmt.Errorf("%w: dynamostore: region %d is outside 0 to %d", lease.ErrInvalid, c.Region, MaxRegion-1)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
