@@ -50,18 +50,36 @@ func EmbeddedEtcd(server embedetcd.Config, store etcdstore.Config) Opener {
 			return nil, err
 		}
 		log.Warn(EmbeddedWarning, "endpoint", srv.Endpoints()[0], "data_dir", cmp.Or(server.Dir, embedetcd.DefaultDir))
-		s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, store)
-		if err != nil {
+		return connectEmbedded(ctx, srv, store)
+	}
+}
+
+// OnEmbedded opens an etcd store on srv, an embedded etcd already started
+// (EmbeddedEtcd starts its own), which the Node then stops in Close; on an
+// error srv is stopped too.
+func OnEmbedded(srv *embedetcd.Server, store etcdstore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("etcd", &store.Region, &store.Logger, region, log); err != nil {
 			srv.Close()
 			return nil, err
 		}
-		return &Opened{
-			Store:    s,
-			Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
-			Timings:  etcdstore.Timings(),
-			Embedded: srv,
-		}, nil
+		return connectEmbedded(ctx, srv, store)
 	}
+}
+
+// connectEmbedded connects store to the started srv; the Opened stops both.
+func connectEmbedded(ctx context.Context, srv *embedetcd.Server, store etcdstore.Config) (*Opened, error) {
+	s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, store)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &Opened{
+		Store:    s,
+		Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
+		Timings:  etcdstore.Timings(),
+		Embedded: srv,
+	}, nil
 }
 
 // EtcdCluster opens an etcd store on the etcd cluster client says how to

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
-	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
@@ -50,7 +48,11 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 		// it again; close only the client used to read.
 		srv := o.Embedded
 		handed := false
-		hr.open = reuseEmbedded(srv, embedded, &handed)
+		inner := node.OnEmbedded(srv, embedded)
+		hr.open = func(ctx context.Context, region int, log *slog.Logger) (*node.Opened, error) {
+			handed = true // the node has srv now: it stops it, also on an error
+			return inner(ctx, region, log)
+		}
 		hr.release = func() {
 			if !handed {
 				handed = true
@@ -83,35 +85,4 @@ func closeOpened(o *node.Opened) error {
 		return o.Close()
 	}
 	return o.Store.Close()
-}
-
-// reuseEmbedded is the Opener of an etcd store configured as store (its
-// zero region and logger the node's) on the embedded etcd srv, already
-// started (node.EmbeddedEtcd would start its own): the node stops srv in
-// its Close. It sets *handed once the node has taken srv over.
-func reuseEmbedded(srv *embedetcd.Server, store etcdstore.Config, handed *bool) node.Opener {
-	return func(ctx context.Context, region int, log *slog.Logger) (*node.Opened, error) {
-		*handed = true
-		if store.Region == 0 {
-			store.Region = region
-		}
-		if store.Region != region {
-			srv.Close()
-			return nil, fmt.Errorf("%w: etcd store region %d differs from keeper region %d", lease.ErrInvalid, store.Region, region)
-		}
-		if store.Logger == nil {
-			store.Logger = log
-		}
-		s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, store)
-		if err != nil {
-			srv.Close()
-			return nil, err
-		}
-		return &node.Opened{
-			Store:    s,
-			Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
-			Timings:  etcdstore.Timings(),
-			Embedded: srv,
-		}, nil
-	}
 }
