@@ -302,13 +302,13 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 			continue // another change won the first copy: start again from it
 		}
 		if err != nil {
-			return cur, fmt.Errorf("write the registry's first copy: %w", err)
+			return cur, fmt.Errorf("write the registry's copy %s (written first): %w", copies[0].Name, err)
 		}
-		for i, c := range copies[1:] {
+		for _, c := range copies[1:] {
 			if err := c.Store.SetRegistry(ctx, next); err != nil {
-				return next, fmt.Errorf("%w: copy %d of %d (%s) not written (%w): the first copy is at version %d; "+
+				return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, is at version %d; "+
 					"start no holder in a region this change named until snowfence regions sync has brought every copy there",
-					ErrRegistryDiverged, i+2, len(copies), c.Name, err, next.Version)
+					ErrRegistryDiverged, c.Name, err, copies[0].Name, next.Version)
 			}
 		}
 		return next, nil
@@ -322,15 +322,15 @@ func readCopies(ctx context.Context, copies []RegistryCopy) (Registry, error) {
 	for i, c := range copies {
 		r, err := c.Store.Registry(ctx)
 		if err != nil {
-			return Registry{}, fmt.Errorf("read the registry's copy %d of %d: %w", i+1, len(copies), err)
+			return Registry{}, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
 		}
 		if i == 0 {
 			first = r
 			continue
 		}
 		if !r.Equal(first) {
-			err := fmt.Errorf("%w: copy 1 is at version %d, copy %d at version %d; run snowfence regions sync, which brings every copy to the first one's version when they are one change apart",
-				ErrRegistryDiverged, first.Version, i+1, r.Version)
+			err := fmt.Errorf("%w: copy %s (written first) is at version %d, copy %s at version %d; run snowfence regions sync, which brings every copy to the first one's version when they are one change apart",
+				ErrRegistryDiverged, copies[0].Name, first.Version, c.Name, r.Version)
 			// Every change writes copy 1 first, so a later copy ahead of
 			// it was changed after copy 1 was read, and one a change
 			// behind is most likely being written: read again.
@@ -391,25 +391,25 @@ func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) 
 	}
 	first, err := copies[0].Store.Registry(ctx)
 	if err != nil {
-		return Registry{}, fmt.Errorf("read the registry's copy 1: %w", err)
+		return Registry{}, fmt.Errorf("read the registry's copy %s: %w", copies[0].Name, err)
 	}
 	if err := sameCopies(first, names); err != nil {
 		return first, err
 	}
-	for i, c := range copies[1:] {
+	for _, c := range copies[1:] {
 		r, err := c.Store.Registry(ctx)
 		if err != nil {
-			return first, fmt.Errorf("read the registry's copy %d: %w", i+2, err)
+			return first, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
 		}
 		switch {
 		case r.Equal(first):
 		case r.Version == first.Version-1 && oneChangeAfter(r, first):
 			if err := c.Store.SetRegistry(ctx, first); err != nil {
-				return first, fmt.Errorf("sync the registry's copy %d to version %d: %w", i+2, first.Version, err)
+				return first, fmt.Errorf("sync the registry's copy %s to version %d: %w", c.Name, first.Version, err)
 			}
 		default:
-			return first, fmt.Errorf("%w: copy %d (%s) is at version %d and copy 1 at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
-				ErrRegistryDiverged, i+2, c.Name, r.Version, first.Version)
+			return first, fmt.Errorf("%w: copy %s is at version %d and copy %s (written first) at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
+				ErrRegistryDiverged, c.Name, r.Version, copies[0].Name, first.Version)
 		}
 	}
 	return first, nil
