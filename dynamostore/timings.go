@@ -1,10 +1,6 @@
 package dynamostore
 
-import (
-	"time"
-
-	"github.com/snowfence/snowfence/lease"
-)
+import "github.com/snowfence/snowfence/lease"
 
 // Timings returns the keeper timings that suit a lease table: a 5-minute
 // lease renewed every 10 s, issuing stopped 30 s after the last
@@ -20,10 +16,5 @@ import (
 // MaxRestoreWindow. The keeper's defaults are an etcd store's; apply these
 // to a KeeperConfig for a DynamoDB store with lease.Timings.Apply.
 func Timings() lease.Timings {
-	return lease.Timings{
-		LeaseFor:   5 * time.Minute,
-		RenewEvery: 10 * time.Second,
-		SelfFence:  30 * time.Second,
-		Margin:     5 * time.Second,
-	}
+	return lease.TableTimings()
 }

@@ -47,3 +47,16 @@ func (t Timings) Apply(c *KeeperConfig) {
 		}
 	}
 }
+
+// TableTimings returns the timings of a lease table, where the lease is
+// the reservation (pgstore.Timings and dynamostore.Timings return them,
+// each store saying why they suit it): a 5-minute lease renewed every
+// 10 s, a 30 s self-fence and a 5 s margin.
+func TableTimings() Timings {
+	return Timings{
+		LeaseFor:   5 * time.Minute,
+		RenewEvery: 10 * time.Second,
+		SelfFence:  30 * time.Second,
+		Margin:     5 * time.Second,
+	}
+}
