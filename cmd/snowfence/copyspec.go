@@ -15,7 +15,8 @@ import (
 const copySpecHelp = `  etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX]   an etcd cluster (PREFIX default /snowfence)
   etcds://…                                               the same over TLS, with --etcd-ca, --etcd-cert, --etcd-key
   postgres://USER:PASSWORD@HOST:PORT/DB[?table=TABLE]     a PostgreSQL lease table (default table ` + pgstore.DefaultTable + `)
-  dynamodb://TABLE[?aws-region=REGION&endpoint=URL]       a DynamoDB lease table (credentials: the AWS SDK's chain)`
+  dynamodb://TABLE?aws-region=REGION[&endpoint=URL]       a DynamoDB lease table (credentials: the AWS SDK's chain);
+                                                          the region is required, as --aws-region is for copy 1`
 
 // parseCopySpec reads a --copy SPEC into the store flags that open it;
 // base gives the etcd TLS files and the dial timeout.

@@ -102,7 +102,7 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 type idService struct {
 	ln              net.Listener
 	node            *node.Node
-	names           *regionNames // nil without a region registry
+	names           *regionNames // decode's region names, from the holder's own store
 	srv             *server.Server
 	handler         http.Handler
 	log             *slog.Logger
