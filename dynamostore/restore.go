@@ -21,7 +21,8 @@ import (
 //
 //   - It remembers the TableId it saw first and compares it on every Claim
 //     and, at most every Config.IdentityEvery, on Extend. A change is a
-//     restore: every lease this Store value claimed before is refused with
+//     restore: every lease this Store value (or a Store Keyspace opened
+//     from it, or it from) claimed before is refused with
 //     lease.ErrRestored at its next Extend, and claims start at least the
 //     restore window after the moment it noticed.
 //   - It writes the TableId into the table itself (the item at machine_id
@@ -42,7 +43,11 @@ const (
 	attrRestoreFloor = "restore_floor"
 )
 
-// identity is what a Store remembers of its table.
+// identity is what a Store remembers of its table. The Store values
+// Keyspace opened from one another share it: the TableId is the table's,
+// so a restore one of them notices fences the leases of every keyspace
+// and floors the claims of every keyspace, and a sibling opened later
+// knows of it; generated is keyed by claim nonce, unique across keyspaces.
 type identity struct {
 	mu      sync.Mutex
 	tableID string    // the TableId seen first ("" before the first check)
@@ -132,7 +137,7 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 	if itemFloor, _, err = getNum(stored, attrRestoreFloor); err != nil {
 		return 0, 0, err
 	}
-	id := &s.id
+	id := s.id
 	id.mu.Lock()
 	switch {
 	case id.tableID != "" && id.tableID != live:
@@ -161,7 +166,7 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 // noticeLocked records a restore (id.mu held): leases claimed so far are
 // fenced, and the next claim sets the floor.
 func (s *Store) noticeLocked(was, live string) {
-	id := &s.id
+	id := s.id
 	s.log.Error("the lease table was restored (its TableId changed): every lease claimed before is fenced, and claims start after the restore window; run raise-marks before letting holders back",
 		"was", was, "now", live)
 	id.gen++
@@ -206,7 +211,7 @@ func (s *Store) writeIdentity(ctx context.Context, live string, floor int64) err
 // started below the floor that restore sets — it returns an error, and the
 // lease is refused at its first extension.
 func (s *Store) remember(l *lease.Lease, gen uint64) error {
-	id := &s.id
+	id := s.id
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.generated == nil {
@@ -222,7 +227,7 @@ func (s *Store) remember(l *lease.Lease, gen uint64) error {
 
 // forget drops a lease that is over from what remember records.
 func (s *Store) forget(l *lease.Lease) {
-	id := &s.id
+	id := s.id
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	delete(id.generated, l.Claim)
@@ -236,7 +241,7 @@ func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
 	if revert.Restore {
 		return nil
 	}
-	id := &s.id
+	id := s.id
 	id.mu.Lock()
 	due := s.cfg.IdentityEvery > 0 && id.tableID != "" && time.Since(id.checked) >= s.cfg.IdentityEvery
 	id.mu.Unlock()

@@ -32,7 +32,8 @@ const (
 // A Store keeps leases in one DynamoDB table for one region. It is safe for
 // concurrent use, and any number of Store values (in any number of
 // processes) may share a table. The only state it keeps between requests
-// is what it needs to notice a point-in-time restore (restore.go).
+// is what it needs to notice a point-in-time restore (restore.go), shared
+// with the Store values Keyspace opened from it.
 type Store struct {
 	db     *dynamodb.Client
 	table  string
@@ -40,7 +41,7 @@ type Store struct {
 	cfg    Config
 	log    *slog.Logger
 	closed atomic.Bool
-	id     identity
+	id     *identity
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -55,7 +56,7 @@ func New(client *dynamodb.Client, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return &Store{db: client, table: cfg.Table, region: cfg.Region, cfg: cfg,
-		log: cfg.Logger.With("table", cfg.Table, "region", cfg.Region)}, nil
+		log: cfg.Logger.With("table", cfg.Table, "region", cfg.Region), id: new(identity)}, nil
 }
 
 // Client returns the DynamoDB client the store uses.

@@ -17,7 +17,8 @@ import (
 // that etcd went back in time (a restore from an old backup): etcd's
 // revision and raft term never fall and its cluster ID never changes, and
 // a key this store wrote keeps a mod revision at least the one written,
-// except when the data is replaced. Guarded by Store.mu.
+// except when the data is replaced. Guarded by Store.mu; shared by the
+// Store values of every keyspace Keyspace opened from one another.
 type history struct {
 	// epoch counts the restores noticed; leases remember the epoch they
 	// were claimed in, and those of an earlier epoch are fenced.
@@ -65,7 +66,7 @@ func (s *Store) observe(b baseline, h *pb.ResponseHeader) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hist := &s.hist
+	hist := s.hist
 	if b.epoch != hist.epoch {
 		// Sent before a restore was noticed; its revision belongs to the
 		// old history and says nothing about the new one.
@@ -105,7 +106,7 @@ func (s *Store) noticeRestore(epoch uint64, what string, h *pb.ResponseHeader) {
 
 // newEpochLocked records a restore noticed now. Called with s.mu held.
 func (s *Store) newEpochLocked(what string, h *pb.ResponseHeader) {
-	hist := &s.hist
+	hist := s.hist
 	hist.epoch++
 	if h != nil {
 		hist.rev, hist.term, hist.cluster = h.Revision, h.RaftTerm, h.ClusterId

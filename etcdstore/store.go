@@ -32,10 +32,16 @@ type Store struct {
 	restoreMargin time.Duration
 	marginSet     bool // Config.RestoreMargin was given, not defaulted
 	clock         snowfence.Clock
+	cfg           Config // as given to New, for Keyspace
 
-	mu     sync.Mutex
+	// mu and hist are shared by the Store values of one prefix that
+	// Keyspace opened from one another: a restore etcd went through is
+	// one event for every keyspace, so whichever notices it fences the
+	// leases of all of them and floors the claims of all of them. mu also
+	// guards the Store's own closed and leases.
+	mu     *sync.Mutex
 	closed bool
-	hist   history
+	hist   *history
 	leases map[leaseKey]*held
 }
 
@@ -47,12 +53,16 @@ func New(cli *clientv3.Client, cfg Config) (*Store, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("%w: etcdstore.New: nil client", lease.ErrInvalid)
 	}
+	given := cfg
 	marginSet := cfg.RestoreMargin > 0
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	return &Store{
+		cfg:           given,
+		mu:            new(sync.Mutex),
+		hist:          new(history),
 		cli:           cli,
 		keys:          newKeyspace(cfg.Prefix, cfg.Region),
 		region:        cfg.Region,

@@ -243,6 +243,17 @@ type Store interface {
 	// RegistryStore keeps this store's copy of the region registry
 	// (registry.go), beside the leases of every region it holds.
 	RegistryStore
+	// Keyspace returns a Store on the same connection whose leases live in
+	// keyspace index (what the store's Config.Region selects; KeyspaceOf
+	// names the keyspace of each layout step), sharing the fleet schedule,
+	// the region registry and every table- or prefix-level record with the
+	// receiver; its Region() is index. It is checked as a store opened
+	// with Config.Region = index would be: ErrInvalid for an index the
+	// store cannot address (negative, or beyond the store's own bound).
+	// For index equal to the receiver's region it returns a Store on the
+	// receiver's own keyspace (a new value). Closing it does not close the
+	// connection the receiver owns; the receiver must outlive it.
+	Keyspace(index int) (Store, error)
 	// Close releases the store's connections (not the leases).
 	Close() error
 }

@@ -63,6 +63,7 @@ type Store struct {
 	log     *slog.Logger
 	closed  atomic.Bool
 	queries queries
+	cfg     Config // as New completed it, for Keyspace
 }
 
 // Suffixes of the tables kept beside the lease table: the fleet schedule,
@@ -118,7 +119,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, window: cfg.RestoreWindow,
-		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table)}
+		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table), cfg: cfg}
 	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), beside(registrySuffix), cfg.ident)
 	return s, nil
 }

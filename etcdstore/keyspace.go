@@ -1,0 +1,29 @@
+package etcdstore
+
+import "github.com/snowfence/snowfence/lease"
+
+// Keyspace implements lease.Store: a Store on the same etcd client and
+// prefix whose keys are <prefix>/<index>/…, checked as New checks a
+// Config with Region index (lease.ErrInvalid for a negative one). It
+// shares <prefix>/schedule and <prefix>/registry with s, since they are
+// the prefix's, and s's restore history: etcd's revision, raft term and
+// cluster ID are the cluster's, so a restore either Store notices fences
+// the leases of both and floors the claims of both, and a sibling opened
+// after s noticed one knows of it. What is per key — the leases held and
+// their mark revisions, which marksWentBack and wentBack compare — stays
+// the sibling's own. Its Close leaves the client open even when s owns
+// it (Connect); close the sibling before s. After s's Close it fails
+// with ErrClosed.
+func (s *Store) Keyspace(index int) (lease.Store, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	cfg := s.cfg
+	cfg.Region = index
+	sib, err := New(s.cli, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sib.mu, sib.hist = s.mu, s.hist
+	return sib, nil
+}

@@ -1,0 +1,24 @@
+package pgstore
+
+import "github.com/snowfence/snowfence/lease"
+
+// Keyspace implements lease.Store: a Store on the same pool and table
+// whose rows are those with region = index, checked as New checks a
+// Config with Region index (lease.ErrInvalid for a negative one). The
+// tables beside the lease table — <table>_fleet, <table>_origin and
+// <table>_region — are the table's, so the sibling reads and writes the
+// same rows of them as s. A Store keeps no restore state of its own
+// between requests: every claim and extension compares the server's
+// identity with <table>_origin in the statement itself, and a claim that
+// finds it changed fences the held rows of every region, so a sibling's
+// restore detection is exactly a second process's. Its Close leaves the
+// pool open even when s owns it (Connect); close the sibling before s.
+// After s's Close it fails like s's methods.
+func (s *Store) Keyspace(index int) (lease.Store, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	cfg := s.cfg
+	cfg.Region = index
+	return New(s.pool, cfg)
+}
