@@ -14,18 +14,38 @@ import (
 	"github.com/snowfence/snowfence/node"
 )
 
-// claimStore records the lease length of every claim.
+// claimStore records the lease length of every claim, its siblings'
+// (Keyspace) into the claimStore they were opened from (their root).
 type claimStore struct {
 	lease.Store
+	root     *claimStore // nil: records into itself
 	mu       sync.Mutex
 	leaseFor []time.Duration
 }
 
 func (s *claimStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
-	s.mu.Lock()
-	s.leaseFor = append(s.leaseFor, req.LeaseFor)
-	s.mu.Unlock()
+	r := s.base()
+	r.mu.Lock()
+	r.leaseFor = append(r.leaseFor, req.LeaseFor)
+	r.mu.Unlock()
 	return s.Store.Claim(ctx, req)
+}
+
+// base returns the claimStore s records into.
+func (s *claimStore) base() *claimStore {
+	if s.root != nil {
+		return s.root
+	}
+	return s
+}
+
+// Keyspace wraps the real store's sibling, recording into s's root.
+func (s *claimStore) Keyspace(index int) (lease.Store, error) {
+	sib, err := s.Store.Keyspace(index)
+	if err != nil {
+		return nil, err
+	}
+	return &claimStore{Store: sib, root: s.base()}, nil
 }
 
 // An Opener's timings fill the keeper's zero timings; the ones the keeper

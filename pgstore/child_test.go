@@ -45,10 +45,27 @@ func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 func (c *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // countingStore counts the lease.Store calls made on it (a Claim may send
-// several statements: a scan, then one upsert per candidate tried).
+// several statements: a scan, then one upsert per candidate tried). The
+// counts are the process's: the siblings Keyspace opens count into the
+// countingStore they were opened from.
 type countingStore struct {
 	lease.Store
-	n, extends atomic.Int64
+	n, extends *atomic.Int64
+}
+
+// newCountingStore counts the calls made on s.
+func newCountingStore(s lease.Store) *countingStore {
+	return &countingStore{Store: s, n: new(atomic.Int64), extends: new(atomic.Int64)}
+}
+
+// Keyspace opens the real store's sibling behind a countingStore sharing
+// s's counts.
+func (s *countingStore) Keyspace(index int) (lease.Store, error) {
+	sib, err := s.Store.Keyspace(index)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStore{Store: sib, n: s.n, extends: s.extends}, nil
 }
 
 func (s *countingStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
@@ -109,7 +126,7 @@ func TestSoakChild(t *testing.T) {
 			out.Fatal(err)
 			return
 		}
-		s := &countingStore{Store: ps}
+		s := newCountingStore(ps)
 		born := time.Now()
 		stop := soaktest.Reporter(ctx, out, cfg.HolderSpec, 200*time.Millisecond, func() []int64 {
 			return []int64{stmts.n.Load(), s.n.Load(), s.extends.Load(), time.Since(born).Milliseconds()}

@@ -19,8 +19,17 @@ var (
 // faultyStore is a lease.Store in front of a real one that can lose the
 // replies of calls it made (the write happened, the caller hears an error)
 // and cut its caller off (every call fails without reaching the store).
+//
+// Its faults belong to the process, not to one keyspace: the siblings
+// Keyspace opens share the fault controls and counters of the faultyStore
+// they were opened from (its root), so an outage cuts the process off from
+// every keyspace at once, a budget of lost replies is spent by whichever
+// writes come next, and counts sums over all of them.
 type faultyStore struct {
 	lease.Store
+	// root is the faultyStore whose fault state this one uses; nil: its
+	// own (the one the world made).
+	root *faultyStore
 
 	mu       sync.Mutex
 	loseNext int  // lose the replies of this many writes
@@ -29,9 +38,29 @@ type faultyStore struct {
 	refused  int  // calls refused while cut off
 }
 
+// faults returns the faultyStore whose fault state f uses.
+func (f *faultyStore) faults() *faultyStore {
+	if f.root != nil {
+		return f.root
+	}
+	return f
+}
+
+// Keyspace opens the real store's sibling on keyspace index behind a
+// faultyStore sharing f's faults. It is never refused while cut off: no
+// store sends a request to open a sibling.
+func (f *faultyStore) Keyspace(index int) (lease.Store, error) {
+	sib, err := f.Store.Keyspace(index)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyStore{Store: sib, root: f.faults()}, nil
+}
+
 // loseReplies makes the next n writes (Claim, Extend, Release) run and
 // then fail as if their replies were lost.
 func (f *faultyStore) loseReplies(n int) {
+	f = f.faults()
 	f.mu.Lock()
 	f.loseNext += n
 	f.mu.Unlock()
@@ -40,6 +69,7 @@ func (f *faultyStore) loseReplies(n int) {
 // cutOff makes every call fail without reaching the store (on), or lets
 // them through again (off).
 func (f *faultyStore) cutOff(on bool) {
+	f = f.faults()
 	f.mu.Lock()
 	f.down = on
 	f.mu.Unlock()
@@ -47,6 +77,7 @@ func (f *faultyStore) cutOff(on bool) {
 
 // counts returns the replies lost and the calls refused so far.
 func (f *faultyStore) counts() (lost, refused int) {
+	f = f.faults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lost, f.refused
@@ -54,6 +85,7 @@ func (f *faultyStore) counts() (lost, refused int) {
 
 // enter reports whether the call may reach the store.
 func (f *faultyStore) enter() error {
+	f = f.faults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
@@ -65,6 +97,7 @@ func (f *faultyStore) enter() error {
 
 // leave decides whether a write's reply is lost.
 func (f *faultyStore) leave() bool {
+	f = f.faults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.loseNext > 0 {
