@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"Registry", checkRegistry},
 		{"RegistryAdds", checkRegistryAdds},
 		{"RegistryCopies", checkRegistryCopies},
+		{"Keyspaces", checkKeyspaces},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
 	} {
