@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -26,7 +27,8 @@ type Config struct {
 	// lower-case letters, digits and underscores. Empty means
 	// "idgen_leases".
 	Table string
-	// Region is the region whose rows this store reads and writes (≥ 0).
+	// Region is the region whose rows this store reads and writes: 0 to
+	// math.MaxInt32, what the region column holds.
 	Region int
 	// Logger receives claims, failed renewals, releases and quarantines.
 	// Nil discards them.
@@ -106,8 +108,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.ident == "" {
 		cfg.ident = identitySQL
 	}
-	if cfg.Region < 0 {
-		return nil, fmt.Errorf("%w: pgstore: region %d is negative", lease.ErrInvalid, cfg.Region)
+	if cfg.Region < 0 || cfg.Region > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: pgstore: region %d is outside 0 to %d (the region column is an integer)", lease.ErrInvalid, cfg.Region, math.MaxInt32)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
