@@ -6,8 +6,8 @@
 // above — plus the operator's commands (quarantine, raise-marks) and the
 // typed errors.
 //
-// Every check runs as a named parallel subtest on a keyspace of its own, so
-// one server serves the whole suite.
+// Every check runs as a named parallel subtest on stores of its own (a key
+// prefix, a table), so one server serves the whole suite.
 //
 // # Two kinds of store
 //
@@ -27,7 +27,9 @@
 // registry.go.
 //
 // leasetest.go holds the Harness and Run; checks.go the store checks;
-// registry.go the checks of the registry's copy; keepers.go the checks of
+// registry.go the checks of the registry's copy; keyspaces.go the check of
+// a store's siblings on other keyspaces (lease.Store.Keyspace, one per
+// layout step); keepers.go the checks of
 // real keepers on the store; helpers.go what they share (and what a
 // store's own tests may use).
 package leasetest
