@@ -63,6 +63,7 @@ type Config struct {
 type Generator struct {
 	clock         Clock
 	lease         LeaseView
+	stepped       SteppedLease // lease, if it is one
 	schedule      Schedule
 	log           *slog.Logger
 	maxBackMs     int64
@@ -136,9 +137,17 @@ func New(cfg Config) (*Generator, error) {
 		}
 	}
 	if p, ok := cfg.Lease.(PlacedLease); ok {
-		lo, hi, region := p.Placement()
-		if err := cfg.Schedule.CheckPlacement(lo, hi, region, time.UnixMilli(cfg.Clock.Now().WallMs)); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		now := time.UnixMilli(cfg.Clock.Now().WallMs)
+		for _, pl := range p.Placements() {
+			if !pl.Until.IsZero() && !pl.Until.After(now) {
+				continue // over already
+			}
+			if pl.From.Before(now) {
+				pl.From = now
+			}
+			if err := cfg.Schedule.CheckPlacement(pl); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			}
 		}
 	}
 	switch {
@@ -169,7 +178,9 @@ func New(cfg Config) (*Generator, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	first := cfg.Schedule.steps[0].Layout
+	stepped, _ := cfg.Lease.(SteppedLease)
 	g := &Generator{
+		stepped:       stepped,
 		clock:         cfg.Clock,
 		lease:         cfg.Lease,
 		schedule:      cfg.Schedule,
@@ -320,7 +331,13 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 		g.why = reason
 		return 0, 0, ms, nil
 	}
-	grant, gerr := g.lease.Grant()
+	var grant *Grant
+	var gerr error
+	if g.stepped != nil {
+		grant, gerr = g.stepped.GrantAt(r.WallMs)
+	} else {
+		grant, gerr = g.lease.Grant()
+	}
 	if grant == nil || gerr != nil {
 		detail := "no machine number is leased yet"
 		if gerr != nil {

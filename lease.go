@@ -42,14 +42,31 @@ type LeaseView interface {
 	Grant() (*Grant, error)
 }
 
+// A SteppedLease is a LeaseView whose grant depends on the instant an ID is
+// for: across a layout cutover a lease keeper holds one number for the
+// layout before it and another for the layout after it. The generator asks
+// GrantAt, with the wall-clock millisecond it is about to issue at, instead
+// of Grant. A grant returned for an instant must still bound itself:
+// StartMs and LimitMs keep its IDs within the layout step it was leased for,
+// so a grant handed out for the wrong instant is refused by the generator,
+// never minted on.
+type SteppedLease interface {
+	LeaseView
+	// GrantAt returns the grant for IDs at wall-clock millisecond wallMs
+	// (Unix), or nil and the reason there is none.
+	GrantAt(wallMs int64) (*Grant, error)
+}
+
 // staticLease is a LeaseView that never expires.
 type staticLease struct{ g *Grant }
 
 func (s staticLease) Grant() (*Grant, error) { return s.g, nil }
 
-// Placement implements PlacedLease: New checks the number against the
+// Placements implements PlacedLease: New checks the number against the
 // schedule.
-func (s staticLease) Placement() (lo, hi, region int) { return s.g.Machine, s.g.Machine, s.g.Region }
+func (s staticLease) Placements() []Placement {
+	return []Placement{{Lo: s.g.Machine, Hi: s.g.Machine, Region: s.g.Region}}
+}
 
 // Static returns a LeaseView for a machine and region number assigned by hand,
 // with no expiry and no fence. Uniqueness then rests entirely on the operator

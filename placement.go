@@ -8,16 +8,25 @@ import (
 )
 
 // A PlacedLease is a LeaseView that can tell, before its first grant, which
-// machine numbers and region its grants will carry: Static does, and so does
-// lease.Keeper (its machine range and the region its store leases in). New
-// checks the placement against every layout of the schedule in force from
-// the clock's reading on (Schedule.CheckPlacement), so a holder whose numbers
-// a layout cannot hold is refused at start rather than at a cutover.
+// machine numbers and region its grants will carry, and for which stretch of
+// time: Static does, and so does lease.Keeper (per layout step it holds a
+// number for, the machine range and the region). New checks every placement
+// against every layout of the schedule in force during it from the clock's
+// reading on (Schedule.CheckPlacement), so a holder whose numbers a layout
+// cannot hold is refused at start rather than at a cutover.
 type PlacedLease interface {
 	LeaseView
-	// Placement returns the inclusive range of machine numbers the grants
-	// may carry and their region.
-	Placement() (lo, hi, region int)
+	// Placements returns what the grants may carry, one Placement per
+	// stretch of time.
+	Placements() []Placement
+}
+
+// A Placement is the inclusive range of machine numbers and the region that
+// a lease's grants carry for the IDs of instants in [From, Until). A zero
+// From means from the epoch on, a zero Until no end.
+type Placement struct {
+	Lo, Hi, Region int
+	From, Until    time.Time
 }
 
 // PlacementError reports a machine range or region that does not fit a
@@ -45,9 +54,10 @@ func (e *PlacementError) Error() string {
 // Unwrap returns ErrPlacement.
 func (e *PlacementError) Unwrap() error { return ErrPlacement }
 
-// CheckPlacement reports whether a holder that leases machine numbers lo..hi
-// (inclusive) in region may mint under every layout of the schedule in force
-// at or after from (a zero from: every layout). For each such layout:
+// CheckPlacement reports whether a holder that leases machine numbers
+// p.Lo..p.Hi (inclusive) in p.Region may mint under every layout of the
+// schedule in force at some instant in [p.From, p.Until) (zero From: from the
+// epoch on; zero Until: no end). For each such layout:
 //
 //   - hi must fit its machine bits (and lo must not be negative);
 //   - region must fit its region bits;
@@ -59,16 +69,20 @@ func (e *PlacementError) Unwrap() error { return ErrPlacement }
 // A range validated this way makes every number a keeper can claim in it fit
 // every layout that will be in force while the number is held. The error is
 // a *PlacementError that says what to change.
-func (s Schedule) CheckPlacement(lo, hi, region int, from time.Time) error {
+func (s Schedule) CheckPlacement(p Placement) error {
 	if !s.valid() {
 		return fmt.Errorf("%w: empty schedule; use DefaultSchedule or NewSchedule", ErrInvalidLayout)
 	}
+	lo, hi, region := p.Lo, p.Hi, p.Region
 	first := 0
-	if !from.IsZero() {
-		first = s.stepIndexAt(from)
+	if !p.From.IsZero() {
+		first = s.stepIndexAt(p.From)
 	}
 	for i := first; i < len(s.steps); i++ {
 		st := s.steps[i]
+		if i > first && !p.Until.IsZero() && !st.From.Before(p.Until) {
+			break // in force only from Until on
+		}
 		l := st.Layout
 		bad := func(format string, args ...any) error {
 			return &PlacementError{Layout: l, From: st.From, Lo: lo, Hi: hi, Region: region, Detail: fmt.Sprintf(format, args...)}

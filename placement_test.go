@@ -46,7 +46,7 @@ func TestCheckPlacement(t *testing.T) {
 		{"v1,v2 region 8 after the cutover", mig, 0, 511, 8, after, "regions 0-7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.s.CheckPlacement(tc.lo, tc.hi, tc.region, tc.from)
+			err := tc.s.CheckPlacement(snowfence.Placement{Lo: tc.lo, Hi: tc.hi, Region: tc.region, From: tc.from})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("CheckPlacement(%d, %d, %d, %s) under %s = %v, want nil", tc.lo, tc.hi, tc.region, tc.from, tc.s, err)
