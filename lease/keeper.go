@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/snowfence/snowfence"
@@ -19,7 +19,11 @@ import (
 // every 2 s, a 5 s self-fence (docs/design.md#timings). Table stores
 // document their own (longer) timings.
 type KeeperConfig struct {
-	// Store is where numbers are leased. Required.
+	// Store is where numbers are leased: its keyspace (what its
+	// Config.Region selects) holds the numbers of the schedule's first
+	// layout step; the numbers of step s ≥ 1 live in its keyspace
+	// KeyspaceOf(s, Region), which the keeper opens with Store.Keyspace.
+	// Required.
 	Store Store
 	// Holder is this holder's identity. It must be unique per process:
 	// two processes given one holder string rely on the store's per-claim
@@ -27,17 +31,34 @@ type KeeperConfig struct {
 	// followed by "/k<N>", N counting the keepers of this process, so that
 	// two keepers of one process never share one.
 	Holder string
-	// Range is the machine numbers this holder's class may use. Nil means
-	// 0–1023 (all of v1). Every layout of Schedule in force from the start
-	// on must hold all of it (StartKeeper refuses it otherwise), so every
-	// number claimed fits every layout in force while it is held.
+	// Range is the machine numbers this holder's class may use, under
+	// every layout of Schedule not in LayoutRanges. Nil means each
+	// layout's whole machine range (0–1023 for v1, 0–511 for v2). The
+	// keeper leases a number per layout (see Lead), and the layout must
+	// hold all of its range: StartKeeper refuses it otherwise, so every
+	// number claimed fits.
 	Range *Range
+	// LayoutRanges gives layouts of Schedule, by name, machine numbers of
+	// their own, such as {"v2": 0-99} beside a Range of 600-699 for v1.
+	// The same configuration serves before and after a cutover. A name
+	// that is no layout of Schedule is refused.
+	LayoutRanges map[string]Range
+	// Lead is how long before a cutover of Schedule (a later step's From)
+	// the keeper starts claiming its number for the layout that takes
+	// over, holding it beside the current one; the generator issues on the
+	// old number for instants before the cutover and on the new one from
+	// it on. Zero means max(10 min, 20 × LeaseFor): ample time for every
+	// holder running before the window to claim, and for a claim refused
+	// while a dead holder's lease runs out to be retried many times. Below
+	// 2 × LeaseFor it is refused.
+	Lead time.Duration
 	// Region is the region whose numbers the store leases, written into
 	// the grants (and v2 IDs). It must equal the store's region when the
-	// store tells it (a Region() int method, as etcdstore's and pgstore's
-	// have), and it must be 0 while a layout without region bits (v1) is
-	// in force: the stores lease numbers per region, so two regions'
-	// holders may hold the same number.
+	// store tells it (a Region() int method, as the stores have), and it
+	// must be 0 while a layout without region bits (v1) is in force: the
+	// stores lease numbers per region, so two regions' holders may hold
+	// the same number. With a schedule of more than one step it must be
+	// below KeyspaceStride.
 	Region int
 	// Schedule is the layout schedule of this holder's generator. Every
 	// claim carries it (ClaimRequest.Schedule) and the store refuses it,
@@ -103,34 +124,39 @@ type KeeperConfig struct {
 	Logger *slog.Logger
 }
 
-// A Keeper holds one machine number at a time: it claims one, renews it and
-// its mark on a schedule, tells the generator its fence (it is the
-// generator's snowfence.LeaseView), claims a different number after losing
-// one, and releases on Close. It is safe for concurrent use.
+// A Keeper holds one machine number at a time for each layout of its
+// schedule that is in force or about to be: it claims one, renews it and its
+// mark on a schedule, tells the generator its fence (it is the generator's
+// snowfence.LeaseView), claims a different number after losing one, and
+// releases on Close.
+//
+// Across a cutover of the schedule (a step whose From is ahead), it starts
+// claiming a number for the next layout Lead before the cutover, in that
+// layout's own keyspace (KeyspaceOf), and holds both: each lease is renewed
+// and fenced on its own, grants of the old one end at the cutover and grants
+// of the new one start there, and the generator asks for the grant of the
+// instant it issues at (GrantAt). After the cutover the old number is
+// released with the end of the last ID issued on it as its mark. A holder
+// without a number for the new layout at the cutover refuses to issue until
+// it has one. It is safe for concurrent use.
 type Keeper struct {
 	cfg  KeeperConfig
 	log  *slog.Logger
 	boot func() time.Duration
 
-	grant atomic.Pointer[snowfence.Grant]
-	// why says why there is no grant, as an error (never nil when read).
-	why atomic.Pointer[error]
+	// holds has one entry per schedule step from the one in force at start
+	// on, in step order; it does not change after StartKeeper.
+	holds []*hold
 
-	mu          sync.Mutex
-	lease       *Lease
-	status      Status
-	exclude     []int
-	floorMs     int64 // after a restore: leases start at or above this
-	lastIssued  func() int64
-	lastAckBoot time.Duration
-	watchdogOn  bool
+	mu         sync.Mutex
+	lastIssued func() int64
+	closed     bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	closed bool
 }
 
-var _ snowfence.LeaseView = (*Keeper)(nil)
+var _ snowfence.SteppedLease = (*Keeper)(nil)
 
 // errNotYet is the reason before the first claim.
 var errNotYet = errors.New("lease: no machine number claimed yet")
@@ -138,26 +164,27 @@ var errNotYet = errors.New("lease: no machine number claimed yet")
 // errClosed is the reason after Close.
 var errClosed = errors.New("lease: keeper closed")
 
-// StartKeeper checks cfg, claims a first number (retrying transient errors
-// until ctx is done) and starts renewing it in the background. It fails with
-// ErrInvalid for a configuration it cannot use (including a range or region
-// that a layout of cfg.Schedule in force from now on cannot hold: the error
-// also matches snowfence.ErrPlacement), with ErrSchedule if the store's
-// fleet schedule differs from cfg.Schedule, and with ErrNoFreeNumber if the
-// whole range is taken. A number claimed before it fails is released.
+// StartKeeper checks cfg, claims a first number for the layout in force now
+// (retrying transient errors until ctx is done) and starts renewing it in
+// the background; numbers for later layouts of cfg.Schedule are claimed in
+// the background from Lead before their cutovers. It fails with ErrInvalid
+// for a configuration it cannot use (including a range or region that a
+// layout of cfg.Schedule in force from now on cannot hold: the error also
+// matches snowfence.ErrPlacement), with ErrSchedule if the store's fleet
+// schedule differs from cfg.Schedule, and with ErrNoFreeNumber if the whole
+// range is taken. A number claimed before it fails is released.
 func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
-	k.boot = cfg.Boottime
-	if k.boot != nil {
-		k.watchdogOn = true
+	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{})}
+	if err := k.plan(); err != nil {
+		k.closeStores()
+		return nil, err
 	}
-	k.status = Status{State: StateClaiming, Machine: -1, Region: cfg.Region, Holder: cfg.Holder}
-	k.setWhy(errNotYet)
+	first := k.holds[0]
 	for {
-		err := k.step(ctx)
+		err := first.step(ctx)
 		if err == nil {
 			break
 		}
@@ -167,7 +194,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		}
 		if err := cfg.Clock.Sleep(ctx, cfg.RenewEvery/4); err != nil {
 			k.abandon(ctx)
-			return nil, fmt.Errorf("lease: no number claimed before the context ended: last error: %v", k.Status().LastError)
+			return nil, fmt.Errorf("lease: no number claimed before the context ended: last error: %v", first.Status().LastError)
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -176,25 +203,154 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	return k, nil
 }
 
-// abandon gives up a number claimed by a StartKeeper that fails after all,
-// so that it does not stay held until its lease expires.
-func (k *Keeper) abandon(ctx context.Context) {
-	k.mu.Lock()
-	l := k.lease
-	k.lease = nil
-	k.mu.Unlock()
-	if l != nil {
-		k.releaseUnused(ctx, l)
+// run drives every hold from one goroutine, so that a keeper is one loop
+// asleep on its clock whatever its schedule: each hold renews on its own
+// pace (RenewEvery after a step, sooner after a failure, at once after a
+// loss); a hold for a later layout starts claiming at its start instant
+// (polled at the renewal pace) and a hold whose window has passed is
+// retired at its next turn. Steps of two holds due together run one after
+// the other. The boot-clock watchdog runs beside it.
+func (k *Keeper) run(ctx context.Context) {
+	defer close(k.done)
+	if k.boot != nil {
+		go k.watchdog(ctx)
+	}
+	c := &k.cfg
+	due := make([]time.Duration, len(k.holds))
+	live := make([]bool, len(k.holds))
+	now := c.Clock.Now().Mono
+	for i := range k.holds {
+		due[i], live[i] = now+c.RenewEvery, true
+	}
+	for {
+		next, any := time.Duration(math.MaxInt64), false
+		for i := range k.holds {
+			if live[i] {
+				next, any = min(next, due[i]), true
+			}
+		}
+		if !any {
+			<-ctx.Done()
+			return
+		}
+		if wait := next - c.Clock.Now().Mono; wait > 0 {
+			if err := c.Clock.Sleep(ctx, wait); err != nil {
+				return
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		for i, h := range k.holds {
+			r := c.Clock.Now()
+			if !live[i] || due[i] > r.Mono {
+				continue
+			}
+			switch {
+			case r.WallMs >= h.untilMs && !revert.Cutover:
+				h.retire(ctx)
+				live[i] = false
+				continue
+			case r.WallMs < h.startMs:
+				due[i] = r.Mono + c.RenewEvery
+				continue
+			}
+			err := h.step(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			due[i] = c.Clock.Now().Mono + h.waitAfter(err)
+		}
 	}
 }
 
-// releaseUnused releases a lease under which nothing was issued, keeping
-// its mark, on a context of its own (ctx may be done).
-func (k *Keeper) releaseUnused(ctx context.Context, l *Lease) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.RequestTimeout)
-	defer cancel()
-	if err := k.cfg.Store.Release(cctx, l, max(l.MarkMs, l.StartMs)); err != nil {
-		k.log.Warn("release of an unused number failed; it frees itself when its lease expires", "machine", l.Machine, "token", l.Token, "error", err)
+// plan makes one hold per schedule step from the one in force now on, each
+// with its store, range and window, and checks each placement.
+func (k *Keeper) plan() error {
+	c := &k.cfg
+	steps := c.Schedule.Steps()
+	if len(steps) > MaxSteps {
+		return fmt.Errorf("%w: schedule %s has %d layout steps; a leasing holder's schedule has at most %d", ErrInvalid, c.Schedule, len(steps), MaxSteps)
+	}
+	now := c.Clock.Now().WallMs
+	cur := 0
+	for i := 1; i < len(steps); i++ {
+		if steps[i].From.UnixMilli() <= now {
+			cur = i
+		}
+	}
+	for s := cur; s < len(steps); s++ {
+		h := &hold{k: k, index: s, layout: steps[s].Layout.Name, fromMs: math.MinInt64, untilMs: math.MaxInt64, store: c.Store, keyspace: c.Region}
+		if s > 0 {
+			h.fromMs = steps[s].From.UnixMilli()
+		}
+		if s+1 < len(steps) {
+			h.untilMs = steps[s+1].From.UnixMilli()
+		}
+		h.startMs = now
+		if s > cur {
+			h.startMs = h.fromMs - c.Lead.Milliseconds()
+		}
+		if len(steps) > 1 {
+			var err error
+			if h.keyspace, err = KeyspaceOf(s, c.Region); err != nil {
+				return err
+			}
+		}
+		rng, own := c.LayoutRanges[h.layout]
+		switch {
+		case own:
+		case c.Range != nil:
+			rng = *c.Range
+		default:
+			rng = Range{0, 1<<steps[s].Layout.MachineBits - 1}
+		}
+		h.rng = rng
+		if err := c.Schedule.CheckPlacement(h.placement(now)); err != nil {
+			if !own && c.Range != nil && len(steps) > 1 {
+				return fmt.Errorf("%w: %w (Range applies to every layout not in LayoutRanges; give layout %s a range of its own there)", ErrInvalid, err, h.layout)
+			}
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if h.keyspace != c.Region {
+			st, err := c.Store.Keyspace(h.keyspace)
+			if err != nil {
+				return fmt.Errorf("opening the keyspace of layout %s (step %d): %w", h.layout, s, err)
+			}
+			h.store, h.ownStore = st, true
+		}
+		h.status = Status{State: StateClaiming, Machine: -1, Region: c.Region, Holder: c.Holder, Layout: h.layout}
+		why := errNotYet
+		if s > cur {
+			why = fmt.Errorf("%w for layout %s, in force from %s; claiming starts at %s", errNotYet, h.layout, msTime(h.fromMs), msTime(h.startMs))
+		}
+		h.setWhy(why)
+		k.holds = append(k.holds, h)
+	}
+	return nil
+}
+
+// abandon gives up a number claimed by a StartKeeper that fails after all,
+// so that it does not stay held until its lease expires, and closes the
+// stores plan opened.
+func (k *Keeper) abandon(ctx context.Context) {
+	for _, h := range k.holds {
+		h.mu.Lock()
+		l := h.lease
+		h.lease = nil
+		h.mu.Unlock()
+		if l != nil {
+			h.releaseUnused(ctx, l)
+		}
+	}
+	k.closeStores()
+}
+
+// closeStores closes the keyspace stores plan opened.
+func (k *Keeper) closeStores() {
+	for _, h := range k.holds {
+		if h.ownStore {
+			h.store.Close()
+		}
 	}
 }
 
@@ -211,9 +367,6 @@ func (c *KeeperConfig) defaults() error {
 	}
 	if c.Schedule.IsZero() {
 		c.Schedule = snowfence.DefaultSchedule()
-	}
-	if c.Range == nil {
-		c.Range = &Range{0, 1023}
 	}
 	c.defaultClock()
 	def := func(d *time.Duration, v time.Duration) {
@@ -233,12 +386,30 @@ func (c *KeeperConfig) defaults() error {
 	}
 	def(&c.RestoreMargin, window)
 	def(&c.RequestTimeout, c.RenewEvery/2)
+	def(&c.Lead, max(10*time.Minute, 20*c.LeaseFor))
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	ranges := []*Range{c.Range}
+	for name, r := range c.LayoutRanges {
+		known := false
+		for _, st := range c.Schedule.Steps() {
+			known = known || st.Layout.Name == name
+		}
+		if !known {
+			return fmt.Errorf("%w: LayoutRanges names layout %q, which schedule %s does not have", ErrInvalid, name, c.Schedule)
+		}
+		ranges = append(ranges, &r)
+	}
+	for _, r := range ranges {
+		if r != nil && (r.Lo < 0 || r.Hi < r.Lo) {
+			return fmt.Errorf("%w: machine range %s: write lo-hi with 0 ≤ lo ≤ hi", ErrInvalid, r)
+		}
+	}
 	switch {
-	case c.Range.Lo < 0 || c.Range.Hi < c.Range.Lo:
-		return fmt.Errorf("%w: machine range %s: write lo-hi with 0 ≤ lo ≤ hi", ErrInvalid, c.Range)
+	case c.Lead < 2*c.LeaseFor:
+		return fmt.Errorf("%w: Lead %s is shorter than two lease lengths (LeaseFor %s): a claim for the next layout refused while a dead holder's lease runs out "+
+			"would have no second chance before the cutover; leave it zero or make it longer", ErrInvalid, c.Lead, c.LeaseFor)
 	case c.RenewEvery >= c.SelfFence:
 		return fmt.Errorf("%w: RenewEvery %s must be shorter than SelfFence %s, or every pause between renewals fences", ErrInvalid, c.RenewEvery, c.SelfFence)
 	case float64(c.SelfFence)*1.08 >= float64(c.LeaseFor)*0.92:
@@ -264,10 +435,6 @@ func (c *KeeperConfig) defaults() error {
 	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
 		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())
 	}
-	now := time.UnixMilli(c.Clock.Now().WallMs)
-	if err := c.Schedule.CheckPlacement(c.Range.Lo, c.Range.Hi, c.Region, now); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
 	return nil
 }
 
@@ -280,46 +447,106 @@ func RestoreWindow(reserve, selfFence time.Duration) time.Duration {
 	return w + w/10 + time.Second
 }
 
-// Grant implements snowfence.LeaseView: the grant in force, or nil and the
-// reason there is none.
+// Grant implements snowfence.LeaseView: the grant for IDs at the keeper
+// clock's current reading (GrantAt), or nil and the reason there is none.
 func (k *Keeper) Grant() (*snowfence.Grant, error) {
-	if g := k.grant.Load(); g != nil {
-		return g, nil
-	}
-	return nil, *k.why.Load()
+	return k.GrantAt(k.cfg.Clock.Now().WallMs)
 }
 
-func (k *Keeper) setWhy(err error) { k.why.Store(&err) }
+// GrantAt implements snowfence.SteppedLease: the grant of the number held
+// for the layout in force at wallMs, or nil and the reason there is none.
+func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
+	h := k.holdAt(wallMs)
+	if h == nil {
+		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
+	}
+	if g := h.grant.Load(); g != nil {
+		return g, nil
+	}
+	if revert.Cutover && h != k.holds[0] {
+		// The old behaviour: with no number for the new layout, go on
+		// issuing on the old one.
+		for _, p := range k.holds {
+			if p.index == h.index-1 {
+				if g := p.grant.Load(); g != nil {
+					return g, nil
+				}
+			}
+		}
+	}
+	return nil, *h.why.Load()
+}
+
+// holdAt returns the hold whose window contains wallMs, or nil.
+func (k *Keeper) holdAt(wallMs int64) *hold {
+	for i := len(k.holds) - 1; i >= 0; i-- {
+		if h := k.holds[i]; wallMs >= h.fromMs {
+			if wallMs < h.untilMs {
+				return h
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// current returns the hold for the layout in force now: the one whose
+// number Status and Lease report.
+func (k *Keeper) current() *hold {
+	if h := k.holdAt(k.cfg.Clock.Now().WallMs); h != nil {
+		return h
+	}
+	return k.holds[0]
+}
 
 // SetLastIssued tells the keeper how to learn the end of the last issued
-// timestamp (snowfence.Generator.LastIssued), so Close records an exact mark.
-// Without it Close records the whole reservation, which is safe but makes
-// the next holder of the number pass it over until the clock catches up.
+// timestamp (snowfence.Generator.LastIssued), so every release records an
+// exact mark. Without it a release records the whole reservation, which is
+// safe but makes the next holder of the number pass it over until the clock
+// catches up.
 func (k *Keeper) SetLastIssued(f func() int64) {
 	k.mu.Lock()
 	k.lastIssued = f
 	k.mu.Unlock()
 }
 
-// Status returns a snapshot for health checks and metrics.
-func (k *Keeper) Status() Status {
+// releaseMark is the mark to release l with: the end of the last timestamp
+// issued, within what l reserved (a number of an earlier layout only ever
+// issued below its cutover, where its grants end).
+func (k *Keeper) releaseMark(l *Lease) int64 {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	s := k.status
-	if s.State == StateHeld && k.grant.Load() == nil {
-		s.State = StateFenced
+	f := k.lastIssued
+	k.mu.Unlock()
+	if f == nil {
+		return l.MarkMs
+	}
+	return min(max(f(), l.StartMs), l.MarkMs)
+}
+
+// Status returns a snapshot for health checks and metrics: the number of the
+// layout in force now, and in Next the one claimed for the next layout
+// while a cutover approaches.
+func (k *Keeper) Status() Status {
+	h := k.current()
+	s := h.Status()
+	for _, n := range k.holds {
+		if n.index == h.index+1 && n.started() {
+			ns := n.Status()
+			s.Next = &ns
+		}
 	}
 	return s
 }
 
-// Lease returns the lease held now, or nil.
+// Lease returns the lease held now for the layout in force, or nil.
 func (k *Keeper) Lease() *Lease {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.lease == nil {
+	h := k.current()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lease == nil {
 		return nil
 	}
-	l := *k.lease
+	l := *h.lease
 	return &l
 }
 
@@ -331,66 +558,30 @@ func (k *Keeper) Clock() snowfence.Clock { return k.cfg.Clock }
 // Config.Schedule is zero, and refuses a different one).
 func (k *Keeper) Schedule() snowfence.Schedule { return k.cfg.Schedule }
 
-// Placement implements snowfence.PlacedLease: the machine range the keeper
-// claims from and the region of its grants.
-func (k *Keeper) Placement() (lo, hi, region int) {
-	return k.cfg.Range.Lo, k.cfg.Range.Hi, k.cfg.Region
+// Placements implements snowfence.PlacedLease: per layout step held, the
+// machine range the keeper claims from and the region of its grants.
+func (k *Keeper) Placements() []snowfence.Placement {
+	now := k.cfg.Clock.Now().WallMs
+	ps := make([]snowfence.Placement, len(k.holds))
+	for i, h := range k.holds {
+		ps[i] = h.placement(now)
+	}
+	return ps
 }
 
 // Closed returns a channel that is closed once Close has stopped the
-// keeper's background loop; it closes while Close runs, before the number
-// is released. It is not the Done of etcd's concurrency.Session, which
+// keeper's background loops; it closes while Close runs, before the numbers
+// are released. It is not the Done of etcd's concurrency.Session, which
 // closes when the lease is lost: a Keeper that loses its number stops the
 // generator issuing on it and claims another, and runs until Close. A lost
 // or overdue lease shows in Status (StateClaiming, StateFenced, Losses) and
 // in the generator's Health.
 func (k *Keeper) Closed() <-chan struct{} { return k.done }
 
-// run renews on schedule, re-claims after a loss, and watches the self-fence
-// deadline on the boot clock.
-func (k *Keeper) run(ctx context.Context) {
-	defer close(k.done)
-	if k.watchdogOn {
-		go k.watchdog(ctx)
-	}
-	wait := k.cfg.RenewEvery
-	for {
-		if err := k.cfg.Clock.Sleep(ctx, wait); err != nil {
-			return
-		}
-		err := k.step(ctx)
-		switch {
-		case err == nil:
-			wait = k.cfg.RenewEvery
-		case errors.Is(err, ErrSchedule):
-			// The fleet schedule differs from this holder's: only an
-			// operator changes that. Ask again at the renewal pace.
-			wait = k.cfg.RenewEvery
-		case isFinal(err):
-			wait = 0 // lost: claim another number at once
-		default:
-			// The store is slow or down: retry sooner, so that an outage
-			// shorter than the self-fence window costs no refusal.
-			wait = k.cfg.RenewEvery / 4
-		}
-	}
-}
-
-// step renews the lease held, or claims one when none is.
-func (k *Keeper) step(ctx context.Context) error {
-	k.mu.Lock()
-	held := k.lease != nil
-	k.mu.Unlock()
-	if held {
-		return k.renew(ctx)
-	}
-	return k.claim(ctx)
-}
-
-// watchdog fences the generator when the last acknowledged renewal, measured
-// on the boot clock, is older than SelfFence: a host suspend stops the
-// monotonic clock the generator checks, not the boot clock. It polls on real
-// time because it watches the real host.
+// watchdog fences the generator when the last acknowledged renewal of a
+// number, measured on the boot clock, is older than SelfFence: a host
+// suspend stops the monotonic clock the generator checks, not the boot
+// clock. It polls on real time because it watches the real host.
 func (k *Keeper) watchdog(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -400,226 +591,15 @@ func (k *Keeper) watchdog(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		k.mu.Lock()
-		age := k.boot() - k.lastAckBoot
-		if k.lease != nil && k.lastAckBoot != 0 && age >= k.cfg.SelfFence && k.grant.Load() != nil {
-			k.grant.Store(nil)
-			k.setWhy(fmt.Errorf("%w: no renewal acknowledged for %s on the boot clock (the host may have been suspended)", snowfence.ErrFenced, age.Round(time.Millisecond)))
-			k.log.Warn("self-fenced: renewal overdue on CLOCK_BOOTTIME", "machine", k.lease.Machine, "token", k.lease.Token, "age", age)
+		for _, h := range k.holds {
+			h.checkBoot()
 		}
-		k.mu.Unlock()
 	}
 }
 
-// claim claims a number and reserves its first stretch of time.
-func (k *Keeper) claim(ctx context.Context) error {
-	r := k.cfg.Clock.Now()
-	k.mu.Lock()
-	req := ClaimRequest{
-		Holder:   k.cfg.Holder,
-		Range:    *k.cfg.Range,
-		NowMs:    r.WallMs,
-		LeaseFor: k.cfg.LeaseFor,
-		MaxAhead: k.cfg.MaxAhead,
-		Exclude:  append([]int(nil), k.exclude...),
-		Schedule: k.cfg.Schedule.String(),
-	}
-	if !revert.Window {
-		req.RestoreWindow = k.cfg.RestoreMargin
-	}
-	k.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-	l, err := k.cfg.Store.Claim(cctx, req)
-	cancel()
-	if errors.Is(err, ErrNoFreeNumber) && k.cfg.MaxWait > k.cfg.MaxAhead {
-		// Every number is held, or its mark is far ahead of this clock
-		// (after raise-marks, say): take one whose mark is within
-		// MaxWait, and let the generator wait for it, rather than fail.
-		// The number just lost is no longer excluded either.
-		req.MaxAhead, req.Exclude = k.cfg.MaxWait, nil
-		cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-		l, err = k.cfg.Store.Claim(cctx, req)
-		cancel()
-	}
-	k.mu.Lock()
-	k.exclude = nil // avoid the lost number once, not for ever
-	k.mu.Unlock()
-	if err != nil {
-		k.mu.Lock()
-		k.status.LastError = err.Error()
-		k.mu.Unlock()
-		k.log.Warn("claim failed", "holder", k.cfg.Holder, "range", k.cfg.Range.String(), "error", err)
-		return err
-	}
-	if l.Region != k.cfg.Region {
-		k.releaseUnused(ctx, l)
-		return fmt.Errorf("%w: the store leased machine %d in region %d, but this keeper is configured for region %d; give the store and the keeper the same region",
-			ErrInvalid, l.Machine, l.Region, k.cfg.Region)
-	}
-	k.mu.Lock()
-	if k.closed {
-		// Close ran while the claim was in flight: it found no lease to
-		// release. Give this one up at once rather than hold it until
-		// its lease expires.
-		k.mu.Unlock()
-		k.releaseUnused(ctx, l)
-		k.log.Info("released a number claimed while the keeper closed", "machine", l.Machine, "token", l.Token)
-		return errClosed
-	}
-	k.lease = l
-	k.exclude = nil
-	k.status.Claims++
-	k.status.State = StateHeld
-	k.status.Machine, k.status.Token = l.Machine, l.Token
-	k.mu.Unlock()
-	k.log.Debug("claimed machine number", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
-		"stored_mark", msTime(l.MarkMs), "start", msTime(l.StartMs))
-	// Reserve time before issuing anything: the generator gets no grant
-	// until this extension is acknowledged.
-	return k.renew(ctx)
-}
-
-// renew extends the mark ahead of the clock, compared on the token, and
-// publishes the new grant. After an error of unknown outcome it re-reads the
-// store before deciding.
-func (k *Keeper) renew(ctx context.Context) error {
-	k.mu.Lock()
-	l := k.lease
-	k.mu.Unlock()
-	if l == nil {
-		return errNotYet
-	}
-	r := k.cfg.Clock.Now()
-	var sendBoot time.Duration
-	if k.boot != nil {
-		sendBoot = k.boot()
-	}
-	mark := max(r.WallMs+k.cfg.Reserve.Milliseconds(), l.MarkMs, l.StartMs+1)
-	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-	nl, err := k.cfg.Store.Extend(cctx, l, mark, k.cfg.LeaseFor)
-	cancel()
-	if err != nil && !isFinal(err) && ctx.Err() == nil {
-		nl, err = k.reread(ctx, l, mark, err)
-	}
-	switch {
-	case err == nil:
-		k.renewed(nl, r, sendBoot)
-		return nil
-	case isFinal(err):
-		k.lose(l, err)
-		if errors.Is(err, ErrQuarantined) || errors.Is(err, ErrSchedule) {
-			// The number is still ours in the store, bound to a lease
-			// nobody renews now: give it up, recording the whole
-			// reservation, so it is free the moment the quarantine is
-			// lifted (or for a holder on the fleet's schedule). If this
-			// fails, the lease expires on its own.
-			rctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-			if rerr := k.cfg.Store.Release(rctx, l, l.MarkMs); rerr != nil {
-				k.log.Warn("release of the quarantined number failed; it frees itself when its lease expires", "machine", l.Machine, "error", rerr)
-			}
-			cancel()
-		}
-		return err
-	default:
-		k.mu.Lock()
-		k.status.RenewFailures++
-		k.status.LastError = err.Error()
-		k.mu.Unlock()
-		k.log.Warn("renewal failed; issuing continues until the self-fence or the mark", "machine", l.Machine,
-			"holder", l.Holder, "token", l.Token, "mark", msTime(l.MarkMs), "error", err)
-		return err
-	}
-}
-
-// isFinal reports errors after which the lease is certainly gone.
-func isFinal(err error) bool {
-	return errors.Is(err, ErrLost) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrRestored) || errors.Is(err, ErrSchedule)
-}
-
-// reread decides an extension whose outcome is unknown from the stored
-// record: it committed if the record still names this holder and token with
-// a mark at least the one asked for.
-func (k *Keeper) reread(ctx context.Context, l *Lease, mark int64, cause error) (*Lease, error) {
-	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-	rec, err := k.cfg.Store.Get(cctx, l.Machine)
-	cancel()
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%w (and re-reading the record failed: %v)", cause, err)
-	case rec.Quarantined:
-		return nil, fmt.Errorf("%w: machine %d", ErrQuarantined, l.Machine)
-	case rec.Holder != l.Holder || rec.Token != l.Token:
-		return nil, fmt.Errorf("%w: machine %d is now held by %q with token %d", ErrLost, l.Machine, rec.Holder, rec.Token)
-	case !revert.Nonce && rec.Claim != l.Claim:
-		// Same holder name and token, another claim: a token repeated
-		// after the store went back in time, or another keeper's claim
-		// under a shared holder name.
-		return nil, fmt.Errorf("%w: machine %d is held under %q token %d by another claim (%s, not this lease's %s)",
-			ErrLost, l.Machine, rec.Holder, rec.Token, rec.Claim, l.Claim)
-	case rec.MarkMs >= mark:
-		nl := *l
-		nl.MarkMs = rec.MarkMs
-		return &nl, nil
-	}
-	return nil, cause
-}
-
-// renewed publishes the grant for an acknowledged extension sent at the
-// reading sent.
-func (k *Keeper) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closed {
-		return
-	}
-	k.lease = l
-	k.lastAckBoot = sendBoot
-	k.status.State = StateHeld
-	k.status.MarkMs = l.MarkMs
-	k.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()
-	k.grant.Store(&snowfence.Grant{
-		Machine:   l.Machine,
-		Region:    l.Region,
-		Token:     l.Token,
-		StartMs:   max(l.StartMs, k.floorMs),
-		LimitMs:   l.MarkMs - k.cfg.Margin.Milliseconds(),
-		RenewedAt: sent.Mono,
-		SelfFence: k.cfg.SelfFence,
-	})
-}
-
-// lose drops a lease that is certainly gone: the generator stops at once, and
-// the next round claims a different number.
-func (k *Keeper) lose(l *Lease, err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.grant.Store(nil)
-	k.status.Losses++
-	k.status.LastError = err.Error()
-	if k.closed {
-		// Close withdrew the grant already; the keeper stays closed.
-		return
-	}
-	k.setWhy(fmt.Errorf("%w (claiming another number)", err))
-	if errors.Is(err, ErrRestored) {
-		// Marks in the restored store may be below timestamps already
-		// issued; start every later lease above anything that may have
-		// been reserved before the restore.
-		k.floorMs = max(k.floorMs, l.MarkMs, k.cfg.Clock.Now().WallMs+k.cfg.RestoreMargin.Milliseconds())
-	}
-	if k.lease == l {
-		k.lease = nil
-	}
-	k.exclude = []int{l.Machine}
-	k.status.State = StateClaiming
-	k.status.Machine, k.status.Token, k.status.MarkMs = -1, 0, 0
-	k.log.Error("lease lost; stopped issuing on it", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
-		"mark", msTime(l.MarkMs), "error", err)
-}
-
-// Close stops renewing, makes the generator refuse, and releases the number,
-// recording the end of the last issued timestamp as its mark. It waits for
-// the background loop to stop.
+// Close stops renewing, makes the generator refuse, and releases every
+// number held, recording the end of the last issued timestamp as its mark.
+// It waits for the background loops to stop.
 func (k *Keeper) Close(ctx context.Context) error {
 	k.mu.Lock()
 	if k.closed {
@@ -627,33 +607,21 @@ func (k *Keeper) Close(ctx context.Context) error {
 		return nil
 	}
 	k.closed = true
-	k.grant.Store(nil)
-	k.setWhy(errClosed)
-	l, lastIssued := k.lease, k.lastIssued
-	k.lease = nil
-	k.status.State = StateClosed
 	k.mu.Unlock()
+	var held []*hold
+	for _, h := range k.holds {
+		if h.shut() {
+			held = append(held, h)
+		}
+	}
 	k.cancel()
 	<-k.done
-	if l == nil {
-		return nil
+	var errs []error
+	for _, h := range held {
+		errs = append(errs, h.releaseHeld(ctx))
 	}
-	// The grant is withdrawn: any ID issued under it is already counted by
-	// LastIssued, because the generator checks the grant and commits under
-	// one lock.
-	mark := l.MarkMs
-	if lastIssued != nil {
-		mark = min(max(lastIssued(), l.StartMs), l.MarkMs)
-	}
-	cctx, cancel := context.WithTimeout(ctx, k.cfg.RequestTimeout)
-	defer cancel()
-	if err := k.cfg.Store.Release(cctx, l, mark); err != nil {
-		k.log.Warn("release failed; the number frees itself when its lease expires", "machine", l.Machine,
-			"holder", l.Holder, "token", l.Token, "error", err)
-		return err
-	}
-	k.log.Info("released machine number", "machine", l.Machine, "holder", l.Holder, "token", l.Token, "mark", msTime(mark))
-	return nil
+	k.closeStores()
+	return errors.Join(errs...)
 }
 
 // msTime formats a mark for the keeper's logs (FormatMs), "none" for a

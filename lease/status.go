@@ -23,7 +23,9 @@ type Status struct {
 	Machine int    `json:"machine"` // -1 when none is held
 	Region  int    `json:"region"`
 	Holder  string `json:"holder"`
-	Token   uint64 `json:"token,omitempty"`
+	// Layout names the layout the number is for (a schedule's step).
+	Layout string `json:"layout,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
 	// MarkMs is the reserved mark in the store; the generator issues below
 	// MarkMs minus the margin.
 	MarkMs int64 `json:"mark_ms,omitempty"`
@@ -35,4 +37,8 @@ type Status struct {
 	RenewFailures uint64 `json:"renew_failures"`
 	// LastError is the last claim or renewal error, if any.
 	LastError string `json:"last_error,omitempty"`
+	// Next, while a cutover of the schedule approaches (within the
+	// keeper's Lead), is the state of the number claimed for the layout
+	// that takes over; nil otherwise.
+	Next *Status `json:"next,omitempty"`
 }

@@ -1,5 +1,5 @@
 // Package revert holds the test-only switches that undo, one at a time, the
-// five fixes that close known paths to a duplicate ID. Each switch is a
+// fixes that close known paths to a duplicate ID. Each switch is a
 // constant set by a build tag and false in every normal build, so the
 // compiler removes the code it guards; nothing at run time can turn one on.
 //
@@ -16,4 +16,7 @@
 //	                             and timeline; DynamoDB: the table's identity)
 //	snowfence_revert_window      the restore floor of the keeper's and the store's window, not a fixed 10 s
 //	snowfence_revert_schedule    the fleet schedule compared on every claim and extension
+//	snowfence_revert_cutover     across a layout cutover, grants bounded to their layout's instants and
+//	                             no issuing after the cutover without a number of the new layout (undone:
+//	                             the old number goes on, as a holder keeping its number across it did)
 package revert

@@ -1,0 +1,392 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/revert"
+)
+
+// A hold is a Keeper's lease for one layout step of its schedule: the number
+// its grants carry for the IDs of instants in [fromMs, untilMs). It claims,
+// renews and fences on its own; its grants never reach outside the window,
+// so a grant handed to the generator for the wrong instant is refused there
+// rather than minted on.
+type hold struct {
+	k      *Keeper
+	index  int    // index into the schedule's steps
+	layout string // the step's layout's name, for messages
+	// fromMs and untilMs bound the instants the grants are for (Unix ms;
+	// math.MinInt64 and math.MaxInt64 for open ends).
+	fromMs, untilMs int64
+	startMs         int64 // wall ms at which claiming starts
+	store           Store // the step's keyspace (KeyspaceOf)
+	ownStore        bool  // store was opened by plan, closed by the Keeper
+	keyspace        int
+	rng             Range
+
+	grant atomic.Pointer[snowfence.Grant]
+	// why says why there is no grant, as an error (never nil when read).
+	why atomic.Pointer[error]
+
+	mu          sync.Mutex
+	lease       *Lease
+	status      Status
+	exclude     []int
+	floorMs     int64 // after a restore: leases start at or above this
+	lastAckBoot time.Duration
+	begun       bool // claiming has started
+	closed      bool // Close, or the end of the window, stopped it
+	final       *Lease
+}
+
+func (h *hold) setWhy(err error) { h.why.Store(&err) }
+
+// placement is the hold's range and region for the instants from max(now,
+// fromMs) to untilMs.
+func (h *hold) placement(nowMs int64) snowfence.Placement {
+	p := snowfence.Placement{Lo: h.rng.Lo, Hi: h.rng.Hi, Region: h.k.cfg.Region, From: time.UnixMilli(max(nowMs, h.fromMs))}
+	if h.untilMs != math.MaxInt64 {
+		p.Until = time.UnixMilli(h.untilMs)
+	}
+	return p
+}
+
+// Status returns the hold's snapshot.
+func (h *hold) Status() Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.status
+	if s.State == StateHeld && h.grant.Load() == nil {
+		s.State = StateFenced
+	}
+	return s
+}
+
+// started reports whether the hold has begun claiming.
+func (h *hold) started() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.begun
+}
+
+// waitAfter is how long the hold waits after a step that returned err.
+func (h *hold) waitAfter(err error) time.Duration {
+	c := &h.k.cfg
+	switch {
+	case err == nil:
+		return c.RenewEvery
+	case errors.Is(err, ErrSchedule):
+		// The fleet schedule differs from this holder's: only an
+		// operator changes that. Ask again at the renewal pace.
+		return c.RenewEvery
+	case isFinal(err):
+		return 0 // lost: claim another number at once
+	default:
+		// The store is slow or down: retry sooner, so that an outage
+		// shorter than the self-fence window costs no refusal.
+		return c.RenewEvery / 4
+	}
+}
+
+// step renews the lease held, or claims one when none is.
+func (h *hold) step(ctx context.Context) error {
+	h.mu.Lock()
+	held := h.lease != nil
+	h.begun = true
+	h.mu.Unlock()
+	if held {
+		return h.renew(ctx)
+	}
+	return h.claim(ctx)
+}
+
+// checkBoot is the watchdog's check of this hold: the grant is withdrawn
+// when the last acknowledged renewal is older than SelfFence on the boot
+// clock.
+func (h *hold) checkBoot() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	age := h.k.boot() - h.lastAckBoot
+	if h.lease != nil && h.lastAckBoot != 0 && age >= h.k.cfg.SelfFence && h.grant.Load() != nil {
+		h.grant.Store(nil)
+		h.setWhy(fmt.Errorf("%w: no renewal acknowledged for %s on the boot clock (the host may have been suspended)", snowfence.ErrFenced, age.Round(time.Millisecond)))
+		h.k.log.Warn("self-fenced: renewal overdue on CLOCK_BOOTTIME", "machine", h.lease.Machine, "token", h.lease.Token, "age", age)
+	}
+}
+
+// claim claims a number and reserves its first stretch of time.
+func (h *hold) claim(ctx context.Context) error {
+	c := &h.k.cfg
+	r := c.Clock.Now()
+	h.mu.Lock()
+	req := ClaimRequest{
+		Holder:   c.Holder,
+		Range:    h.rng,
+		NowMs:    r.WallMs,
+		LeaseFor: c.LeaseFor,
+		MaxAhead: c.MaxAhead,
+		Exclude:  append([]int(nil), h.exclude...),
+		Schedule: c.Schedule.String(),
+	}
+	if !revert.Window {
+		req.RestoreWindow = c.RestoreMargin
+	}
+	h.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+	l, err := h.store.Claim(cctx, req)
+	cancel()
+	if errors.Is(err, ErrNoFreeNumber) && c.MaxWait > c.MaxAhead {
+		// Every number is held, or its mark is far ahead of this clock
+		// (after raise-marks, say): take one whose mark is within
+		// MaxWait, and let the generator wait for it, rather than fail.
+		// The number just lost is no longer excluded either.
+		req.MaxAhead, req.Exclude = c.MaxWait, nil
+		cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+		l, err = h.store.Claim(cctx, req)
+		cancel()
+	}
+	h.mu.Lock()
+	h.exclude = nil // avoid the lost number once, not for ever
+	h.mu.Unlock()
+	if err != nil {
+		h.mu.Lock()
+		h.status.LastError = err.Error()
+		if h.status.Claims == 0 && h != h.k.holds[0] {
+			// Never held: the generator's refusal at the cutover says
+			// why there is no number for the new layout.
+			h.setWhy(fmt.Errorf("%w for layout %s, in force from %s: the last claim failed (retrying): %w", errNotYet, h.layout, msTime(h.fromMs), err))
+		}
+		h.mu.Unlock()
+		h.k.log.Warn("claim failed", "holder", c.Holder, "layout", h.layout, "range", h.rng.String(), "error", err)
+		return err
+	}
+	if l.Region != h.keyspace {
+		h.releaseUnused(ctx, l)
+		return fmt.Errorf("%w: the store leased machine %d in keyspace %d, but this keeper leases layout %s's numbers of region %d in keyspace %d; give the store and the keeper the same region",
+			ErrInvalid, l.Machine, l.Region, h.layout, c.Region, h.keyspace)
+	}
+	h.mu.Lock()
+	if h.closed {
+		// Close ran while the claim was in flight: it found no lease to
+		// release. Give this one up at once rather than hold it until
+		// its lease expires.
+		h.mu.Unlock()
+		h.releaseUnused(ctx, l)
+		h.k.log.Info("released a number claimed while the keeper closed", "machine", l.Machine, "token", l.Token)
+		return errClosed
+	}
+	h.lease = l
+	h.exclude = nil
+	h.status.Claims++
+	h.status.State = StateHeld
+	h.status.Machine, h.status.Token = l.Machine, l.Token
+	h.mu.Unlock()
+	h.k.log.Debug("claimed machine number", "machine", l.Machine, "layout", h.layout, "holder", l.Holder, "token", l.Token,
+		"stored_mark", msTime(l.MarkMs), "start", msTime(l.StartMs))
+	// Reserve time before issuing anything: the generator gets no grant
+	// until this extension is acknowledged.
+	return h.renew(ctx)
+}
+
+// renew extends the mark ahead of the clock, compared on the token, and
+// publishes the new grant. After an error of unknown outcome it re-reads the
+// store before deciding.
+func (h *hold) renew(ctx context.Context) error {
+	c := &h.k.cfg
+	h.mu.Lock()
+	l := h.lease
+	h.mu.Unlock()
+	if l == nil {
+		return errNotYet
+	}
+	r := c.Clock.Now()
+	var sendBoot time.Duration
+	if h.k.boot != nil {
+		sendBoot = h.k.boot()
+	}
+	mark := max(r.WallMs+c.Reserve.Milliseconds(), l.MarkMs, l.StartMs+1)
+	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+	nl, err := h.store.Extend(cctx, l, mark, c.LeaseFor)
+	cancel()
+	if err != nil && !isFinal(err) && ctx.Err() == nil {
+		nl, err = h.reread(ctx, l, mark, err)
+	}
+	switch {
+	case err == nil:
+		h.renewed(nl, r, sendBoot)
+		return nil
+	case isFinal(err):
+		h.lose(l, err)
+		if errors.Is(err, ErrQuarantined) || errors.Is(err, ErrSchedule) {
+			// The number is still ours in the store, bound to a lease
+			// nobody renews now: give it up, recording the whole
+			// reservation, so it is free the moment the quarantine is
+			// lifted (or for a holder on the fleet's schedule). If this
+			// fails, the lease expires on its own.
+			rctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+			if rerr := h.store.Release(rctx, l, l.MarkMs); rerr != nil {
+				h.k.log.Warn("release of the quarantined number failed; it frees itself when its lease expires", "machine", l.Machine, "error", rerr)
+			}
+			cancel()
+		}
+		return err
+	default:
+		h.mu.Lock()
+		h.status.RenewFailures++
+		h.status.LastError = err.Error()
+		h.mu.Unlock()
+		h.k.log.Warn("renewal failed; issuing continues until the self-fence or the mark", "machine", l.Machine,
+			"holder", l.Holder, "token", l.Token, "mark", msTime(l.MarkMs), "error", err)
+		return err
+	}
+}
+
+// isFinal reports errors after which the lease is certainly gone.
+func isFinal(err error) bool {
+	return errors.Is(err, ErrLost) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrRestored) || errors.Is(err, ErrSchedule)
+}
+
+// reread decides an extension whose outcome is unknown from the stored
+// record: it committed if the record still names this holder and token with
+// a mark at least the one asked for.
+func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*Lease, error) {
+	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
+	rec, err := h.store.Get(cctx, l.Machine)
+	cancel()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w (and re-reading the record failed: %v)", cause, err)
+	case rec.Quarantined:
+		return nil, fmt.Errorf("%w: machine %d", ErrQuarantined, l.Machine)
+	case rec.Holder != l.Holder || rec.Token != l.Token:
+		return nil, fmt.Errorf("%w: machine %d is now held by %q with token %d", ErrLost, l.Machine, rec.Holder, rec.Token)
+	case !revert.Nonce && rec.Claim != l.Claim:
+		// Same holder name and token, another claim: a token repeated
+		// after the store went back in time, or another keeper's claim
+		// under a shared holder name.
+		return nil, fmt.Errorf("%w: machine %d is held under %q token %d by another claim (%s, not this lease's %s)",
+			ErrLost, l.Machine, rec.Holder, rec.Token, rec.Claim, l.Claim)
+	case rec.MarkMs >= mark:
+		nl := *l
+		nl.MarkMs = rec.MarkMs
+		return &nl, nil
+	}
+	return nil, cause
+}
+
+// renewed publishes the grant for an acknowledged extension sent at the
+// reading sent. The grant starts no earlier than the window and ends no
+// later: IDs on this number are for the hold's layout only.
+func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration) {
+	c := &h.k.cfg
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.lease = l
+	h.lastAckBoot = sendBoot
+	h.status.State = StateHeld
+	h.status.MarkMs = l.MarkMs
+	h.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()
+	start, limit := max(l.StartMs, h.floorMs), l.MarkMs-c.Margin.Milliseconds()
+	if !revert.Cutover {
+		start, limit = max(start, h.fromMs), min(limit, h.untilMs)
+	}
+	h.grant.Store(&snowfence.Grant{
+		Machine:   l.Machine,
+		Region:    c.Region,
+		Token:     l.Token,
+		StartMs:   start,
+		LimitMs:   limit,
+		RenewedAt: sent.Mono,
+		SelfFence: c.SelfFence,
+	})
+}
+
+// lose drops a lease that is certainly gone: the generator stops at once, and
+// the next round claims a different number.
+func (h *hold) lose(l *Lease, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.grant.Store(nil)
+	h.status.Losses++
+	h.status.LastError = err.Error()
+	if h.closed {
+		// Close withdrew the grant already; the hold stays closed.
+		return
+	}
+	h.setWhy(fmt.Errorf("%w (claiming another number)", err))
+	if errors.Is(err, ErrRestored) {
+		// Marks in the restored store may be below timestamps already
+		// issued; start every later lease above anything that may have
+		// been reserved before the restore.
+		h.floorMs = max(h.floorMs, l.MarkMs, h.k.cfg.Clock.Now().WallMs+h.k.cfg.RestoreMargin.Milliseconds())
+	}
+	if h.lease == l {
+		h.lease = nil
+	}
+	h.exclude = []int{l.Machine}
+	h.status.State = StateClaiming
+	h.status.Machine, h.status.Token, h.status.MarkMs = -1, 0, 0
+	h.k.log.Error("lease lost; stopped issuing on it", "machine", l.Machine, "holder", l.Holder, "token", l.Token,
+		"mark", msTime(l.MarkMs), "error", err)
+}
+
+// shut stops the hold: the generator refuses on it from now on, and a claim
+// in flight is given up when it returns. It reports whether a lease was held,
+// which releaseHeld then releases.
+func (h *hold) shut() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	h.grant.Store(nil)
+	h.setWhy(errClosed)
+	h.final, h.lease = h.lease, nil
+	h.status.State = StateClosed
+	return h.final != nil
+}
+
+// retire ends a hold whose window has passed: its number is released with
+// the end of the last ID issued on it as its mark.
+func (h *hold) retire(ctx context.Context) {
+	if !h.shut() {
+		return
+	}
+	h.setWhy(fmt.Errorf("%w: layout %s ended at %s; its number was released", snowfence.ErrFenced, h.layout, msTime(h.untilMs)))
+	h.releaseHeld(ctx)
+}
+
+// releaseHeld releases the lease shut took. The grant is withdrawn: any ID
+// issued under it is already counted by LastIssued, because the generator
+// checks the grant and commits under one lock.
+func (h *hold) releaseHeld(ctx context.Context) error {
+	l := h.final
+	mark := min(h.k.releaseMark(l), max(h.untilMs, l.StartMs))
+	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
+	defer cancel()
+	if err := h.store.Release(cctx, l, mark); err != nil {
+		h.k.log.Warn("release failed; the number frees itself when its lease expires", "machine", l.Machine,
+			"holder", l.Holder, "token", l.Token, "error", err)
+		return err
+	}
+	h.k.log.Info("released machine number", "machine", l.Machine, "layout", h.layout, "holder", l.Holder, "token", l.Token, "mark", msTime(mark))
+	return nil
+}
+
+// releaseUnused releases a lease under which nothing was issued, keeping
+// its mark, on a context of its own (ctx may be done).
+func (h *hold) releaseUnused(ctx context.Context, l *Lease) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.cfg.RequestTimeout)
+	defer cancel()
+	if err := h.store.Release(cctx, l, max(l.MarkMs, l.StartMs)); err != nil {
+		h.k.log.Warn("release of an unused number failed; it frees itself when its lease expires", "machine", l.Machine, "token", l.Token, "error", err)
+	}
+}

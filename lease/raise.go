@@ -1,0 +1,43 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+)
+
+// RaiseAllMarks is RaiseMarks over r in every keyspace region's holders
+// lease in for layout steps 0..steps-1 (KeyspaceOf): the runbook's step
+// after restoring a table store from a backup, which takes back every
+// keyspace of the table at once. Give steps as the most layout steps any
+// schedule the fleet ran had — not what the restored fleet schedule says,
+// which may be older than the numbers holders still issue on — or MaxSteps
+// when unsure. st is a store of region's step-0 keyspace (Config.Region =
+// region). It returns how many records it changed, and stops at the first
+// error.
+func RaiseAllMarks(ctx context.Context, st Store, region, steps int, r Range, markMs int64) (int, error) {
+	if steps < 1 || steps > MaxSteps {
+		return 0, fmt.Errorf("%w: %d layout steps; give 1 to %d", ErrInvalid, steps, MaxSteps)
+	}
+	total := 0
+	for s := range steps {
+		ks := st
+		if s > 0 {
+			idx, err := KeyspaceOf(s, region)
+			if err != nil {
+				return total, err
+			}
+			if ks, err = st.Keyspace(idx); err != nil {
+				return total, err
+			}
+		}
+		n, err := ks.RaiseMarks(ctx, r, markMs)
+		if ks != st {
+			ks.Close()
+		}
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("raising the marks of layout step %d: %w", s, err)
+		}
+	}
+	return total, nil
+}
