@@ -24,19 +24,25 @@ func TestKeeperRefusesPlacementTheScheduleCannotHold(t *testing.T) {
 		name   string
 		sched  snowfence.Schedule
 		rng    *lease.Range
+		next   map[string]lease.Range
 		region int
 		want   string
 	}{
-		{"v1,v2 with the default range 0-1023", mig, nil, 0, "machines 0-511 only"},
-		{"v1,v2 with 600-700", mig, &lease.Range{Lo: 600, Hi: 700}, 0, "machines 0-511 only"},
-		{"v2 with region 8", v2, &lease.Range{Lo: 0, Hi: 511}, 8, "regions 0-7"},
-		{"v1 with 0-1024", snowfence.DefaultSchedule(), &lease.Range{Lo: 0, Hi: 1024}, 0, "machines 0-1023 only"},
+		// The default range is each layout's whole range (0-1023 under
+		// v1, 0-511 under v2: the keeper holds a number per layout), and
+		// a given Range applies to every layout not in LayoutRanges.
+		{"v1,v2 with the default range and v2 range 0-600", mig, nil, map[string]lease.Range{"v2": {Lo: 0, Hi: 600}}, 0, "machines 0-511 only"},
+		{"v1,v2 with 600-700", mig, &lease.Range{Lo: 600, Hi: 700}, nil, 0, "machines 0-511 only"},
+		{"v1,v2 with 600-700 for v2", mig, &lease.Range{Lo: 0, Hi: 10}, map[string]lease.Range{"v2": {Lo: 600, Hi: 700}}, 0, "machines 0-511 only"},
+		{"v1 over 0-1024", mig, &lease.Range{Lo: 0, Hi: 1024}, map[string]lease.Range{"v2": {Lo: 0, Hi: 511}}, 0, "machines 0-1023 only"},
+		{"v2 with region 8", v2, &lease.Range{Lo: 0, Hi: 511}, nil, 8, "regions 0-7"},
+		{"v1 with 0-1024", snowfence.DefaultSchedule(), &lease.Range{Lo: 0, Hi: 1024}, nil, 0, "machines 0-1023 only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := regionStore(t, c.Endpoints(), tc.region)
 			w := &wrapStore{Store: s}
 			_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
-				Store: w, Holder: "a", Range: tc.rng, Region: tc.region, Clock: fakeclock.New(t0), Schedule: tc.sched})
+				Store: w, Holder: "a", Range: tc.rng, LayoutRanges: tc.next, Region: tc.region, Clock: fakeclock.New(t0), Schedule: tc.sched})
 			if !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("StartKeeper: %v, want ErrInvalid and ErrPlacement saying %q", err, tc.want)
 			}

@@ -71,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Keyspaces", checkKeyspaces},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
+		{"Cutover", checkCutover},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
