@@ -396,14 +396,13 @@ func (h *mrHolder) readMetrics(t *testing.T, atStart bool) {
 			}
 		}
 	}
-	want := strconv.Itoa(h.region.number)
-	if holder == "" || leaseRegion != want || genRegion != want || layout != "v2" {
-		t.Fatalf("%s /metrics: holder %q, lease region %q, generator region %q, layout %q; want region %s (the registry's %s) on v2",
-			h.name, holder, leaseRegion, genRegion, layout, want, h.region.name)
-	}
 	m, err := strconv.Atoi(machine)
-	if err != nil {
-		t.Fatalf("%s /metrics: machine %q", h.name, machine)
+	if holder == "" || err != nil {
+		t.Fatalf("%s /metrics: holder %q, machine %q: no lease", h.name, holder, machine)
+	}
+	if want := strconv.Itoa(h.region.number); leaseRegion != want || genRegion != want || layout != "v2" {
+		t.Errorf("%s /metrics: lease region %q, generator region %q, layout %q; want region %s (the registry's %s) on v2",
+			h.name, leaseRegion, genRegion, layout, want, h.region.name)
 	}
 	if atStart {
 		h.holderID, h.machine = holder, m

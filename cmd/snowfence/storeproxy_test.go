@@ -222,7 +222,8 @@ func (p *storeProxy) snapshot() (map[proxyCall]callCount, map[int]int, int, []st
 }
 
 // waitIdle polls (bounded) until no connection through the proxy is open:
-// every byte a client sent has reached etcd and been counted.
+// every byte a client sent has reached etcd and been counted. If one stays
+// open, the test fails but goes on, to show who else holds it.
 func (p *storeProxy) waitIdle(t *testing.T, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -232,7 +233,8 @@ func (p *storeProxy) waitIdle(t *testing.T, within time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("proxy of %s: %d connections still open %s after their clients ended", p.name, open, within)
+			t.Errorf("proxy of %s: %d connections still open %s after the clients the test knows of ended", p.name, open, within)
+			return
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
