@@ -156,6 +156,11 @@ func (b *Binary) Stop() {
 	b.p.Stop(10 * time.Second) // how etcd ended does not matter here
 }
 
+// Kill crashes the server: SIGKILL, so etcd gets no clean shutdown and its
+// clients no goodbye, then waits (bounded) for it to be reaped. Killing a
+// server that has exited does nothing; Stop after Kill does nothing either.
+func (b *Binary) Kill() error { return b.p.Kill() }
+
 // binaryVersion runs `path --version` and returns its first line.
 func binaryVersion(path string) string {
 	out, err := exec.Command(path, "--version").Output()

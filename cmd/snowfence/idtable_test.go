@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/testenv"
+)
+
+// primaryKeyDuplicates copies ids into a temporary PostgreSQL table whose
+// primary key is the ID, and returns how many of them are duplicates: zero
+// when the copy succeeds; when it fails on the key (unique_violation), the
+// IDs are copied again into a table without a key to count them.
+func primaryKeyDuplicates(t *testing.T, url string, ids []snowfence.ID) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(context.Background())
+	rows := func(i int) ([]any, error) { return []any{int64(ids[i])}, nil }
+	if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE acked_ids (id bigint PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"acked_ids"}, []string{"id"}, pgx.CopyFromSlice(len(ids), rows))
+	var pe *pgconn.PgError
+	switch {
+	case err == nil && n == int64(len(ids)):
+		return 0
+	case err == nil:
+		t.Fatalf("COPY of %d IDs wrote %d rows", len(ids), n)
+	case !errors.As(err, &pe) || pe.Code != "23505":
+		t.Fatalf("COPY of %d IDs: %v", len(ids), err)
+	}
+	t.Logf("COPY into the primary key failed: %v", err)
+	if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE acked_ids_all (id bigint NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"acked_ids_all"}, []string{"id"}, pgx.CopyFromSlice(len(ids), rows)); err != nil {
+		t.Fatal(err)
+	}
+	var dups int
+	if err := conn.QueryRow(ctx, "SELECT count(*) - count(DISTINCT id) FROM acked_ids_all").Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	if dups == 0 {
+		t.Fatalf("COPY failed on the primary key, yet the %d IDs hold no duplicate", len(ids))
+	}
+	return dups
+}
+
+// The PostgreSQL check of the multi-region test can fail: IDs holding two
+// duplicates are refused by the key and counted.
+func TestPrimaryKeyDuplicatesFindsThem(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	if n := primaryKeyDuplicates(t, url, []snowfence.ID{1, 2, 3, 4}); n != 0 {
+		t.Errorf("distinct IDs: %d duplicates", n)
+	}
+	if n := primaryKeyDuplicates(t, url, []snowfence.ID{7, 8, 7, 9, 8, 10}); n != 2 {
+		t.Errorf("IDs with two repeated: %d duplicates, want 2", n)
+	}
+}
