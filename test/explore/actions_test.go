@@ -447,7 +447,7 @@ func (w *world) raiseMarks(ctx context.Context) {
 			w.fail(setupMarker, "operator store for region %d: %v", region, err)
 			return
 		}
-		n, err := raiseWithRetry(ctx, st, lease.Range{Lo: 0, Hi: w.maxHi}, mark)
+		n, err := raiseWithRetry(ctx, st, region, lease.Range{Lo: 0, Hi: w.maxHi}, mark)
 		st.Close()
 		if err != nil {
 			w.fail(setupMarker, "RaiseMarks in region %d: %v", region, err)
@@ -458,11 +458,12 @@ func (w *world) raiseMarks(ctx context.Context) {
 	w.fig.add("operator raise-marks", 1)
 }
 
-// raiseWithRetry runs RaiseMarks until it succeeds (a store just restored
+// raiseWithRetry runs lease.RaiseAllMarks over the keyspaces of both layout
+// steps a world's schedules have until it succeeds (a store just restored
 // may refuse the first calls while it reconnects), bounded by ctx.
-func raiseWithRetry(ctx context.Context, st lease.Store, r lease.Range, mark int64) (int, error) {
+func raiseWithRetry(ctx context.Context, st lease.Store, region int, r lease.Range, mark int64) (int, error) {
 	for {
-		n, err := st.RaiseMarks(ctx, r, mark)
+		n, err := lease.RaiseAllMarks(ctx, st, region, 2, r, mark)
 		if err == nil || ctx.Err() != nil {
 			return n, err
 		}

@@ -18,9 +18,10 @@ const (
 	themeRestore   = "restores"
 	themeCutoff    = "cut-off"
 	themeSchedules = "schedules"
+	themeCutovers  = "cutovers"
 )
 
-var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules}
+var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules, themeCutovers}
 
 // timing is one process's keeper timings; zero fields take the keeper's
 // defaults.
@@ -73,6 +74,11 @@ type procConfig struct {
 	Keepers     int
 	Region      int // of every keeper in the process
 	Range       lease.Range
+	// V2Range, if not nil, is the keepers' range for layout v2
+	// (KeeperConfig.LayoutRanges); Range then is v1's.
+	V2Range *lease.Range
+	// Lead is the keepers' lead before a cutover (zero: the default).
+	Lead        time.Duration
 	MintBiggest bool // batches of 1000 more often
 }
 
@@ -107,8 +113,12 @@ func (c *config) String() string {
 	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s focused %v\n",
 		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter, c.Focused)
 	for i, p := range c.Procs {
-		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s, schedule %q, clock offset %s rate %.3f\n      %s\n",
-			i, p.Keepers, p.HolderMode, p.Region, p.Range, p.Schedule, p.Offset, p.Rate, p.Timing)
+		v2 := "as v1"
+		if p.V2Range != nil {
+			v2 = p.V2Range.String()
+		}
+		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s (v2 %s, lead %s), schedule %q, clock offset %s rate %.3f\n      %s\n",
+			i, p.Keepers, p.HolderMode, p.Region, p.Range, v2, p.Lead, p.Schedule, p.Offset, p.Rate, p.Timing)
 	}
 	return b.String()
 }
@@ -255,6 +265,10 @@ func draw(seed uint64, store string, steps int) *config {
 		focus(c, r)
 		return c
 	}
+	if c.Theme == themeCutovers {
+		cutovers(c, r)
+		return c
+	}
 	if fit {
 		// As many numbers as holders, give or take one (in the restores
 		// theme mostly exactly as many: a holder that lost its number
@@ -279,7 +293,7 @@ func draw(seed uint64, store string, steps int) *config {
 // claimer that notices a restore must keep clear of what the holders it
 // cannot reach still issue.
 func drawTheme(r *rand.Rand, store string) string {
-	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1}
+	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1, themeCutovers: 1}
 	if store == storeEtcd {
 		weights[themeRestore], weights[themeCutoff] = 2, 3
 	}
@@ -362,6 +376,58 @@ func drawTiming(r *rand.Rand, theme string) timing {
 		t.RestoreMargin = ms(500, 30000)
 	}
 	return t
+}
+
+// cutovers makes a world of a fleet crossing its v1 → v2 cutover T, every
+// process on the fleet's schedule in region 0, its keepers holding v1
+// numbers and, from their lead before T, v2 numbers of their own keyspace:
+//
+//   - v1 ranges beyond v2's machine bits (600-603, 1020-1023), across its
+//     edge (510-513) or within it, with v2 ranges small enough (0-1, 0-3,
+//     1-4) that some keepers find no v2 number: they must refuse from T
+//     on, never issue v2 IDs on their v1 number;
+//   - the lead mostly the default (the v2 claims happen at once), else
+//     short, so that claims start mid-run: T then falls 25-45 s in;
+//   - v1 number m and v2 number m are the same bits' owners-to-be: a
+//     keeper going on with v1 number 1 after T writes what v2 number 1's
+//     holder writes.
+//
+// Restarts, pauses, cut-offs, clock steps and restores come from the
+// actions as in every world.
+func cutovers(c *config, r *rand.Rand) {
+	c.Fleet = "v1,v2@CUTOVER"
+	v1 := []lease.Range{{Lo: 0, Hi: 3}, {Lo: 600, Hi: 603}, {Lo: 510, Hi: 513}, {Lo: 1020, Hi: 1023}, {Lo: 1, Hi: 4}}
+	v2 := []lease.Range{{Lo: 0, Hi: 1}, {Lo: 0, Hi: 3}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 2}}
+	shortLead := r.IntN(3) == 0
+	c.CutoverAfter = time.Duration(2000+r.IntN(10000)) * time.Millisecond
+	if shortLead {
+		c.CutoverAfter = time.Duration(25000+r.IntN(20000)) * time.Millisecond
+	}
+	v1r, v2r := v1[r.IntN(len(v1))], v2[r.IntN(len(v2))]
+	total := 0
+	for i := range c.Procs {
+		p := &c.Procs[i]
+		p.Schedule, p.Region, p.Range = c.Fleet, 0, v1r
+		if r.IntN(5) == 0 {
+			p.Range = v1[r.IntN(len(v1))]
+		}
+		rng := v2r
+		if r.IntN(5) == 0 {
+			rng = v2[r.IntN(len(v2))]
+		}
+		p.V2Range = &rng
+		if p.Range.Hi < 512 && r.IntN(4) == 0 {
+			p.V2Range = nil // v1's range serves v2 too
+		}
+		if shortLead {
+			lf := p.Timing.resolved().LeaseFor
+			p.Lead = 2*lf + time.Duration(r.IntN(10000))*time.Millisecond
+		}
+		total += p.Keepers
+	}
+	if total < 3 && len(c.Procs) > 0 {
+		c.Procs[0].Keepers += 3 - total // more keepers than some v2 ranges hold
+	}
 }
 
 // focus reduces a restores or cut-off world to two processes of one keeper

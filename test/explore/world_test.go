@@ -107,6 +107,9 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 			w.regions = append(w.regions, pc.Region)
 		}
 		w.maxHi = max(w.maxHi, pc.Range.Hi)
+		if pc.V2Range != nil {
+			w.maxHi = max(w.maxHi, pc.V2Range.Hi)
+		}
 		for j := range pc.Keepers {
 			h := &holder{idx: len(w.all), p: p}
 			switch pc.HolderMode {
@@ -330,7 +333,10 @@ func (w *world) keeperConfig(p *proc, h *holder, sched snowfence.Schedule) lease
 	kc := lease.KeeperConfig{
 		Store: p.stores[p.cfg.Region], Holder: h.name, Range: &rng, Region: p.cfg.Region, Clock: p.clk.Clock,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Reserve: t.Reserve,
-		Margin: t.Margin, MaxAhead: t.MaxAhead, RestoreMargin: t.RestoreMargin,
+		Margin: t.Margin, MaxAhead: t.MaxAhead, RestoreMargin: t.RestoreMargin, Lead: p.cfg.Lead,
+	}
+	if p.cfg.V2Range != nil {
+		kc.LayoutRanges = map[string]lease.Range{"v2": *p.cfg.V2Range}
 	}
 	kc.Logger = slog.New(&keeperLog{log: &w.log, step: &w.stepNow, holder: h.idx, lastErr: &h.lastErr})
 	setKeeperSchedule(&kc, sched)
