@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -21,7 +22,10 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine 
   raise-marks    after a restore or failover: fence every holder in --machines (each stops at its next
                  renewal and claims again) and raise every mark to at least --to, past anything any
                  holder reserved or may still issue (at least the store's restore window: etcd
-                 now+40s, tables now+6m; the runbook says now+1m and now+10m)`
+                 now+40s, tables now+6m; the runbook says now+1m and now+10m), in the keyspace of
+                 every layout of every schedule the fleet may have run (or of --layout only)
+  --layout NAME  the layout whose numbers to look at: each layout of the fleet schedule has
+                 numbers of its own (default: the schedule's first)`
 
 // runLeases inspects and fences machine-number leases.
 func runLeases(ctx context.Context, e env, args []string) error {
@@ -31,6 +35,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	to := fs.String("to", "", "raise-marks: the new minimum mark, RFC 3339 or now+DURATION (e.g. now+1m)")
 	machines := fs.String("machines", "0-1023", "raise-marks: the machine numbers to raise")
+	layout := fs.String("layout", "", "the layout of the fleet schedule whose numbers to look at or raise (default: list/show/quarantine/release the first layout's; raise-marks every layout's)")
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -73,6 +78,13 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	base := store
+	if *layout != "" {
+		if store, err = layoutKeyspace(ctx, base, sf.region, *layout); err != nil {
+			return err
+		}
+		defer store.Close()
+	}
 
 	switch verb {
 	case "list":
@@ -107,13 +119,48 @@ func runLeases(ctx context.Context, e env, args []string) error {
 			return usagef("--to %s is too early: a holder the restore cut off may issue for up to %s on this store; "+
 				"give at least now+%s", fmtMs(markMs), w, w)
 		}
-		changed, err := store.RaiseMarks(ctx, rng, markMs)
+		var changed int
+		if *layout != "" {
+			changed, err = store.RaiseMarks(ctx, rng, markMs)
+		} else {
+			// A restore takes back every keyspace of the store at once,
+			// and the restored fleet schedule may be older than the
+			// layouts holders still issue under: raise them all.
+			changed, err = lease.RaiseAllMarks(ctx, base, sf.region, lease.MaxSteps, rng, markMs)
+		}
 		if err != nil {
 			return err
 		}
 		return say(e, *asJSON, map[string]any{"raised": changed, "mark_ms": markMs, "mark": fmtMs(markMs)},
 			"raised %d marks in %s to at least %s: every later claim starts at or after it", changed, rng, fmtMs(markMs))
 	}
+}
+
+// layoutKeyspace opens the keyspace of region's numbers for the fleet
+// schedule's layout named name (lease.KeyspaceOf).
+func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string) (lease.Store, error) {
+	fleet, err := st.FleetSchedule(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := snowfence.ParseSchedule(fleet.Text)
+	if err != nil {
+		return nil, err
+	}
+	for i, step := range sched.Steps() {
+		if step.Layout.Name != name {
+			continue
+		}
+		if len(sched.Steps()) == 1 {
+			return st.Keyspace(region)
+		}
+		idx, err := lease.KeyspaceOf(i, region)
+		if err != nil {
+			return nil, err
+		}
+		return st.Keyspace(idx)
+	}
+	return nil, usagef("--layout %q: the fleet schedule %q has no such layout", name, fleet.Text)
 }
 
 // initTable creates the lease table of a table store.

@@ -24,6 +24,7 @@ type serveFlags struct {
 	clockPolicy     string
 	holder          string
 	leaseTTL        time.Duration
+	lead            time.Duration
 	renewEvery      time.Duration
 	selfFence       time.Duration
 	fenceMargin     time.Duration
@@ -41,8 +42,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	def := storeKinds()[0].timings // the default store's
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
-	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range of this holder class, lo-hi")
-	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show), and every layout in force from now on must hold --machines and --region`)
+	fs.StringVar(&f.machines, "machines", "", `machine-number range of this holder class: lo-hi for every layout, layout=lo-hi for one (e.g. "600-699,v2=0-99" across a cutover); empty: each layout's whole range (v1 0-1023, v2 0-511)`)
+	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)
+	fs.DurationVar(&f.lead, "lead", 0, "how long before a cutover of --schedule the holder claims its number for the next layout, beside its current one (0: max(10m, 20 x --lease-ttl))")
 	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
 	fs.StringVar(&f.holder, "holder", "", "holder identity, unique per process: never give two processes the same (default host/pid-N/process-start-ms/k1)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", def.LeaseFor, "lease lifetime without renewal"+timingsHelp(func(t lease.Timings) time.Duration { return t.LeaseFor }))
@@ -101,7 +103,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	rng, err := lease.ParseRange(f.machines)
+	rng, layoutRanges, err := lease.ParseRanges(f.machines)
 	if err != nil {
 		return cfg, usageError{err}
 	}
@@ -126,13 +128,15 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	// Opener gives it the keeper's): serve resolves --region from the
 	// store's region registry before it starts the node.
 	cfg.Keeper = lease.KeeperConfig{
-		Holder:     f.holder,
-		Range:      &rng,
-		LeaseFor:   f.leaseTTL,
-		RenewEvery: f.renewEvery,
-		SelfFence:  f.selfFence,
-		Margin:     f.fenceMargin,
-		Schedule:   sched,
+		Holder:       f.holder,
+		Range:        rng,
+		LayoutRanges: layoutRanges,
+		Lead:         f.lead,
+		LeaseFor:     f.leaseTTL,
+		RenewEvery:   f.renewEvery,
+		SelfFence:    f.selfFence,
+		Margin:       f.fenceMargin,
+		Schedule:     sched,
 	}
 	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
 	return cfg, nil
