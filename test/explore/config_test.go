@@ -66,14 +66,14 @@ const (
 
 // procConfig is one process: a clock and the keepers on it.
 type procConfig struct {
-	Offset      time.Duration // of the wall clock from true time at the start
-	Rate        float64
-	HolderMode  string
-	Timing      timing
-	Schedule    string // "" is the default (v1)
-	Keepers     int
-	Region      int // of every keeper in the process
-	Range       lease.Range
+	Offset     time.Duration // of the wall clock from true time at the start
+	Rate       float64
+	HolderMode string
+	Timing     timing
+	Schedule   string // "" is the default (v1)
+	Keepers    int
+	Region     int // of every keeper in the process
+	Range      lease.Range
 	// V2Range, if not nil, is the keepers' range for layout v2
 	// (KeeperConfig.LayoutRanges); Range then is v1's.
 	V2Range *lease.Range
