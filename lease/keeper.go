@@ -307,7 +307,8 @@ func (k *Keeper) plan() error {
 		h.rng = rng
 		if err := c.Schedule.CheckPlacement(h.placement(now)); err != nil {
 			if !own && c.Range != nil && len(steps) > 1 {
-				return fmt.Errorf("%w: %w (Range applies to every layout not in LayoutRanges; give layout %s a range of its own there)", ErrInvalid, err, h.layout)
+				return fmt.Errorf("%w: %w (the range applies to every layout without one of its own: give layout %s one, in KeeperConfig.LayoutRanges or as serve --machines %s,%s=lo-hi)",
+					ErrInvalid, err, h.layout, c.Range, h.layout)
 			}
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // The end-to-end tests run the real binary, built from this package, on
@@ -474,11 +475,18 @@ func TestE2ELeasesCLI(t *testing.T) {
 	}
 	cli(0, "leases", "release", "40")
 	cli(1, "leases", "release", "40") // not quarantined any more
-	out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--json")
+	out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--layout", "v1", "--json")
 	var raised struct{ Raised int }
 	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2 {
-		t.Errorf("raise-marks: %s", out)
+		t.Errorf("raise-marks --layout v1: %s", out)
 	}
+	// Without --layout, every layout step's keyspace: a restore takes
+	// them all back, whatever the restored fleet schedule says.
+	out = cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--json")
+	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2*lease.MaxSteps {
+		t.Errorf("raise-marks: %s, want %d raised (2 numbers in each of %d keyspaces)", out, 2*lease.MaxSteps, lease.MaxSteps)
+	}
+	cli(2, "leases", "list", "--layout", "v2") // the fleet schedule has no v2
 	cli(2, "leases", "frobnicate")
 	cli(2, "leases", "show", "x")
 	cli(2, "leases", "raise-marks", "--to", "yesterday")

@@ -68,7 +68,13 @@ func runLeases(ctx context.Context, e env, args []string) error {
 			return usageError{err}
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// raise-marks writes every number of the range in every layout's
+	// keyspace (a table store: one conditional write each).
+	limit := 30 * time.Second
+	if verb == "raise-marks" {
+		limit = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if verb == "init" {
 		return initTable(ctx, e, &sf)

@@ -100,9 +100,9 @@ func TestE2EScheduleCLI(t *testing.T) {
 		t.Errorf("serve --region 1 under v1: stderr %s", errOut)
 	}
 	far := "v1,v2@2099-01-01T00:00:00Z"
-	_, errOut = cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far}, ep...)...)
-	if !strings.Contains(errOut, "machines 0-511 only") {
-		t.Errorf("serve --schedule %s with the default --machines 0-1023: stderr %s", far, errOut)
+	_, errOut = cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "0-1023"}, ep...)...)
+	if !strings.Contains(errOut, "machines 0-511 only") || !strings.Contains(errOut, "--machines 0-1023,v2=lo-hi") {
+		t.Errorf("serve --schedule %s with --machines 0-1023: stderr %s", far, errOut)
 	}
 	// A holder on another schedule than the fleet's is refused.
 	_, errOut = cli(t, 1, append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "41-41"}, ep...)...)

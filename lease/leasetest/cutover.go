@@ -75,7 +75,7 @@ func checkCutover(t *testing.T, s *suite) {
 	// A range v2 cannot hold, with none for v2: refused at start.
 	if _, err := lease.StartKeeper(ctx, lease.KeeperConfig{
 		Store: st, Holder: "c", Range: &lease.Range{Lo: 700, Hi: 700}, Region: region, Schedule: sched, Clock: clk, Lead: lead,
-	}); !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) || !strings.Contains(err.Error(), "LayoutRanges") {
+	}); !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) || !strings.Contains(err.Error(), "KeeperConfig.LayoutRanges") {
 		t.Fatalf("StartKeeper with range 700-700 across the cutover to v2 and none for v2: %v, want ErrInvalid/ErrPlacement naming LayoutRanges", err)
 	}
 
