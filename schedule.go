@@ -37,7 +37,8 @@ func DefaultSchedule() Schedule {
 
 // NewSchedule checks and returns a schedule. Steps must be in increasing From
 // order, the first with a zero From, and all layouts must share epoch, unit
-// and timestamp width. A cutover must fall on a tick boundary.
+// and timestamp width. A cutover must fall on a tick boundary and change the
+// layout (a step repeating the one before it is refused).
 func NewSchedule(steps ...Step) (Schedule, error) {
 	if len(steps) == 0 {
 		return Schedule{}, fmt.Errorf("%w: a schedule needs at least one layout", ErrInvalidLayout)
@@ -58,6 +59,14 @@ func NewSchedule(steps ...Step) (Schedule, error) {
 		}
 		if i == 0 {
 			continue
+		}
+		if prev := steps[i-1].Layout; l.String() == prev.String() {
+			// Such a step changes no instant's layout, only the steps'
+			// numbering, and lease keepers keep each step's machine
+			// numbers in a keyspace of its own by that numbering: two
+			// schedules that agree at every instant must number their
+			// steps alike.
+			return Schedule{}, fmt.Errorf("%w: layout %s at %s repeats the layout in force before it; leave the step out", ErrInvalidLayout, l.Name, st.From.UTC().Format(timeFormat))
 		}
 		d := st.From.UnixMilli() - first.Epoch.UnixMilli()
 		if d <= 0 || d%unitMs != 0 || !st.From.Equal(time.UnixMilli(st.From.UnixMilli())) {

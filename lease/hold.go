@@ -342,10 +342,14 @@ func (h *hold) lose(l *Lease, err error) {
 
 // shut stops the hold: the generator refuses on it from now on, and a claim
 // in flight is given up when it returns. It reports whether a lease was held,
-// which releaseHeld then releases.
+// which the caller then releases (releaseHeld); only the first call of a
+// hold's life takes it, so retire and Close never both release.
 func (h *hold) shut() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return false // shut before (retired, or Close): that one releases
+	}
 	h.closed = true
 	h.grant.Store(nil)
 	h.setWhy(errClosed)

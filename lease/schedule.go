@@ -96,7 +96,9 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // operator's clock now. It refuses — with ErrInvalid and the first instant
 // at which they differ — a schedule that differs from the stored one at any
 // instant before T + notice (zero: DefaultScheduleNotice), where T is the
-// later of now and the highest mark in st (List: st's region): a cutover
+// later of now and the highest mark in any keyspace of st that either
+// schedule's holders lease in (every region of their layouts, every step;
+// highestMark): a cutover
 // already past or near must not move, or holders still on the old schedule
 // would issue, before they learn of the change or below marks they already
 // reserved, IDs that the new one gives other bits. A notice shorter than MinScheduleNotice is refused with
@@ -128,15 +130,9 @@ func SetSchedule(ctx context.Context, st Store, text string, now time.Time, noti
 	// highest mark stored: a holder may already have reserved, under the
 	// old schedule, timestamps up to its mark, and an operator's clock can
 	// be behind the fleet's (or a holder's ahead of it).
-	recs, err := st.List(ctx)
+	from, by, err := highestMark(ctx, st, old, next, now)
 	if err != nil {
 		return FleetSchedule{}, fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
-	}
-	from, by := now, "the operator's clock"
-	for _, r := range recs {
-		if m := max(r.MarkMs, r.ExpiresMs); !r.Quarantined && time.UnixMilli(m).After(from) {
-			from, by = time.UnixMilli(m), fmt.Sprintf("machine %d's mark or lease expiry", r.Machine)
-		}
 	}
 	if at, differ := firstDifference(old, next, from.Add(notice)); differ {
 		return FleetSchedule{}, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
@@ -145,6 +141,47 @@ func SetSchedule(ctx context.Context, st Store, text string, now time.Time, noti
 			from.Add(notice).UTC().Format(time.RFC3339), by, notice)
 	}
 	return st.SetFleetSchedule(ctx, cur.Version, next.String())
+}
+
+// highestMark returns the later of now and the highest mark or lease expiry
+// in every keyspace that holders of old or next lease in — each region their
+// layouts have room for, in each step's keyspace (KeyspaceOf) — and what it
+// came from. The fleet schedule is one for all of them, and a holder's marks
+// live in its region's keyspace of the step in force, not in st's own.
+func highestMark(ctx context.Context, st Store, old, next snowfence.Schedule, now time.Time) (time.Time, string, error) {
+	regions, steps := 1, max(len(old.Steps()), len(next.Steps()))
+	for _, s := range []snowfence.Schedule{old, next} {
+		for _, step := range s.Steps() {
+			regions = max(regions, 1<<min(step.Layout.RegionBits, 16))
+		}
+	}
+	from, by := now, "the operator's clock"
+	for s := range steps {
+		for r := range regions {
+			idx := r
+			if steps > 1 {
+				var err error
+				if idx, err = KeyspaceOf(s, r); err != nil {
+					return from, by, err
+				}
+			}
+			ks, err := st.Keyspace(idx)
+			if err != nil {
+				return from, by, err
+			}
+			recs, err := ks.List(ctx)
+			ks.Close()
+			if err != nil {
+				return from, by, err
+			}
+			for _, rec := range recs {
+				if m := max(rec.MarkMs, rec.ExpiresMs); !rec.Quarantined && time.UnixMilli(m).After(from) {
+					from, by = time.UnixMilli(m), fmt.Sprintf("machine %d's mark or lease expiry in keyspace %d", rec.Machine, idx)
+				}
+			}
+		}
+	}
+	return from, by, nil
 }
 
 // firstDifference reports the first instant before until at which a and b

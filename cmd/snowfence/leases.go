@@ -25,7 +25,7 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine 
                  now+40s, tables now+6m; the runbook says now+1m and now+10m), in the keyspace of
                  every layout of every schedule the fleet may have run (or of --layout only)
   --layout NAME  the layout whose numbers to look at: each layout of the fleet schedule has
-                 numbers of its own (default: the schedule's first)`
+                 numbers of its own (default: the layout in force now)`
 
 // runLeases inspects and fences machine-number leases.
 func runLeases(ctx context.Context, e env, args []string) error {
@@ -35,7 +35,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	to := fs.String("to", "", "raise-marks: the new minimum mark, RFC 3339 or now+DURATION (e.g. now+1m)")
 	machines := fs.String("machines", "0-1023", "raise-marks: the machine numbers to raise")
-	layout := fs.String("layout", "", "the layout of the fleet schedule whose numbers to look at or raise (default: list/show/quarantine/release the first layout's; raise-marks every layout's)")
+	layout := fs.String("layout", "", "the layout of the fleet schedule whose numbers to look at or raise (default: list/show/quarantine/release the layout in force now; raise-marks every layout's)")
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -85,8 +85,8 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	}
 	defer store.Close()
 	base := store
-	if *layout != "" {
-		if store, err = layoutKeyspace(ctx, base, sf.region, *layout); err != nil {
+	if *layout != "" || verb != "raise-marks" {
+		if store, err = layoutKeyspace(ctx, base, sf.region, *layout, time.Now()); err != nil {
 			return err
 		}
 		defer store.Close()
@@ -143,8 +143,10 @@ func runLeases(ctx context.Context, e env, args []string) error {
 }
 
 // layoutKeyspace opens the keyspace of region's numbers for the fleet
-// schedule's layout named name (lease.KeyspaceOf).
-func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string) (lease.Store, error) {
+// schedule's layout named name (lease.KeyspaceOf), or for the layout in
+// force at now when name is empty. A name the schedule has twice is its
+// first step's.
+func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string, now time.Time) (lease.Store, error) {
 	fleet, err := st.FleetSchedule(ctx)
 	if err != nil {
 		return nil, err
@@ -153,20 +155,23 @@ func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string
 	if err != nil {
 		return nil, err
 	}
-	for i, step := range sched.Steps() {
-		if step.Layout.Name != name {
-			continue
+	steps := sched.Steps()
+	at := -1
+	for i, step := range steps {
+		if (name == "" && !step.From.After(now)) || (at < 0 && step.Layout.Name == name) {
+			at = i
 		}
-		if len(sched.Steps()) == 1 {
-			return st.Keyspace(region)
-		}
-		idx, err := lease.KeyspaceOf(i, region)
-		if err != nil {
+	}
+	if at < 0 {
+		return nil, usagef("--layout %q: the fleet schedule %q has no such layout", name, fleet.Text)
+	}
+	idx := region
+	if len(steps) > 1 {
+		if idx, err = lease.KeyspaceOf(at, region); err != nil {
 			return nil, err
 		}
-		return st.Keyspace(idx)
 	}
-	return nil, usagef("--layout %q: the fleet schedule %q has no such layout", name, fleet.Text)
+	return st.Keyspace(idx)
 }
 
 // initTable creates the lease table of a table store.
