@@ -12,8 +12,9 @@ import "github.com/snowfence/snowfence/lease"
 // after s noticed one knows of it. What is per key — the leases held and
 // their mark revisions, which marksWentBack and wentBack compare — stays
 // the sibling's own. Its Close leaves the client open even when s owns
-// it (Connect); close the sibling before s. After s's Close it fails
-// with ErrClosed.
+// it (Connect); close the sibling before s. After s's Close a sibling's
+// calls fail with the closed client's error when s owned the client, and
+// go on working when the caller owns it (New).
 func (s *Store) Keyspace(index int) (lease.Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err

@@ -50,7 +50,8 @@ type KeeperConfig struct {
 	// it on. Zero means max(10 min, 20 × LeaseFor): ample time for every
 	// holder running before the window to claim, and for a claim refused
 	// while a dead holder's lease runs out to be retried many times. Below
-	// 2 × LeaseFor it is refused.
+	// 2 × LeaseFor it is refused; a longer one only holds the second number
+	// longer.
 	Lead time.Duration
 	// Region is the region whose numbers the store leases, written into
 	// the grants (and v2 IDs). It must equal the store's region when the
