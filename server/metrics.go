@@ -125,7 +125,7 @@ type generatorCollector struct {
 	issuing, untilFence, info                                  *prometheus.Desc
 	clockSync, clockEst, clockMax, clockOffset                 *prometheus.Desc
 	leaseState, leaseInfo, leaseClaims, leaseLosses            *prometheus.Desc
-	leaseRenewFailures, leaseMark, leaseRenewal                *prometheus.Desc
+	leaseRenewFailures, leaseMark, leaseRenewal, leaseNext     *prometheus.Desc
 }
 
 // refusalReasons are the generator's refusal reasons, exported at zero
@@ -167,6 +167,8 @@ func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter) *generat
 			"Failed lease renewals."),
 		leaseMark:    d("lease_mark_timestamp_seconds", "The reserved high-water mark in the store (Unix seconds)."),
 		leaseRenewal: d("lease_last_renewal_timestamp_seconds", "When the last acknowledged renewal was sent (Unix seconds)."),
+		leaseNext: d("lease_next_state", "While a cutover of the layout schedule approaches (within the keeper's lead): 1 for the state of the number "+
+			"claimed for the layout that takes over, 0 for the others; alert on claiming near the cutover. Absent otherwise.", "layout", "state"),
 	}
 }
 
@@ -177,7 +179,7 @@ func (c *generatorCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.ls != nil {
 		for _, d := range []*prometheus.Desc{c.leaseState, c.leaseInfo, c.leaseClaims, c.leaseLosses,
-			c.leaseRenewFailures, c.leaseMark, c.leaseRenewal} {
+			c.leaseRenewFailures, c.leaseMark, c.leaseRenewal, c.leaseNext} {
 			ch <- d
 		}
 	}
@@ -241,5 +243,10 @@ func (c *generatorCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if !ls.LastRenewal.IsZero() {
 		gauge(c.leaseRenewal, float64(ls.LastRenewal.UnixMilli())/1000)
+	}
+	if n := ls.Next; n != nil {
+		for _, s := range leaseStates() {
+			gauge(c.leaseNext, b2f(n.State == s), n.Layout, string(s))
+		}
 	}
 }

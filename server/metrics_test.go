@@ -15,7 +15,8 @@ import (
 
 func TestMetricsExposition(t *testing.T) {
 	ls := &fixedStatus{s: lease.Status{State: lease.StateHeld, Machine: 37, Holder: "host/1/2", Claims: 1,
-		MarkMs: exampleTime.Add(5 * time.Second).UnixMilli(), LastRenewal: exampleTime}}
+		MarkMs: exampleTime.Add(5 * time.Second).UnixMilli(), LastRenewal: exampleTime,
+		Next: &lease.Status{State: lease.StateClaiming, Layout: "v2", Machine: -1}}}
 	f := newFixture(t, func(c *snowfence.Config) {
 		c.ClockPolicy = snowfence.ClockWarn
 		c.ClockStatus = func() (snowfence.ClockStatus, error) {
@@ -52,6 +53,8 @@ func TestMetricsExposition(t *testing.T) {
 		"snowfence_lease_renew_failures_total 0",
 		"snowfence_lease_mark_timestamp_seconds",
 		"snowfence_lease_last_renewal_timestamp_seconds",
+		`snowfence_lease_next_state{layout="v2",state="claiming"} 1`,
+		`snowfence_lease_next_state{layout="v2",state="held"} 0`,
 		`snowfence_http_requests_total{code="200",endpoint="/v1/ids"} 1`,
 		`snowfence_http_requests_total{code="200",endpoint="/v1/ids:batch"} 1`,
 		`snowfence_http_requests_total{code="400",endpoint="/v1/ids:batch"} 1`,
