@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snowfence/snowfence"
 )
 
 // The fleet's layout schedule is kept twice: as every store's fleet
@@ -96,7 +98,9 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 //  1. It reads every copy of the registry and refuses if they differ
 //     (ErrRegistryDiverged: run SyncRegistry) or are not the copies the
 //     registry records (ErrInvalid), and checks the change on every
-//     store's record (SetSchedule's refusals), before writing anything.
+//     store's record (SetSchedule's refusals, with the marks of every
+//     keyspace a registered region's holders lease in under the old or
+//     the new schedule, region 0's always), before writing anything.
 //  2. It sets every store's record (SetSchedule), in the copies' name
 //     order. A store at text already is left as it is.
 //  3. If a registry is written, it records text in it (UpdateRegistry:
@@ -147,7 +151,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		}
 	}
 	for i, st := range stores {
-		if ch.Was[i], _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
+		if ch.Was[i], err = checkEveryKeyspace(ctx, st, reg, canon, now, notice); err != nil {
 			return ch, fmt.Errorf("copy %s: %w; nothing was changed", names[i], err)
 		}
 	}
@@ -183,4 +187,47 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 			"holders are refused at start until then", canon, err)
 	}
 	return ch, nil
+}
+
+// checkEveryKeyspace is SetSchedule's check of the change to canon on st,
+// with the marks of every keyspace of st that a holder may lease in: each
+// step of the stored and of the new schedule, for region 0 and every
+// region reg registers. It returns st's fleet schedule record.
+func checkEveryKeyspace(ctx context.Context, st Store, reg Registry, canon string, now time.Time, notice time.Duration) (FleetSchedule, error) {
+	cur, _, err := checkScheduleChange(ctx, st, canon, now, notice)
+	if err != nil || cur.Text == canon {
+		return cur, err
+	}
+	steps := 0
+	for _, text := range []string{cur.Text, canon} {
+		s, err := snowfence.ParseSchedule(text)
+		if err != nil {
+			return cur, fmt.Errorf("lease: the fleet schedule %q does not parse: %w", text, err)
+		}
+		steps = max(steps, len(s.Steps()))
+	}
+	regions := []int{0}
+	for _, g := range reg.Regions {
+		if g.Number != 0 {
+			regions = append(regions, g.Number)
+		}
+	}
+	for step := range min(steps, MaxSteps) {
+		for _, region := range regions {
+			index, err := KeyspaceOf(step, region)
+			if err != nil {
+				return cur, err
+			}
+			ks, err := st.Keyspace(index)
+			if err != nil {
+				return cur, fmt.Errorf("lease: open keyspace %d to read its marks: %w", index, err)
+			}
+			_, _, err = checkScheduleChange(ctx, ks, canon, now, notice)
+			ks.Close()
+			if err != nil {
+				return cur, fmt.Errorf("keyspace %d (region %d, layout step %d): %w", index, region, step, err)
+			}
+		}
+	}
+	return cur, nil
 }

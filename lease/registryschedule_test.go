@@ -14,13 +14,14 @@ import (
 
 // fleetStore is a lease store in memory keeping only what changing the
 // fleet schedule uses: the fleet schedule record, the registry's copy and
-// the records List returns. setErr, if set, fails SetFleetSchedule.
+// the records of each keyspace (recs, by index; List returns keyspace
+// 0's, a Keyspace view the index's). setErr, if set, fails SetFleetSchedule.
 type fleetStore struct {
 	lease.Store // nil: only the methods below are called
 	reg         memRegistry
 	mu          sync.Mutex
 	fleet       lease.FleetSchedule
-	recs        []lease.Record
+	recs        map[int][]lease.Record
 	setErr      error
 }
 
@@ -55,10 +56,26 @@ func (s *fleetStore) SetFleetSchedule(_ context.Context, prev int64, text string
 	return s.fleet, nil
 }
 
+func (s *fleetStore) Keyspace(index int) (lease.Store, error) { return keyspaceView{s, index}, nil }
+
+func (s *fleetStore) Close() error { return nil }
+
 func (s *fleetStore) List(context.Context) ([]lease.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.recs, nil
+	return s.recs[0], nil
+}
+
+// keyspaceView is keyspace index of a fleetStore.
+type keyspaceView struct {
+	*fleetStore
+	index int
+}
+
+func (v keyspaceView) List(context.Context) ([]lease.Record, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.recs[v.index], nil
 }
 
 // fleetCopies are n fleet stores named copy-1…copy-n.
@@ -253,9 +270,18 @@ func TestChangeFleetSchedule(t *testing.T) {
 	}
 	check("after naming one copy of two", "v1", "")
 
-	ss[1].recs = []lease.Record{{Machine: 7, MarkMs: time.Date(2098, 12, 31, 23, 30, 0, 0, time.UTC).UnixMilli()}}
-	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nothing was changed") {
-		t.Errorf("a mark within the notice on copy 2: %v, want ErrInvalid before any write", err)
+	// A mark within the notice of the cutover, in copy 2's keyspace of
+	// region 2's v2 numbers, refuses the change before any write.
+	for _, name := range []string{"b", "c"} {
+		if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), name, 1, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2region2, _ := lease.KeyspaceOf(1, 2)
+	ss[1].recs = map[int][]lease.Record{v2region2: {{Machine: 7, MarkMs: time.Date(2098, 12, 31, 23, 30, 0, 0, time.UTC).UnixMilli()}}}
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nothing was changed") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("keyspace %d", v2region2)) {
+		t.Errorf("a mark within the notice on copy 2: %v, want ErrInvalid naming keyspace %d, before any write", err, v2region2)
 	}
 	check("after the notice refusal on copy 2", "v1", "")
 	ss[1].recs = nil
@@ -268,26 +294,26 @@ func TestChangeFleetSchedule(t *testing.T) {
 		t.Errorf("after copy 2 failed: records %q and %q, want copy 1 changed only", ss[0].fleet.Text, ss[1].fleet.Text)
 	}
 	for i, s := range ss {
-		if r, _ := s.Registry(ctx); r.Schedule != "" || r.Version != 1 {
+		if r, _ := s.Registry(ctx); r.Schedule != "" || r.Version != 3 {
 			t.Errorf("copy %d's registry after a store failed: %+v, want it untouched", i+1, r)
 		}
 	}
 	ss[1].setErr = nil
 
 	ch, err := lease.ChangeFleetSchedule(ctx, []lease.FleetCopy{cs[1], cs[0]}, schedFar, now, 0)
-	if err != nil || ch.Registry.Schedule != schedFar || ch.Registry.Version != 2 || ch.Now[0].Version != 1 || ch.Now[1].Version != 1 {
+	if err != nil || ch.Registry.Schedule != schedFar || ch.Registry.Version != 4 || ch.Now[0].Version != 1 || ch.Now[1].Version != 1 {
 		t.Fatalf("the change run again: %+v, %v", ch, err)
 	}
 	check("after the change", schedFar, schedFar)
 
 	// Again: nothing written.
-	if ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err != nil || ch.Registry.Version != 2 {
-		t.Fatalf("the same change once more: %+v, %v; want the registry left at version 2", ch, err)
+	if ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err != nil || ch.Registry.Version != 4 {
+		t.Fatalf("the same change once more: %+v, %v; want the registry left at version 4", ch, err)
 	}
 
 	// Diverged registry copies: refused before any store is changed.
 	r, _ := ss[0].Registry(ctx)
-	next, _, _ := r.WithRegion("b", 2, 8)
+	next, _, _ := r.WithRegion("d", 2, 8)
 	ss[0].SetRegistry(ctx, next)
 	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedLater, now, 0); !errors.Is(err, lease.ErrRegistryDiverged) {
 		t.Errorf("diverged copies: %v, want ErrRegistryDiverged", err)
