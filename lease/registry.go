@@ -58,8 +58,9 @@ type Region struct {
 func (r Region) Retired() bool { return r.RetiredMs != 0 }
 
 // A Registry is the list of every region ever added, retired ones
-// included, in number order, at a version that every change raises by
-// one. The zero value is the registry of a store where none was written.
+// included, in number order, and the fleet's layout schedule, at a version
+// that every change raises by one. The zero value is the registry of a
+// store where none was written.
 type Registry struct {
 	// Version is 0 when no registry was written, else the number of
 	// changes made to it.
@@ -70,6 +71,15 @@ type Registry struct {
 	// writes them (by name), as the first change through UpdateRegistry
 	// gave them; later changes must name the same copies. Empty until then.
 	Copies []string `json:"copies,omitempty"`
+	// Schedule is the fleet's layout schedule in canonical text
+	// (CanonicalSchedule): the one every region's store keeps as its fleet
+	// schedule record and every holder of every region must start with
+	// (CheckHolderSchedule). Empty means not recorded yet — a registry
+	// written before it was kept, or one created without it — and then
+	// holders are checked against their own store's record only. Once
+	// recorded it is never emptied: changes keep it, and WithSchedule or
+	// ChangeFleetSchedule change it.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // A RegistryCopy is one copy of the registry — one region's store — with
@@ -85,7 +95,7 @@ type RegistryCopy struct {
 
 // Equal reports whether r and o are the same registry.
 func (r Registry) Equal(o Registry) bool {
-	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions) && slices.Equal(r.Copies, o.Copies)
+	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions) && slices.Equal(r.Copies, o.Copies) && r.Schedule == o.Schedule
 }
 
 // Named returns the region called name.
@@ -183,7 +193,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 		return r, Region{}, fmt.Errorf("%w: all %d region numbers of the layout have been used (retired numbers are never reused); a layout with more region bits is needed", ErrNoRegionNumber, limit)
 	}
 	g := Region{Name: name, Number: n, CreatedMs: nowMs}
-	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies}
+	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies, Schedule: r.Schedule}
 	slices.SortFunc(next.Regions, func(a, b Region) int { return a.Number - b.Number })
 	return next, g, nil
 }
@@ -191,7 +201,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 // WithRetired returns r, one version on, with the region called name
 // retired at nowMs. Its number stays taken.
 func (r Registry) WithRetired(name string, nowMs int64) (Registry, Region, error) {
-	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies}
+	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, Schedule: r.Schedule}
 	for i, g := range next.Regions {
 		if g.Name != name {
 			continue
@@ -297,6 +307,9 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		if next.Version != cur.Version+1 {
 			return cur, fmt.Errorf("%w: registry change to version %d from %d; a change raises the version by one", ErrInvalid, next.Version, cur.Version)
 		}
+		if cur.Schedule != "" && next.Schedule == "" {
+			return cur, fmt.Errorf("%w: registry change to version %d drops the fleet schedule %q it records; a change keeps it (WithSchedule changes it)", ErrInvalid, next.Version, cur.Schedule)
+		}
 		err = copies[0].Store.SetRegistry(ctx, next)
 		if errors.Is(err, ErrRegistryConflict) {
 			continue // another change won the first copy: start again from it
@@ -380,7 +393,8 @@ func RetireRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs
 
 // SyncRegistry finishes a change that stopped half way: every copy whose
 // registry is the one the first copy's was made from (one version behind,
-// with one region added or retired since) is given the first copy's
+// with one region added or retired, or the fleet schedule changed, since)
+// is given the first copy's
 // registry (with the version compare). Any other difference is refused
 // with ErrRegistryDiverged: it needs an operator's look. The copies must
 // be the ones the registry names, in its order.
@@ -449,11 +463,21 @@ func sameCopies(r Registry, names []string) error {
 }
 
 // oneChangeAfter reports whether next is prev with one change made: one
-// region added, or one region retired, the copies unchanged (or recorded
-// for the first time).
+// region added, one region retired, or the fleet schedule changed; the
+// copies unchanged (or recorded for the first time), and the schedule
+// unchanged but for that change (or recorded for the first time).
 func oneChangeAfter(prev, next Registry) bool {
 	if next.Version != prev.Version+1 || (len(prev.Copies) > 0 && !slices.Equal(prev.Copies, next.Copies)) {
 		return false
+	}
+	if next.Schedule == "" && prev.Schedule != "" {
+		return false
+	}
+	if next.Schedule != prev.Schedule && slices.Equal(prev.Regions, next.Regions) {
+		return true // the schedule changed (or was recorded)
+	}
+	if prev.Schedule != "" && next.Schedule != prev.Schedule {
+		return false // a region change that also changed a recorded schedule
 	}
 	switch len(next.Regions) - len(prev.Regions) {
 	case 1: // one added: every old region kept as it was

@@ -7,7 +7,8 @@ import (
 
 // A store keeps its copy of the registry as the JSON of Registry,
 // {"version": 2, "regions": [{"name": "eu-west-1", "number": 0,
-// "created_ms": 1767225600000}, …]}, beside whatever it compares the
+// "created_ms": 1767225600000}, …], "copies": […], "schedule":
+// "v1,v2@2031-01-01T00:00:00Z"}, beside whatever it compares the
 // version on (an etcd revision, a version column, a version attribute).
 // EncodeRegistry and DecodeRegistry are that form, the same in every
 // store.
@@ -15,7 +16,10 @@ import (
 // CheckRegistry returns ErrInvalid unless r is a registry a change can
 // have written: version 1 or more, regions in increasing number order with
 // numbers and names used once, every name a valid one (CheckRegionName),
-// and no time negative where 0 means unset (RetiredMs).
+// no time negative where 0 means unset (RetiredMs), and the fleet
+// schedule, if recorded, in its canonical text (CanonicalSchedule). A body
+// written before the registry kept the schedule has none and decodes with
+// Schedule empty.
 func CheckRegistry(r Registry) error {
 	if r.Version < 1 {
 		return fmt.Errorf("%w: region registry version %d: a written registry is at version 1 or more", ErrInvalid, r.Version)
@@ -37,6 +41,15 @@ func CheckRegistry(r Registry) error {
 			return fmt.Errorf("%w: region %s has the negative retirement time %d ms", ErrInvalid, g.Name, g.RetiredMs)
 		}
 		names[g.Name] = true
+	}
+	if r.Schedule != "" {
+		canon, err := CanonicalSchedule(r.Schedule)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: the registry's fleet schedule %q: %v", ErrInvalid, r.Schedule, err)
+		case canon != r.Schedule:
+			return fmt.Errorf("%w: the registry's fleet schedule %q is not in canonical form (%q)", ErrInvalid, r.Schedule, canon)
+		}
 	}
 	for i, c := range r.Copies {
 		if c == "" || (i > 0 && c <= r.Copies[i-1]) {

@@ -104,27 +104,38 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // reserved, IDs that the new one gives other bits. A notice shorter than MinScheduleNotice is refused with
 // ErrInvalid. The write is a compare-and-set on the version read.
 func SetSchedule(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
+	cur, next, err := checkScheduleChange(ctx, st, text, now, notice)
+	if err != nil || cur.Text == next {
+		return cur, err
+	}
+	return st.SetFleetSchedule(ctx, cur.Version, next)
+}
+
+// checkScheduleChange is SetSchedule's check without the write: it returns
+// the fleet schedule stored in st and text in canonical form, or the
+// error SetSchedule refuses the change with.
+func checkScheduleChange(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, string, error) {
 	if notice == 0 {
 		notice = DefaultScheduleNotice
 	}
 	if notice < MinScheduleNotice {
-		return FleetSchedule{}, fmt.Errorf("%w: a notice of %s is shorter than %s: holders reserve up to %s ahead of their clocks "+
+		return FleetSchedule{}, "", fmt.Errorf("%w: a notice of %s is shorter than %s: holders reserve up to %s ahead of their clocks "+
 			"and must learn of the change before it takes effect; give at least %s", ErrInvalid, notice, MinScheduleNotice, MaxReserve, MinScheduleNotice)
 	}
 	next, err := snowfence.ParseSchedule(text)
 	if err != nil {
-		return FleetSchedule{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return FleetSchedule{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	cur, err := st.FleetSchedule(ctx)
 	if err != nil {
-		return FleetSchedule{}, err
+		return FleetSchedule{}, "", err
 	}
 	if cur.Text == next.String() {
-		return cur, nil
+		return cur, cur.Text, nil
 	}
 	old, err := snowfence.ParseSchedule(cur.Text)
 	if err != nil {
-		return FleetSchedule{}, fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
+		return FleetSchedule{}, "", fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
 	}
 	// The notice counts from the later of the operator's clock and the
 	// highest mark stored: a holder may already have reserved, under the
@@ -132,15 +143,15 @@ func SetSchedule(ctx context.Context, st Store, text string, now time.Time, noti
 	// be behind the fleet's (or a holder's ahead of it).
 	from, by, err := highestMark(ctx, st, old, next, now)
 	if err != nil {
-		return FleetSchedule{}, fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
+		return FleetSchedule{}, "", fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
 	}
 	if at, differ := firstDifference(old, next, from.Add(notice)); differ {
-		return FleetSchedule{}, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
+		return FleetSchedule{}, "", fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
 			"only instants at least %s past every clock and mark may change; pick a later cutover",
 			ErrInvalid, next.String(), cur.Text, at.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), notice,
 			from.Add(notice).UTC().Format(time.RFC3339), by, notice)
 	}
-	return st.SetFleetSchedule(ctx, cur.Version, next.String())
+	return cur, next.String(), nil
 }
 
 // highestMark returns the later of now and the highest mark or lease expiry

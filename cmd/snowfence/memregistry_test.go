@@ -56,13 +56,17 @@ func registryOf(regions ...lease.Region) lease.Registry {
 	return lease.Registry{Version: int64(len(regions)), Regions: regions}
 }
 
-// memStore is a lease store whose region registry is m; only Close and the
-// registry are used.
+// memStore is a lease store whose region registry is m and whose fleet
+// schedule record is fleet; only Close, the registry and the record are
+// used.
 type memStore struct {
 	lease.Store
 	m      *memRegistry
+	fleet  lease.FleetSchedule
 	closed int
 }
+
+func (s *memStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) { return s.fleet, nil }
 
 func (s *memStore) Registry(ctx context.Context) (lease.Registry, error) { return s.m.Registry(ctx) }
 func (s *memStore) SetRegistry(ctx context.Context, next lease.Registry) error {

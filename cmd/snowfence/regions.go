@@ -27,7 +27,10 @@ never call another region. The store named by the store flags is copy 1; name ev
 store with --copy SPEC. The first change records the copies' names; every later change must name
 the same copies the same way (any order: they are written in name order, and the first decides
 between two changes made at once). add and retire write every copy, each with a version compare,
-and are refused while the copies differ (then run sync). SPEC is one of:
+and are refused while the copies differ (then run sync). The registry also records the fleet
+schedule: the first change records the one the copies' stores keep (refused while they differ),
+and serve refuses a --schedule that differs from it; change it with snowfence schedule set and the
+same copies. SPEC is one of:
 ` + copySpecHelp
 
 // copyFlags collects the repeatable --copy flag.
@@ -207,6 +210,14 @@ func (r regionsRun) list(ctx context.Context) error {
 	} else {
 		fmt.Fprintf(w, "region numbers left: %d of %d (layout %s, the fleet schedule's last; retired numbers are never reused)\n", rep.RegionNumbersLeft, rep.RegionNumbers, l.Name)
 	}
+	switch {
+	case rep.Schedule == "":
+		fmt.Fprintf(w, "fleet schedule: not recorded in the registry yet (the next change records the stores')\n")
+	case rep.Schedule != r.fleet.Text:
+		fmt.Fprintf(w, "fleet schedule: %s in the registry, but %s in copy 1's store: finish the change with snowfence schedule set and every copy\n", rep.Schedule, r.fleet.Text)
+	default:
+		fmt.Fprintf(w, "fleet schedule: %s (the registry's and copy 1's store's)\n", rep.Schedule)
+	}
 	_, err = fmt.Fprintf(w, "timestamps run out at %s (layout %s: its epoch + 2^%d ticks)\n", rep.TimestampsEnd.UTC().Format("2006-01-02T15:04:05.000Z07:00"), l.Name, l.TimeBits)
 	return err
 }
@@ -219,7 +230,19 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if l.RegionBits == 0 {
 		return fmt.Errorf("%w: the fleet schedule's last layout, %s, has no region bits, so it has no region numbers to give: schedule a layout with region bits first (snowfence schedule set, e.g. v1,v2@…)", lease.ErrInvalid, l.Name)
 	}
-	g, err := lease.AddRegion(ctx, r.stores(), name, r.now.UnixMilli(), 1<<l.RegionBits)
+	record, err := r.storesSchedule(ctx)
+	if err != nil {
+		return err
+	}
+	var g lease.Region
+	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
+		next, added, err := reg.WithRegion(name, r.now.UnixMilli(), 1<<l.RegionBits)
+		g = added
+		if err != nil {
+			return next, err
+		}
+		return record(next)
+	})
 	if err != nil {
 		return err
 	}
@@ -228,12 +251,61 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 }
 
 func (r regionsRun) retire(ctx context.Context, name string) error {
-	g, err := lease.RetireRegion(ctx, r.stores(), name, r.now.UnixMilli())
+	record, err := r.storesSchedule(ctx)
+	if err != nil {
+		return err
+	}
+	var g lease.Region
+	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
+		next, retired, err := reg.WithRetired(name, r.now.UnixMilli())
+		g = retired
+		if err != nil {
+			return next, err
+		}
+		return record(next)
+	})
 	if err != nil {
 		return err
 	}
 	return say(r.e, r.asJSON, g, "region %s (number %d) retired at %s in %d %s: holders are refused in it from now on, and its number is never used again",
 		g.Name, g.Number, lease.FormatMs(g.RetiredMs), len(r.copies), plural(len(r.copies), "copy", "copies"))
+}
+
+// storesSchedule reads the fleet schedule record of every copy's store and
+// returns what a change applies to the registry it makes: a registry that
+// records no fleet schedule yet (one being created, or written before the
+// registry kept it) records the stores' — refused with lease.ErrSchedule,
+// naming the command that fixes it, when the stores' records differ; one
+// that records it is left as it is (serve refuses a holder whose store's
+// record differs from it).
+func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
+	recs := make([]lease.FleetSchedule, len(r.copies))
+	for i, c := range r.copies {
+		fs, err := c.store.FleetSchedule(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the fleet schedule of copy %d (%s): %w", i+1, c.name, err)
+		}
+		recs[i] = fs
+	}
+	var differ error
+	for i, fs := range recs[1:] {
+		if fs.Text != recs[0].Text {
+			differ = fmt.Errorf("%w: the region registry records the fleet schedule of every region, but the copies' stores keep different ones: copy 1 (%s) %q (version %d), copy %d (%s) %q (version %d); "+
+				"make them one first with snowfence schedule set SCHEDULE naming every copy (the store flags and --copy, as here), then run this again",
+				lease.ErrSchedule, r.copies[0].name, recs[0].Text, recs[0].Version, i+2, r.copies[i+1].name, fs.Text, fs.Version)
+			break
+		}
+	}
+	return func(next lease.Registry) (lease.Registry, error) {
+		if next.Schedule != "" {
+			return next, nil
+		}
+		if differ != nil {
+			return next, differ
+		}
+		next.Schedule = recs[0].Text
+		return next, nil
+	}, nil
 }
 
 func (r regionsRun) sync(ctx context.Context) error {

@@ -246,3 +246,111 @@ func TestE2EDecodeFromStore(t *testing.T) {
 		t.Errorf("decode of an unregistered region number: %s (%v), want region \"\", number 5 and a warning", out, err)
 	}
 }
+
+// The region registry records the fleet schedule: regions add records the
+// stores' one; schedule set --copy changes every store and the registry
+// (and, naming fewer copies, is refused); serve refuses a --schedule that
+// differs from the registry's, and a store whose record missed a change,
+// until schedule set finishes it.
+func TestE2ERegistrySchedule(t *testing.T) {
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	startService(t, dir1, "--machines", "40-40")
+	startService(t, dir2, "--machines", "40-40")
+	url1, err := embedetcd.ReadClientURL(dir1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url2, err := embedetcd.ReadClientURL(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--etcd-endpoints", url1}
+	copy2 := "etcd://" + strings.TrimPrefix(url2, "http://") + "/snowfence"
+	serve2 := []string{"--etcd-endpoints", url2}
+	with := func(args ...string) []string { return append(append(args, flags...), "--copy", copy2) }
+	rs1, rs2 := registryOn(t, url1), registryOn(t, url2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	schedules := func() (string, string) {
+		t.Helper()
+		r1, err1 := rs1.Registry(ctx)
+		r2, err2 := rs2.Registry(ctx)
+		if err1 != nil || err2 != nil || !r1.Equal(r2) {
+			t.Fatalf("registry copies %+v (%v) and %+v (%v); want them equal", r1, err1, r2, err2)
+		}
+		f1, err1 := rs1.(lease.Store).FleetSchedule(ctx)
+		f2, err2 := rs2.(lease.Store).FleetSchedule(ctx)
+		if err1 != nil || err2 != nil || f1.Text != f2.Text {
+			t.Fatalf("store records %+v (%v) and %+v (%v); want them equal", f1, err1, f2, err2)
+		}
+		return r1.Schedule, f1.Text
+	}
+
+	far, later, other := "v1,v2@2099-01-01T00:00:00Z", "v1,v2@2099-06-01T00:00:00Z", "v1,v2@2099-09-01T00:00:00Z"
+	out, _ := cli(t, 0, with("schedule", "set", far)...)
+	if !strings.Contains(out, "in 2 of 2 stores") || !strings.Contains(out, "no region registry is written") {
+		t.Errorf("schedule set on two stores without a registry: %s", out)
+	}
+	if reg, rec := schedules(); reg != "" || rec != far {
+		t.Fatalf("after schedule set without a registry: registry %q, records %q; want none and %q", reg, rec, far)
+	}
+	cli(t, 0, with("regions", "add", "us-east-1")...)
+	if reg, rec := schedules(); reg != far || rec != far {
+		t.Fatalf("after regions add: registry %q, records %q; want %q in both", reg, rec, far)
+	}
+	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "fleet schedule: "+far) {
+		t.Errorf("regions list does not show the recorded schedule:\n%s", out)
+	}
+
+	out, _ = cli(t, 0, with("schedule", "set", later, "--json")...)
+	var set struct {
+		Schedule        string         `json:"schedule"`
+		Version         int64          `json:"version"`
+		Copies          []scheduleCopy `json:"copies"`
+		RegistryVersion int64          `json:"registry_version"`
+	}
+	if err := json.Unmarshal([]byte(out), &set); err != nil || set.Schedule != later || set.Version != 2 || len(set.Copies) != 2 || set.RegistryVersion != 2 {
+		t.Fatalf("schedule set --copy --json: %s (%v); want %q at version 2 in both copies, registry version 2", out, err, later)
+	}
+	if reg, rec := schedules(); reg != later || rec != later {
+		t.Fatalf("after schedule set --copy: registry %q, records %q; want %q in both", reg, rec, later)
+	}
+	if _, errOut := cli(t, 1, append([]string{"schedule", "set", other}, flags...)...); !strings.Contains(errOut, "kept in 2 copies") {
+		t.Errorf("schedule set naming one copy of two: stderr %s", errOut)
+	}
+	if reg, rec := schedules(); reg != later || rec != later {
+		t.Fatalf("after the refused schedule set: registry %q, records %q; want %q left", reg, rec, later)
+	}
+
+	serve := func(schedule string) []string {
+		return append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", schedule, "--machines", "45-45", "--region", "us-east-1"}, serve2...)
+	}
+	if _, errOut := cli(t, 1, serve(far)...); !strings.Contains(errOut, "restart it with --schedule '"+later+"'") || !strings.Contains(errOut, "snowfence schedule set") {
+		t.Errorf("serve with a --schedule the registry does not record: stderr %s", errOut)
+	}
+
+	// Copy 2's store misses a change: its record differs from the registry.
+	st2 := rs2.(lease.Store)
+	cur, err := st2.FleetSchedule(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st2.SetFleetSchedule(ctx, cur.Version, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, schedule := range []string{later, other} {
+		if _, errOut := cli(t, 1, serve(schedule)...); !strings.Contains(errOut, "snowfence schedule set '"+later+"'") || !strings.Contains(errOut, "snowfence regions sync") {
+			t.Errorf("serve --schedule %s on a store whose record missed the change: stderr %s", schedule, errOut)
+		}
+	}
+	if out, errOut := cli(t, 0, append([]string{"schedule", "show"}, serve2...)...); !strings.Contains(out, "registry  "+later) || !strings.Contains(errOut, "warning") {
+		t.Errorf("schedule show on the store that missed the change:\nstdout %s\nstderr %s", out, errOut)
+	}
+	// schedule set run again finishes it; serve starts.
+	cli(t, 0, with("schedule", "set", later)...)
+	if reg, rec := schedules(); reg != later || rec != later {
+		t.Fatalf("after schedule set again: registry %q, records %q; want %q in both", reg, rec, later)
+	}
+	s := startService(t, t.TempDir(), serve(later)[1:]...)
+	s.stop(t)
+}

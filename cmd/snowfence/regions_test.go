@@ -57,7 +57,7 @@ func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, 
 	for i := range n {
 		m := &memRegistry{}
 		ms = append(ms, m)
-		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &memStore{m: m}})
+		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &memStore{m: m, fleet: r.fleet}})
 	}
 	return r, ms, &out, &errb
 }
@@ -103,8 +103,12 @@ ap-south-1  2       2030-01-02T03:04:05.000Z  -
 
 registry version 4, in 2 copies
 region numbers left: 5 of 8 (layout v2, the fleet schedule's last; retired numbers are never reused)
+fleet schedule: v1,v2@2029-01-01T00:00:00Z (the registry's and copy 1's store's)
 timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 ticks)
 `
+	if ms[0].reg.Schedule != "v1,v2@2029-01-01T00:00:00Z" {
+		t.Errorf("the registry records the schedule %q, want the stores'", ms[0].reg.Schedule)
+	}
 	if out.String() != want || errb.Len() != 0 {
 		t.Errorf("list:\n%s\nwant\n%s\nstderr %q", out, want, errb)
 	}
@@ -221,5 +225,33 @@ func TestRegionsDynamoCopyNamesItsRegion(t *testing.T) {
 	_, err = openCopies(context.Background(), storeFlags{kind: "etcd", endpoints: "http://127.0.0.1:1"}, []string{"dynamodb://leases?endpoint=http://127.0.0.1:1"})
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "aws-region") {
 		t.Fatalf("--copy dynamodb without aws-region: %v; want a usage error", err)
+	}
+}
+
+// The first change records the fleet schedule the copies' stores keep, and
+// is refused, naming schedule set, while they keep different ones; a
+// registry that records one keeps it.
+func TestRegionsAddRecordsSchedule(t *testing.T) {
+	ctx := context.Background()
+	far := "v1,v2@2029-01-01T00:00:00Z"
+	r, ms, _, _ := regionsOn(2, far)
+	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: "v1,v2@2029-06-01T00:00:00Z", Version: 2}
+	if err := r.add(ctx, "us-east-1"); !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "snowfence schedule set SCHEDULE naming every copy") {
+		t.Fatalf("add with the stores on two schedules: %v; want ErrSchedule naming schedule set", err)
+	}
+	if ms[0].reg.Version != 0 || ms[1].reg.Version != 0 {
+		t.Fatalf("registry written on a refusal: %+v, %+v", ms[0].reg, ms[1].reg)
+	}
+	r.copies[1].store.(*memStore).fleet = r.fleet
+	if err := r.add(ctx, "us-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	if ms[0].reg.Schedule != far || !ms[0].reg.Equal(ms[1].reg) {
+		t.Fatalf("registry after add: %+v and %+v; want %q recorded in both", ms[0].reg, ms[1].reg, far)
+	}
+	// Recorded: a later change keeps it even if a store's record moved.
+	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: "v1", Version: 3}
+	if err := r.add(ctx, "eu-west-1"); err != nil || ms[1].reg.Schedule != far {
+		t.Fatalf("second add: %v, schedule %q; want %q kept", err, ms[1].reg.Schedule, far)
 	}
 }

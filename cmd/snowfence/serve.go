@@ -127,7 +127,7 @@ func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error
 	if open == nil {
 		open = node.EmbeddedEtcd(embedetcd.Config{}, cfg.etcdStore)
 	}
-	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.log)
+	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.node.Generator.Schedule.String(), cfg.log)
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}

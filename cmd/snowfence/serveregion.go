@@ -33,11 +33,14 @@ type holderRegion struct {
 // text (--region, a name or a number) with lease.Registry.Resolve: an
 // unknown or retired region is refused with the message Resolve gives,
 // which names the command that fixes it. With no registry written a number
-// is taken as it is.
+// is taken as it is. When the registry records the fleet schedule, the
+// holder's schedule (its text, "" for the default) and the store's fleet
+// schedule record must both equal it (lease.CheckHolderSchedule): a holder
+// never starts on a schedule the regions may disagree on.
 //
 // Nothing here calls another region's store: the store read is the one the
 // holder leases from.
-func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdstore.Config, text string, log *slog.Logger) (_ holderRegion, err error) {
+func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdstore.Config, text, schedule string, log *slog.Logger) (_ holderRegion, err error) {
 	o, err := open(ctx, 0, log)
 	if err != nil {
 		return holderRegion{}, err
@@ -75,6 +78,16 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	hr.registry = reg
 	if hr.region, err = reg.Resolve(text); err != nil {
 		return hr, fmt.Errorf("--region %s: %w", text, err)
+	}
+	if reg.Schedule == "" {
+		return hr, nil
+	}
+	fleet, err := o.Store.FleetSchedule(ctx)
+	if err != nil {
+		return hr, fmt.Errorf("read the fleet schedule from the lease store: %w", err)
+	}
+	if err := lease.CheckHolderSchedule(reg, schedule, fleet); err != nil {
+		return hr, fmt.Errorf("--schedule: %w", err)
 	}
 	return hr, nil
 }

@@ -52,7 +52,7 @@ func TestServeResolvesRegion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := &memStore{m: &memRegistry{reg: c.reg}}
 			var asked []int
-			hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, c.text, quiet)
+			hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, c.text, "", quiet)
 			hr.release()
 			if len(asked) != 1 || asked[0] != 0 || store.closed != 1 {
 				t.Errorf("store opened for regions %v and closed %d times; want once at region 0, closed once", asked, store.closed)
@@ -68,6 +68,41 @@ func TestServeResolvesRegion(t *testing.T) {
 			}
 			if hr.region.Number != c.want || !hr.registry.Equal(c.reg) {
 				t.Errorf("--region %s: %+v; want number %d and the registry read", c.text, hr, c.want)
+			}
+		})
+	}
+}
+
+// When the registry records the fleet schedule, serve starts only on it,
+// and only where its own store's record agrees; the refusal names the
+// command that fixes it.
+func TestServeChecksRegistrySchedule(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	far := "v1,v2@2099-01-01T00:00:00Z"
+	reg := registryOf(lease.Region{Name: "us-east-1", Number: 0, CreatedMs: 1})
+	reg.Schedule = far
+	for _, c := range []struct {
+		name, schedule string
+		fleet          lease.FleetSchedule
+		want           string // "" to start
+	}{
+		{"all agree", far, lease.FleetSchedule{Text: far, Version: 1}, ""},
+		{"default schedule", "", lease.FleetSchedule{Text: far, Version: 1}, "restart it with --schedule '" + far + "'"},
+		{"another cutover", "v1,v2@2098-01-01T00:00:00Z", lease.FleetSchedule{Text: far, Version: 1}, "snowfence schedule set SCHEDULE"},
+		{"store missed the change", far, lease.FleetSchedule{Text: "v1"}, "snowfence regions sync"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := &memStore{m: &memRegistry{reg: reg}, fleet: c.fleet}
+			var asked []int
+			_, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, "us-east-1", c.schedule, quiet)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("--schedule %q: %v", c.schedule, err)
+				}
+				return
+			}
+			if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("--schedule %q with the store at %q: %v; want ErrSchedule saying %q", c.schedule, c.fleet.Text, err, c.want)
 			}
 		})
 	}

@@ -1,0 +1,371 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// fleetStore is a lease store in memory keeping only what changing the
+// fleet schedule uses: the fleet schedule record, the registry's copy and
+// the records of each keyspace (recs, by index; List returns keyspace
+// 0's, a Keyspace view the index's). setErr, if set, fails SetFleetSchedule.
+type fleetStore struct {
+	lease.Store // nil: only the methods below are called
+	reg         memRegistry
+	mu          sync.Mutex
+	fleet       lease.FleetSchedule
+	recs        map[int][]lease.Record
+	setErr      error
+}
+
+func newFleetStore() *fleetStore {
+	return &fleetStore{fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}}
+}
+
+func (s *fleetStore) Registry(ctx context.Context) (lease.Registry, error) {
+	return s.reg.Registry(ctx)
+}
+
+func (s *fleetStore) SetRegistry(ctx context.Context, next lease.Registry) error {
+	return s.reg.SetRegistry(ctx, next)
+}
+
+func (s *fleetStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fleet, nil
+}
+
+func (s *fleetStore) SetFleetSchedule(_ context.Context, prev int64, text string) (lease.FleetSchedule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.setErr != nil {
+		return lease.FleetSchedule{}, s.setErr
+	}
+	if s.fleet.Version != prev {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: at version %d, not %d", lease.ErrConflict, s.fleet.Version, prev)
+	}
+	s.fleet = lease.FleetSchedule{Text: text, Version: prev + 1}
+	return s.fleet, nil
+}
+
+func (s *fleetStore) Keyspace(index int) (lease.Store, error) { return keyspaceView{s, index}, nil }
+
+func (s *fleetStore) Close() error { return nil }
+
+func (s *fleetStore) List(context.Context) ([]lease.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recs[0], nil
+}
+
+// keyspaceView is keyspace index of a fleetStore.
+type keyspaceView struct {
+	*fleetStore
+	index int
+}
+
+func (v keyspaceView) List(context.Context) ([]lease.Record, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.recs[v.index], nil
+}
+
+// fleetCopies are n fleet stores named copy-1…copy-n.
+func fleetCopies(n int) ([]lease.FleetCopy, []*fleetStore) {
+	cs := make([]lease.FleetCopy, n)
+	ss := make([]*fleetStore, n)
+	for i := range cs {
+		ss[i] = newFleetStore()
+		cs[i] = lease.FleetCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: ss[i]}
+	}
+	return cs, ss
+}
+
+func registryCopiesOf(cs []lease.FleetCopy) []lease.RegistryCopy {
+	rs := make([]lease.RegistryCopy, len(cs))
+	for i, c := range cs {
+		rs[i] = lease.RegistryCopy{Name: c.Name, Store: c.Store}
+	}
+	return rs
+}
+
+const (
+	schedFar   = "v1,v2@2099-01-01T00:00:00Z"
+	schedLater = "v1,v2@2099-06-01T00:00:00Z"
+)
+
+// Every change of the registry keeps the fleet schedule it records; it
+// goes through the stored form; a change that drops it is refused.
+func TestRegistryKeepsSchedule(t *testing.T) {
+	r, _, err := lease.Registry{}.WithRegion("eu-west-1", 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = r.WithSchedule("v1,v2@2099-01-01T00:00:00+00:00"); err != nil || r.Schedule != schedFar || r.Version != 2 {
+		t.Fatalf("WithSchedule: %+v, %v; want %q recorded at version 2", r, err, schedFar)
+	}
+	steps := map[string]func(lease.Registry) (lease.Registry, error){
+		"WithRegion": func(r lease.Registry) (lease.Registry, error) {
+			n, _, err := r.WithRegion("us-east-1", 2, 8)
+			return n, err
+		},
+		"WithRetired": func(r lease.Registry) (lease.Registry, error) {
+			n, _, err := r.WithRetired("eu-west-1", 3)
+			return n, err
+		},
+	}
+	for name, step := range steps {
+		n, err := step(r)
+		if err != nil || n.Schedule != schedFar {
+			t.Errorf("%s: schedule %q, %v; want %q kept", name, n.Schedule, err, schedFar)
+		}
+	}
+	if _, err := r.WithSchedule("v3"); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("WithSchedule(v3): %v, want ErrInvalid", err)
+	}
+	body, err := lease.EncodeRegistry(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lease.DecodeRegistry(body); err != nil || !got.Equal(r) {
+		t.Fatalf("DecodeRegistry(EncodeRegistry(%+v)) = %+v, %v", r, got, err)
+	}
+	if o := r; func() bool { o.Schedule = schedLater; return o.Equal(r) }() {
+		t.Errorf("registries that differ only in the schedule are Equal")
+	}
+
+	ctx := context.Background()
+	cs := copies(2)
+	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) { return r.WithSchedule(schedFar) }); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(lease.Registry) (lease.Registry, error){
+		"AddRegion": func(r lease.Registry) (lease.Registry, error) {
+			n, _, err := r.WithRegion("b", 2, 8)
+			return n, err
+		},
+		"RetireRegion": func(r lease.Registry) (lease.Registry, error) {
+			n, _, err := r.WithRetired("a", 3)
+			return n, err
+		},
+	} {
+		got, err := lease.UpdateRegistry(ctx, cs, change)
+		if err != nil || got.Schedule != schedFar {
+			t.Errorf("%s through UpdateRegistry: %+v, %v; want the schedule kept", name, got, err)
+		}
+	}
+	if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) {
+		return lease.Registry{Version: r.Version + 1, Regions: r.Regions}, nil
+	}); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("a change dropping the schedule: %v, want ErrInvalid", err)
+	}
+}
+
+// A registry written before the schedule was kept decodes, with no
+// schedule; a schedule that does not parse, or is not canonical, is
+// refused by CheckRegistry (and so by EncodeRegistry and DecodeRegistry).
+func TestRegistryScheduleBody(t *testing.T) {
+	old := `{"version":2,"regions":[{"name":"eu-west-1","number":0,"created_ms":1767225600000}],"copies":["a","b"]}`
+	r, err := lease.DecodeRegistry([]byte(old))
+	if err != nil || r.Schedule != "" || r.Version != 2 || len(r.Regions) != 1 {
+		t.Fatalf("DecodeRegistry(a body without a schedule) = %+v, %v; want it with the schedule empty", r, err)
+	}
+	for name, sched := range map[string]string{
+		"unknown layout": "v3",
+		"no instant":     "v1,v2",
+		"not canonical":  "v1,v2@2099-01-01T00:00:00+00:00",
+		"spaces":         " v1",
+	} {
+		bad := lease.Registry{Version: 1, Schedule: sched}
+		if err := lease.CheckRegistry(bad); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("CheckRegistry(%s: %q) = %v, want ErrInvalid", name, sched, err)
+		}
+		body := fmt.Sprintf(`{"version":1,"regions":[],"schedule":%q}`, sched)
+		if got, err := lease.DecodeRegistry([]byte(body)); err == nil {
+			t.Errorf("DecodeRegistry(%s: %s) = %+v; want an error", name, body, got)
+		}
+	}
+	if err := lease.CheckRegistry(lease.Registry{Version: 1, Schedule: schedFar}); err != nil {
+		t.Errorf("CheckRegistry with %q: %v", schedFar, err)
+	}
+}
+
+// A schedule change that stopped after the first copy is finished by
+// SyncRegistry; a copy that changed the schedule another way is not
+// brought over.
+func TestSyncScheduleChange(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(2)
+	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := cs[0].Store.Registry(ctx)
+	next, _ := r.WithSchedule(schedFar)
+	if err := cs[0].Store.SetRegistry(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lease.SyncRegistry(ctx, cs); err != nil || got.Schedule != schedFar {
+		t.Fatalf("sync over a schedule change: %+v, %v", got, err)
+	}
+	if got, _ := cs[1].Store.Registry(ctx); !got.Equal(next) {
+		t.Fatalf("copy 2 after sync: %+v, want %+v", got, next)
+	}
+	// Copy 2 goes another way at the same version: not one change behind.
+	theirs, _ := next.WithSchedule(schedLater)
+	ours, _, _ := next.WithRegion("b", 2, 8)
+	ours2, _, _ := ours.WithRegion("c", 3, 8)
+	cs[1].Store.SetRegistry(ctx, theirs)
+	cs[0].Store.SetRegistry(ctx, ours)
+	cs[0].Store.SetRegistry(ctx, ours2)
+	if _, err := lease.SyncRegistry(ctx, cs); !errors.Is(err, lease.ErrRegistryDiverged) {
+		t.Fatalf("sync over a copy that went another way: %v, want ErrRegistryDiverged", err)
+	}
+	// A region change that also changes a recorded schedule is not one
+	// change either.
+	cs2 := copies(2)
+	lease.UpdateRegistry(ctx, cs2, func(r lease.Registry) (lease.Registry, error) { return r.WithSchedule(schedFar) })
+	base, _ := cs2[0].Store.Registry(ctx)
+	both, _, _ := base.WithRegion("c", 1, 8)
+	both.Schedule = schedLater
+	cs2[0].Store.SetRegistry(ctx, both)
+	if _, err := lease.SyncRegistry(ctx, cs2); !errors.Is(err, lease.ErrRegistryDiverged) {
+		t.Fatalf("sync over a region added with the schedule changed: %v, want ErrRegistryDiverged", err)
+	}
+}
+
+// ChangeFleetSchedule sets every store's record and then the registry; it
+// refuses other copies, diverged copies and a change the notice rule
+// refuses on any store before writing anything; a change that stopped half
+// way is finished by running it again.
+func TestChangeFleetSchedule(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cs, ss := fleetCopies(2)
+	if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), "a", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, wantRecord, wantRegistry string) {
+		t.Helper()
+		for i, s := range ss {
+			r, _ := s.Registry(ctx)
+			if s.fleet.Text != wantRecord || r.Schedule != wantRegistry {
+				t.Errorf("%s: copy %d keeps %q, its registry %q; want %q and %q", what, i+1, s.fleet.Text, r.Schedule, wantRecord, wantRegistry)
+			}
+		}
+	}
+
+	if _, err := lease.ChangeFleetSchedule(ctx, cs[:1], schedFar, now, 0); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "copy-1, copy-2") {
+		t.Errorf("one copy of two: %v, want ErrInvalid naming the copies", err)
+	}
+	check("after naming one copy of two", "v1", "")
+
+	// A mark within the notice of the cutover, in copy 2's keyspace of
+	// region 2's v2 numbers, refuses the change before any write.
+	for _, name := range []string{"b", "c"} {
+		if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), name, 1, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2region2, _ := lease.KeyspaceOf(1, 2)
+	ss[1].recs = map[int][]lease.Record{v2region2: {{Machine: 7, MarkMs: time.Date(2098, 12, 31, 23, 30, 0, 0, time.UTC).UnixMilli()}}}
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nothing was changed") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("keyspace %d", v2region2)) {
+		t.Errorf("a mark within the notice on copy 2: %v, want ErrInvalid naming keyspace %d, before any write", err, v2region2)
+	}
+	check("after the notice refusal on copy 2", "v1", "")
+	ss[1].recs = nil
+
+	ss[1].setErr = errors.New("store down")
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err == nil || !strings.Contains(err.Error(), "run the same snowfence schedule set again") {
+		t.Errorf("copy 2 failing: %v, want the message naming the rerun", err)
+	}
+	if ss[0].fleet.Text != schedFar || ss[1].fleet.Text != "v1" {
+		t.Errorf("after copy 2 failed: records %q and %q, want copy 1 changed only", ss[0].fleet.Text, ss[1].fleet.Text)
+	}
+	for i, s := range ss {
+		if r, _ := s.Registry(ctx); r.Schedule != "" || r.Version != 3 {
+			t.Errorf("copy %d's registry after a store failed: %+v, want it untouched", i+1, r)
+		}
+	}
+	ss[1].setErr = nil
+
+	ch, err := lease.ChangeFleetSchedule(ctx, []lease.FleetCopy{cs[1], cs[0]}, schedFar, now, 0)
+	if err != nil || ch.Registry.Schedule != schedFar || ch.Registry.Version != 4 || ch.Now[0].Version != 1 || ch.Now[1].Version != 1 {
+		t.Fatalf("the change run again: %+v, %v", ch, err)
+	}
+	check("after the change", schedFar, schedFar)
+
+	// Again: nothing written.
+	if ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err != nil || ch.Registry.Version != 4 {
+		t.Fatalf("the same change once more: %+v, %v; want the registry left at version 4", ch, err)
+	}
+
+	// Diverged registry copies: refused before any store is changed.
+	r, _ := ss[0].Registry(ctx)
+	next, _, _ := r.WithRegion("d", 2, 8)
+	ss[0].SetRegistry(ctx, next)
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedLater, now, 0); !errors.Is(err, lease.ErrRegistryDiverged) {
+		t.Errorf("diverged copies: %v, want ErrRegistryDiverged", err)
+	}
+	check("after the refusal on diverged copies", schedFar, schedFar)
+}
+
+// Without a registry, every store's record is set and nothing else.
+func TestChangeFleetScheduleWithoutRegistry(t *testing.T) {
+	ctx := context.Background()
+	cs, ss := fleetCopies(2)
+	ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+	if err != nil || ch.Registry.Version != 0 || ss[0].fleet.Text != schedFar || ss[1].fleet.Text != schedFar {
+		t.Fatalf("ChangeFleetSchedule without a registry: %+v, %v; records %q, %q", ch, err, ss[0].fleet.Text, ss[1].fleet.Text)
+	}
+	if r, _ := ss[0].Registry(ctx); r.Version != 0 {
+		t.Errorf("a registry was written: %+v", r)
+	}
+}
+
+// A holder starts only when its schedule, its store's record and the
+// registry agree; with no schedule recorded, the store's claim checks.
+func TestCheckHolderSchedule(t *testing.T) {
+	reg := lease.Registry{Version: 3, Schedule: schedFar}
+	far := lease.FleetSchedule{Text: schedFar, Version: 1}
+	for _, c := range []struct {
+		name   string
+		reg    lease.Registry
+		holder string
+		fleet  lease.FleetSchedule
+		want   string // "" for nil
+	}{
+		{"all agree", reg, schedFar, far, ""},
+		{"spelled otherwise", reg, "v1,v2@2099-01-01T00:00:00+00:00", far, ""},
+		{"holder differs", reg, "v1", far, "restart it with --schedule '" + schedFar + "'"},
+		{"holder default", reg, "", far, "snowfence schedule set SCHEDULE"},
+		{"store missed the change", reg, schedFar, lease.FleetSchedule{Text: "v1"}, "snowfence regions sync"},
+		{"store missed it, holder on the store's", reg, "v1", lease.FleetSchedule{Text: "v1"}, "snowfence schedule set '" + schedFar + "'"},
+		{"none recorded", lease.Registry{Version: 3}, "v1", far, ""},
+		{"no registry", lease.Registry{}, "v1", far, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := lease.CheckHolderSchedule(c.reg, c.holder, c.fleet)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("CheckHolderSchedule: %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckHolderSchedule: %v; want ErrSchedule saying %q", err, c.want)
+			}
+		})
+	}
+}
