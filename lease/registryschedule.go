@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfence/snowfence"
 )
 
 // The fleet's layout schedule is kept twice: as every store's fleet
@@ -151,7 +150,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		}
 	}
 	for i, st := range stores {
-		if ch.Was[i], err = checkEveryKeyspace(ctx, st, reg, canon, now, notice); err != nil {
+		if ch.Was[i], _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
 			return ch, fmt.Errorf("copy %s: %w; nothing was changed", names[i], err)
 		}
 	}
@@ -187,47 +186,4 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 			"holders are refused at start until then", canon, err)
 	}
 	return ch, nil
-}
-
-// checkEveryKeyspace is SetSchedule's check of the change to canon on st,
-// with the marks of every keyspace of st that a holder may lease in: each
-// step of the stored and of the new schedule, for region 0 and every
-// region reg registers. It returns st's fleet schedule record.
-func checkEveryKeyspace(ctx context.Context, st Store, reg Registry, canon string, now time.Time, notice time.Duration) (FleetSchedule, error) {
-	cur, _, err := checkScheduleChange(ctx, st, canon, now, notice)
-	if err != nil || cur.Text == canon {
-		return cur, err
-	}
-	steps := 0
-	for _, text := range []string{cur.Text, canon} {
-		s, err := snowfence.ParseSchedule(text)
-		if err != nil {
-			return cur, fmt.Errorf("lease: the fleet schedule %q does not parse: %w", text, err)
-		}
-		steps = max(steps, len(s.Steps()))
-	}
-	regions := []int{0}
-	for _, g := range reg.Regions {
-		if g.Number != 0 {
-			regions = append(regions, g.Number)
-		}
-	}
-	for step := range min(steps, MaxSteps) {
-		for _, region := range regions {
-			index, err := KeyspaceOf(step, region)
-			if err != nil {
-				return cur, err
-			}
-			ks, err := st.Keyspace(index)
-			if err != nil {
-				return cur, fmt.Errorf("lease: open keyspace %d to read its marks: %w", index, err)
-			}
-			_, _, err = checkScheduleChange(ctx, ks, canon, now, notice)
-			ks.Close()
-			if err != nil {
-				return cur, fmt.Errorf("keyspace %d (region %d, layout step %d): %w", index, region, step, err)
-			}
-		}
-	}
-	return cur, nil
 }
