@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // The fleet's layout schedule is kept twice: as every store's fleet
