@@ -36,16 +36,18 @@ type cutStore struct {
 	flags []string // store flags, for serve and the CLI
 }
 
-// Timings of every holder: a short renewal period, so that the keeper's
-// turns (the v2 claim from the lead window on, the v1 release after T) come
-// within a second; the lead is the shortest allowed, 2 × the lease TTL.
-var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-fence", "5s", "--lead", "20s"}
+// Timings of every holder, on every store: a short renewal period, so that
+// the keeper's turns (the v2 claim from the lead window on, the v1 release
+// after T) come within a second; a 1 s margin below the mark (the tables'
+// own is 5 s); the lead is the shortest allowed, 2 × the lease TTL.
+var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-fence", "5s", "--fence-margin", "1s", "--lead", "20s"}
 
 // cutFirstStep is where the first step puts every holder's clock: T minus
-// this, inside the lead window (20 s) and no further from T than the lease
-// TTL (10 s, the reserve), so that the first v1 renewal after it reserves
-// past T and the second step costs no refusal.
-const cutFirstStep = 9 * time.Second
+// this, inside the lead window (20 s) and no further from T than the
+// reserve (the lease TTL, 10 s) less the margin (1 s), so that the first v1
+// renewal after it lets the generator issue up to T, and the second step
+// costs no refusal.
+const cutFirstStep = 8 * time.Second
 
 // cutSecondStep is where the second step puts the clocks: this long before
 // T, with the clients minting.
@@ -173,7 +175,7 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 		}
 	}
 
-	// Into the lead window: every clock to T - 9 s, one offset for all,
+	// Into the lead window: every clock to T - 8 s, one offset for all,
 	// so they read the same (the offset is against this host's clock).
 	off1 := T.Add(-cutFirstStep).UnixMilli() - time.Now().UnixMilli()
 	for _, h := range holders {
@@ -187,7 +189,7 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 
 	// Across T with the clients minting.
 	for _, h := range holders {
-		h.startLoad(client, 100_000)
+		h.startLoad(client, cutMaxAcks)
 		defer h.haltLoad()
 	}
 	off2 := T.Add(-cutSecondStep).UnixMilli() - time.Now().UnixMilli()
@@ -223,7 +225,9 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("15 s after the second step: v1 records %+v; %s refused after T: %v", v1recs, lacking.name, lacking.refusedAfter(realT))
+			// Go on: the checks below say what went wrong.
+			t.Errorf("15 s after the second step: v1 records %+v; %s refused after T: %v", v1recs, lacking.name, lacking.refusedAfter(realT))
+			break
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
 	}
@@ -274,8 +278,10 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 	checkHeld(t, "after "+leaving.name+" stopped", v2recs, want)
 	lacking.v2 = leaving.v2
 	for _, h := range holders {
+		h.haltLoad()
+	}
+	for _, h := range holders {
 		if h != leaving {
-			h.haltLoad()
 			h.s.stop(t)
 		}
 	}
@@ -332,6 +338,9 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 		// and a v2 ID issued before the release, or a batch refused at
 		// T after reserving IDs at T-1ms, makes it T.
 		r := v1recs[h.v1]
+		if r.Holder != "" {
+			t.Errorf("%s: v1 number %d still held by %s after T", h.name, h.v1, r.Holder)
+		}
 		if r.MarkMs != lastV1End && r.MarkMs != tMs {
 			t.Errorf("%s: v1 number %d released with mark %s; want the end of its last v1 ID, %s, or T, %s",
 				h.name, h.v1, lease.FormatMs(r.MarkMs), lease.FormatMs(lastV1End), lease.FormatMs(tMs))
@@ -463,8 +472,13 @@ func waitNext(t *testing.T, holders []*cutHolder, until time.Time) *cutHolder {
 	}
 }
 
-// startLoad starts the holder's client: n requests, or fewer if haltLoad
-// comes first.
+// cutMaxAcks bounds the batches acknowledged per holder from the lead
+// window on: a run that stalls still checks its IDs in the primary key
+// within that helper's 30 s.
+const cutMaxAcks = 2000
+
+// startLoad starts the holder's client: n acknowledged batches, or fewer
+// if haltLoad comes first.
 func (h *cutHolder) startLoad(client *http.Client, n int) {
 	h.stop, h.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -484,11 +498,11 @@ func (h *cutHolder) haltLoad() {
 	<-h.done
 }
 
-// load posts batches of 1000, one at a time, until stop or n requests,
-// recording each answer in the order it arrived. After a refusal it waits
-// 10 ms before asking again, so a refusing holder is not spun on.
+// load posts batches of 1000, one at a time, until stop, n acknowledged or
+// 20n sent, recording each answer in the order it arrived. After a refusal
+// it waits 10 ms before asking again, so a refusing holder is not spun on.
 func (h *cutHolder) load(client *http.Client, stop <-chan struct{}, n int) {
-	for range n {
+	for acked, sent := 0, 0; acked < n && sent < 20*n; sent++ { // sent: a bound should every answer be a refusal
 		select {
 		case <-stop:
 			return
@@ -513,6 +527,7 @@ func (h *cutHolder) load(client *http.Client, stop <-chan struct{}, n int) {
 			h.bad = append(h.bad, fmt.Sprintf("%d %.200s", resp.StatusCode, body))
 		case resp.StatusCode == 200 && len(b.IDs) == 1000:
 			h.acks = append(h.acks, cutAck{ids: b.IDs, at: at})
+			acked++
 		case resp.StatusCode == 503:
 			h.refusals = append(h.refusals, cutRefusal{code: b.Error.Code, reason: b.Error.Reason, message: b.Error.Message, at: at})
 		default:
