@@ -156,6 +156,10 @@ func (h *hold) claim(ctx context.Context) error {
 	h.exclude = nil // avoid the lost number once, not for ever
 	h.mu.Unlock()
 	if err != nil {
+		if h.keyspace != c.Region {
+			// The store names its keyspace as its region: say which.
+			err = fmt.Errorf("layout %s's numbers of region %d (keyspace %d): %w", h.layout, c.Region, h.keyspace, err)
+		}
 		h.mu.Lock()
 		h.status.LastError = err.Error()
 		if h.status.Claims == 0 && h != h.k.holds[0] {
