@@ -150,8 +150,11 @@ func draw(seed uint64, store string, steps int) *config {
 	}
 	cut := "v1,v2@CUTOVER"
 	switch {
-	case c.Theme == themeRegions && chance(0.85):
+	case c.Theme == themeRegions && chance(0.6):
 		// Regions matter under a layout without region bits: v1.
+	case c.Theme == themeRegions:
+		// A v2 fleet of regions, each region's numbers its own.
+		c.Fleet = "v2"
 	case chance(bias(themeSchedules, 0.5, 0.12)):
 		c.Fleet = cut
 	case chance(0.05):
