@@ -328,7 +328,7 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		return Registry{}, err
 	}
 	for attempt := range registryRetries {
-		cur, err := readCopies(ctx, copies)
+		cur, err := readCopies(ctx, copies, names, ids)
 		var behind *copiesBehind
 		if errors.As(err, &behind) && attempt < registryRetries-1 {
 			// Most likely another operator's change between its first
@@ -378,13 +378,27 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 }
 
 // readCopies returns the registry every copy holds, or ErrRegistryDiverged.
-func readCopies(ctx context.Context, copies []RegistryCopy) (Registry, error) {
-	var first Registry
+// With ids (the copies' identities, parallel to names) it first refuses,
+// with ErrCopyIdentity, a copy whose identity differs from the one any
+// copy's registry records for its name: a copy that is another store
+// differs from the others, and that is the cause to report.
+func readCopies(ctx context.Context, copies []RegistryCopy, names, ids []string) (Registry, error) {
+	regs := make([]Registry, len(copies))
 	for i, c := range copies {
 		r, err := c.Store.Registry(ctx)
 		if err != nil {
 			return Registry{}, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
 		}
+		if ids != nil {
+			if err := checkIdentities(r, names, ids); err != nil {
+				return Registry{}, err
+			}
+		}
+		regs[i] = r
+	}
+	var first Registry
+	for i, r := range regs {
+		c := copies[i]
 		if i == 0 {
 			first = r
 			continue
@@ -465,6 +479,9 @@ func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) 
 	for i, c := range copies {
 		if regs[i], err = c.Store.Registry(ctx); err != nil {
 			return Registry{}, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
+		}
+		if err := checkIdentities(regs[i], names, ids); err != nil {
+			return regs[i], err
 		}
 		if first < 0 && regs[i].Version > 0 {
 			first = i

@@ -49,7 +49,7 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 		ids[i] = allIDs[slices.Index(allNames, c.Name)]
 	}
 	for attempt := range registryRetries {
-		cur, err := readCopies(ctx, copies)
+		cur, err := readCopies(ctx, copies, names, ids)
 		var behind *copiesBehind
 		if errors.As(err, &behind) && attempt < registryRetries-1 {
 			if werr := snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {

@@ -144,7 +144,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 	if err != nil {
 		return ch, err
 	}
-	reg, err := readCopies(ctx, rcs)
+	reg, err := readCopies(ctx, rcs, names, ids)
 	if err != nil {
 		return ch, err
 	}
