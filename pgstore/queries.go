@@ -209,7 +209,7 @@ SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS
 		// (lease.EncodeRegistry): the row is inserted for version 1 and
 		// updated from version $1 - 1 otherwise; no row returned means the
 		// version stored was another.
-		registry:     q(`SELECT version, body::text FROM {r} WHERE id = 1`),
+		registry: q(`SELECT version, body::text FROM {r} WHERE id = 1`),
 		// Where the registry's copy is: the server's system identifier
 		// (from {ident}, as the restore checks read it), the database and
 		// the registry table's schema and name as the server resolves them.
