@@ -43,6 +43,38 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // unknown outcome it reads the item again and reports success if it holds
 // next.
 func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	return s.writeRegistry(ctx, next, false)
+}
+
+// CreateRegistry writes r into the registry's item if it has no version
+// (SetRegistry's condition for version 1), whatever r's version; a stored
+// registry equal to r is success, any other lease.ErrRegistryConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+	return s.writeRegistry(ctx, r, true)
+}
+
+// RegistryIdentity returns "dynamodb <TableArn> table id <TableId>" from
+// DescribeTable (the call the restore checks make): the ARN names the
+// account, the AWS region and the table, and the TableId tells a table
+// from another of the same name, as one deleted and created again or
+// restored from a backup.
+func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
+	if err := s.open(); err != nil {
+		return "", err
+	}
+	t, err := s.describeTable(ctx)
+	if err != nil {
+		return "", err
+	}
+	arn := aws.ToString(t.TableArn)
+	if arn == "" {
+		return "", fmt.Errorf("dynamostore: DescribeTable of %s returned no TableArn", s.table)
+	}
+	return fmt.Sprintf("dynamodb %s table id %s", arn, *t.TableId), nil
+}
+
+// writeRegistry is SetRegistry, or with create CreateRegistry.
+func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
@@ -52,7 +84,7 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 	}
 	cond := "#v = :prev"
 	vals := map[string]types.AttributeValue{":b": str(string(body)), ":next": num(next.Version)}
-	if next.Version == 1 {
+	if create || next.Version == 1 {
 		cond = "attribute_not_exists(#v)"
 	} else {
 		vals[":prev"] = num(next.Version - 1)
@@ -81,7 +113,11 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 		if perr != nil {
 			return perr
 		}
-		return lease.RegistryConflict(fmt.Sprintf("the registry's item (machine_id %d)", registryKey), cur, next)
+		where := fmt.Sprintf("the registry's item (machine_id %d)", registryKey)
+		if create {
+			return lease.RegistryCreateConflict(where, cur, next)
+		}
+		return lease.RegistryConflict(where, cur, next)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
 	defer cancel()

@@ -22,9 +22,14 @@ import (
 func TestRegistryItemBesideLeases(t *testing.T) {
 	s := newStore(t)
 	s1 := connect(t, s.Table(), 1)
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}, {Name: "copy-s1", Store: s1}}, "eu-west-1", baseMs(), 8)
+	// The two regions' stores are one copy (one identity): named as two,
+	// they are refused.
+	if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}, {Name: "copy-s1", Store: s1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+		t.Fatalf("AddRegion on two regions of one table as two copies = %v; want ErrCopyIdentity", err)
+	}
+	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
-		t.Fatalf("AddRegion on two regions of one table = %+v, %v; want number 0", g, err)
+		t.Fatalf("AddRegion on region 0 of the table = %+v, %v; want number 0", g, err)
 	}
 	want, err := s.Registry(ctxFor(t))
 	if err != nil || want.Version != 1 {

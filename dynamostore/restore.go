@@ -90,17 +90,27 @@ func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 
 // describeTableID returns the table's TableId from DescribeTable.
 func (s *Store) describeTableID(ctx context.Context) (string, error) {
-	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+	t, err := s.describeTable(ctx)
 	if err != nil {
-		return "", fmt.Errorf("dynamostore: describe table %s (to notice a point-in-time restore): %w; check the credentials allow dynamodb:DescribeTable", s.table, err)
-	}
-	if out.Table == nil || out.Table.TableId == nil || *out.Table.TableId == "" {
-		return "", errors.New("dynamostore: DescribeTable returned no TableId")
-	}
-	if err := notGlobal(s.table, out.Table); err != nil {
 		return "", err
 	}
-	return *out.Table.TableId, nil
+	return *t.TableId, nil
+}
+
+// describeTable returns the table's description from DescribeTable, with
+// a TableId, refusing a global table (notGlobal).
+func (s *Store) describeTable(ctx context.Context) (*types.TableDescription, error) {
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: describe table %s (to notice a point-in-time restore): %w; check the credentials allow dynamodb:DescribeTable", s.table, err)
+	}
+	if out.Table == nil || out.Table.TableId == nil || *out.Table.TableId == "" {
+		return nil, errors.New("dynamostore: DescribeTable returned no TableId")
+	}
+	if err := notGlobal(s.table, out.Table); err != nil {
+		return nil, err
+	}
+	return out.Table, nil
 }
 
 // notGlobal refuses a global table. Its replicas check a condition each

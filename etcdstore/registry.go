@@ -34,6 +34,39 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // success (a retry, or a second copy under the same prefix); any other is
 // lease.ErrRegistryConflict, naming the version found.
 func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	return s.writeRegistry(ctx, next, false)
+}
+
+// CreateRegistry writes r under <prefix>/registry if the key is absent
+// (a transaction comparing its create revision with 0), whatever r's
+// version; a stored registry equal to r is success, any other
+// lease.ErrRegistryConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+	return s.writeRegistry(ctx, r, true)
+}
+
+// RegistryIdentity returns "etcd cluster <cluster ID in hex> key
+// <prefix>/registry": the cluster ID from the header of a read of the
+// registry's key, which etcd gives every cluster at its bootstrap (from
+// its members' peer URLs and its initial cluster token: two clusters
+// bootstrapped with the same ones share it, so give each its own token),
+// and which a cluster restored from a snapshot into a new one changes.
+func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
+	if err := s.open(); err != nil {
+		return "", err
+	}
+	resp, err := s.get(ctx, s.keys.registry, clientv3.WithCountOnly())
+	if err != nil {
+		return "", fmt.Errorf("etcdstore: read the region registry %s: %w", s.keys.registry, err)
+	}
+	if resp.Header == nil || resp.Header.ClusterId == 0 {
+		return "", fmt.Errorf("etcdstore: the answer to a read of %s names no cluster ID", s.keys.registry)
+	}
+	return fmt.Sprintf("etcd cluster %016x key %s", resp.Header.ClusterId, s.keys.registry), nil
+}
+
+// writeRegistry is SetRegistry, or with create CreateRegistry.
+func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
@@ -50,7 +83,10 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 	if err != nil {
 		return err
 	}
-	if cur.Version != next.Version-1 {
+	if create && cur.Version != 0 {
+		return lease.RegistryCreateConflict(key, cur, next)
+	}
+	if !create && cur.Version != next.Version-1 {
 		return lease.RegistryConflict(key, cur, next)
 	}
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
@@ -71,6 +107,9 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 		cur, err := parseRegistry(kvAt(resp, 0))
 		if err != nil {
 			return err
+		}
+		if create {
+			return lease.RegistryCreateConflict(key, cur, next)
 		}
 		return lease.RegistryConflict(key, cur, next) // it changed between the read and the write
 	}

@@ -13,20 +13,29 @@ import (
 // TestRegistryKeySharedByRegions: the region registry lives in one key,
 // <prefix>/registry, that the stores of every region under the prefix
 // read: written through region 0, region 1 reads it, and writing it again
-// through region 1 as a second copy succeeds without a second version.
+// through region 1 succeeds without a second version; the two regions'
+// stores, named as two copies, are refused: they are one.
 func TestRegistryKeySharedByRegions(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t, 1).Client(t)
 	prefix := prefixFor(t)
 	r0 := newStore(t, cli, etcdstore.Config{Prefix: prefix})
 	r1 := newStore(t, cli, etcdstore.Config{Prefix: prefix, Region: 1})
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", baseMs(), 8)
+	// The two regions' stores are one copy (one identity): named as two,
+	// they are refused.
+	if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+		t.Fatalf("AddRegion on two regions of one prefix as two copies = %v; want ErrCopyIdentity", err)
+	}
+	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
-		t.Fatalf("AddRegion on two regions of one prefix = %+v, %v; want number 0", g, err)
+		t.Fatalf("AddRegion on region 0 of the prefix = %+v, %v; want number 0", g, err)
 	}
 	reg, err := r1.Registry(ctxFor(t))
 	if err != nil || reg.Version != 1 || len(reg.Regions) != 1 {
 		t.Fatalf("region 1 reads the registry %+v, %v; want version 1 with eu-west-1", reg, err)
+	}
+	if err := r1.SetRegistry(ctxFor(t), reg); err != nil {
+		t.Fatalf("SetRegistry of the stored registry through region 1 = %v; want nil", err)
 	}
 	resp, err := cli.Get(ctxFor(t), prefix+"/registry")
 	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {

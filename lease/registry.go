@@ -71,6 +71,14 @@ type Registry struct {
 	// writes them (by name), as the first change through UpdateRegistry
 	// gave them; later changes must name the same copies. Empty until then.
 	Copies []string `json:"copies,omitempty"`
+	// CopyIdentities are the copies' identities (RegistryIdentity: where
+	// each copy lives, as its store reports it), parallel to Copies: the
+	// identity of Copies[i] is CopyIdentities[i]. Every change reads each
+	// copy's identity and refuses a copy whose identity is not the one
+	// recorded for its name, and two copies of one identity. Empty in a
+	// registry written before identities were kept: its next change
+	// records them.
+	CopyIdentities []string `json:"copy_identities,omitempty"`
 	// Schedule is the fleet's layout schedule in canonical text
 	// (CanonicalSchedule): the one every region's store keeps as its fleet
 	// schedule record and every holder of every region must start with
@@ -87,7 +95,10 @@ type Registry struct {
 // recorded in the registry (Registry.Copies), so that a change naming
 // other copies, or fewer, is refused, and every change writes them in the
 // order of their names: the first copy decides between two changes only
-// if every change writes it first.
+// if every change writes it first. Beside each name the registry records
+// the identity the store reports (RegistryIdentity), so that a name that
+// has come to mean another store, or two names meaning one, is refused
+// too.
 type RegistryCopy struct {
 	Name  string
 	Store RegistryStore
@@ -95,7 +106,8 @@ type RegistryCopy struct {
 
 // Equal reports whether r and o are the same registry.
 func (r Registry) Equal(o Registry) bool {
-	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions) && slices.Equal(r.Copies, o.Copies) && r.Schedule == o.Schedule
+	return r.Version == o.Version && slices.Equal(r.Regions, o.Regions) && slices.Equal(r.Copies, o.Copies) &&
+		slices.Equal(r.CopyIdentities, o.CopyIdentities) && r.Schedule == o.Schedule
 }
 
 // Named returns the region called name.
@@ -193,7 +205,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 		return r, Region{}, fmt.Errorf("%w: all %d region numbers of the layout have been used (retired numbers are never reused); a layout with more region bits is needed", ErrNoRegionNumber, limit)
 	}
 	g := Region{Name: name, Number: n, CreatedMs: nowMs}
-	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies, Schedule: r.Schedule}
+	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies, CopyIdentities: r.CopyIdentities, Schedule: r.Schedule}
 	slices.SortFunc(next.Regions, func(a, b Region) int { return a.Number - b.Number })
 	return next, g, nil
 }
@@ -201,7 +213,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 // WithRetired returns r, one version on, with the region called name
 // retired at nowMs. Its number stays taken.
 func (r Registry) WithRetired(name string, nowMs int64) (Registry, Region, error) {
-	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, Schedule: r.Schedule}
+	next := Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, CopyIdentities: r.CopyIdentities, Schedule: r.Schedule}
 	for i, g := range next.Regions {
 		if g.Name != name {
 			continue
@@ -244,6 +256,20 @@ type RegistryStore interface {
 	// equals next: a retry of a write that committed, or a second copy on
 	// the same store, succeeds.
 	SetRegistry(ctx context.Context, next Registry) error
+	// CreateRegistry writes r if no registry is stored (create if
+	// absent), whatever r's version: how a copy joins a registry already
+	// at some version (JoinRegistry, SyncRegistry). A stored registry
+	// equal to r is success (a retry); any other is ErrRegistryConflict.
+	CreateRegistry(ctx context.Context, r Registry) error
+	// RegistryIdentity returns a stable identity of the place this
+	// store's copy of the registry lives, read from the store itself and
+	// not from how it was reached: the same for every Store value on that
+	// copy (every keyspace, Keyspace, shares it) and different for two
+	// copies. etcd: the cluster ID and the key prefix; PostgreSQL: the
+	// server's system identifier, the database, schema and table;
+	// DynamoDB: the table's ARN and TableId. A store rebuilt or restored
+	// into a new cluster or table reports a new identity.
+	RegistryIdentity(ctx context.Context) (string, error)
 }
 
 // RegistryConflict is a RegistryStore's answer when its conditional write
@@ -258,15 +284,30 @@ func RegistryConflict(where string, cur, next Registry) error {
 	return fmt.Errorf("%w: %s is at version %d, not %d; read it again", ErrRegistryConflict, where, cur.Version, next.Version-1)
 }
 
+// RegistryCreateConflict is a RegistryStore's answer when its
+// create-if-absent write of r (CreateRegistry) changed nothing and the
+// stored registry cur was read back: nil if cur is r already (a retry),
+// else ErrRegistryConflict naming where the copy is and its version.
+func RegistryCreateConflict(where string, cur, r Registry) error {
+	if cur.Equal(r) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s holds a registry already, at version %d; a copy is created only where none is", ErrRegistryConflict, where, cur.Version)
+}
+
 // registryRetries bounds how often UpdateRegistry re-reads after another
 // operator's change won the first copy.
 const registryRetries = 8
 
-// UpdateRegistry changes the registry of a fleet: it reads every copy
-// (each region's store, taken in the order of their names), refuses with
-// ErrRegistryDiverged if they differ and with ErrInvalid if they are not
-// the copies the registry records (Registry.Copies: the first change
-// records them), applies change to the registry read, and writes the
+// UpdateRegistry changes the registry of a fleet: it reads every copy's
+// identity (RegistryIdentity) and every copy (each region's store, taken
+// in the order of their names), refuses with ErrRegistryDiverged if they
+// differ, with ErrInvalid if they are not the copies the registry records
+// (Registry.Copies: the first change records them) and with
+// ErrCopyIdentity (a *CopyIdentityError) if two copies are one store or a
+// copy's identity is not the one recorded for its name (the first change
+// records them, and so does the next change of a registry written before
+// identities were kept), applies change to the registry read, and writes the
 // result to every copy in that order, each with its version compare. The
 // first copy decides between two operators changing the registry at once:
 // the one whose write there fails on its version re-reads and applies its
@@ -282,8 +323,12 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 	if err != nil {
 		return Registry{}, err
 	}
+	ids, err := readIdentities(ctx, copies)
+	if err != nil {
+		return Registry{}, err
+	}
 	for attempt := range registryRetries {
-		cur, err := readCopies(ctx, copies)
+		cur, err := readCopies(ctx, copies, names, ids)
 		var behind *copiesBehind
 		if errors.As(err, &behind) && attempt < registryRetries-1 {
 			// Most likely another operator's change between its first
@@ -299,11 +344,14 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		if err := sameCopies(cur, names); err != nil {
 			return cur, err
 		}
+		if err := checkIdentities(cur, names, ids); err != nil {
+			return cur, err
+		}
 		next, err := change(cur)
 		if err != nil {
 			return cur, err
 		}
-		next.Copies = names
+		next.Copies, next.CopyIdentities = names, ids
 		if next.Version != cur.Version+1 {
 			return cur, fmt.Errorf("%w: registry change to version %d from %d; a change raises the version by one", ErrInvalid, next.Version, cur.Version)
 		}
@@ -330,13 +378,27 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 }
 
 // readCopies returns the registry every copy holds, or ErrRegistryDiverged.
-func readCopies(ctx context.Context, copies []RegistryCopy) (Registry, error) {
-	var first Registry
+// With ids (the copies' identities, parallel to names) it first refuses,
+// with ErrCopyIdentity, a copy whose identity differs from the one any
+// copy's registry records for its name: a copy that is another store
+// differs from the others, and that is the cause to report.
+func readCopies(ctx context.Context, copies []RegistryCopy, names, ids []string) (Registry, error) {
+	regs := make([]Registry, len(copies))
 	for i, c := range copies {
 		r, err := c.Store.Registry(ctx)
 		if err != nil {
 			return Registry{}, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
 		}
+		if ids != nil {
+			if err := checkIdentities(r, names, ids); err != nil {
+				return Registry{}, err
+			}
+		}
+		regs[i] = r
+	}
+	var first Registry
+	for i, r := range regs {
+		c := copies[i]
 		if i == 0 {
 			first = r
 			continue
@@ -391,42 +453,69 @@ func RetireRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs
 	return retired, err
 }
 
-// SyncRegistry finishes a change that stopped half way: every copy whose
-// registry is the one the first copy's was made from (one version behind,
-// with one region added or retired, or the fleet schedule changed, since)
-// is given the first copy's
-// registry (with the version compare). Any other difference is refused
-// with ErrRegistryDiverged: it needs an operator's look. The copies must
-// be the ones the registry names, in its order.
+// SyncRegistry finishes a change that stopped half way. The registry it
+// brings every copy to is that of the first copy in name order that holds
+// one (the first a change writes; a copy that joined last, JoinRegistry,
+// may be empty still). Every copy whose registry is the one that was made
+// from (one version behind, with one region added or retired, the fleet
+// schedule changed, or one copy joined since) is given it (with the
+// version compare), and so is an empty copy that the registry records with
+// the identity its store reports (a join that stopped before writing it).
+// Any other difference is refused with ErrRegistryDiverged: it needs an
+// operator's look. The copies must be the ones the registry names, in its
+// order, each the store recorded under its name (ErrCopyIdentity). With
+// no copy written it does nothing.
 func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
 	if err != nil {
 		return Registry{}, err
 	}
-	first, err := copies[0].Store.Registry(ctx)
+	ids, err := readIdentities(ctx, copies)
 	if err != nil {
-		return Registry{}, fmt.Errorf("read the registry's copy %s: %w", copies[0].Name, err)
+		return Registry{}, err
 	}
-	if err := sameCopies(first, names); err != nil {
-		return first, err
-	}
-	for _, c := range copies[1:] {
-		r, err := c.Store.Registry(ctx)
-		if err != nil {
-			return first, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
+	regs := make([]Registry, len(copies))
+	first := -1
+	for i, c := range copies {
+		if regs[i], err = c.Store.Registry(ctx); err != nil {
+			return Registry{}, fmt.Errorf("read the registry's copy %s: %w", c.Name, err)
 		}
+		if err := checkIdentities(regs[i], names, ids); err != nil {
+			return regs[i], err
+		}
+		if first < 0 && regs[i].Version > 0 {
+			first = i
+		}
+	}
+	if first < 0 {
+		return Registry{}, nil
+	}
+	reg := regs[first]
+	if err := sameCopies(reg, names); err != nil {
+		return reg, err
+	}
+	if err := checkIdentities(reg, names, ids); err != nil {
+		return reg, err
+	}
+	for i, c := range copies {
+		r := regs[i]
 		switch {
-		case r.Equal(first):
-		case r.Version == first.Version-1 && oneChangeAfter(r, first):
-			if err := c.Store.SetRegistry(ctx, first); err != nil {
-				return first, fmt.Errorf("sync the registry's copy %s to version %d: %w", c.Name, first.Version, err)
+		case r.Equal(reg):
+		case r.Version == 0 && len(reg.CopyIdentities) > 0:
+			// checkIdentities found c's store to be the one recorded.
+			if err := c.Store.CreateRegistry(ctx, reg); err != nil {
+				return reg, fmt.Errorf("sync the registry's empty copy %s to version %d: %w", c.Name, reg.Version, err)
+			}
+		case r.Version == reg.Version-1 && oneChangeAfter(r, reg):
+			if err := c.Store.SetRegistry(ctx, reg); err != nil {
+				return reg, fmt.Errorf("sync the registry's copy %s to version %d: %w", c.Name, reg.Version, err)
 			}
 		default:
-			return first, fmt.Errorf("%w: copy %s is at version %d and copy %s (written first) at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
-				ErrRegistryDiverged, c.Name, r.Version, copies[0].Name, first.Version)
+			return reg, fmt.Errorf("%w: copy %s is at version %d and copy %s (written first) at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
+				ErrRegistryDiverged, c.Name, r.Version, copies[first].Name, reg.Version)
 		}
 	}
-	return first, nil
+	return reg, nil
 }
 
 // sortedCopies returns copies in the order every change writes them — by
@@ -463,11 +552,21 @@ func sameCopies(r Registry, names []string) error {
 }
 
 // oneChangeAfter reports whether next is prev with one change made: one
-// region added, one region retired, or the fleet schedule changed; the
-// copies unchanged (or recorded for the first time), and the schedule
-// unchanged but for that change (or recorded for the first time).
+// region added, one region retired, the fleet schedule changed, or one
+// copy joined (oneCopyJoined); the copies and their identities unchanged
+// (or recorded for the first time), and the schedule unchanged but for
+// that change (or recorded for the first time).
 func oneChangeAfter(prev, next Registry) bool {
-	if next.Version != prev.Version+1 || (len(prev.Copies) > 0 && !slices.Equal(prev.Copies, next.Copies)) {
+	if next.Version != prev.Version+1 {
+		return false
+	}
+	if oneCopyJoined(prev, next) {
+		return true
+	}
+	if len(prev.Copies) > 0 && !slices.Equal(prev.Copies, next.Copies) {
+		return false
+	}
+	if len(prev.CopyIdentities) > 0 && !slices.Equal(prev.CopyIdentities, next.CopyIdentities) {
 		return false
 	}
 	if next.Schedule == "" && prev.Schedule != "" {

@@ -12,10 +12,30 @@ import (
 )
 
 // memRegistry is a RegistryStore in memory, with the compare the stores
-// make.
+// make. Its identity is id, or its address when id is empty.
 type memRegistry struct {
 	mu  sync.Mutex
 	reg lease.Registry
+	id  string
+}
+
+func (m *memRegistry) CreateRegistry(_ context.Context, r lease.Registry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reg.Version != 0 {
+		return lease.RegistryCreateConflict("the copy in memory", m.reg, r)
+	}
+	m.reg = r
+	return nil
+}
+
+func (m *memRegistry) RegistryIdentity(context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.id != "" {
+		return m.id, nil
+	}
+	return fmt.Sprintf("memory %p", m), nil
 }
 
 func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {

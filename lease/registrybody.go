@@ -7,7 +7,8 @@ import (
 
 // A store keeps its copy of the registry as the JSON of Registry,
 // {"version": 2, "regions": [{"name": "eu-west-1", "number": 0,
-// "created_ms": 1767225600000}, …], "copies": […], "schedule":
+// "created_ms": 1767225600000}, …], "copies": […], "copy_identities":
+// […], "schedule":
 // "v1,v2@2031-01-01T00:00:00Z"}, beside whatever it compares the
 // version on (an etcd revision, a version column, a version attribute).
 // EncodeRegistry and DecodeRegistry are that form, the same in every
@@ -54,6 +55,18 @@ func CheckRegistry(r Registry) error {
 	for i, c := range r.Copies {
 		if c == "" || (i > 0 && c <= r.Copies[i-1]) {
 			return fmt.Errorf("%w: the registry's copies %q: each named once, in name order", ErrInvalid, r.Copies)
+		}
+	}
+	if len(r.CopyIdentities) > 0 {
+		if len(r.CopyIdentities) != len(r.Copies) {
+			return fmt.Errorf("%w: the registry records %d copies and %d copy identities: one identity for each copy", ErrInvalid, len(r.Copies), len(r.CopyIdentities))
+		}
+		ids := make(map[string]bool, len(r.CopyIdentities))
+		for _, id := range r.CopyIdentities {
+			if id == "" || ids[id] {
+				return fmt.Errorf("%w: the registry's copy identities %q: each copy has its own, none empty", ErrInvalid, r.CopyIdentities)
+			}
+			ids[id] = true
 		}
 	}
 	return nil

@@ -32,7 +32,7 @@ func (r Registry) WithSchedule(text string) (Registry, error) {
 	if err != nil {
 		return r, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, Schedule: canon}, nil
+	return Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, CopyIdentities: r.CopyIdentities, Schedule: canon}, nil
 }
 
 // CheckHolderSchedule returns ErrSchedule, saying which command fixes it,
@@ -95,7 +95,8 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 //
 //  1. It reads every copy of the registry and refuses if they differ
 //     (ErrRegistryDiverged: run SyncRegistry) or are not the copies the
-//     registry records (ErrInvalid), and checks the change on every
+//     registry records (ErrInvalid), or two are one store or one is not
+//     the store recorded under its name (ErrCopyIdentity), and checks the change on every
 //     store's record (SetSchedule's refusals, with the marks of every
 //     keyspace a registered region's holders lease in under the old or
 //     the new schedule, region 0's always), before writing anything.
@@ -139,12 +140,19 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		stores[i] = c.Store.(Store) // built from a FleetCopy above
 	}
 	ch := ScheduleChange{Schedule: canon, Names: names, Was: make([]FleetSchedule, len(stores))}
-	reg, err := readCopies(ctx, rcs)
+	ids, err := readIdentities(ctx, rcs)
+	if err != nil {
+		return ch, err
+	}
+	reg, err := readCopies(ctx, rcs, names, ids)
 	if err != nil {
 		return ch, err
 	}
 	if reg.Version > 0 {
 		if err := sameCopies(reg, names); err != nil {
+			return ch, err
+		}
+		if err := checkIdentities(reg, names, ids); err != nil {
 			return ch, err
 		}
 	}

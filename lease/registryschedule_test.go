@@ -37,6 +37,14 @@ func (s *fleetStore) SetRegistry(ctx context.Context, next lease.Registry) error
 	return s.reg.SetRegistry(ctx, next)
 }
 
+func (s *fleetStore) CreateRegistry(ctx context.Context, r lease.Registry) error {
+	return s.reg.CreateRegistry(ctx, r)
+}
+
+func (s *fleetStore) RegistryIdentity(ctx context.Context) (string, error) {
+	return s.reg.RegistryIdentity(ctx)
+}
+
 func (s *fleetStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,6 +16,7 @@ type queries struct {
 	quarantine, unquarantine, raise         string
 	fleet, fleetInit, fleetSet, why, origin string
 	registry, registryInit, registrySet     string
+	registryIdentity                        string
 }
 
 // What RaiseMarks and a restore write into claim_nonce of the rows whose
@@ -208,7 +209,13 @@ SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS
 		// (lease.EncodeRegistry): the row is inserted for version 1 and
 		// updated from version $1 - 1 otherwise; no row returned means the
 		// version stored was another.
-		registry:     q(`SELECT version, body::text FROM {r} WHERE id = 1`),
+		registry: q(`SELECT version, body::text FROM {r} WHERE id = 1`),
+		// Where the registry's copy is: the server's system identifier
+		// (from {ident}, as the restore checks read it), the database and
+		// the registry table's schema and name as the server resolves them.
+		registryIdentity: q(`SELECT ident.sysid, current_database(), n.nspname, c.relname
+	  FROM ({ident}) AS ident, pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	 WHERE c.oid = '{r}'::regclass`),
 		registryInit: q(`INSERT INTO {r} (id, version, body) VALUES (1, $1, ($2::text)::jsonb) ON CONFLICT (id) DO NOTHING RETURNING version`),
 		registrySet:  q(`UPDATE {r} SET version = $1, body = ($2::text)::jsonb, updated_at = now() WHERE id = 1 AND version = $1::bigint - 1 RETURNING version`),
 		// why explains a claim or extension that changed nothing: the

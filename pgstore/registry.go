@@ -30,6 +30,35 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // same table), anything else lease.ErrRegistryConflict naming the version
 // found.
 func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+	return s.writeRegistry(ctx, next, false)
+}
+
+// CreateRegistry inserts r into <table>_region if it has no row, whatever
+// r's version (the insert of SetRegistry's version 1); a stored registry
+// equal to r is success, any other lease.ErrRegistryConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+	return s.writeRegistry(ctx, r, true)
+}
+
+// RegistryIdentity returns "postgres system <system identifier> database
+// <database> table <schema>.<table>_region": the server's system
+// identifier (pg_control_system: initdb gives a new cluster a new one,
+// and a physical standby keeps its primary's), the current database, and
+// the schema and name of the registry's table as the server resolves them
+// (search_path included).
+func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
+	if err := s.open(); err != nil {
+		return "", err
+	}
+	var sysid, db, schema, table string
+	if err := s.pool.QueryRow(ctx, s.queries.registryIdentity).Scan(&sysid, &db, &schema, &table); err != nil {
+		return "", fmt.Errorf("pgstore: read where the region registry of %s is: %w", s.name, s.schemaErr(err))
+	}
+	return fmt.Sprintf("postgres system %s database %s table %s.%s", sysid, db, schema, table), nil
+}
+
+// writeRegistry is SetRegistry, or with create CreateRegistry.
+func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
@@ -38,7 +67,7 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 		return fmt.Errorf("pgstore: write the region registry: %w", err)
 	}
 	stmt := s.queries.registrySet
-	if next.Version == 1 {
+	if create || next.Version == 1 {
 		stmt = s.queries.registryInit
 	}
 	var version int64
@@ -48,6 +77,9 @@ func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
 		cur, rerr := s.readRegistry(ctx)
 		if rerr != nil {
 			return fmt.Errorf("%w: %s%s is no longer at version %d, and reading it failed: %v", lease.ErrRegistryConflict, s.name, registrySuffix, next.Version-1, rerr)
+		}
+		if create {
+			return lease.RegistryCreateConflict(s.name+registrySuffix, cur, next)
 		}
 		return lease.RegistryConflict(s.name+registrySuffix, cur, next)
 	case err != nil:

@@ -25,9 +25,14 @@ func TestRegistryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", time.Now().UnixMilli(), 8)
+	// The two regions' stores are one copy (one identity): named as two,
+	// they are refused.
+	if _, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", time.Now().UnixMilli(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+		t.Fatalf("AddRegion on two regions of one table as two copies = %v; want ErrCopyIdentity", err)
+	}
+	g, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "eu-west-1", time.Now().UnixMilli(), 8)
 	if err != nil || g.Number != 0 {
-		t.Fatalf("AddRegion on two regions of one table = %+v, %v; want number 0", g, err)
+		t.Fatalf("AddRegion on region 0 of the table = %+v, %v; want number 0", g, err)
 	}
 	reg, err := r1.Registry(t.Context())
 	if err != nil || reg.Version != 1 || len(reg.Regions) != 1 {

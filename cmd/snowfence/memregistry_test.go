@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/snowfence/snowfence/lease"
@@ -35,6 +36,22 @@ func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error 
 	}
 	m.reg = next
 	return nil
+}
+
+func (m *memRegistry) CreateRegistry(_ context.Context, r lease.Registry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reg.Version != 0 {
+		return lease.RegistryCreateConflict("the copy in memory", m.reg, r)
+	}
+	m.reg = r
+	return nil
+}
+
+// RegistryIdentity is the copy's address: every memRegistry is a store of
+// its own.
+func (m *memRegistry) RegistryIdentity(context.Context) (string, error) {
+	return fmt.Sprintf("memory %p", m), nil
 }
 
 // readCount returns how often the registry was read.
@@ -71,5 +88,11 @@ func (s *memStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) {
 func (s *memStore) Registry(ctx context.Context) (lease.Registry, error) { return s.m.Registry(ctx) }
 func (s *memStore) SetRegistry(ctx context.Context, next lease.Registry) error {
 	return s.m.SetRegistry(ctx, next)
+}
+func (s *memStore) CreateRegistry(ctx context.Context, r lease.Registry) error {
+	return s.m.CreateRegistry(ctx, r)
+}
+func (s *memStore) RegistryIdentity(ctx context.Context) (string, error) {
+	return s.m.RegistryIdentity(ctx)
 }
 func (s *memStore) Close() error { s.closed++; return nil }

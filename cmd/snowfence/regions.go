@@ -12,7 +12,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --yes | sync> [--copy SPEC]… [--json] [store flags]
+const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
   list          every region ever added (retired ones too), the registry's version, the region
                 numbers left under the fleet schedule's last layout and when its timestamps run out
   add NAME      add a region under the lowest region number no region ever had; start its holders
@@ -21,12 +21,17 @@ const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
                 is brought to it
+  add-copy SPEC give a new region's store (SPEC, which holds no registry) a copy of the registry,
+                recorded beside the others: every later change names it with --copy too
 
 Every region keeps a copy of the registry in its own lease store, so its holders read it there and
 never call another region. The store named by the store flags is copy 1; name every other region's
 store with --copy SPEC. The first change records the copies' names; every later change must name
 the same copies the same way (any order: they are written in name order, and the first decides
-between two changes made at once). add and retire write every copy, each with a version compare,
+between two changes made at once). Beside each name it records the identity its store reports
+(etcd's cluster ID and prefix, PostgreSQL's system identifier, database and table, DynamoDB's table
+ARN and ID), and refuses a copy whose name now reaches another store, or two copies that are one
+store. add and retire write every copy, each with a version compare,
 and are refused while the copies differ (then run sync). The registry also records the fleet
 schedule: the first change records the one the copies' stores keep (refused while they differ),
 and serve refuses a --schedule that differs from it; change it with snowfence schedule set and the
@@ -60,9 +65,14 @@ func runRegions(ctx context.Context, e env, args []string) error {
 		return usagef("%s", regionsUsage)
 	}
 	verb, rest := pos[0], pos[1:]
-	var name string
+	var name, joining string
 	switch {
 	case (verb == "list" || verb == "sync") && len(rest) == 0:
+	case verb == "add-copy" && len(rest) == 1:
+		joining = rest[0]
+		if _, err := parseCopySpec(joining, sf); err != nil {
+			return err
+		}
 	case (verb == "add" || verb == "retire") && len(rest) == 1:
 		name = rest[0]
 		if err := lease.CheckRegionName(name); err != nil {
@@ -76,10 +86,18 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cs, err := openCopies(ctx, sf, specs)
+	open := []string(specs)
+	if joining != "" {
+		open = append(append([]string(nil), specs...), joining)
+	}
+	cs, err := openCopies(ctx, sf, open)
 	defer closeCopies(cs)
 	if err != nil {
 		return err
+	}
+	var join registryCopy
+	if joining != "" {
+		cs, join = cs[:len(cs)-1], cs[len(cs)-1]
 	}
 	fleet, err := cs[0].store.FleetSchedule(ctx)
 	if err != nil {
@@ -87,6 +105,8 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	}
 	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now()}
 	switch verb {
+	case "add-copy":
+		return r.addCopy(ctx, join)
 	case "list":
 		return r.list(ctx)
 	case "add":
@@ -314,6 +334,23 @@ func (r regionsRun) sync(ctx context.Context) error {
 		return err
 	}
 	return say(r.e, r.asJSON, reg, "every copy of the registry (%d) is at version %d", len(r.copies), reg.Version)
+}
+
+// addCopy joins the store of c to the registry kept in r's copies
+// (lease.JoinRegistry), and warns when its fleet schedule record is not
+// the one the registry records (its holders are refused at start until it
+// is).
+func (r regionsRun) addCopy(ctx context.Context, c registryCopy) error {
+	reg, err := lease.JoinRegistry(ctx, r.stores(), lease.RegistryCopy{Name: c.name, Store: c.store})
+	if err != nil {
+		return err
+	}
+	if fs, err := c.store.FleetSchedule(ctx); err == nil && reg.Schedule != "" && fs.Text != reg.Schedule {
+		fmt.Fprintf(r.e.stderr, "snowfence regions: warning: copy %s's store keeps the fleet schedule %q, the registry records %q: its holders are refused at start until snowfence schedule set '%s' names every copy, this one included\n",
+			c.name, fs.Text, reg.Schedule, reg.Schedule)
+	}
+	return say(r.e, r.asJSON, reg, "copy %s joined the region registry, at version %d in %d copies: name it with --copy in every later change; add its region with snowfence regions add NAME and every copy",
+		c.name, reg.Version, len(reg.Copies))
 }
 
 // timestampsEnd is the first instant l's timestamp cannot hold: its epoch

@@ -27,7 +27,8 @@
 // registry.go.
 //
 // leasetest.go holds the Harness and Run; checks.go the store checks;
-// registry.go the checks of the registry's copy; keyspaces.go the check of
+// registry.go the checks of the registry's copy; registryidentity.go
+// those of a copy's identity and of a copy joining; keyspaces.go the check of
 // a store's siblings on other keyspaces (lease.Store.Keyspace, one per
 // layout step); keepers.go the checks of
 // real keepers on the store; helpers.go what they share (and what a

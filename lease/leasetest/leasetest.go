@@ -68,6 +68,8 @@ func Run(t *testing.T, h Harness) {
 		{"Registry", checkRegistry},
 		{"RegistryAdds", checkRegistryAdds},
 		{"RegistryCopies", checkRegistryCopies},
+		{"RegistryIdentity", checkRegistryIdentity},
+		{"RegistryJoin", checkRegistryJoin},
 		{"Keyspaces", checkKeyspaces},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
