@@ -399,7 +399,9 @@ func drawTiming(r *rand.Rand, theme string) timing {
 // actions as in every world.
 func cutovers(c *config, r *rand.Rand) {
 	c.Fleet = "v1,v2@CUTOVER"
-	v1 := []lease.Range{{Lo: 0, Hi: 3}, {Lo: 600, Hi: 603}, {Lo: 510, Hi: 513}, {Lo: 1020, Hi: 1023}, {Lo: 1, Hi: 4}}
+	// Half the v1 ranges share numbers with the v2 ranges: a keeper going
+	// on with its v1 number after T then writes another's v2 IDs.
+	v1 := []lease.Range{{Lo: 0, Hi: 3}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 1}, {Lo: 600, Hi: 603}, {Lo: 510, Hi: 513}, {Lo: 1020, Hi: 1023}}
 	v2 := []lease.Range{{Lo: 0, Hi: 1}, {Lo: 0, Hi: 3}, {Lo: 1, Hi: 4}, {Lo: 0, Hi: 2}}
 	shortLead := r.IntN(3) == 0
 	c.CutoverAfter = time.Duration(2000+r.IntN(10000)) * time.Millisecond
