@@ -54,9 +54,10 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	// The marks of this store's own leases as known before the read: one
-	// found gone or gone back means etcd went back in time.
-	epoch, revs := s.heldMarks()
+	// The marks this store knows as of before the read (its own leases',
+	// and every one its claims read): one found gone, gone back or created
+	// anew means etcd went back in time.
+	epoch, revs := s.knownMarks()
 	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.base, clientv3.WithPrefix()), clientv3.OpGet(s.keys.schedule)}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: claim in %s: read the range: %w", req.Range, err)
@@ -67,6 +68,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	if !revert.Restore {
 		s.marksWentBack(epoch, revs, kvs, resp.Header)
+		s.sawMarks(epoch, kvs)
 	}
 	sched := guardOf(kvAt(resp, 1))
 	if !revert.Schedule {

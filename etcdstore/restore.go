@@ -166,10 +166,24 @@ func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) str
 	return ""
 }
 
-// heldMarks returns the mark revisions this store last wrote or read for
-// the numbers of its leases of the current epoch, before a read of the
-// region is sent, for marksWentBack to compare with.
-func (s *Store) heldMarks() (uint64, map[int]int64) {
+// seenMarks is the highest mod revision at which this store's claims read
+// each mark key of its keyspace, whoever wrote it, in one epoch. Marks are
+// never deleted and only ever rewritten, so a key seen at revision r is
+// found later at r or above — unless etcd's data was replaced. A claimer
+// that holds nothing (its number lost, the range full, its old layout's
+// number released at a cutover) knows the keyspace only from these: after
+// a restore with a bumped revision they are its one sign (the search found
+// such a claimer blind to a restore, across a cutover).
+type seenMarks struct {
+	epoch uint64
+	rev   map[int]int64
+}
+
+// knownMarks returns, before a read of the keyspace is sent, the mark
+// revisions this store knows of the current epoch — those it last wrote or
+// read for its own leases and those its claims read — for marksWentBack to
+// compare the read with.
+func (s *Store) knownMarks() (uint64, map[int]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	revs := make(map[int]int64)
@@ -178,11 +192,35 @@ func (s *Store) heldMarks() (uint64, map[int]int64) {
 			revs[k.machine] = max(revs[k.machine], h.markRev)
 		}
 	}
+	if s.seen.epoch == s.hist.epoch && !revert.Restore {
+		for n, r := range s.seen.rev {
+			revs[n] = max(revs[n], r)
+		}
+	}
 	return s.hist.epoch, revs
 }
 
-// marksWentBack checks a read of the whole region against the mark
-// revisions held before it was sent: a mark key gone, at a lower revision
+// sawMarks records the mark keys of a read of the keyspace sent in epoch,
+// unless a restore was noticed since it was sent (its keys may then be of
+// either history).
+func (s *Store) sawMarks(epoch uint64, kvs []*mvccpb.KeyValue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch != s.hist.epoch {
+		return
+	}
+	if s.seen.epoch != epoch || s.seen.rev == nil {
+		s.seen = seenMarks{epoch: epoch, rev: map[int]int64{}}
+	}
+	for _, kv := range kvs {
+		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
+			s.seen.rev[n] = max(s.seen.rev[n], kv.ModRevision)
+		}
+	}
+}
+
+// marksWentBack checks a read of the whole keyspace against the mark
+// revisions known before it was sent (knownMarks): a mark key gone, at a lower revision
 // or created after the revision seen (marks are never deleted, so only a
 // restore and a new claim recreate one) is a restore — the same signs
 // wentBack looks for in one number.

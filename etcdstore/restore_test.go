@@ -344,3 +344,33 @@ func TestClaimNoticesRecreatedMark(t *testing.T) {
 			"the claim's read did not notice the restore", l2.StartMs, l2.StartMs-now)
 	}
 }
+
+// TestClaimNoticesSeenMarkGone: B holds nothing — its claim found the only
+// number, 1, held by A — when etcd is restored (same token, revision
+// bumped) from a snapshot taken before A claimed. To B the number now looks
+// free and markless, and B wrote nothing that the restore took away; only
+// the mark key its failed claim read is gone. B's claim must notice, and
+// start a restore window on, not at its clock, while A (cut off, say) may
+// still issue on 1 (found by the search: a keeper whose old layout's number
+// was released at a cutover and whose claim for the new one found the
+// range full).
+func TestClaimNoticesSeenMarkGone(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	prefix := prefixFor(t)
+	now := baseMs()
+	snap := c.Snapshot(t)
+	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+5000)
+	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	if _, err := b.Claim(ctxFor(t), req("b", 1, 1, now)); !errors.Is(err, lease.ErrNoFreeNumber) {
+		t.Fatalf("B's claim of A's number: %v, want ErrNoFreeNumber", err)
+	}
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
+	waitServes(t, c.Client(t))
+	l := leasetest.MustClaim(t, b, req("b", 1, 1, now))
+	if l.StartMs < now+b.MaxRestoreWindow().Milliseconds()/2 {
+		t.Fatalf("B's claim after the restore starts at %d, %d ms after now: the mark key its earlier claim read is gone, "+
+			"and A may still issue below %d", l.StartMs, l.StartMs-now, now+5000)
+	}
+}
