@@ -44,7 +44,7 @@ type Store struct {
 	hist   *history
 	// seen is the mark keys of this store's keyspace read by its claims,
 	// any holder's (restore.go: knownMarks).
-	seen seenMarks
+	seen   seenMarks
 	leases map[leaseKey]*held
 }
 
