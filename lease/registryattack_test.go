@@ -172,3 +172,33 @@ func TestAttackSecondRegistryCreatedOnAnUnjoinedStore(t *testing.T) {
 		t.Fatalf("us-east-1 (copies copy-1, copy-2) and ap-south-1 (copy-3, created later: %+v) both hold region number %d", g, us.Number)
 	}
 }
+
+// A region's holders must all lease from one store, or two holders of the
+// region lease one machine number in two stores. The registry records
+// which stores keep copies, not which store each region leases from, so a
+// holder started by name on another region's store (a region "failed over"
+// onto a neighbour's store, or a mistyped --etcd-endpoints) is not
+// refused: every copy resolves every region.
+//
+// Sequence: copies copy-1 (us-east-1's store) and copy-2 (eu-west-1's);
+// regions add us-east-1, regions add eu-west-1; a holder of us-east-1
+// starts on copy-1's store and another on copy-2's.
+func TestAttackRegionStartsOnAnotherRegionsStore(t *testing.T) {
+	ctx := context.Background()
+	cs := copies(2)
+	for _, name := range []string{"us-east-1", "eu-west-1"} {
+		if _, err := lease.AddRegion(ctx, cs, name, 1, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var resolvedIn []string
+	for _, c := range cs {
+		r, _ := c.Store.Registry(ctx)
+		if _, err := r.Resolve("us-east-1"); err == nil {
+			resolvedIn = append(resolvedIn, c.Name)
+		}
+	}
+	if len(resolvedIn) > 1 {
+		t.Fatalf("holders of us-east-1 start on the stores of %q: each store leases region 0's machine numbers on its own", resolvedIn)
+	}
+}
