@@ -49,8 +49,9 @@ func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
 // <prefix>/registry": the cluster ID from the header of a read of the
 // registry's key, which etcd gives every cluster at its bootstrap (from
 // its members' peer URLs and its initial cluster token: two clusters
-// bootstrapped with the same ones share it, so give each its own token),
-// and which a cluster restored from a snapshot into a new one changes.
+// bootstrapped with the same ones share it, so give each its own token).
+// A snapshot restored with the same peer URLs and token keeps it; with a
+// new token it changes.
 func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 	if err := s.open(); err != nil {
 		return "", err

@@ -18,10 +18,11 @@ import (
 // force at the same instant, and two layouts can give the same bits to
 // IDs of different machines. A holder starts only when its schedule, its
 // own store's record and its own store's copy of the registry all agree
-// (CheckHolderSchedule); ChangeFleetSchedule changes the records first and
-// the registry last, so that while a change is half done no holder can
-// start anywhere on the new schedule, and none can start on the old one in
-// a region whose store already has the new.
+// (CheckHolderSchedule); ChangeFleetSchedule changes the registry first
+// and then the records, each only while its own store's copy of the
+// registry records the change, so that while a change is half done a
+// holder starts only where its store has caught up, and two operators'
+// changes are ordered by the registry's version compare.
 
 // WithSchedule returns r, one version on, with the fleet schedule text
 // (canonicalised, CanonicalSchedule) recorded. ErrInvalid if text is not a
@@ -38,13 +39,20 @@ func (r Registry) WithSchedule(text string) (Registry, error) {
 // CheckHolderSchedule returns ErrSchedule, saying which command fixes it,
 // unless a holder may start on the schedule holder (its text, "" for the
 // default) in a region whose store keeps the fleet schedule record fleet
-// and the registry reg: with reg.Schedule recorded, the record must equal
-// it (else a change reached one and not the other) and so must holder.
-// With no schedule recorded in reg it returns nil: the store compares the
-// holder with its record at every claim.
+// and the registry reg: the record must equal reg.Schedule (else a change
+// reached one and not the other) and so must holder. A registry that
+// records no schedule (written before it kept one, or through AddRegion)
+// is refused until ChangeFleetSchedule records one; with no registry at
+// all it returns nil: the store compares the holder with its record at
+// every claim.
 func CheckHolderSchedule(reg Registry, holder string, fleet FleetSchedule) error {
-	if reg.Schedule == "" {
-		return nil
+	switch {
+	case reg.Version == 0:
+		return nil // no registry: one region, whose store compares at every claim
+	case reg.Schedule == "":
+		return fmt.Errorf("%w: the region registry (version %d) records no fleet schedule, so nothing keeps the regions' schedules one: "+
+			"record it with snowfence schedule set '%s' naming every region's store (the store flags and --copy …)",
+			ErrSchedule, reg.Version, fleet.Text)
 	}
 	if fleet.Text != reg.Schedule {
 		return fmt.Errorf("%w: this region's store keeps the fleet schedule %q (version %d) but its copy of the region registry (version %d) records %q: "+
@@ -100,28 +108,32 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 //     store's record (SetSchedule's refusals, with the marks of every
 //     keyspace a registered region's holders lease in under the old or
 //     the new schedule, region 0's always), before writing anything.
-//  2. It sets every store's record (SetSchedule), in the copies' name
-//     order. A store at text already is left as it is.
-//  3. If a registry is written, it records text in it (UpdateRegistry:
-//     every copy, with the version compare), unless it records text
-//     already.
+//  2. It records text in the registry (UpdateRegistry: every copy, with
+//     the version compare), unless it records text already; with no
+//     registry, more than one store is refused (ErrInvalid: nothing would
+//     keep their records one).
+//  3. It sets every store's record (SetSchedule), in the copies' name
+//     order, each only while that store's own copy of the registry still
+//     records this change (ErrRegistryConflict otherwise: another change
+//     ran meanwhile). A store at text already is left as it is.
 //
-// The registry is written last, once every store has the new record.
 // Holders start only where the holder's schedule, the store's record and
-// the registry agree (CheckHolderSchedule), so a change that stops half
-// way leaves one schedule that holders can start on: in step 2, the old
-// one, only in the regions whose store is not changed yet (elsewhere the
-// running holders on it stop, as SetSchedule says, before the first
-// instant the two differ); in step 3, the new one, only in the regions
-// whose copy of the registry has it (every store has it, so holders on the
-// old schedule everywhere stop before that instant). Running
-// ChangeFleetSchedule again with the same text finishes it (SyncRegistry
-// too, when it stopped in step 3), as long as the notice rule still admits
-// the change on the stores not yet changed: finish it promptly.
-//
-// Not protected: two operators changing the schedule at the same moment
-// can leave the records differing; holders are then refused until one
-// change is run again.
+// the store's copy of the registry agree (CheckHolderSchedule), and a
+// running holder stops before the first instant its schedule and its
+// store's record differ (SetSchedule's notice). So a change stopped half
+// way leaves holders starting only in the regions whose store and copy
+// agree, on one schedule (in step 2, the old one where the copy is not
+// written yet; in step 3, the new one where the store is set), and the
+// old schedule's running holders stop, in the regions changed, before it
+// differs from the new. Two operators changing the schedule at once are
+// ordered by the registry's first copy: the one whose registry version is
+// overtaken stops before touching a store whose copy records the other's
+// change, and a store it set just before is refused new holders (its
+// record differs from its copy) and stops its running ones before the two
+// differ. Running ChangeFleetSchedule again with the same text finishes a
+// change (SyncRegistry first, when the registry's copies differ), as long
+// as the notice rule still admits it on the stores not yet set: finish it
+// promptly.
 func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, now time.Time, notice time.Duration) (ScheduleChange, error) {
 	canon, err := CanonicalSchedule(text)
 	if err != nil {
@@ -161,36 +173,52 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 			return ch, fmt.Errorf("copy %s: %w; nothing was changed", names[i], err)
 		}
 	}
+	if reg.Version == 0 && len(stores) > 1 {
+		return ch, fmt.Errorf("%w: the stores hold no region registry, which keeps their schedules one: create it first (snowfence regions add NAME --create "+
+			"with every copy), or change one store at a time; nothing was changed", ErrInvalid)
+	}
+	// The registry first: its version compare, on the first copy, orders
+	// two operators' changes, and a store's record is set only while its
+	// own copy of the registry records this change.
+	var at Registry
+	if reg.Version > 0 {
+		at, err = UpdateRegistry(ctx, rcs, func(r Registry) (Registry, error) {
+			if r.Schedule == canon {
+				return r, errScheduleRecorded
+			}
+			return r.WithSchedule(canon)
+		})
+		switch {
+		case errors.Is(err, errScheduleRecorded):
+			// A rerun: the registry records it; finish the stores.
+		case err != nil:
+			return ch, fmt.Errorf("record %q in the region registry: %w; no store was changed (copies the registry reached refuse new holders "+
+				"until the change is finished: run the same snowfence schedule set again, or snowfence regions sync)", canon, err)
+		}
+		ch.Registry = at
+	}
 	for i, st := range stores {
+		if reg.Version > 0 {
+			own, err := st.Registry(ctx)
+			switch {
+			case err != nil:
+				return ch, fmt.Errorf("read copy %s's registry before setting its store's record: %w; run the same snowfence schedule set again", names[i], err)
+			case own.Schedule != canon || (at.Version > 0 && own.Version != at.Version):
+				return ch, fmt.Errorf("%w: copy %s's registry is at version %d recording %q, not this change's: another change ran meanwhile; "+
+					"its store's record is left as it is (holders are refused at start where the record and the registry differ); run snowfence schedule set again once it is done",
+					ErrRegistryConflict, names[i], own.Version, own.Schedule)
+			}
+		}
 		set, err := SetSchedule(ctx, st, canon, now, notice)
 		if err != nil {
 			done := "no store was changed"
 			if i > 0 {
-				done = "the stores of " + strings.Join(names[:i], ", ") + " are at it (their holders are refused at start until the change is finished)"
+				done = "the stores of " + strings.Join(names[:i], ", ") + " are at it"
 			}
-			return ch, fmt.Errorf("set the fleet schedule of copy %s to %q: %w; %s and the region registry was not changed: "+
-				"run the same snowfence schedule set again, with every copy, soon (the stores already at it are left as they are)", names[i], canon, err, done)
+			return ch, fmt.Errorf("set the fleet schedule of copy %s to %q: %w; %s, and the region registry records it: holders are refused at start "+
+				"where a store's record differs from it; run the same snowfence schedule set again, with every copy, soon", names[i], canon, err, done)
 		}
 		ch.Now = append(ch.Now, set)
-	}
-	if reg.Version == 0 {
-		return ch, nil
-	}
-	ch.Registry, err = UpdateRegistry(ctx, rcs, func(r Registry) (Registry, error) {
-		if r.Schedule == canon {
-			return r, errScheduleRecorded
-		}
-		return r.WithSchedule(canon)
-	})
-	switch {
-	case errors.Is(err, errScheduleRecorded):
-		return ch, nil
-	case errors.Is(err, ErrRegistryDiverged):
-		return ch, fmt.Errorf("every store keeps the fleet schedule %q, but not every copy of the region registry records it yet (%w): run snowfence regions sync with every copy; "+
-			"holders are refused at start where the two differ until then", canon, err)
-	case err != nil:
-		return ch, fmt.Errorf("every store keeps the fleet schedule %q, but the region registry was not changed (%w): run the same snowfence schedule set again; "+
-			"holders are refused at start until then", canon, err)
 	}
 	return ch, nil
 }

@@ -301,22 +301,30 @@ func TestChangeFleetSchedule(t *testing.T) {
 	if ss[0].fleet.Text != schedFar || ss[1].fleet.Text != "v1" {
 		t.Errorf("after copy 2 failed: records %q and %q, want copy 1 changed only", ss[0].fleet.Text, ss[1].fleet.Text)
 	}
+	// The registry is written first: it records the change, so region 2,
+	// whose store missed it, starts no holder on either schedule.
 	for i, s := range ss {
-		if r, _ := s.Registry(ctx); r.Schedule != "" || r.Version != 3 {
-			t.Errorf("copy %d's registry after a store failed: %+v, want it untouched", i+1, r)
+		if r, _ := s.Registry(ctx); r.Schedule != schedFar || r.Version != 4 {
+			t.Errorf("copy %d's registry after a store failed: %+v, want it at version 4 recording the change", i+1, r)
 		}
+	}
+	if err := lease.CheckHolderSchedule(mustReg(t, ss[1]), "v1", ss[1].fleet); !errors.Is(err, lease.ErrSchedule) {
+		t.Errorf("a holder on v1 in the region whose store missed the change: %v, want ErrSchedule", err)
 	}
 	ss[1].setErr = nil
 
 	ch, err := lease.ChangeFleetSchedule(ctx, []lease.FleetCopy{cs[1], cs[0]}, schedFar, now, 0)
-	if err != nil || ch.Registry.Schedule != schedFar || ch.Registry.Version != 4 || ch.Now[0].Version != 1 || ch.Now[1].Version != 1 {
+	if err != nil || ch.Now[0].Version != 1 || ch.Now[1].Version != 1 {
 		t.Fatalf("the change run again: %+v, %v", ch, err)
+	}
+	if r := mustReg(t, ss[0]); r.Schedule != schedFar || r.Version != 4 {
+		t.Fatalf("the registry after the rerun: %+v, want version 4 recording the change", r)
 	}
 	check("after the change", schedFar, schedFar)
 
 	// Again: nothing written.
-	if ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err != nil || ch.Registry.Version != 4 {
-		t.Fatalf("the same change once more: %+v, %v; want the registry left at version 4", ch, err)
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); err != nil || mustReg(t, ss[0]).Version != 4 {
+		t.Fatalf("the same change once more: %v; want the registry left at version 4", err)
 	}
 
 	// Diverged registry copies: refused before any store is changed.
@@ -329,21 +337,37 @@ func TestChangeFleetSchedule(t *testing.T) {
 	check("after the refusal on diverged copies", schedFar, schedFar)
 }
 
-// Without a registry, every store's record is set and nothing else.
+// Without a registry, nothing keeps several stores' records one, so a change
+// naming several is refused before any write; one store alone is set.
 func TestChangeFleetScheduleWithoutRegistry(t *testing.T) {
 	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	cs, ss := fleetCopies(2)
-	ch, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 0)
-	if err != nil || ch.Registry.Version != 0 || ss[0].fleet.Text != schedFar || ss[1].fleet.Text != schedFar {
-		t.Fatalf("ChangeFleetSchedule without a registry: %+v, %v; records %q, %q", ch, err, ss[0].fleet.Text, ss[1].fleet.Text)
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedFar, now, 0); !errors.Is(err, lease.ErrInvalid) || ss[0].fleet.Text != "v1" || ss[1].fleet.Text != "v1" {
+		t.Fatalf("ChangeFleetSchedule of two stores without a registry: %v; records %q, %q; want ErrInvalid and nothing changed", err, ss[0].fleet.Text, ss[1].fleet.Text)
+	}
+	ch, err := lease.ChangeFleetSchedule(ctx, cs[:1], schedFar, now, 0)
+	if err != nil || ch.Registry.Version != 0 || ss[0].fleet.Text != schedFar {
+		t.Fatalf("ChangeFleetSchedule of one store without a registry: %+v, %v; record %q", ch, err, ss[0].fleet.Text)
 	}
 	if r, _ := ss[0].Registry(ctx); r.Version != 0 {
 		t.Errorf("a registry was written: %+v", r)
 	}
 }
 
+// mustReg reads s's copy of the registry.
+func mustReg(t *testing.T, s *fleetStore) lease.Registry {
+	t.Helper()
+	r, err := s.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // A holder starts only when its schedule, its store's record and the
-// registry agree; with no schedule recorded, the store's claim checks.
+// registry agree; a registry with no schedule recorded refuses; with no
+// registry, the store's claim checks.
 func TestCheckHolderSchedule(t *testing.T) {
 	reg := lease.Registry{Version: 3, Schedule: schedFar}
 	far := lease.FleetSchedule{Text: schedFar, Version: 1}
@@ -360,7 +384,7 @@ func TestCheckHolderSchedule(t *testing.T) {
 		{"holder default", reg, "", far, "snowfence schedule set SCHEDULE"},
 		{"store missed the change", reg, schedFar, lease.FleetSchedule{Text: "v1"}, "snowfence regions sync"},
 		{"store missed it, holder on the store's", reg, "v1", lease.FleetSchedule{Text: "v1"}, "snowfence schedule set '" + schedFar + "'"},
-		{"none recorded", lease.Registry{Version: 3}, "v1", far, ""},
+		{"none recorded", lease.Registry{Version: 3}, "v1", far, "records no fleet schedule"},
 		{"no registry", lease.Registry{}, "v1", far, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

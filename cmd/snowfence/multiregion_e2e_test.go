@@ -114,7 +114,7 @@ func TestE2EMultiRegion(t *testing.T) {
 	}
 	first := []string{"--etcd-endpoints", regions[0].url}
 	for _, r := range regions {
-		cli(t, 0, append(append([]string{"regions", "add", r.name}, first...), copies...)...)
+		cli(t, 0, append(append([]string{"regions", "add", r.name, "--create"}, first...), copies...)...)
 	}
 	out, _ := cli(t, 0, append(append([]string{"regions", "list", "--json"}, first...), copies...)...)
 	var reg regionsList

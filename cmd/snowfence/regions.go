@@ -16,7 +16,9 @@ const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --
   list          every region ever added (retired ones too), the registry's version, the region
                 numbers left under the fleet schedule's last layout and when its timestamps run out
   add NAME      add a region under the lowest region number no region ever had; start its holders
-                with --region NAME
+                with --region NAME. The first add, which creates the registry, asks for --create:
+                a store that holds no registry is otherwise refused (join it with add-copy), so
+                that a second registry, numbering its regions from 0 again, is never made
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
@@ -54,6 +56,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	fs.Var(&specs, "copy", "another region's store holding a copy of the registry, as a URL (repeat it; name each store the same way every time; see snowfence regions)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
+	create := fs.Bool("create", false, "add: create the region registry (the fleet's first add; once per fleet)")
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -103,7 +106,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read the fleet schedule from copy 1 (%s): %w", cs[0].name, err)
 	}
-	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now()}
+	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create}
 	switch verb {
 	case "add-copy":
 		return r.addCopy(ctx, join)
@@ -120,6 +123,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 // regionsRun is one regions command on opened copies.
 type regionsRun struct {
 	e      env
+	create bool // add may create the registry
 	copies []registryCopy
 	fleet  lease.FleetSchedule
 	asJSON bool
@@ -256,6 +260,11 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	}
 	var g lease.Region
 	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
+		if reg.Version == 0 && !r.create {
+			return reg, fmt.Errorf("%w: no copy holds a region registry, and regions add creates one only with --create: "+
+				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
+				"a second registry would number its regions from 0 again", lease.ErrInvalid)
+		}
 		next, added, err := reg.WithRegion(name, r.now.UnixMilli(), 1<<l.RegionBits)
 		g = added
 		if err != nil {

@@ -52,7 +52,7 @@ func TestParseCopySpec(t *testing.T) {
 func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	r := regionsRun{e: env{stdout: &out, stderr: &errb}, fleet: lease.FleetSchedule{Text: sched, Version: 1},
-		now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+		now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), create: true}
 	var ms []*memRegistry
 	for i := range n {
 		m := &memRegistry{}
@@ -60,6 +60,30 @@ func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, 
 		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &memStore{m: m, fleet: r.fleet}})
 	}
 	return r, ms, &out, &errb
+}
+
+// The first add creates the registry only when asked (--create): a store
+// with no registry named alone — a new region's, not joined — would
+// otherwise start a second registry that hands out number 0 again (a
+// reviewer's sequence).
+func TestRegionsAddCreatesOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	r, ms, _, _ := regionsOn(1, "v2")
+	r.create = false
+	if err := r.add(ctx, "ap-south-1"); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "add-copy") {
+		t.Fatalf("add on a store with no registry, without --create: %v, want ErrInvalid naming add-copy", err)
+	}
+	if reg, _ := ms[0].Registry(ctx); reg.Version != 0 {
+		t.Fatalf("the refused add wrote %+v", reg)
+	}
+	r.create = true
+	if err := r.add(ctx, "us-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	r.create = false
+	if err := r.add(ctx, "eu-west-1"); err != nil {
+		t.Fatalf("a later add, the registry existing: %v", err)
+	}
 }
 
 // add and retire write every copy; list prints the table and its footer;

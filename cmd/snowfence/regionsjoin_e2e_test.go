@@ -35,7 +35,7 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 		cli(t, 0, append([]string{"schedule", "set", far}, f...)...)
 	}
 	with := func(args ...string) []string { return append(append(args, flags1...), "--copy", copy2) }
-	cli(t, 0, with("regions", "add", "us-east-1")...)
+	cli(t, 0, with("regions", "add", "us-east-1", "--create")...)
 
 	// Copy 1's cluster again, spelled another way.
 	twice := "etcd://" + strings.Replace(host1, "127.0.0.1", "localhost", 1) + "/snowfence"
