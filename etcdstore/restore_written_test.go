@@ -1,0 +1,83 @@
+package etcdstore_test
+
+import (
+	"testing"
+
+	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
+)
+
+// TestClaimNoticesReleasedMarkGone: B claims number 2, renews it and
+// releases it, all after the snapshot, and holds nothing when etcd is
+// restored (same token, revision bumped) from that snapshot. Meanwhile A
+// claimed number 1 after the snapshot too. B wrote since the backup — the
+// mark key of 2, twice — so it is one of the holders the store promises
+// notice such a restore; but Release forgets the lease and with it the mark
+// revision it wrote, and B's only claim read came before any mark existed.
+// B's next claim finds 1 free and markless and must not start at its
+// clock while A (cut off, say) may still issue on 1 below its mark.
+func TestClaimNoticesReleasedMarkGone(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	prefix := prefixFor(t)
+	now := baseMs()
+	snap := c.Snapshot(t)
+	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	bl := mustExtend(t, b, leasetest.MustClaim(t, b, req("b", 2, 2, now)), now+1000)
+	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+5000)
+	if err := b.Release(ctxFor(t), bl, now+1000); err != nil {
+		t.Fatalf("B's release of 2: %v", err)
+	}
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
+	waitServes(t, c.Client(t))
+	l := leasetest.MustClaim(t, b, req("b", 1, 1, now))
+	if l.StartMs < now+b.MaxRestoreWindow().Milliseconds()/2 {
+		t.Fatalf("B's claim after the restore starts at %d, %d ms after now: the mark key of 2 it wrote after the snapshot is gone, "+
+			"and A may still issue on 1 below %d", l.StartMs, l.StartMs-now, now+5000)
+	}
+}
+
+// TestClaimNoticesSiblingMarkGone is the cutover's form of the same gap:
+// keeper B renews its old layout's number 0 after the snapshot, then, at
+// the cutover, releases it and claims in the new layout's keyspace through
+// a sibling Store (Keyspace), which shares the restore history but not the
+// marks: the sibling never read the new keyspace before, and the marks B
+// wrote are the old keyspace's. A, cut over earlier, claimed the new
+// keyspace's number 1 after the snapshot. After a restore under the same
+// token with the revision bumped, B's claim in the new keyspace finds 1
+// free and markless; it must not start at its clock.
+func TestClaimNoticesSiblingMarkGone(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	prefix := prefixFor(t)
+	now := baseMs()
+	snap := c.Snapshot(t)
+	b1 := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	bl := mustExtend(t, b1, leasetest.MustClaim(t, b1, req("b", 0, 0, now)), now+1000)
+	bl = mustExtend(t, b1, bl, now+2000)
+	b2, err := b1.Keyspace(lease.KeyspaceStride)
+	if err != nil {
+		t.Fatalf("Keyspace: %v", err)
+	}
+	defer b2.Close()
+	a1 := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
+	a2, err := a1.Keyspace(lease.KeyspaceStride)
+	if err != nil {
+		t.Fatalf("Keyspace: %v", err)
+	}
+	defer a2.Close()
+	mustExtend(t, a2, leasetest.MustClaim(t, a2, req("a", 1, 1, now)), now+5000)
+	if err := b1.Release(ctxFor(t), bl, now+2000); err != nil {
+		t.Fatalf("B's release of its old layout's 0: %v", err)
+	}
+	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
+	waitServes(t, c.Client(t))
+	l := leasetest.MustClaim(t, b2, req("b", 1, 1, now))
+	if l.StartMs < now+etcdstore.MaxRestoreWindow.Milliseconds()/2 {
+		t.Fatalf("B's claim in the new keyspace after the restore starts at %d, %d ms after now: the mark key it wrote in the old "+
+			"keyspace after the snapshot is gone, and A may still issue on 1 below %d", l.StartMs, l.StartMs-now, now+5000)
+	}
+}
