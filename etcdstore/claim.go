@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -57,18 +58,32 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	// The marks this store knows as of before the read (its own leases',
 	// and every one its claims read): one found gone, gone back or created
 	// anew means etcd went back in time.
-	epoch, revs := s.knownMarks()
-	resp, err := s.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.base, clientv3.WithPrefix()), clientv3.OpGet(s.keys.schedule)}, nil)
+	// Other keyspaces whose marks are known (a number of an earlier layout,
+	// released at a cutover, say) are read too: their marks are as good a
+	// sign.
+	epoch, revs, foreign := s.knownMarks()
+	ops := []clientv3.Op{clientv3.OpGet(s.keys.base, clientv3.WithPrefix()), clientv3.OpGet(s.keys.schedule)}
+	bases := slices.Sorted(maps.Keys(foreign))
+	for _, b := range bases {
+		ops = append(ops, clientv3.OpGet(b+kindMark+"/", clientv3.WithPrefix()))
+	}
+	resp, err := s.txn(ctx, nil, ops, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: claim in %s: read the range: %w", req.Range, err)
 	}
-	var kvs []*mvccpb.KeyValue
-	if r := resp.Responses[0].GetResponseRange(); r != nil {
-		kvs = r.Kvs
+	rangeAt := func(i int) []*mvccpb.KeyValue {
+		if r := resp.Responses[i].GetResponseRange(); r != nil {
+			return r.Kvs
+		}
+		return nil
 	}
+	kvs := rangeAt(0)
 	if !revert.Restore {
-		s.marksWentBack(epoch, revs, kvs, resp.Header)
-		s.sawMarks(epoch, kvs)
+		s.marksWentBack(epoch, s.keys, revs, kvs, resp.Header)
+		s.sawMarks(epoch, s.keys.base, kvs)
+		for i, b := range bases {
+			s.marksWentBack(epoch, keyspace{base: b}, foreign[b], rangeAt(2+i), resp.Header)
+		}
 	}
 	sched := guardOf(kvAt(resp, 1))
 	if !revert.Schedule {

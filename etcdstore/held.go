@@ -119,12 +119,18 @@ func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
 	return nil
 }
 
-// forget drops the state of a lease that is gone. Leases fenced by a
-// restore are kept: forgotten, a later call would read the restored store
-// afresh and could find the lease's owner key there, unfenced.
+// forget drops the state of a lease that is gone, keeping its mark's
+// revision among the marks known (knownMarks). Leases fenced by a restore
+// are kept: forgotten, a later call would read the restored store afresh
+// and could find the lease's owner key there, unfenced.
 func (s *Store) forget(l *lease.Lease) {
 	s.mu.Lock()
-	delete(s.leases, leaseKey{l.Machine, l.Token})
+	k := leaseKey{l.Machine, l.Token}
+	if h := s.leases[k]; h != nil {
+		// Its mark key stays a sign of a restore after the lease is gone.
+		s.knewMarkLocked(h.epoch, s.keys.base, l.Machine, h.markRev)
+	}
+	delete(s.leases, k)
 	s.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -35,6 +36,11 @@ type history struct {
 	restoredAt time.Time
 	// what describes the last restore, for error messages.
 	what string
+	// marks is, in this epoch, the highest mod revision at which any Store
+	// value sharing this history wrote or read each mark key, by keyspace
+	// (its key base, "<prefix>/<region>/") and number: the marks its
+	// claims read and those of its leases, held or forgotten (knownMarks).
+	marks map[string]map[int]int64
 }
 
 // baseline is the part of history a request is judged against: whatever
@@ -114,6 +120,7 @@ func (s *Store) newEpochLocked(what string, h *pb.ResponseHeader) {
 	hist.noticed = s.clock.Now()
 	hist.restoredAt = time.Now()
 	hist.what = what
+	hist.marks = nil // the keys of the old history
 	s.log.Error("etcd was restored from an earlier state or replaced; every lease claimed before is fenced",
 		"region", s.region, "detail", what, "epoch", hist.epoch, "runbook", "docs/runbook.md")
 }
@@ -166,71 +173,86 @@ func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) str
 	return ""
 }
 
-// seenMarks is the highest mod revision at which this store's claims read
-// each mark key of its keyspace, whoever wrote it, in one epoch. Marks are
-// never deleted and only ever rewritten, so a key seen at revision r is
-// found later at r or above — unless etcd's data was replaced. A claimer
-// that holds nothing (its number lost, the range full, its old layout's
-// number released at a cutover) knows the keyspace only from these: after
-// a restore with a bumped revision they are its one sign (the search found
-// such a claimer blind to a restore, across a cutover).
-type seenMarks struct {
-	epoch uint64
-	rev   map[int]int64
-}
-
 // knownMarks returns, before a read of the keyspace is sent, the mark
-// revisions this store knows of the current epoch — those it last wrote or
-// read for its own leases and those its claims read — for marksWentBack to
-// compare the read with.
-func (s *Store) knownMarks() (uint64, map[int]int64) {
+// revisions known of the current epoch, for marksWentBack to compare reads
+// with: own, of this store's keyspace — its leases' marks as last written or
+// read, and every mark its claims, or those of a Store value sharing its
+// history, read or wrote there; and foreign, the same of every other
+// keyspace under the prefix, by key base. Marks are never deleted and only
+// ever rewritten, so a mark key known at revision r is found later at r or
+// above, created no later than r — unless etcd's data was replaced. A
+// claimer that holds nothing (its number lost or released, the range
+// full, its old layout's number released at a cutover) knows the store only
+// from these: after a restore with a bumped revision they are its one sign
+// (the search found such a claimer blind to a restore, across a cutover).
+func (s *Store) knownMarks() (epoch uint64, own map[int]int64, foreign map[string]map[int]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	revs := make(map[int]int64)
+	own = make(map[int]int64)
 	for k, h := range s.leases {
 		if h.epoch == s.hist.epoch && h.markRev > 0 {
-			revs[k.machine] = max(revs[k.machine], h.markRev)
+			own[k.machine] = max(own[k.machine], h.markRev)
 		}
 	}
-	if s.seen.epoch == s.hist.epoch && !revert.Restore {
-		for n, r := range s.seen.rev {
-			revs[n] = max(revs[n], r)
-		}
+	if revert.Restore {
+		return s.hist.epoch, own, nil
 	}
-	return s.hist.epoch, revs
+	for base, revs := range s.hist.marks {
+		if base == s.keys.base {
+			for n, r := range revs {
+				own[n] = max(own[n], r)
+			}
+			continue
+		}
+		if foreign == nil {
+			foreign = map[string]map[int]int64{}
+		}
+		foreign[base] = maps.Clone(revs)
+	}
+	return s.hist.epoch, own, foreign
 }
 
-// sawMarks records the mark keys of a read of the keyspace sent in epoch,
-// unless a restore was noticed since it was sent (its keys may then be of
-// either history).
-func (s *Store) sawMarks(epoch uint64, kvs []*mvccpb.KeyValue) {
+// sawMarks records the mark keys of a read of the keyspace whose key base
+// is base, sent in epoch, unless a restore was noticed since it was sent
+// (its keys may then be of either history).
+func (s *Store) sawMarks(epoch uint64, base string, kvs []*mvccpb.KeyValue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if epoch != s.hist.epoch {
-		return
-	}
-	if s.seen.epoch != epoch || s.seen.rev == nil {
-		s.seen = seenMarks{epoch: epoch, rev: map[int]int64{}}
-	}
+	ks := keyspace{base: base}
 	for _, kv := range kvs {
-		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
-			s.seen.rev[n] = max(s.seen.rev[n], kv.ModRevision)
+		if kind, n, ok := ks.parse(string(kv.Key)); ok && kind == kindMark {
+			s.knewMarkLocked(epoch, base, n, kv.ModRevision)
 		}
 	}
 }
 
-// marksWentBack checks a read of the whole keyspace against the mark
+// knewMarkLocked records that the mark key of number n in the keyspace of
+// base was at mod revision rev in epoch. Called with s.mu held.
+func (s *Store) knewMarkLocked(epoch uint64, base string, n int, rev int64) {
+	if epoch != s.hist.epoch || rev <= 0 {
+		return
+	}
+	if s.hist.marks == nil {
+		s.hist.marks = map[string]map[int]int64{}
+	}
+	if s.hist.marks[base] == nil {
+		s.hist.marks[base] = map[int]int64{}
+	}
+	s.hist.marks[base][n] = max(s.hist.marks[base][n], rev)
+}
+
+// marksWentBack checks a read of the whole keyspace ks against the mark
 // revisions known before it was sent (knownMarks): a mark key gone, at a lower revision
 // or created after the revision seen (marks are never deleted, so only a
 // restore and a new claim recreate one) is a restore — the same signs
 // wentBack looks for in one number.
-func (s *Store) marksWentBack(epoch uint64, revs map[int]int64, kvs []*mvccpb.KeyValue, h *pb.ResponseHeader) {
+func (s *Store) marksWentBack(epoch uint64, ks keyspace, revs map[int]int64, kvs []*mvccpb.KeyValue, h *pb.ResponseHeader) {
 	if len(revs) == 0 {
 		return
 	}
 	seen := make(map[int]*mvccpb.KeyValue, len(revs))
 	for _, kv := range kvs {
-		if kind, n, ok := s.keys.parse(string(kv.Key)); ok && kind == kindMark {
+		if kind, n, ok := ks.parse(string(kv.Key)); ok && kind == kindMark {
 			seen[n] = kv
 		}
 	}

@@ -42,9 +42,6 @@ type Store struct {
 	mu     *sync.Mutex
 	closed bool
 	hist   *history
-	// seen is the mark keys of this store's keyspace read by its claims,
-	// any holder's (restore.go: knownMarks).
-	seen   seenMarks
 	leases map[leaseKey]*held
 }
 
