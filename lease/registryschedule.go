@@ -130,7 +130,12 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 // overtaken stops before touching a store whose copy records the other's
 // change, and a store it set just before is refused new holders (its
 // record differs from its copy) and stops its running ones before the two
-// differ. Running ChangeFleetSchedule again with the same text finishes a
+// differ — except when the other's whole change completes between this
+// one's check of a store's copy and its write of that store's record (one
+// store round trip; not protected yet: it needs the two in one store
+// transaction): the record is then overwritten, and that region's running
+// holders on a third, older schedule keep running while it agrees with
+// this one. Running ChangeFleetSchedule again with the same text finishes a
 // change (SyncRegistry first, when the registry's copies differ), as long
 // as the notice rule still admits it on the stores not yet set: finish it
 // promptly.
