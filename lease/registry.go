@@ -317,6 +317,18 @@ const registryRetries = 8
 //
 // Not protected: two operators creating the registry at once (no copies
 // recorded yet) with different sets of copies; create it once, from one
+// waitBehind reports whether err, from readCopies on attempt, says some
+// copies are one change behind the first — most likely another operator's
+// change between its first copy and the rest — with attempts left; it then
+// gives that change a moment to finish before the caller reads again.
+func waitBehind(ctx context.Context, err error, attempt int) (bool, error) {
+	var behind *copiesBehind
+	if !errors.As(err, &behind) || attempt >= registryRetries-1 {
+		return false, nil
+	}
+	return true, snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff)
+}
+
 // place, before anyone else changes it.
 func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Registry) (Registry, error)) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
@@ -329,13 +341,9 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 	}
 	for attempt := range registryRetries {
 		cur, err := readCopies(ctx, copies, names, ids)
-		var behind *copiesBehind
-		if errors.As(err, &behind) && attempt < registryRetries-1 {
-			// Most likely another operator's change between its first
-			// copy and the rest: give it a moment to finish.
-			if werr := snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {
-				return Registry{}, werr
-			}
+		if again, werr := waitBehind(ctx, err, attempt); werr != nil {
+			return Registry{}, werr
+		} else if again {
 			continue
 		}
 		if err != nil {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/snowfence/snowfence"
 )
 
 // A region added after the registry was created, with a store of its own,
@@ -50,18 +48,16 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 	}
 	for attempt := range registryRetries {
 		cur, err := readCopies(ctx, copies, names, ids)
-		var behind *copiesBehind
-		if errors.As(err, &behind) && attempt < registryRetries-1 {
-			if werr := snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff); werr != nil {
-				return Registry{}, werr
-			}
+		if again, werr := waitBehind(ctx, err, attempt); werr != nil {
+			return Registry{}, werr
+		} else if again {
 			continue
 		}
 		if err != nil {
 			return Registry{}, err
 		}
 		if cur.Version == 0 {
-			return cur, fmt.Errorf("%w: no region registry is written yet, so there is nothing for copy %s to join: create it with snowfence regions add naming every copy, %s included",
+			return cur, fmt.Errorf("%w: no region registry is written yet, so there is nothing for copy %s to join: create it with snowfence regions add NAME --create naming every copy, %s included",
 				ErrInvalid, joining.Name, joining.Name)
 		}
 		if slices.Equal(cur.Copies, allNames) {
