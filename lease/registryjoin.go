@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
 )
 
 // A region added after the registry was created, with a store of its own,
