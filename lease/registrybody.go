@@ -8,7 +8,8 @@ import (
 
 // A store keeps its copy of the registry as the JSON of Registry,
 // {"version": 2, "regions": [{"name": "eu-west-1", "number": 0,
-// "created_ms": 1767225600000}, …], "copies": […], "copy_identities":
+// "created_ms": 1767225600000, "home": "etcd://10.0.1.5:2379/snowfence"},
+// …], "copies": […], "copy_identities":
 // […], "schedule":
 // "v1,v2@2031-01-01T00:00:00Z"}, beside whatever it compares the
 // version on (an etcd revision, a version column, a version attribute).
