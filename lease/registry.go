@@ -52,6 +52,12 @@ type Region struct {
 	CreatedMs int64 `json:"created_ms"`
 	// RetiredMs is when it was retired, Unix ms; 0 while it is in service.
 	RetiredMs int64 `json:"retired_ms,omitempty"`
+	// Home is the name of the copy of the registry (one of
+	// Registry.Copies) whose store the region's holders lease from: a
+	// holder started in the region on any other store is refused
+	// (CheckHome). Empty in a region recorded before homes were kept (or
+	// added without one): then where its holders lease is not checked.
+	Home string `json:"home,omitempty"`
 }
 
 // Retired reports whether the region is retired.
@@ -187,10 +193,23 @@ func (r Registry) Left(limit int) int {
 
 // WithRegion returns r, one version on, with a region called name added
 // at nowMs under the lowest number below limit (the layout's 1 <<
-// RegionBits) that no region ever had.
+// RegionBits) that no region ever had, with no home recorded
+// (WithRegionHome records one).
 func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Region, error) {
+	return r.WithRegionHome(name, "", nowMs, limit)
+}
+
+// WithRegionHome is WithRegion recording home as the region's Home: the
+// copy whose store its holders lease from. A home that is not one of the
+// copies r records is ErrInvalid; in a registry that records no copies yet
+// (one being created) UpdateRegistry records them after the change, and
+// CheckRegistry refuses the result if home is not among them.
+func (r Registry) WithRegionHome(name, home string, nowMs int64, limit int) (Registry, Region, error) {
 	if err := CheckRegionName(name); err != nil {
 		return r, Region{}, err
+	}
+	if home != "" && len(r.Copies) > 0 && !slices.Contains(r.Copies, home) {
+		return r, Region{}, fmt.Errorf("%w: home %q of region %s is not a copy of the registry (%s): name one of them", ErrInvalid, home, name, strings.Join(r.Copies, ", "))
 	}
 	if g, ok := r.Named(name); ok {
 		return r, Region{}, fmt.Errorf("%w: region %s exists already (number %d); a retired name is not reused either: choose another name", ErrInvalid, name, g.Number)
@@ -204,7 +223,7 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 	if n >= limit {
 		return r, Region{}, fmt.Errorf("%w: all %d region numbers of the layout have been used (retired numbers are never reused); a layout with more region bits is needed", ErrNoRegionNumber, limit)
 	}
-	g := Region{Name: name, Number: n, CreatedMs: nowMs}
+	g := Region{Name: name, Number: n, CreatedMs: nowMs, Home: home}
 	next := Registry{Version: r.Version + 1, Regions: append(slices.Clone(r.Regions), g), Copies: r.Copies, CopyIdentities: r.CopyIdentities, Schedule: r.Schedule}
 	slices.SortFunc(next.Regions, func(a, b Region) int { return a.Number - b.Number })
 	return next, g, nil
@@ -307,7 +326,8 @@ const registryRetries = 8
 // ErrCopyIdentity (a *CopyIdentityError) if two copies are one store or a
 // copy's identity is not the one recorded for its name (the first change
 // records them, and so does the next change of a registry written before
-// identities were kept), applies change to the registry read, and writes the
+// identities were kept), applies change to the registry read, refuses a
+// result CheckRegistry refuses (no store would write it), and writes the
 // result to every copy in that order, each with its version compare. The
 // first copy decides between two operators changing the registry at once:
 // the one whose write there fails on its version re-reads and applies its
@@ -365,6 +385,9 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		}
 		if cur.Schedule != "" && next.Schedule == "" {
 			return cur, fmt.Errorf("%w: registry change to version %d drops the fleet schedule %q it records; a change keeps it (WithSchedule changes it)", ErrInvalid, next.Version, cur.Schedule)
+		}
+		if err := CheckRegistry(next); err != nil {
+			return cur, err // what no store would write (a home that is none of the copies, say): refused before any copy is
 		}
 		err = copies[0].Store.SetRegistry(ctx, next)
 		if errors.Is(err, ErrRegistryConflict) {

@@ -3,11 +3,13 @@ package lease
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // A store keeps its copy of the registry as the JSON of Registry,
 // {"version": 2, "regions": [{"name": "eu-west-1", "number": 0,
-// "created_ms": 1767225600000}, …], "copies": […], "copy_identities":
+// "created_ms": 1767225600000, "home": "etcd://10.0.1.5:2379/snowfence"},
+// …], "copies": […], "copy_identities":
 // […], "schedule":
 // "v1,v2@2031-01-01T00:00:00Z"}, beside whatever it compares the
 // version on (an etcd revision, a version column, a version attribute).
@@ -18,9 +20,11 @@ import (
 // have written: version 1 or more, regions in increasing number order with
 // numbers and names used once, every name a valid one (CheckRegionName),
 // no time negative where 0 means unset (RetiredMs), and the fleet
-// schedule, if recorded, in its canonical text (CanonicalSchedule). A body
-// written before the registry kept the schedule has none and decodes with
-// Schedule empty.
+// schedule, if recorded, in its canonical text (CanonicalSchedule), and
+// every region's Home, if recorded, one of the copies. A body written
+// before the registry kept the schedule has none and decodes with Schedule
+// empty; one written before regions had homes decodes with every Home
+// empty.
 func CheckRegistry(r Registry) error {
 	if r.Version < 1 {
 		return fmt.Errorf("%w: region registry version %d: a written registry is at version 1 or more", ErrInvalid, r.Version)
@@ -67,6 +71,11 @@ func CheckRegistry(r Registry) error {
 				return fmt.Errorf("%w: the registry's copy identities %q: each copy has its own, none empty", ErrInvalid, r.CopyIdentities)
 			}
 			ids[id] = true
+		}
+	}
+	for _, g := range r.Regions {
+		if g.Home != "" && !slices.Contains(r.Copies, g.Home) {
+			return fmt.Errorf("%w: region %s's home %q is not a copy of the registry (%q): a home names the copy whose store the region leases from", ErrInvalid, g.Name, g.Home, r.Copies)
 		}
 	}
 	return nil

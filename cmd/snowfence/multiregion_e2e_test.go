@@ -113,8 +113,8 @@ func TestE2EMultiRegion(t *testing.T) {
 		copies = append(copies, "--copy", "etcd://"+strings.TrimPrefix(r.url, "http://")+etcdstore.DefaultPrefix)
 	}
 	first := []string{"--etcd-endpoints", regions[0].url}
-	for _, r := range regions {
-		cli(t, 0, append(append([]string{"regions", "add", r.name, "--create"}, first...), copies...)...)
+	for i, r := range regions { // each region's home its own store: copy i+1
+		cli(t, 0, append(append([]string{"regions", "add", r.name, "--create", "--home", fmt.Sprint(i + 1)}, first...), copies...)...)
 	}
 	out, _ := cli(t, 0, append(append([]string{"regions", "list", "--json"}, first...), copies...)...)
 	var reg regionsList

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,13 +14,18 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-const regionsUsage = `usage: snowfence regions <list | add NAME | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
-  list          every region ever added (retired ones too), the registry's version, the region
-                numbers left under the fleet schedule's last layout and when its timestamps run out
+const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
+  list          every region ever added (retired ones too) with its home, the registry's version
+                and copies (numbered: copy 1 is the store flags' store), the region numbers left
+                under the fleet schedule's last layout and when its timestamps run out
   add NAME      add a region under the lowest region number no region ever had; start its holders
                 with --region NAME. The first add, which creates the registry, asks for --create:
                 a store that holds no registry is otherwise refused (join it with add-copy), so
-                that a second registry, numbering its regions from 0 again, is never made
+                that a second registry, numbering its regions from 0 again, is never made.
+                --home COPY names the copy whose store the region's holders lease from (its
+                name as list shows it, or its number there: 1 is the store flags' store);
+                serve refuses the region's holders on any other store. Required when more
+                than one copy is given; with one, that copy is the home
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
@@ -57,6 +64,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
 	create := fs.Bool("create", false, "add: create the region registry (the fleet's first add; once per fleet)")
+	home := fs.String("home", "", "add: the copy whose store the region's holders lease from, by its name or number as regions list shows it (required with more than one copy)")
 	pos, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -87,6 +95,9 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	default:
 		return usagef("%s", regionsUsage)
 	}
+	if *home != "" && verb != "add" {
+		return usagef("--home is for regions add only: a region's home is recorded when it is added")
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	open := []string(specs)
@@ -106,7 +117,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read the fleet schedule from copy 1 (%s): %w", cs[0].name, err)
 	}
-	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create}
+	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create, home: *home}
 	switch verb {
 	case "add-copy":
 		return r.addCopy(ctx, join)
@@ -123,7 +134,8 @@ func runRegions(ctx context.Context, e env, args []string) error {
 // regionsRun is one regions command on opened copies.
 type regionsRun struct {
 	e      env
-	create bool // add may create the registry
+	create bool   // add may create the registry
+	home   string // add: --home, a copy's name or number; "" for the only copy
 	copies []registryCopy
 	fleet  lease.FleetSchedule
 	asJSON bool
@@ -212,13 +224,17 @@ func (r regionsRun) list(ctx context.Context) error {
 		fmt.Fprintln(w, "no regions registered")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tNUMBER\tCREATED\tRETIRED")
+		fmt.Fprintln(tw, "NAME\tNUMBER\tCREATED\tRETIRED\tHOME")
 		for _, g := range rep.Regions {
 			retired := "-"
 			if g.Retired() {
 				retired = lease.FormatMs(g.RetiredMs)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", g.Name, g.Number, lease.FormatMs(g.CreatedMs), retired)
+			home := g.Home
+			if home == "" {
+				home = "- (not recorded: not checked)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", g.Name, g.Number, lease.FormatMs(g.CreatedMs), retired, home)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -229,6 +245,9 @@ func (r regionsRun) list(ctx context.Context) error {
 		version = "0 (never written)"
 	}
 	fmt.Fprintf(w, "\nregistry version %s, in %d %s\n", version, len(rep.Copies), plural(len(rep.Copies), "copy", "copies"))
+	for _, c := range rep.Copies {
+		fmt.Fprintf(w, "  copy %d: %s (version %d)\n", c.Copy, c.Store, c.Version)
+	}
 	if l.RegionBits == 0 {
 		fmt.Fprintf(w, "region numbers left: no region bits (layout %s, the fleet schedule's last)\n", l.Name)
 	} else {
@@ -254,6 +273,10 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if l.RegionBits == 0 {
 		return fmt.Errorf("%w: the fleet schedule's last layout, %s, has no region bits, so it has no region numbers to give: schedule a layout with region bits first (snowfence schedule set, e.g. v1,v2@…)", lease.ErrInvalid, l.Name)
 	}
+	home, err := r.homeCopy()
+	if err != nil {
+		return err
+	}
 	record, err := r.storesSchedule(ctx)
 	if err != nil {
 		return err
@@ -265,7 +288,7 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
 				"a second registry would number its regions from 0 again", lease.ErrInvalid)
 		}
-		next, added, err := reg.WithRegion(name, r.now.UnixMilli(), 1<<l.RegionBits)
+		next, added, err := reg.WithRegionHome(name, home, r.now.UnixMilli(), 1<<l.RegionBits)
 		g = added
 		if err != nil {
 			return next, err
@@ -275,8 +298,45 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return say(r.e, r.asJSON, g, "region %s added as number %d, written to %d %s: start its holders with --region %s",
-		g.Name, g.Number, len(r.copies), plural(len(r.copies), "copy", "copies"), g.Name)
+	return say(r.e, r.asJSON, g, "region %s added as number %d, written to %d %s: start its holders with --region %s on its home store, copy %s",
+		g.Name, g.Number, len(r.copies), plural(len(r.copies), "copy", "copies"), g.Name, g.Home)
+}
+
+// homeCopy is the name of the copy --home names: by its name or its
+// number (1 the store flags' store, as list numbers them); with no --home,
+// the only copy, and a usage error when there are more (which one the
+// region's holders lease from is the operator's to say: a wrong home
+// refuses every holder of the region, and no command changes it yet).
+func (r regionsRun) homeCopy() (string, error) {
+	var names []string
+	for _, c := range r.copies {
+		names = append(names, c.name)
+	}
+	if r.home == "" {
+		if len(names) == 1 {
+			return names[0], nil
+		}
+		return "", usagef("regions add: name the copy whose store the region's holders lease from with --home COPY, by its name or number: %s", numberedCopies(names))
+	}
+	if n, err := strconv.Atoi(r.home); err == nil {
+		if n < 1 || n > len(names) {
+			return "", usagef("--home %d: there are %d copies: %s", n, len(names), numberedCopies(names))
+		}
+		return names[n-1], nil
+	}
+	if !slices.Contains(names, r.home) {
+		return "", usagef("--home %s is none of the copies given: %s", r.home, numberedCopies(names))
+	}
+	return r.home, nil
+}
+
+// numberedCopies is names as list numbers them: "1 NAME, 2 NAME".
+func numberedCopies(names []string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d %s", i+1, n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r regionsRun) retire(ctx context.Context, name string) error {

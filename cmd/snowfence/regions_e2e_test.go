@@ -122,20 +122,26 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 	cli(t, 0, append([]string{"schedule", "set", far}, flags...)...)
 	cli(t, 0, append([]string{"schedule", "set", far}, serve2...)...)
 	for i, name := range []string{"us-east-1", "eu-west-1"} {
-		out, _ := cli(t, 0, with("regions", "add", name, "--json", "--create")...)
+		out, _ := cli(t, 0, with("regions", "add", name, "--json", "--create", "--home", "2")...)
 		var g lease.Region
 		if err := json.Unmarshal([]byte(out), &g); err != nil || g.Name != name || g.Number != i {
 			t.Fatalf("regions add %s --json: %q, %v; want number %d", name, out, err, i)
 		}
 	}
-	cli(t, 1, with("regions", "add", "eu-west-1")...) // exists already
+	if _, errOut := cli(t, 2, with("regions", "add", "ap-south-1")...); !strings.Contains(errOut, "--home COPY") {
+		t.Errorf("add with two copies and no --home: stderr %s; want it asked for", errOut)
+	}
+	cli(t, 1, with("regions", "add", "eu-west-1", "--home", "2")...) // exists already
 	cli(t, 2, with("regions", "retire", "eu-west-1")...)
 	cli(t, 0, with("regions", "retire", "eu-west-1", "--yes")...)
 	l := list()
 	if l.Version != 3 || len(l.Regions) != 2 || !l.Regions[1].Retired() || l.Left != 6 || len(l.Copies) != 2 || !l.Copies[1].Same || l.Copies[1].Version != 3 {
 		t.Fatalf("after two adds and a retire: %+v", l)
 	}
-	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "eu-west-1") || !strings.Contains(out, "registry version 3, in 2 copies") || !strings.Contains(out, "6 of 8") {
+	if l.Regions[0].Home != l.Copies[1].Store {
+		t.Errorf("us-east-1 added with --home 2: home %q; want copy 2's name %q", l.Regions[0].Home, l.Copies[1].Store)
+	}
+	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "eu-west-1") || !strings.Contains(out, l.Copies[1].Store) || !strings.Contains(out, "registry version 3, in 2 copies") || !strings.Contains(out, "6 of 8") {
 		t.Errorf("regions list:\n%s", out)
 	}
 	if out, _ := cli(t, 0, with("regions", "sync")...); !strings.Contains(out, "at version 3") {
@@ -146,6 +152,12 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 	}
 	if _, errOut := cli(t, 1, serve("eu-west-1")...); !strings.Contains(errOut, "retired") {
 		t.Errorf("serve --region eu-west-1 (retired) on copy 2's store: stderr %s", errOut)
+	}
+	// us-east-1's home is copy 2: on copy 1's store (which resolves it
+	// too) its holder is refused.
+	elsewhere := append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "45-45", "--region", "us-east-1"}, flags...)
+	if _, errOut := cli(t, 1, elsewhere...); !strings.Contains(errOut, "not the region's home") || !strings.Contains(errOut, "leases from copy "+l.Copies[1].Store) {
+		t.Errorf("serve --region us-east-1 on copy 1's store, its home copy 2: stderr %s", errOut)
 	}
 	s := startService(t, t.TempDir(), serve("us-east-1")[1:]...)
 	s.stop(t)
@@ -299,7 +311,7 @@ func TestE2ERegistrySchedule(t *testing.T) {
 	if reg, rec := schedules(); reg != "" || rec != far {
 		t.Fatalf("after schedule set without a registry: registry %q, records %q; want none and %q", reg, rec, far)
 	}
-	cli(t, 0, with("regions", "add", "us-east-1", "--create")...)
+	cli(t, 0, with("regions", "add", "us-east-1", "--create", "--home", "2")...)
 	if reg, rec := schedules(); reg != far || rec != far {
 		t.Fatalf("after regions add: registry %q, records %q; want %q in both", reg, rec, far)
 	}

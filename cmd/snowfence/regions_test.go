@@ -92,12 +92,29 @@ func TestRegionsAddCreatesOnlyWhenAsked(t *testing.T) {
 func TestRegionsCommands(t *testing.T) {
 	ctx := context.Background()
 	r, ms, out, errb := regionsOn(2, "v1,v2@2029-01-01T00:00:00Z")
+	// With two copies, the home is the operator's to say: by name or by
+	// number, one of the copies given.
+	for _, home := range []string{"", "3", "0", "copy-c"} {
+		r.home = home
+		var ue usageError
+		if err := r.add(ctx, "us-east-1"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "1 copy-a, 2 copy-b") {
+			t.Errorf("add with --home %q: %v; want a usage error naming the copies", home, err)
+		}
+	}
+	if ms[0].reg.Version != 0 {
+		t.Fatalf("a refused add wrote %+v", ms[0].reg)
+	}
 	for i, name := range []string{"us-east-1", "eu-west-1", "ap-south-1"} {
+		r.home = []string{"2", "copy-a", "copy-b"}[i]
 		out.Reset()
 		if err := r.add(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		want := "region " + name + " added as number " + string(rune('0'+i)) + ", written to 2 copies: start its holders with --region " + name + "\n"
+		home := []string{"copy-b", "copy-a", "copy-b"}[i]
+		if g, _ := ms[1].reg.Named(name); g.Home != home {
+			t.Errorf("add %s --home %s: home %q recorded, want %q", name, r.home, g.Home, home)
+		}
+		want := "region " + name + " added as number " + string(rune('0'+i)) + ", written to 2 copies: start its holders with --region " + name + " on its home store, copy " + home + "\n"
 		if out.String() != want {
 			t.Errorf("add %s: %q, want %q", name, out, want)
 		}
@@ -120,12 +137,14 @@ func TestRegionsCommands(t *testing.T) {
 	if err := r.list(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME        NUMBER  CREATED                   RETIRED
-us-east-1   0       2030-01-02T03:04:05.000Z  -
-eu-west-1   1       2030-01-02T03:04:05.000Z  2030-01-02T03:04:05.000Z
-ap-south-1  2       2030-01-02T03:04:05.000Z  -
+	want := `NAME        NUMBER  CREATED                   RETIRED                   HOME
+us-east-1   0       2030-01-02T03:04:05.000Z  -                         copy-b
+eu-west-1   1       2030-01-02T03:04:05.000Z  2030-01-02T03:04:05.000Z  copy-a
+ap-south-1  2       2030-01-02T03:04:05.000Z  -                         copy-b
 
 registry version 4, in 2 copies
+  copy 1: copy-a (version 4)
+  copy 2: copy-b (version 4)
 region numbers left: 5 of 8 (layout v2, the fleet schedule's last; retired numbers are never reused)
 fleet schedule: v1,v2@2029-01-01T00:00:00Z (the registry's and copy 1's store's)
 timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 ticks)
@@ -259,6 +278,7 @@ func TestRegionsAddRecordsSchedule(t *testing.T) {
 	ctx := context.Background()
 	far := "v1,v2@2029-01-01T00:00:00Z"
 	r, ms, _, _ := regionsOn(2, far)
+	r.home = "1"
 	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: "v1,v2@2029-06-01T00:00:00Z", Version: 2}
 	if err := r.add(ctx, "us-east-1"); !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "snowfence schedule set SCHEDULE naming every copy") {
 		t.Fatalf("add with the stores on two schedules: %v; want ErrSchedule naming schedule set", err)

@@ -35,7 +35,7 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 		cli(t, 0, append([]string{"schedule", "set", far}, f...)...)
 	}
 	with := func(args ...string) []string { return append(append(args, flags1...), "--copy", copy2) }
-	cli(t, 0, with("regions", "add", "us-east-1", "--create")...)
+	cli(t, 0, with("regions", "add", "us-east-1", "--create", "--home", "1")...)
 
 	// Copy 1's cluster again, spelled another way.
 	twice := "etcd://" + strings.Replace(host1, "127.0.0.1", "localhost", 1) + "/snowfence"
@@ -47,18 +47,23 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &joined); err != nil || joined.Version != 2 || len(joined.Copies) != 3 || len(joined.CopyIdentities) != 3 {
 		t.Fatalf("add-copy --json: %s (%v); want version 2 recording three copies and their identities", out, err)
 	}
-	if _, errOut := cli(t, 1, with("regions", "add", "eu-west-1")...); !strings.Contains(errOut, "kept in 3 copies") {
+	if _, errOut := cli(t, 1, with("regions", "add", "eu-west-1", "--home", "1")...); !strings.Contains(errOut, "kept in 3 copies") {
 		t.Errorf("add without the joined copy: stderr %s; want it refused", errOut)
 	}
-	all := append(with("regions", "add", "eu-west-1", "--json"), "--copy", copy3)
+	all := append(with("regions", "add", "eu-west-1", "--json", "--home", "3"), "--copy", copy3)
 	out, _ = cli(t, 0, all...)
 	var g lease.Region
 	if err := json.Unmarshal([]byte(out), &g); err != nil || g.Number != 1 {
 		t.Fatalf("add with the joined copy: %s (%v); want number 1", out, err)
 	}
-	// A holder on the joined store starts by name (region 0: others start
-	// only after the cutover to v2).
-	h := startService(t, t.TempDir(), append([]string{"--schedule", far, "--machines", "45-45", "--region", "us-east-1"}, flags3...)...)
+	// The joined store resolves us-east-1 by name (region 0: others start
+	// only after the cutover to v2), but its home is copy 1: a holder on
+	// the joined store is refused, one on copy 1's store starts.
+	holder := []string{"--schedule", far, "--machines", "45-45", "--region", "us-east-1"}
+	if _, errOut := cli(t, 1, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, holder...), flags3...)...); !strings.Contains(errOut, "region us-east-1 (number 0) leases from copy") || !strings.Contains(errOut, "not the region's home") {
+		t.Errorf("serve --region us-east-1 on the joined store, its home copy 1: stderr %s", errOut)
+	}
+	h := startService(t, t.TempDir(), append(holder, flags1...)...)
 	h.stop(t)
 
 	// copy2's address now reaches another cluster: a new embedded etcd on
@@ -66,7 +71,7 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 	s2.stop(t)
 	startService(t, t.TempDir(), "--machines", "40-40", "--embedded-etcd-url", url2)
 	for _, args := range [][]string{
-		append(with("regions", "add", "ap-south-1"), "--copy", copy3),
+		append(with("regions", "add", "ap-south-1", "--home", "1"), "--copy", copy3),
 		append(with("regions", "sync"), "--copy", copy3),
 	} {
 		if _, errOut := cli(t, 1, args...); !strings.Contains(errOut, "but the registry records it as") {

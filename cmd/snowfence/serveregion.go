@@ -37,6 +37,10 @@ type holderRegion struct {
 // holder's schedule (its text, "" for the default) and the store's fleet
 // schedule record must both equal it (lease.CheckHolderSchedule): a holder
 // never starts on a schedule the regions may disagree on.
+// When the region records its home (the copy whose store it leases
+// from), the store's own identity must be the one the registry records
+// for that copy (lease.CheckHome): a holder never leases a region's
+// numbers in another region's store.
 //
 // Nothing here calls another region's store: the store read is the one the
 // holder leases from.
@@ -78,6 +82,15 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	hr.registry = reg
 	if hr.region, err = reg.Resolve(text); err != nil {
 		return hr, fmt.Errorf("--region %s: %w", text, err)
+	}
+	if hr.region.Home != "" {
+		own, err := o.Store.RegistryIdentity(ctx)
+		if err != nil {
+			return hr, fmt.Errorf("read the lease store's identity, to check it is region %s's home: %w", hr.region.Name, err)
+		}
+		if err := lease.CheckHome(reg, hr.region, own); err != nil {
+			return hr, fmt.Errorf("--region %s: %w", text, err)
+		}
 	}
 	if reg.Schedule == "" {
 		return hr, nil

@@ -107,3 +107,58 @@ func TestServeChecksRegistrySchedule(t *testing.T) {
 		})
 	}
 }
+
+// A region that records its home starts only on that copy's store: a
+// holder resolving us-east-1 on the store of copy eu-west-1 (which
+// resolves every region too) is refused, naming both stores and what to
+// do; on its home store it starts, and a region with no home recorded
+// starts on any.
+func TestServeRefusesAnotherRegionsStore(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	us := &memStore{m: &memRegistry{}}
+	eu := &memStore{m: &memRegistry{}}
+	cs := []lease.RegistryCopy{{Name: "us-east-1", Store: us}, {Name: "eu-west-1", Store: eu}}
+	for _, add := range []struct{ region, home string }{{"us-east-1", "us-east-1"}, {"eu-west-1", "eu-west-1"}, {"old-style", ""}} {
+		if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) {
+			next, _, err := r.WithRegionHome(add.region, add.home, 1, 8)
+			return next, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	euID, _ := eu.RegistryIdentity(ctx)
+	usID, _ := us.RegistryIdentity(ctx)
+	for _, c := range []struct {
+		name   string
+		store  *memStore
+		region string
+		want   []string // nil to start
+	}{
+		{"us-east-1 on its home store", us, "us-east-1", nil},
+		{"eu-west-1 on its home store", eu, "eu-west-1", nil},
+		{"us-east-1 on eu-west-1's store", eu, "us-east-1", []string{"leases from copy us-east-1 (" + usID + ")", "this holder's store is " + euID, "store flags of the region's own store", "no command records a new home"}},
+		{"eu-west-1 on us-east-1's store", us, "eu-west-1", []string{"leases from copy eu-west-1"}},
+		{"no home recorded", eu, "old-style", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asked []int
+			hr, err := resolveHolderRegion(ctx, openerOf(c.store, &asked), etcdstore.Config{}, c.region, "", quiet)
+			hr.release()
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("--region %s: %v", c.region, err)
+				}
+				return
+			}
+			if !errors.Is(err, lease.ErrWrongHome) {
+				t.Fatalf("--region %s: %v; want ErrWrongHome", c.region, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("--region %s: %q; want it to say %q", c.region, err, w)
+				}
+			}
+		})
+	}
+}
