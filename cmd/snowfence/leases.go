@@ -36,17 +36,10 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	to := fs.String("to", "", "raise-marks: the new minimum mark, RFC 3339 or now+DURATION (e.g. now+1m)")
 	machines := fs.String("machines", "0-1023", "raise-marks: the machine numbers to raise")
 	layout := fs.String("layout", "", "the layout of the fleet schedule whose numbers to look at or raise (default: list/show/quarantine/release the layout in force now; raise-marks every layout's)")
-	pos, err := parse(e, fs, args)
+	verb, rest, err := parseVerb(e, fs, args, leasesUsage)
 	if err != nil {
 		return err
 	}
-	if err := applyEnv(fs, e.getenv); err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("%s", leasesUsage)
-	}
-	verb, rest := pos[0], pos[1:]
 	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
 	n, ok := wantArgs[verb]
 	if !ok || len(rest) != n {

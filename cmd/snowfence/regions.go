@@ -65,17 +65,10 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
 	create := fs.Bool("create", false, "add: create the region registry (the fleet's first add; once per fleet)")
 	home := fs.String("home", "", "add: the copy whose store the region's holders lease from, by its name or number as regions list shows it (required with more than one copy)")
-	pos, err := parse(e, fs, args)
+	verb, rest, err := parseVerb(e, fs, args, regionsUsage)
 	if err != nil {
 		return err
 	}
-	if err := applyEnv(fs, e.getenv); err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("%s", regionsUsage)
-	}
-	verb, rest := pos[0], pos[1:]
 	var name, joining string
 	switch {
 	case (verb == "list" || verb == "sync") && len(rest) == 0:

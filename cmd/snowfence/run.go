@@ -115,6 +115,23 @@ func isFlag(arg string) bool {
 }
 
 // parse parses flags that may come before or after positional arguments
+// parseVerb is parse, then the flags' environment variables (applyEnv), for
+// a command of verbs: it returns the first positional argument and the
+// rest, or usage as a usage error when there is none.
+func parseVerb(e env, fs *flag.FlagSet, args []string, usage string) (verb string, rest []string, err error) {
+	pos, err := parse(e, fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return "", nil, err
+	}
+	if len(pos) == 0 {
+		return "", nil, usagef("%s", usage)
+	}
+	return pos[0], pos[1:], nil
+}
+
 // ("decode 123 --json" and "decode --json 123") and returns the positionals.
 func parse(e env, fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string

@@ -46,17 +46,10 @@ func runSchedule(ctx context.Context, e env, args []string) error {
 	fs.Var(&specs, "copy", "set: another region's store, as a URL (repeat it; name each store as snowfence regions does)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	notice := fs.Duration("notice", lease.DefaultScheduleNotice, "set: how far ahead of now the new schedule may first differ from the stored one")
-	pos, err := parse(e, fs, args)
+	verb, rest, err := parseVerb(e, fs, args, scheduleUsage)
 	if err != nil {
 		return err
 	}
-	if err := applyEnv(fs, e.getenv); err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("%s", scheduleUsage)
-	}
-	verb, rest := pos[0], pos[1:]
 	var next snowfence.Schedule
 	switch {
 	case verb == "show" && len(rest) == 0:
