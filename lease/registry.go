@@ -389,23 +389,41 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		if err := CheckRegistry(next); err != nil {
 			return cur, err // what no store would write (a home that is none of the copies, say): refused before any copy is
 		}
-		err = copies[0].Store.SetRegistry(ctx, next)
-		if errors.Is(err, ErrRegistryConflict) {
+		again, later, err := writeCopies(ctx, copies, next)
+		switch {
+		case again:
 			continue // another change won the first copy: start again from it
-		}
-		if err != nil {
-			return cur, fmt.Errorf("write the registry's copy %s (written first): %w", copies[0].Name, err)
-		}
-		for _, c := range copies[1:] {
-			if err := c.Store.SetRegistry(ctx, next); err != nil {
-				return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, is at version %d; "+
-					"start no holder in a region this change named until snowfence regions sync has brought every copy there",
-					ErrRegistryDiverged, c.Name, err, copies[0].Name, next.Version)
-			}
+		case later != "":
+			return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, is at version %d; "+
+				"start no holder in a region this change named until snowfence regions sync has brought every copy there",
+				ErrRegistryDiverged, later, err, copies[0].Name, next.Version)
+		case err != nil:
+			return cur, err
 		}
 		return next, nil
 	}
 	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrRegistryConflict, registryRetries)
+}
+
+// writeCopies writes next to every copy in order. The first copy's version
+// compare decides between two changes: again reports that another change
+// won it (nothing was written; read and try again). A later copy that
+// fails is named in later, with its error: the first copies hold next, and
+// the change must be finished by sync.
+func writeCopies(ctx context.Context, copies []RegistryCopy, next Registry) (again bool, later string, err error) {
+	err = copies[0].Store.SetRegistry(ctx, next)
+	if errors.Is(err, ErrRegistryConflict) {
+		return true, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("write the registry's copy %s (written first): %w", copies[0].Name, err)
+	}
+	for _, c := range copies[1:] {
+		if err := c.Store.SetRegistry(ctx, next); err != nil {
+			return false, c.Name, err
+		}
+	}
+	return false, "", nil
 }
 
 // readCopies returns the registry every copy holds, or ErrRegistryDiverged.

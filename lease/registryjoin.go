@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -82,19 +81,16 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 				ErrRegistryDiverged, joining.Name, theirs.Version, len(theirs.Regions))
 		}
 		next := Registry{Version: cur.Version + 1, Regions: slices.Clone(cur.Regions), Copies: allNames, CopyIdentities: allIDs, Schedule: cur.Schedule}
-		err = copies[0].Store.SetRegistry(ctx, next)
-		if errors.Is(err, ErrRegistryConflict) {
+		again, later, err := writeCopies(ctx, copies, next)
+		switch {
+		case again:
 			continue // another change won the first copy: start again from it
-		}
-		if err != nil {
-			return cur, fmt.Errorf("write the registry's copy %s (written first): %w", copies[0].Name, err)
-		}
-		for _, c := range copies[1:] {
-			if err := c.Store.SetRegistry(ctx, next); err != nil {
-				return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, records copy %s at version %d; "+
-					"finish the join with snowfence regions sync naming every copy, %s included, before any other change",
-					ErrRegistryDiverged, c.Name, err, copies[0].Name, joining.Name, next.Version, joining.Name)
-			}
+		case later != "":
+			return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, records copy %s at version %d; "+
+				"finish the join with snowfence regions sync naming every copy, %s included, before any other change",
+				ErrRegistryDiverged, later, err, copies[0].Name, joining.Name, next.Version, joining.Name)
+		case err != nil:
+			return cur, err
 		}
 		return next, writeJoined(ctx, joining, next)
 	}
