@@ -41,9 +41,7 @@ type hold struct {
 	exclude     []int
 	floorMs     int64 // after a restore: leases start at or above this
 	lastAckBoot time.Duration
-	begun       bool // claiming has started
 	closed      bool // Close, or the end of the window, stopped it
-	final       *Lease
 }
 
 func (h *hold) setWhy(err error) { h.why.Store(&err) }
@@ -69,13 +67,6 @@ func (h *hold) Status() Status {
 	return s
 }
 
-// started reports whether the hold has begun claiming.
-func (h *hold) started() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.begun
-}
-
 // waitAfter is how long the hold waits after a step that returned err.
 func (h *hold) waitAfter(err error) time.Duration {
 	c := &h.k.cfg
@@ -99,7 +90,6 @@ func (h *hold) waitAfter(err error) time.Duration {
 func (h *hold) step(ctx context.Context) error {
 	h.mu.Lock()
 	held := h.lease != nil
-	h.begun = true
 	h.mu.Unlock()
 	if held {
 		return h.renew(ctx)
@@ -345,38 +335,39 @@ func (h *hold) lose(l *Lease, err error) {
 }
 
 // shut stops the hold: the generator refuses on it from now on, and a claim
-// in flight is given up when it returns. It reports whether a lease was held,
-// which the caller then releases (releaseHeld); only the first call of a
-// hold's life takes it, so retire and Close never both release.
-func (h *hold) shut() bool {
+// in flight is given up when it returns. It returns the lease held, or nil,
+// for the caller to release (releaseHeld); only the first call of a hold's
+// life returns it, so retire and Close never both release.
+func (h *hold) shut() *Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return false // shut before (retired, or Close): that one releases
+		return nil // shut before (retired, or Close): that one releases
 	}
 	h.closed = true
 	h.grant.Store(nil)
 	h.setWhy(errClosed)
-	h.final, h.lease = h.lease, nil
+	l := h.lease
+	h.lease = nil
 	h.status.State = StateClosed
-	return h.final != nil
+	return l
 }
 
 // retire ends a hold whose window has passed: its number is released with
 // the end of the last ID issued on it as its mark.
 func (h *hold) retire(ctx context.Context) {
-	if !h.shut() {
+	l := h.shut()
+	if l == nil {
 		return
 	}
 	h.setWhy(fmt.Errorf("%w: layout %s ended at %s; its number was released", snowfence.ErrFenced, h.layout, msTime(h.untilMs)))
-	h.releaseHeld(ctx)
+	h.releaseHeld(ctx, l)
 }
 
-// releaseHeld releases the lease shut took. The grant is withdrawn: any ID
-// issued under it is already counted by LastIssued, because the generator
-// checks the grant and commits under one lock.
-func (h *hold) releaseHeld(ctx context.Context) error {
-	l := h.final
+// releaseHeld releases l, the lease shut took. The grant is withdrawn: any
+// ID issued under it is already counted by LastIssued, because the
+// generator checks the grant and commits under one lock.
+func (h *hold) releaseHeld(ctx context.Context, l *Lease) error {
 	mark := min(h.k.releaseMark(l), max(h.untilMs, l.StartMs))
 	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
 	defer cancel()

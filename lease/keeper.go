@@ -531,11 +531,11 @@ func (k *Keeper) releaseMark(l *Lease) int64 {
 func (k *Keeper) Status() Status {
 	h := k.current()
 	s := h.Status()
-	for _, n := range k.holds {
-		if n.index == h.index+1 && n.started() {
-			ns := n.Status()
-			s.Next = &ns
-		}
+	// holds are the schedule's steps from the first in order: the next
+	// step's is at h's position + 1.
+	if i := h.index - k.holds[0].index + 1; i < len(k.holds) && k.cfg.Clock.Now().WallMs >= k.holds[i].startMs {
+		ns := k.holds[i].Status()
+		s.Next = &ns
 	}
 	return s
 }
@@ -610,17 +610,17 @@ func (k *Keeper) Close(ctx context.Context) error {
 	}
 	k.closed = true
 	k.mu.Unlock()
-	var held []*hold
-	for _, h := range k.holds {
-		if h.shut() {
-			held = append(held, h)
-		}
+	held := make([]*Lease, len(k.holds))
+	for i, h := range k.holds {
+		held[i] = h.shut()
 	}
 	k.cancel()
 	<-k.done
 	var errs []error
-	for _, h := range held {
-		errs = append(errs, h.releaseHeld(ctx))
+	for i, h := range k.holds {
+		if held[i] != nil {
+			errs = append(errs, h.releaseHeld(ctx, held[i]))
+		}
 	}
 	k.closeStores()
 	return errors.Join(errs...)
