@@ -31,16 +31,26 @@ func registryOn(t *testing.T, url string) lease.RegistryStore {
 	return s
 }
 
-// serve --region resolves the name or number in the registry of its own
-// store: a retired or unknown region refuses to start, saying which
-// command fixes it; a region in service starts, by name.
-func TestE2EServeRegionRefusal(t *testing.T) {
-	dir := t.TempDir()
-	startService(t, dir, "--machines", "40-40")
+// embeddedStore starts serve on machine number machine with an embedded
+// etcd in a directory of its own, and returns the directory, the embedded
+// etcd's client URL and the service: a lease store a test can name as a
+// region's.
+func embeddedStore(t *testing.T, machine string) (dir, url string, s *service) {
+	t.Helper()
+	dir = t.TempDir()
+	s = startService(t, dir, "--machines", machine+"-"+machine)
 	url, err := embedetcd.ReadClientURL(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, url, s
+}
+
+// serve --region resolves the name or number in the registry of its own
+// store: a retired or unknown region refuses to start, saying which
+// command fixes it; a region in service starts, by name.
+func TestE2EServeRegionRefusal(t *testing.T) {
+	_, url, _ := embeddedStore(t, "40")
 	rs := registryOn(t, url)
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
@@ -165,17 +175,8 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 
 // snowfence regions on two etcd clusters (two serves' embedded etcds).
 func TestE2ERegionsCLI(t *testing.T) {
-	dir1, dir2 := t.TempDir(), t.TempDir()
-	startService(t, dir1, "--machines", "40-40")
-	startService(t, dir2, "--machines", "40-40")
-	url1, err := embedetcd.ReadClientURL(dir1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url2, err := embedetcd.ReadClientURL(dir2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url1, _ := embeddedStore(t, "40")
+	_, url2, _ := embeddedStore(t, "40")
 	registryOn(t, url1)
 	regionsCLI(t, []string{"--etcd-endpoints", url1}, "etcd://"+strings.TrimPrefix(url2, "http://")+"/snowfence", []string{"--etcd-endpoints", url2})
 }
@@ -228,12 +229,7 @@ func TestE2ERegionsTableStores(t *testing.T) {
 // store the flags name: the v2 example decodes to eu-west-1, a number the
 // registry does not know to an empty name and a warning.
 func TestE2EDecodeFromStore(t *testing.T) {
-	dir := t.TempDir()
-	startService(t, dir, "--machines", "41-41")
-	url, err := embedetcd.ReadClientURL(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url, _ := embeddedStore(t, "41")
 	reg := lease.Registry{Version: 1, Regions: []lease.Region{
 		{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "ap-south-1", Number: 1, CreatedMs: 1}, {Name: "eu-west-1", Number: 2, CreatedMs: 1},
 	}}
@@ -265,17 +261,8 @@ func TestE2EDecodeFromStore(t *testing.T) {
 // differs from the registry's, and a store whose record missed a change,
 // until schedule set finishes it.
 func TestE2ERegistrySchedule(t *testing.T) {
-	dir1, dir2 := t.TempDir(), t.TempDir()
-	startService(t, dir1, "--machines", "40-40")
-	startService(t, dir2, "--machines", "40-40")
-	url1, err := embedetcd.ReadClientURL(dir1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url2, err := embedetcd.ReadClientURL(dir2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url1, _ := embeddedStore(t, "40")
+	_, url2, _ := embeddedStore(t, "40")
 	flags := []string{"--etcd-endpoints", url1}
 	copy2 := "etcd://" + strings.TrimPrefix(url2, "http://") + "/snowfence"
 	serve2 := []string{"--etcd-endpoints", url2}

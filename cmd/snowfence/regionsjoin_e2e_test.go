@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -15,17 +14,8 @@ import (
 // name there; when a recorded name comes to reach another cluster, changes
 // are refused, saying so.
 func TestE2ERegionsJoinAndIdentity(t *testing.T) {
-	dir1, dir2 := t.TempDir(), t.TempDir()
-	startService(t, dir1, "--machines", "40-40")
-	s2 := startService(t, dir2, "--machines", "40-40")
-	url1, err := embedetcd.ReadClientURL(dir1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url2, err := embedetcd.ReadClientURL(dir2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url1, _ := embeddedStore(t, "40")
+	_, url2, s2 := embeddedStore(t, "40")
 	host1, host2 := strings.TrimPrefix(url1, "http://"), strings.TrimPrefix(url2, "http://")
 	flags1 := []string{"--etcd-endpoints", url1}
 	copy2, copy3 := "etcd://"+host2+"/snowfence", "etcd://"+host2+"/joined"
