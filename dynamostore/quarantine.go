@@ -14,8 +14,9 @@ import (
 // operator's quarantine of an item — holder "QUARANTINED", lease_expiry
 // 2100-01-01, one more epoch (lease.QuarantineHolder,
 // lease.QuarantineExpiryMs) — and keeps the mark it had in
-// quarantined_mark, for Unquarantine. The holder's next renewal fails with lease.ErrQuarantined
-// and it stops at its mark. Quarantining a quarantined number does nothing.
+// quarantined_mark, for Unquarantine. The holder's next renewal fails with
+// lease.ErrQuarantined and it stops at its mark. Quarantining a
+// quarantined number does nothing.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
