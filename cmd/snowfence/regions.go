@@ -415,14 +415,14 @@ func (r regionsRun) addCopy(ctx context.Context, c registryCopy) error {
 		c.name, reg.Version, len(reg.Copies))
 }
 
-// timestampsEnd is the first instant l's timestamp cannot hold: its epoch
-// + 2^TimeBits units.
+// timestampsEnd is the first instant l's timestamp cannot hold: one unit
+// after its last instant (Layout.LastInstant; a zero Unit is 1 ms).
 func timestampsEnd(l snowfence.Layout) time.Time {
-	unitMs := l.Unit.Milliseconds()
-	if unitMs == 0 {
-		unitMs = 1
+	unit := l.Unit
+	if unit == 0 {
+		unit = time.Millisecond
 	}
-	return time.UnixMilli(l.Epoch.UnixMilli() + int64(1)<<l.TimeBits*unitMs).UTC()
+	return l.LastInstant().Add(unit)
 }
 
 // plural is one or many by n.
