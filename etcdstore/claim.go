@@ -300,7 +300,9 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 	// The lease belongs to the history as now known: if this very response
 	// revealed a restore, the claim was made in the restored store.
 	s.mu.Lock()
-	s.leases[leaseKey{n, token}] = &held{etcdLease: id, epoch: s.hist.epoch, markRev: modRev(mark), markMs: mv.MarkMs, floorMs: mv.MarkMs, sched: *sched}
+	h := &held{etcdLease: id, epoch: s.hist.epoch, markMs: mv.MarkMs, floorMs: mv.MarkMs, sched: *sched}
+	s.setMarkRevLocked(h, n, modRev(mark))
+	s.leases[leaseKey{n, token}] = h
 	s.mu.Unlock()
 	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule,
 		Claim: claimID(id)}

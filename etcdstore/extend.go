@@ -85,7 +85,8 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		}
 		if resp.Succeeded {
 			s.mu.Lock()
-			h.markRev, h.markMs = resp.Header.Revision, max(h.markMs, target)
+			s.setMarkRevLocked(h, n, resp.Header.Revision)
+			h.markMs = max(h.markMs, target)
 			s.mu.Unlock()
 			break
 		}
@@ -115,7 +116,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			return nil, s.renewFailed(l, target, err)
 		}
 		s.mu.Lock()
-		h.markRev = modRev(m)
+		s.setMarkRevLocked(h, n, modRev(m))
 		h.markMs = max(h.markMs, mv.MarkMs)
 		if mv.Token != l.Token {
 			h.floorMs = max(h.floorMs, mv.MarkMs)

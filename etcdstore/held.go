@@ -43,6 +43,16 @@ type held struct {
 	repaired bool
 }
 
+// setMarkRevLocked records that the mark key of h's number n is at mod
+// revision rev, in h and among the marks known to every Store value sharing
+// this history (knownMarks), so that a claim in any keyspace compares it —
+// the numbers a keeper holds for another layout are another keyspace's.
+// Called with Store.mu held.
+func (s *Store) setMarkRevLocked(h *held, n int, rev int64) {
+	h.markRev = rev
+	s.knewMarkLocked(h.epoch, s.keys.base, n, rev)
+}
+
 // claimed returns what the store knew of the lease before a request.
 // Called with Store.mu held.
 func (h *held) claimed() claimed {
@@ -95,6 +105,7 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 		h = prev
 	} else {
 		s.leases[k] = h
+		s.setMarkRevLocked(h, l.Machine, h.markRev)
 	}
 	s.mu.Unlock()
 	return h, s.sameClaim(l, h)
@@ -119,18 +130,13 @@ func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
 	return nil
 }
 
-// forget drops the state of a lease that is gone, keeping its mark's
-// revision among the marks known (knownMarks). Leases fenced by a restore
+// forget drops the state of a lease that is gone; its mark's revision stays
+// among the marks known (setMarkRevLocked). Leases fenced by a restore
 // are kept: forgotten, a later call would read the restored store afresh
 // and could find the lease's owner key there, unfenced.
 func (s *Store) forget(l *lease.Lease) {
 	s.mu.Lock()
-	k := leaseKey{l.Machine, l.Token}
-	if h := s.leases[k]; h != nil {
-		// Its mark key stays a sign of a restore after the lease is gone.
-		s.knewMarkLocked(h.epoch, s.keys.base, l.Machine, h.markRev)
-	}
-	delete(s.leases, k)
+	delete(s.leases, leaseKey{l.Machine, l.Token})
 	s.mu.Unlock()
 }
 

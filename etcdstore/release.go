@@ -90,7 +90,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return err
 		}
 		s.mu.Lock()
-		h.markRev = modRev(m)
+		s.setMarkRevLocked(h, n, modRev(m))
 		h.markMs = max(h.markMs, mv.MarkMs)
 		if mv.Token != l.Token {
 			h.floorMs = max(h.floorMs, mv.MarkMs)

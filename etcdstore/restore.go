@@ -175,10 +175,10 @@ func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) str
 
 // knownMarks returns, before a read of the keyspace is sent, the mark
 // revisions known of the current epoch, for marksWentBack to compare reads
-// with: own, of this store's keyspace — its leases' marks as last written or
-// read, and every mark its claims, or those of a Store value sharing its
-// history, read or wrote there; and foreign, the same of every other
-// keyspace under the prefix, by key base. Marks are never deleted and only
+// with: own, of this store's keyspace — every mark its leases, or those of
+// a Store value sharing its history, wrote or read (setMarkRevLocked, held
+// or forgotten since) and every mark their claims read; and foreign, the
+// same of every other keyspace under the prefix, by key base. Marks are never deleted and only
 // ever rewritten, so a mark key known at revision r is found later at r or
 // above, created no later than r — unless etcd's data was replaced. A
 // claimer that holds nothing (its number lost or released, the range
@@ -189,19 +189,12 @@ func (s *Store) knownMarks() (epoch uint64, own map[int]int64, foreign map[strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	own = make(map[int]int64)
-	for k, h := range s.leases {
-		if h.epoch == s.hist.epoch && h.markRev > 0 {
-			own[k.machine] = max(own[k.machine], h.markRev)
-		}
-	}
 	if revert.Restore {
-		return s.hist.epoch, own, nil
+		return s.hist.epoch, own, nil // the old behaviour: no marks compared
 	}
 	for base, revs := range s.hist.marks {
 		if base == s.keys.base {
-			for n, r := range revs {
-				own[n] = max(own[n], r)
-			}
+			own = maps.Clone(revs)
 			continue
 		}
 		if foreign == nil {
