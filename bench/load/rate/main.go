@@ -14,6 +14,16 @@
 //
 //	rate -addr 127.0.0.1:8080 -path /v1/ids -rate 20000 -duration 10s
 //
+// With -closed it measures the most the server answers instead: each
+// connection sends its next request as soon as the answer to the last one
+// is read, for -duration (the rate is then what was achieved, and latency is
+// timed from each send).
+//
+// With -ca (and -cert, -key for a client certificate) it speaks TLS on every
+// connection, each handshake once per connection (keep-alive), so a
+// comparison with plain HTTP in the same run shows what TLS costs per
+// request, not per handshake.
+//
 // The last line of output is machine-readable:
 //
 //	RESULT sent=… ok=… errors=… late=… p50_us=… p99_us=… p999_us=… max_us=…
@@ -22,6 +32,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +60,9 @@ type config struct {
 	rate                                  float64
 	duration                              time.Duration
 	conns                                 int
+	closed                                bool
+	caFile, certFile, keyFile             string
+	tls                                   *tls.Config // nil: plain HTTP
 }
 
 func main() {
@@ -60,6 +75,10 @@ func main() {
 	flag.Float64Var(&c.rate, "rate", 1000, "requests per second")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send (at most 2m)")
 	flag.IntVar(&c.conns, "conns", 32, "keep-alive connections (1..1024)")
+	flag.BoolVar(&c.closed, "closed", false, "closed loop: send each request when the last answer is read (-rate is ignored)")
+	flag.StringVar(&c.caFile, "ca", "", "PEM CA bundle that signed the server's certificate: speak TLS")
+	flag.StringVar(&c.certFile, "cert", "", "PEM client certificate, for mutual TLS (with -key and -ca)")
+	flag.StringVar(&c.keyFile, "key", "", "PEM key of -cert")
 	flag.Parse()
 	if err := run(c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "rate:", err)
@@ -79,6 +98,12 @@ func run(c config, out io.Writer) error {
 	case c.conns < 1 || c.conns > 1024:
 		return errors.New("-conns must be 1..1024")
 	}
+	if err := c.loadTLS(); err != nil {
+		return err
+	}
+	if c.closed {
+		c.rate = maxRequests / c.duration.Seconds()
+	}
 	total := int(c.rate * c.duration.Seconds())
 	if total < 1 || total > maxRequests {
 		return fmt.Errorf("rate × duration = %d requests; want 1..%d", total, maxRequests)
@@ -93,6 +118,13 @@ func run(c config, out io.Writer) error {
 	start := time.Now().Add(100 * time.Millisecond) // let the workers connect
 	deadline := start.Add(c.duration + grace)
 	due := func(i int) time.Time { return start.Add(time.Duration(float64(i) * interval)) }
+	sendUntil := deadline
+	if c.closed {
+		// Every request is due as soon as its connection is free, and none
+		// is sent after -duration (answers still have the grace period).
+		sendUntil = start.Add(c.duration)
+		due = func(int) time.Time { return start }
+	}
 
 	// Connection k sends requests k, k+conns, k+2·conns, … each when it is
 	// due (as wrk2 does). A request whose connection is still busy with the
@@ -107,19 +139,22 @@ func run(c config, out io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{addr: c.addr, request: request}
+			w := &worker{addr: c.addr, request: request, tls: c.tls}
 			defer w.close()
 			for i := k; i < total; i += c.conns {
 				d := due(i)
 				now := time.Now()
-				if now.After(deadline) {
+				if now.After(sendUntil) {
 					return
 				}
 				from := d
-				if now.Before(d) {
+				switch {
+				case c.closed:
+					from = now
+				case now.Before(d):
 					time.Sleep(d.Sub(now))
 					from = time.Now()
-				} else if i >= c.conns {
+				case i >= c.conns:
 					behind.Add(1)
 				}
 				sent.Add(1)
@@ -141,7 +176,7 @@ func run(c config, out io.Writer) error {
 		switch {
 		case l > 0:
 			ok = append(ok, l)
-		case l == 0:
+		case l == 0 && !c.closed: // closed loop: the bound, not a request
 			unanswered++
 		}
 	}
@@ -158,7 +193,17 @@ func run(c config, out io.Writer) error {
 			late++
 		}
 	}
-	fmt.Fprintf(out, "target %.0f req/s for %s over %d connections to %s %s\n", c.rate, c.duration, c.conns, c.method, c.path)
+	mode := fmt.Sprintf("target %.0f req/s", c.rate)
+	if c.closed {
+		mode = "closed loop"
+	}
+	if c.tls != nil {
+		mode += ", TLS"
+		if len(c.tls.Certificates) > 0 {
+			mode += " with a client certificate"
+		}
+	}
+	fmt.Fprintf(out, "%s for %s over %d connections to %s %s\n", mode, c.duration, c.conns, c.method, c.path)
 	fmt.Fprintf(out, "sent %d, ok %d, errors %d, unsent or unanswered %d, achieved %.0f req/s, %d sent late behind a busy connection\n",
 		sent.Load(), len(ok), errs.Load(), unanswered, float64(len(ok))/elapsed.Seconds(), behind.Load())
 	fmt.Fprintf(out, "latency: p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs\n",
@@ -179,10 +224,39 @@ func buildRequest(c config) []byte {
 	return b.Bytes()
 }
 
+// loadTLS reads -ca, -cert and -key.
+func (c *config) loadTLS() error {
+	if c.caFile == "" {
+		if c.certFile != "" || c.keyFile != "" {
+			return errors.New("-cert and -key need -ca")
+		}
+		return nil
+	}
+	pem, err := os.ReadFile(c.caFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("-ca %s: no PEM certificate", c.caFile)
+	}
+	host, _, _ := net.SplitHostPort(c.addr)
+	c.tls = &tls.Config{RootCAs: pool, ServerName: host}
+	if c.certFile != "" || c.keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+		if err != nil {
+			return fmt.Errorf("-cert/-key: %w", err)
+		}
+		c.tls.Certificates = []tls.Certificate{cert}
+	}
+	return nil
+}
+
 // worker is one keep-alive connection sending one request at a time.
 type worker struct {
 	addr    string
 	request []byte
+	tls     *tls.Config // nil: plain
 	conn    net.Conn
 	r       *bufio.Reader
 }
@@ -202,6 +276,15 @@ func (w *worker) do(deadline time.Time) error {
 			conn, err := net.DialTimeout("tcp", w.addr, ioTimeout)
 			if err != nil {
 				return err
+			}
+			if w.tls != nil {
+				tc := tls.Client(conn, w.tls)
+				tc.SetDeadline(time.Now().Add(ioTimeout))
+				if err := tc.Handshake(); err != nil {
+					conn.Close()
+					return err
+				}
+				conn = tc
 			}
 			w.conn, w.r = conn, bufio.NewReaderSize(conn, 64<<10)
 		}
