@@ -185,12 +185,12 @@ func delim(dec *json.Decoder, want json.Delim) error {
 	t, err := dec.Token()
 	if err != nil {
 		if err == io.EOF {
-			return fmt.Errorf("unexpected end of file, want %q", want)
+			return fmt.Errorf("unexpected end of file, want '%c'", want)
 		}
 		return err
 	}
 	if d, ok := t.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, got %v", want, t)
+		return fmt.Errorf("want '%c', got %v", want, t)
 	}
 	return nil
 }

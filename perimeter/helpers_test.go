@@ -35,7 +35,7 @@ const defaultCallers = `{"default": "deny", "callers": {
 // rig is a real server on loopback behind a perimeter: mutual TLS, the
 // callers file, a generator whose IDs are counted.
 type rig struct {
-	t                                      *testing.T
+	t                                      testing.TB
 	dir                                    string
 	ca                                     *testpki.CA
 	p                                      *Perimeter
@@ -48,7 +48,7 @@ type rig struct {
 
 // newRig starts the rig with callers as the callers file ("" for none) and
 // polling off: tests call Reload.
-func newRig(t *testing.T, callers string, gcfg func(*snowfence.Config)) *rig {
+func newRig(t testing.TB, callers string, gcfg func(*snowfence.Config)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), ca: testpki.NewCA(t, "callers CA"), reg: prometheus.NewRegistry(),
 		clock: fakeclock.New(time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC))}
