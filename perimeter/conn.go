@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// connKey is the context key of a connection's *connState holder.
+// connKey is the context key of a connection's *connHolder.
 type connKey struct{}
 
 // connHolder caches a connection's caller, so a request finds its caller
