@@ -41,6 +41,14 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeNotFound: no such path (404).
 	CodeNotFound = "not_found"
+	// CodeRateLimited: the caller is over its quota of IDs per second
+	// (Config.Quota); nothing was issued. Retry-After says when the same
+	// request can succeed, and RateLimit-Policy and RateLimit describe the
+	// quota (429).
+	CodeRateLimited = "rate_limited"
+	// CodeForbidden: the caller may take no IDs at all, e.g. it was removed
+	// from the quota's callers after its connection was made (403).
+	CodeForbidden = "forbidden"
 
 	// Refusals (503 with Retry-After). The generator issues nothing.
 

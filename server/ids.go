@@ -43,7 +43,17 @@ func (s *Server) mintBatch(w http.ResponseWriter, r *http.Request, _ string) int
 // writes {"id":"…","id_num":…} from a pooled buffer; it allocates nothing
 // beyond what net/http does.
 func (s *Server) mintOne(w http.ResponseWriter, r *http.Request) int {
+	var g QuotaGrant
+	if s.quota != nil {
+		var status int
+		if g, status = s.take(w, r, 1); status != 0 {
+			return status
+		}
+	}
 	id, err := s.gen.Next(r.Context())
+	if g != nil {
+		g.Done(err == nil)
+	}
 	if err != nil {
 		return s.refuse(w, err)
 	}
@@ -120,7 +130,17 @@ func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) in
 		return s.mintOne(w, r)
 	}
 
+	var g QuotaGrant
+	if s.quota != nil {
+		var status int
+		if g, status = s.take(w, r, n); status != 0 {
+			return status
+		}
+	}
 	ids, err := s.gen.AppendN(r.Context(), bb.ids[:0], n)
+	if g != nil {
+		g.Done(err == nil)
+	}
 	bb.ids = ids[:0]
 	if err != nil {
 		return s.refuse(w, err)

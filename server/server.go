@@ -69,6 +69,10 @@ type Config struct {
 	// never on the mint path; it must be safe for concurrent use and
 	// should answer from memory. Nil: "region" is the number in decimal.
 	RegionNames func(number int) (string, bool)
+	// Quota, if set, is asked before every mint whether the caller may
+	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
+	// and the mint path does no per-caller work.
+	Quota Quota
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -80,6 +84,7 @@ type Server struct {
 	log      *slog.Logger
 	clock    snowfence.Clock
 	names    func(int) (string, bool) // nil: no region names
+	quota    Quota                    // nil: no quota
 	maxBody  int64
 	draining atomic.Bool
 	// origin is the zero of request timing.
@@ -148,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
 		names:      cfg.RegionNames,
+		quota:      cfg.Quota,
 		maxBody:    cfg.MaxBodyBytes,
 		routes:     routes(),
 		origin:     time.Now(),

@@ -1,0 +1,111 @@
+package perimeter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParseCallers(t *testing.T) {
+	good := []struct {
+		name, in string
+		want     *Callers
+	}{
+		{"deny, two callers", `{"default":"deny","callers":{"spiffe://corp/orders":{"rate":50000,"burst":10000},"billing.corp":{"rate":0.5,"burst":1000}}}`,
+			&Callers{Listed: map[string]Policy{orders: {50000, 10000}, billing: {0.5, 1000}}}},
+		{"default policy, no callers", ` {"callers": {}, "default": {"burst": 1000, "rate": 1e3}} `,
+			&Callers{Listed: map[string]Policy{}, Default: &Policy{1000, 1000}}},
+	}
+	for _, tc := range good {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseCallers([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got.Default == nil) != (tc.want.Default == nil) || (got.Default != nil && *got.Default != *tc.want.Default) {
+				t.Errorf("Default = %v, want %v", got.Default, tc.want.Default)
+			}
+			if len(got.Listed) != len(tc.want.Listed) {
+				t.Fatalf("Listed = %v, want %v", got.Listed, tc.want.Listed)
+			}
+			for id, p := range tc.want.Listed {
+				if got.Listed[id] != p {
+					t.Errorf("Listed[%q] = %v, want %v", id, got.Listed[id], p)
+				}
+			}
+		})
+	}
+	bad := []struct{ name, in, want string }{
+		{"empty", ``, "end of file"},
+		{"not an object", `[]`, `want '{'`},
+		{"no default", `{"callers":{}}`, `"default" is required`},
+		{"no callers", `{"default":"deny"}`, `"callers" is required`},
+		{"allow is not a default", `{"default":"allow","callers":{}}`, `want "deny"`},
+		{"unknown member", `{"default":"deny","callers":{},"version":1}`, `unknown member "version"`},
+		{"case matters", `{"Default":"deny","callers":{}}`, `unknown member "Default"`},
+		{"default twice", `{"default":"deny","default":"deny","callers":{}}`, "twice"},
+		{"caller twice", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000},"a":{"rate":2,"burst":1000}}}`, "listed twice"},
+		{"burst below the largest batch", `{"default":"deny","callers":{"a":{"rate":1,"burst":999}}}`, `"burst" is 999`},
+		{"burst fractional", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000.5}}}`, `"burst"`},
+		{"burst huge", `{"default":"deny","callers":{"a":{"rate":1,"burst":1e12}}}`, `"burst"`},
+		{"rate zero", `{"default":"deny","callers":{"a":{"rate":0,"burst":1000}}}`, `"rate" is 0`},
+		{"rate negative", `{"default":{"rate":-1,"burst":1000},"callers":{}}`, `"rate"`},
+		{"rate as string", `{"default":"deny","callers":{"a":{"rate":"1","burst":1000}}}`, "want a number"},
+		{"rate missing", `{"default":"deny","callers":{"a":{"burst":1000}}}`, "needs both"},
+		{"policy member unknown", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"weight":2}}}`, `unknown member "weight"`},
+		{"identity empty", `{"default":"deny","callers":{"":{"rate":1,"burst":1000}}}`, "empty"},
+		{"identity with space", `{"default":"deny","callers":{"a b":{"rate":1,"burst":1000}}}`, "space"},
+		{"identity like a label", `{"default":"deny","callers":{"(unlisted)":{"rate":1,"burst":1000}}}`, `starts with "("`},
+		{"trailing data", `{"default":"deny","callers":{}} {}`, "trailing"},
+		{"truncated", `{"default":"deny","callers":{"a":{"rate":1,`, ""},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCallers([]byte(tc.in))
+			if !errors.Is(err, ErrInvalidCallers) {
+				t.Fatalf("err = %v, want ErrInvalidCallers", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseCallers(f *testing.F) {
+	for _, s := range []string{
+		defaultCallers, quotaCallers,
+		`{"default":{"rate":1,"burst":1000},"callers":{}}`,
+		`{"default":"deny","callers":{"a":{"rate":1,"burst":999}}}`,
+		`{"default":"deny","callers":{}} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseCallers(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidCallers) {
+				t.Fatalf("error %v does not wrap ErrInvalidCallers", err)
+			}
+			return
+		}
+		check := func(who string, p Policy) {
+			if !(p.Rate > 0) || p.Rate > MaxRate || p.Burst < MinBurst || p.Burst > MaxBurst {
+				t.Fatalf("%s: accepted policy %+v out of bounds", who, p)
+			}
+		}
+		if c.Default != nil {
+			check("default", *c.Default)
+		}
+		for id, p := range c.Listed {
+			if checkIdentity(id) != nil || !utf8.ValidString(id) {
+				t.Fatalf("accepted identity %q", id)
+			}
+			check(id, p)
+			if got, listed, ok := c.Lookup(id); !listed || !ok || got != p {
+				t.Fatalf("Lookup(%q) = %v, %v, %v", id, got, listed, ok)
+			}
+		}
+	})
+}

@@ -1,0 +1,77 @@
+// Package perimeter is the identity perimeter of the snowfence HTTP service
+// (package server): mutual TLS that names each caller, a callers file that
+// says who may connect and how many IDs per second each may take, and the
+// per-caller metrics. Everything reloads when its file changes.
+//
+//	p, err := perimeter.New(perimeter.Config{
+//		CertFile: "server.crt", KeyFile: "server.key", ClientCAFile: "callers-ca.crt",
+//		CallersFile: "callers.json", Registerer: reg, Logger: log,
+//	})
+//	srv, err := server.New(server.Config{Generator: gen, Quota: p.Quota(), Registerer: reg})
+//	hs := &http.Server{Handler: srv.Handler(), TLSConfig: p.TLSConfig(), ConnContext: p.ConnContext}
+//	hs.ServeTLS(ln, "", "")
+//
+// # Identity
+//
+// A caller is whoever its certificate names (Identity): the first URI SAN,
+// normally a SPIFFE ID such as spiffe://corp/orders, else the first DNS SAN.
+// The certificate must chain to a CA in the client-CA bundle (crypto/tls
+// checks it, expiry included: ClientAuth is RequireAndVerifyClientCert); a
+// certificate that names no caller is refused at the handshake.
+//
+// # Authorization at every handshake
+//
+// Whether an identity may connect at all is decided in
+// tls.Config.VerifyConnection, which crypto/tls runs on every handshake,
+// resumed sessions included; VerifyPeerCertificate is skipped when a session
+// resumes, so a check there would let a caller removed from the callers file
+// back in on a session ticket from before. With "default": "deny" an
+// identity the callers file does not list is refused at the handshake and
+// never reaches the service. A connection made before a reload removed its
+// caller gets 403 "forbidden" on its next request.
+//
+// # Reloading
+//
+// The certificate and key, the client-CA bundle and the callers file are
+// stat'ed every Config.PollInterval (size, modification time and inode after
+// following symbolic links, so an in-place write, a rename over the file and
+// a Kubernetes Secret's symbolic-link swap are all seen). A changed file is
+// loaded whole and checked before it takes effect: the certificate and key
+// must parse and match and the certificate must be valid now; a PEM file may
+// hold nothing but whole certificates (a half-written one is an error, not a
+// shorter chain or bundle); the callers file must parse. A file that fails
+// keeps the last good configuration in force and is logged once per change;
+// the certificate and key swap together, atomically, once they match. Each
+// handshake takes the configuration in force at its start, so a rotation
+// drops no connection and fails no request.
+//
+// # Quotas
+//
+// Each caller has a token bucket (golang.org/x/time/rate) at its policy's
+// rate in IDs per second, holding up to its burst; a batch of n IDs takes n,
+// so every burst is at least the largest batch (1,000). A reload changes a
+// caller's limits in place, keeping its tokens. A request that does not fit
+// gets 429 "rate_limited" with Retry-After and the draft IETF RateLimit
+// fields (see Perimeter.Take) and takes nothing from the bucket; a granted
+// request whose mint then fails (503) gives its tokens back. Callers not
+// listed get the file's default policy, each a bucket of its own (up to
+// 10,000 such identities; past that they share one), or are refused.
+// Without TLS every request is the one anonymous caller, under the default.
+//
+// # Metrics
+//
+// Registered on Config.Registerer: IDs issued, requests throttled and
+// callers refused, by caller. Only identities listed in the callers file
+// get a label value of their own; all others are "(unlisted)", and a
+// certificate with no identity "(none)", so no caller can grow /metrics
+// by presenting new names. Handshakes crypto/tls refuses before the
+// perimeter sees them (no certificate, an unknown CA, an expired
+// certificate) are not counted here; http.Server logs them.
+//
+// # Concurrency
+//
+// A Perimeter is safe for concurrent use. On the request path it takes one
+// context lookup to find the connection's cached caller (ConnContext) and
+// the bucket's mutex; a granted request allocates the one
+// *rate.Reservation that lets it be cancelled.
+package perimeter

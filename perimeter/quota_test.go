@@ -1,0 +1,212 @@
+package perimeter
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+)
+
+// quotaCallers gives orders 100 IDs/s in bursts of 1000.
+const quotaCallers = `{"default": "deny", "callers": {"spiffe://corp/orders": {"rate": 100, "burst": 1000}}}`
+
+// TestQuota429 walks orders' bucket on the fake clock: each refusal's
+// headers exactly, and that a refusal takes nothing.
+func TestQuota429(t *testing.T) {
+	r := newRig(t, quotaCallers, nil)
+	c := r.client(r.caller(orders), nil)
+	steps := []struct {
+		advance time.Duration
+		count   int
+		status  int
+		// Retry-After, RateLimit on a 429
+		retry, limit string
+	}{
+		{0, 1000, 200, "", ""},                                      // the whole burst
+		{0, 500, 429, "5", `"ids";r=0;t=5`},                         // empty: 500 at 100/s is 5 s away
+		{0, 1, 429, "1", `"ids";r=0;t=1`},                           // 10 ms away rounds up to 1
+		{2 * time.Second, 500, 429, "3", `"ids";r=200;t=3`},         // 200 back; the refusals took nothing
+		{1500 * time.Millisecond, 500, 429, "2", `"ids";r=350;t=2`}, // 1.5 s short rounds up
+		{1500 * time.Millisecond, 500, 200, "", ""},                 // exactly 500 now
+		{0, 1, 429, "1", `"ids";r=0;t=1`},
+	}
+	for i, s := range steps {
+		r.clock.Advance(s.advance)
+		before := r.issued()
+		resp, body, err := r.post(c, "/v1/ids?count="+strconv.Itoa(s.count))
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if resp.StatusCode != s.status {
+			t.Fatalf("step %d: status %d %s, want %d", i, resp.StatusCode, body, s.status)
+		}
+		issued := r.issued() - before
+		if s.status != 200 {
+			if issued != 0 {
+				t.Errorf("step %d: a 429 issued %d IDs", i, issued)
+			}
+			if !strings.Contains(body, `"code":"rate_limited"`) {
+				t.Errorf("step %d: body %s, want code rate_limited", i, body)
+			}
+			for k, want := range map[string]string{"Retry-After": s.retry, "RateLimit": s.limit, "RateLimit-Policy": `"ids";q=1000;w=10`} {
+				if got := resp.Header.Get(k); got != want {
+					t.Errorf("step %d: %s: %q, want %q", i, k, got, want)
+				}
+			}
+		} else if issued != uint64(s.count) {
+			t.Errorf("step %d: issued %d, want %d", i, issued, s.count)
+		}
+	}
+	if got := counter(t, r.p.metrics.throttled.WithLabelValues(orders)); got != 5 {
+		t.Errorf("throttled metric %v, want 5", got)
+	}
+	if got := counter(t, r.p.metrics.issued.WithLabelValues(orders)); got != 1500 {
+		t.Errorf("issued metric %v, want 1500", got)
+	}
+}
+
+// TestQuotaGivenBackWhenMintFails: a granted request the generator refuses
+// (503) costs the caller nothing.
+func TestQuotaGivenBackWhenMintFails(t *testing.T) {
+	r := newRig(t, quotaCallers, func(c *snowfence.Config) { c.Lease = noLease{} })
+	c := r.client(r.caller(orders), nil)
+	for i := range 3 {
+		resp, body, err := r.post(c, "/v1/ids?count=1000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("request %d: status %d %s, want 503 (fenced)", i, resp.StatusCode, body)
+		}
+	}
+	if got := r.p.callers.Load().listed[orders].lim.TokensAt(r.p.now()); got != 1000 {
+		t.Errorf("after three failed mints of 1000 the bucket holds %v, want 1000", got)
+	}
+}
+
+// TestTakeDone is the grant's contract at the unit level: Done(false)
+// gives the IDs back at once, Done(true) keeps them taken.
+func TestTakeDone(t *testing.T) {
+	r := newRig(t, quotaCallers, nil)
+	req := requestFrom(r, orders)
+	g, err := r.p.Take(req, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Done(false)
+	g, err = r.p.Take(req, 1000)
+	if err != nil {
+		t.Fatalf("after Done(false) the same instant: %v; want the 1000 back", err)
+	}
+	g.Done(true)
+	if _, err := r.p.Take(req, 1); err == nil {
+		t.Fatal("after Done(true) the bucket still had IDs")
+	}
+}
+
+// TestReloadChangesLimitsInPlace: a reload keeps a caller's tokens and
+// applies its new rate from then on.
+func TestReloadChangesLimitsInPlace(t *testing.T) {
+	r := newRig(t, quotaCallers, nil)
+	req := requestFrom(r, orders)
+	g, err := r.p.Take(req, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Done(true)
+	if err := r.writeCallers(`{"default": "deny", "callers": {"spiffe://corp/orders": {"rate": 1000, "burst": 2000}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.p.Take(req, 1); err == nil {
+		t.Fatal("the reload refilled the bucket")
+	}
+	r.clock.Advance(time.Second)
+	if g, err := r.p.Take(req, 1000); err != nil {
+		t.Fatalf("one second at the new 1000/s: %v", err)
+	} else {
+		g.Done(true)
+	}
+}
+
+// TestUnlistedDefault: with a default policy each unlisted identity has a
+// bucket of its own, and all share the "(unlisted)" label.
+func TestUnlistedDefault(t *testing.T) {
+	r := newRig(t, `{"default": {"rate": 10, "burst": 1000}, "callers": {}}`, nil)
+	for _, id := range []string{"spiffe://corp/a", "spiffe://corp/b"} {
+		resp, body, err := r.post(r.client(r.caller(id), nil), "/v1/ids?count=1000")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %s %v", id, resp, body, err)
+		}
+	}
+	if got := counter(t, r.p.metrics.issued.WithLabelValues(labelUnlisted)); got != 2000 {
+		t.Errorf("(unlisted) issued %v, want 2000", got)
+	}
+	checkCallerLabels(t, r, labelUnlisted, labelNone)
+}
+
+// TestPlainHTTPQuota: without TLS every request is the anonymous caller
+// under the default policy.
+func TestPlainHTTPQuota(t *testing.T) {
+	r := newRig(t, quotaCallers, nil) // for its files
+	p, err := New(Config{CallersFile: r.callersFile, PollInterval: -1, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.TLSConfig() != nil {
+		t.Error("TLSConfig without TLS files is not nil")
+	}
+	req := httptest.NewRequest(http.MethodPost, "/v1/ids", nil)
+	if _, err := p.Take(req, 1); err == nil {
+		t.Error("default deny let the anonymous caller in")
+	}
+	if err := r.writeCallers(`{"default": {"rate": 10, "burst": 1000}, "callers": {}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := p.Take(req, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Done(true)
+	if _, err := p.Take(req, 1); err == nil {
+		t.Error("the anonymous caller's bucket did not run out")
+	}
+}
+
+// BenchmarkTake is the quota's cost per granted request on a cached
+// connection.
+func BenchmarkTake(b *testing.B) {
+	r := newRig(b, `{"default": "deny", "callers": {"spiffe://corp/orders": {"rate": 1e9, "burst": 1000000000}}}`, nil)
+	req := requestFrom(r, orders)
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := r.p.Take(req, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g.Done(true)
+	}
+}
+
+// requestFrom is a request on a connection (with ConnContext's holder) from
+// a certificate naming id.
+func requestFrom(r *rig, id string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/v1/ids", nil)
+	req = req.WithContext(r.p.ConnContext(req.Context(), nil))
+	req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{r.caller(id).Cert}}
+	return req
+}
+
+// noLease fences the generator: it has no grant.
+type noLease struct{}
+
+func (noLease) Grant() (*snowfence.Grant, error) { return nil, nil }
