@@ -1,7 +1,7 @@
 // Package server is the snowfence HTTP service: one *snowfence.Generator
 // behind a small JSON API, with health, readiness and Prometheus metrics.
 //
-//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557}
+//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557} (no body, or {})
 //	POST /v1/ids?count=N         N IDs:     {"ids":["…",…]} in increasing order, 1 ≤ N ≤ 1000
 //	POST /v1/ids:batch           N IDs, the count in the body: {"count":N} (or in ?count=N)
 //	GET  /v1/ids/{id}/decode     the ID taken apart by the schedule
@@ -29,9 +29,21 @@
 //
 // Batch bodies are strict JSON objects whose only member is "count" (field
 // names are case-sensitive, unknown fields, duplicates and trailing data are
-// refused); a body with a Content-Type other than application/json is refused;
-// bodies over Config.MaxBodyBytes are refused with 413. The count may instead
-// be given as ?count=N, but not both.
+// refused); a body with a Content-Type other than application/json is refused
+// (a body without a Content-Type is taken as JSON); bodies over
+// Config.MaxBodyBytes are refused with 413. The count may instead be given as
+// ?count=N, but not both.
+//
+// POST /v1/ids takes no body, or the empty object {}, which many HTTP
+// clients send on every POST: {} is the same request as no body (one ID, or
+// N with ?count=N). White space around and inside it is allowed, as JSON
+// allows it. Any other body is refused with invalid_body, even
+// {"count":N}, which belongs to POST /v1/ids:batch; so are {}{}, {} with
+// anything after it, [] and null. A {} with a Content-Type other than
+// application/json is refused like any body. POST /v1/ids:batch gains no
+// such leniency: there {} lacks the count it requires. The one-ID request
+// without a body allocates nothing in the handler; {} costs one scan of its
+// bytes.
 //
 // The server sets no timeouts of its own: the http.Server that serves
 // Handler should set ReadHeaderTimeout, ReadTimeout and IdleTimeout. A
