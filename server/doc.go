@@ -8,9 +8,10 @@
 //	GET  /healthz                200 while issuing, 503 with the reason while refusing
 //	GET  /readyz                 200 while issuing and not draining, else 503
 //	GET  /metrics                Prometheus text exposition
-//	GET  /openapi.json           the OpenAPI 3 description (package api)
+//	GET  /openapi.json           the OpenAPI 3.1 description (package api)
 //
-// GET endpoints also answer HEAD.
+// GET endpoints also answer HEAD. Over a caller's quota, the minting
+// endpoints answer 429 rate_limited with Retry-After; nothing is issued.
 //
 // # IDs in JSON
 //
@@ -50,6 +51,30 @@
 // request whose context ends while the generator waits (for the next
 // millisecond, or a small clock step back) returns at once; the server starts
 // no goroutines per request.
+//
+// # Listeners
+//
+// Handler serves every route on one listener. A service that gives health
+// and metrics a listener of their own serves APIHandler on its main listener
+// and AdminHandler on the admin one: /healthz, /readyz and /metrics only on
+// the admin listener (plain HTTP, for load balancers and Prometheus, which
+// hold no caller certificate), everything else only on the main one, each
+// answering 404 not_found, naming the other listener, for the other's
+// routes. So whatever guards the main listener, such as mutual TLS, guards
+// every route it serves, and the admin listener exposes nothing that mints.
+// The handlers share the server's state and metrics; a request answered 404
+// for its listener counts as endpoint "unmatched".
+//
+// # Starting
+//
+// A service that listens before its generator runs (while it claims a
+// machine number, or as a spare waiting for every held number's holder to
+// let one go) serves a Starting's handlers meanwhile, split the same way:
+// /healthz and /readyz answer 503 with code "starting", reason "starting" or
+// "no-free-number" and the last claim's error as detail; the minting and
+// decode routes answer 503 starting with Retry-After; /metrics and
+// /openapi.json are served. Once the generator runs, the service swaps in
+// the Server's handlers.
 //
 // # Concurrency
 //

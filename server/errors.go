@@ -39,8 +39,13 @@ const (
 	// CodeMethodNotAllowed: the path exists but not with this method; the
 	// Allow header lists the methods it takes (405).
 	CodeMethodNotAllowed = "method_not_allowed"
-	// CodeNotFound: no such path (404).
+	// CodeNotFound: no such path (404), or a path served on the other
+	// listener when health and metrics are apart (APIHandler,
+	// AdminHandler).
 	CodeNotFound = "not_found"
+	// CodeRateLimited: the caller is over its quota (429 with Retry-After
+	// and the RateLimit-Policy and RateLimit headers); nothing was issued.
+	CodeRateLimited = "rate_limited"
 
 	// Refusals (503 with Retry-After). The generator issues nothing.
 
@@ -64,6 +69,11 @@ const (
 	CodeCanceled = "canceled"
 	// CodeShuttingDown: the server is draining (healthz and readyz only).
 	CodeShuttingDown = "shutting_down"
+	// CodeStarting: the service is not minting yet; it is claiming a
+	// machine number, or waiting for one to free ("reason" is
+	// ReasonStarting or ReasonNoFreeNumber). Every route that needs the
+	// generator answers it (a Starting's).
+	CodeStarting = "starting"
 	// CodeUnavailable: any other refusal.
 	CodeUnavailable = "unavailable"
 	// CodeInternal: a response could not be encoded (500; not expected).
