@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowfence/snowfence"
@@ -99,4 +100,41 @@ func (w *claimWaiter) wait(ctx context.Context, start func(context.Context) (*no
 		}
 		backoff = min(2*backoff, hi)
 	}
+}
+
+// quietHandler passes records through at their level, or at Debug while
+// quiet is set: a waiting spare's keeper logs every claim that finds no
+// free number, which claimWaiter already reports at its own pace.
+type quietHandler struct {
+	inner slog.Handler
+	quiet *atomic.Bool
+}
+
+// quietWhile returns a logger writing to log's handler that demotes every
+// record to Debug while quiet is set.
+func quietWhile(log *slog.Logger, quiet *atomic.Bool) *slog.Logger {
+	return slog.New(quietHandler{log.Handler(), quiet})
+}
+
+func (h quietHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	if h.quiet.Load() {
+		level = min(level, slog.LevelDebug)
+	}
+	return h.inner.Enabled(ctx, level)
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.quiet.Load() && r.Level > slog.LevelDebug {
+		r = r.Clone()
+		r.Level = slog.LevelDebug
+	}
+	return h.inner.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietHandler{h.inner.WithAttrs(attrs), h.quiet}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.inner.WithGroup(name), h.quiet}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +126,21 @@ func TestClaimWaiterStopsWithTheContext(t *testing.T) {
 		}
 	case <-wctx.Done():
 		t.Fatal("wait did not return after the context ended")
+	}
+}
+
+// While quiet is set, every record goes out at Debug (so an Info handler
+// drops it); once it is cleared, records keep their level.
+func TestQuietWhile(t *testing.T) {
+	var out bytes.Buffer
+	var quiet atomic.Bool
+	log := quietWhile(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})), &quiet).With("k", "v")
+	quiet.Store(true)
+	log.Warn("claim failed")
+	quiet.Store(false)
+	log.Warn("claimed")
+	got := out.String()
+	if !strings.Contains(got, `level=DEBUG msg="claim failed" k=v`) || !strings.Contains(got, `level=WARN msg=claimed k=v`) {
+		t.Errorf("log:\n%s\nwant the first line at DEBUG, the second at WARN, both with k=v", got)
 	}
 }

@@ -198,11 +198,20 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 	}
 	nc := cfg.node
 	nc.Open, nc.Store, nc.Keeper.Region = nil, s.opened.Store, hr.region.Number
+	// After the first claim that finds every number held, the keeper's
+	// and generator's lines go to Debug until a claim succeeds: the waiter
+	// reports the wait at its own pace.
+	var quiet atomic.Bool
+	if nc.Logger != nil {
+		nc.Logger = quietWhile(nc.Logger, &quiet)
+	}
 	w := &claimWaiter{clock: snowfence.SystemClock(), log: cfg.log, waiting: func(attempt int, err error) {
+		quiet.Store(true)
 		s.starting.SetReason(server.ReasonNoFreeNumber, err.Error())
 		printListening(" (waiting for a free machine number; 503 until then)")
 	}}
 	n, err := w.wait(ctx, func(ctx context.Context) (*node.Node, error) { return node.Start(ctx, nc) })
+	quiet.Store(false)
 	if err != nil {
 		s.starting.SetDraining()
 		s.stopServing(ctx, servers)
