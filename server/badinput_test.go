@@ -64,6 +64,20 @@ func TestBadInput(t *testing.T) {
 		{"not JSON", req{method: "POST", target: "/v1/ids:batch", body: `count=5`, contentType: json}, 400, CodeInvalidBody, ""},
 		{"body on single", req{method: "POST", target: "/v1/ids", body: `{"count":5}`, contentType: json}, 400, CodeInvalidBody, ""},
 
+		// POST /v1/ids takes {} as no body, and nothing else.
+		{"single two objects", req{method: "POST", target: "/v1/ids", body: `{}{}`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single trailing garbage", req{method: "POST", target: "/v1/ids", body: `{}x`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single unknown field", req{method: "POST", target: "/v1/ids", body: `{"x":1}`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single empty array", req{method: "POST", target: "/v1/ids", body: `[]`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single null", req{method: "POST", target: "/v1/ids", body: `null`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single empty string", req{method: "POST", target: "/v1/ids", body: `""`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single unterminated", req{method: "POST", target: "/v1/ids", body: `{`, contentType: json}, 400, CodeInvalidBody, ""},
+		{"single white space only", req{method: "POST", target: "/v1/ids", body: "  ", contentType: json}, 400, CodeInvalidBody, ""},
+		{"single text/plain", req{method: "POST", target: "/v1/ids", body: `{}`, contentType: "text/plain"}, 400, CodeInvalidContentType, ""},
+		{"single count and query", req{method: "POST", target: "/v1/ids?count=5", body: `{"count":5}`, contentType: json}, 400, CodeConflictingCount, ""},
+		{"single bad query with {}", req{method: "POST", target: "/v1/ids?count=0", body: `{}`, contentType: json}, 400, CodeInvalidCount, ""},
+		{"batch {} with query", req{method: "POST", target: "/v1/ids:batch?count=5", body: `{}`, contentType: json}, 400, CodeConflictingCount, ""},
+
 		// Counts in the query.
 		{"query count 0", req{method: "POST", target: "/v1/ids?count=0"}, 400, CodeInvalidCount, ""},
 		{"query count 1001", req{method: "POST", target: "/v1/ids?count=1001"}, 400, CodeInvalidCount, ""},
@@ -146,6 +160,10 @@ func TestGoodEdges(t *testing.T) {
 		{"no content type", req{method: "POST", target: "/v1/ids:batch", body: `{"count":2}`}},
 		{"body at the limit", req{method: "POST", target: "/v1/ids:batch", body: `{"count":2}` + strings.Repeat(" ", 64-len(`{"count":2}`)), contentType: "application/json"}},
 		{"query leading zero", req{method: "POST", target: "/v1/ids?count=002"}},
+		{"single {}", req{method: "POST", target: "/v1/ids", body: `{}`, contentType: "application/json"}},
+		{"single {} without content type", req{method: "POST", target: "/v1/ids", body: `{}`}},
+		{"single {} with charset", req{method: "POST", target: "/v1/ids", body: `{}`, contentType: "application/json; charset=utf-8"}},
+		{"single {} in white space", req{method: "POST", target: "/v1/ids", body: " {\t}\r\n", contentType: "application/json"}},
 		{"HEAD healthz", req{method: "HEAD", target: "/healthz"}},
 		{"decode a moment ahead", req{target: "/v1/ids/" + mustCompose(t, exampleTime.Add(500*time.Millisecond)) + "/decode"}},
 		{"decode zero", req{target: "/v1/ids/0/decode"}},

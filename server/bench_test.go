@@ -37,7 +37,7 @@ func (w *benchWriter) Write(b []byte) (int, error) {
 
 // benchServer returns a handler on a generator with the system clock (or a
 // fake one that moves itself when waited on).
-func benchServer(b *testing.B, fake bool) http.Handler {
+func benchServer(b testing.TB, fake bool) http.Handler {
 	b.Helper()
 	cfg := snowfence.Config{Lease: snowfence.Static(37, 0), ClockPolicy: snowfence.ClockOff}
 	if fake {

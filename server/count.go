@@ -129,6 +129,13 @@ func parseCountBody(b []byte) (n int, ok bool, e *apiError) {
 	return n, ok, nil
 }
 
+// emptyObject reports whether b is the empty JSON object {}, with white
+// space allowed around and inside it as JSON allows. It allocates nothing.
+func emptyObject(b []byte) bool {
+	_, ok, e := parseCountBody(b)
+	return e == nil && !ok
+}
+
 // jsonScanner walks a byte slice of JSON.
 type jsonScanner struct {
 	b []byte

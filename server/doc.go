@@ -1,16 +1,17 @@
 // Package server is the snowfence HTTP service: one *snowfence.Generator
 // behind a small JSON API, with health, readiness and Prometheus metrics.
 //
-//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557}
+//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557} (no body, or {})
 //	POST /v1/ids?count=N         N IDs:     {"ids":["…",…]} in increasing order, 1 ≤ N ≤ 1000
 //	POST /v1/ids:batch           N IDs, the count in the body: {"count":N} (or in ?count=N)
 //	GET  /v1/ids/{id}/decode     the ID taken apart by the schedule
 //	GET  /healthz                200 while issuing, 503 with the reason while refusing
 //	GET  /readyz                 200 while issuing and not draining, else 503
 //	GET  /metrics                Prometheus text exposition
-//	GET  /openapi.json           the OpenAPI 3 description (package api)
+//	GET  /openapi.json           the OpenAPI 3.1 description (package api)
 //
-// GET endpoints also answer HEAD.
+// GET endpoints also answer HEAD. Over a caller's quota, the minting
+// endpoints answer 429 rate_limited with Retry-After; nothing is issued.
 //
 // # IDs in JSON
 //
@@ -29,15 +30,51 @@
 //
 // Batch bodies are strict JSON objects whose only member is "count" (field
 // names are case-sensitive, unknown fields, duplicates and trailing data are
-// refused); a body with a Content-Type other than application/json is refused;
-// bodies over Config.MaxBodyBytes are refused with 413. The count may instead
-// be given as ?count=N, but not both.
+// refused); a body with a Content-Type other than application/json is refused
+// (a body without a Content-Type is taken as JSON); bodies over
+// Config.MaxBodyBytes are refused with 413. The count may instead be given as
+// ?count=N, but not both.
+//
+// POST /v1/ids takes no body, or the empty object {}, which many HTTP
+// clients send on every POST: {} is the same request as no body (one ID, or
+// N with ?count=N). White space around and inside it is allowed, as JSON
+// allows it. Any other body is refused with invalid_body, even
+// {"count":N}, which belongs to POST /v1/ids:batch; so are {}{}, {} with
+// anything after it, [] and null. A {} with a Content-Type other than
+// application/json is refused like any body. POST /v1/ids:batch gains no
+// such leniency: there {} lacks the count it requires. The one-ID request
+// without a body allocates nothing in the handler; {} costs one scan of its
+// bytes.
 //
 // The server sets no timeouts of its own: the http.Server that serves
 // Handler should set ReadHeaderTimeout, ReadTimeout and IdleTimeout. A
 // request whose context ends while the generator waits (for the next
 // millisecond, or a small clock step back) returns at once; the server starts
 // no goroutines per request.
+//
+// # Listeners
+//
+// Handler serves every route on one listener. A service that gives health
+// and metrics a listener of their own serves APIHandler on its main listener
+// and AdminHandler on the admin one: /healthz, /readyz and /metrics only on
+// the admin listener (plain HTTP, for load balancers and Prometheus, which
+// hold no caller certificate), everything else only on the main one, each
+// answering 404 not_found, naming the other listener, for the other's
+// routes. So whatever guards the main listener, such as mutual TLS, guards
+// every route it serves, and the admin listener exposes nothing that mints.
+// The handlers share the server's state and metrics; a request answered 404
+// for its listener counts as endpoint "unmatched".
+//
+// # Starting
+//
+// A service that listens before its generator runs (while it claims a
+// machine number, or as a spare waiting for every held number's holder to
+// let one go) serves a Starting's handlers meanwhile, split the same way:
+// /healthz and /readyz answer 503 with code "starting", reason "starting" or
+// "no-free-number" and the last claim's error as detail; the minting and
+// decode routes answer 503 starting with Retry-After; /metrics and
+// /openapi.json are served. Once the generator runs, the service swaps in
+// the Server's handlers.
 //
 // # Concurrency
 //

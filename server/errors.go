@@ -39,7 +39,9 @@ const (
 	// CodeMethodNotAllowed: the path exists but not with this method; the
 	// Allow header lists the methods it takes (405).
 	CodeMethodNotAllowed = "method_not_allowed"
-	// CodeNotFound: no such path (404).
+	// CodeNotFound: no such path (404), or a path served on the other
+	// listener when health and metrics are apart (APIHandler,
+	// AdminHandler).
 	CodeNotFound = "not_found"
 	// CodeRateLimited: the caller is over its quota of IDs per second
 	// (Config.Quota); nothing was issued. Retry-After says when the same
@@ -72,6 +74,11 @@ const (
 	CodeCanceled = "canceled"
 	// CodeShuttingDown: the server is draining (healthz and readyz only).
 	CodeShuttingDown = "shutting_down"
+	// CodeStarting: the service is not minting yet; it is claiming a
+	// machine number, or waiting for one to free ("reason" is
+	// ReasonStarting or ReasonNoFreeNumber). Every route that needs the
+	// generator answers it (a Starting's).
+	CodeStarting = "starting"
 	// CodeUnavailable: any other refusal.
 	CodeUnavailable = "unavailable"
 	// CodeInternal: a response could not be encoded (500; not expected).

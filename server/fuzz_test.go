@@ -17,13 +17,15 @@ import (
 // FuzzCountBody checks the hand-written batch body parser against
 // encoding/json: whatever it accepts, encoding/json reads the same count
 // from; whatever is exactly {"count": <1..1000>} as JSON tokens, it accepts;
-// whatever is not JSON, it refuses with a 400.
+// whatever is not JSON, it refuses with a 400. emptyObject, which lets POST
+// /v1/ids take {} as no body, holds exactly for the empty object.
 func FuzzCountBody(f *testing.F) {
 	for _, s := range []string{
 		`{"count":1}`, `{"count": 1000}`, ` {"count":7} `, `{}`, `{"count":0}`, `{"count":1001}`,
 		`{"count":-1}`, `{"count":"ten"}`, `{"count":1.5}`, `{"count":null}`, `{"count":5,"x":1}`,
 		`{"count":5}x`, `{"count":5,"count":6}`, `{"\u0063ount":3}`, `{"Count":3}`, `[1]`, ``, `{"count":05}`,
 		`{"count":1e2}`, "{\"count\":\t3\n}", `{"count":3,}`, `{"co\"unt":3}`, `{"count":3}` + "\x00",
+		` { } `, `{}{}`, `{} x`, `[]`, `null`, "{\n}\x00",
 	} {
 		f.Add([]byte(s))
 	}
@@ -60,7 +62,26 @@ func FuzzCountBody(f *testing.F) {
 		if want, exact := exactCountObject(b); exact && (e != nil || !ok || n != want) {
 			t.Fatalf("parseCountBody(%q) = %d, %v, %v; want %d", b, n, ok, e, want)
 		}
+		if got, want := emptyObject(b), isEmptyJSONObject(b); got != want {
+			t.Fatalf("emptyObject(%q) = %v; encoding/json says %v", b, got, want)
+		}
 	})
+}
+
+// isEmptyJSONObject reports whether b is valid JSON whose tokens are { and
+// } and nothing more: the empty object, with any white space.
+func isEmptyJSONObject(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for _, want := range []json.Token{json.Delim('{'), json.Delim('}')} {
+		if tok, err := dec.Token(); err != nil || tok != want {
+			return false
+		}
+	}
+	_, err := dec.Token()
+	return err == io.EOF
 }
 
 // exactCountObject reports whether b is, token by token, {"count": N} with

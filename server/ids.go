@@ -26,7 +26,8 @@ func newBatchBuffers() *batchBuffers {
 }
 
 // mintIDs answers POST /v1/ids: one ID, or a batch when the request has a
-// query or a body.
+// query. A request with a body goes through mintMany, which takes {} as no
+// body and refuses any other.
 func (s *Server) mintIDs(w http.ResponseWriter, r *http.Request, _ string) int {
 	if r.ContentLength == 0 && r.URL.RawQuery == "" {
 		return s.mintOne(w, r)
@@ -94,7 +95,7 @@ func appendBatch(b []byte, ids []snowfence.ID) []byte {
 // mintMany answers POST /v1/ids with a query or body (batch is false) and
 // POST /v1/ids:batch (batch is true). The count comes from ?count=N or from
 // the body {"count":N}, never both. Without either, /v1/ids mints one ID
-// and /v1/ids:batch refuses.
+// and /v1/ids:batch refuses. /v1/ids takes the empty object {} as no body.
 func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) int {
 	bb := s.batch.Get().(*batchBuffers)
 	defer s.batch.Put(bb)
@@ -109,10 +110,19 @@ func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) in
 		return s.writeError(w, e)
 	}
 	switch {
+	case len(body) > 0 && !batch && emptyObject(body):
+		// {} on POST /v1/ids is no body: many HTTP clients send one on
+		// every POST. Only its Content-Type is checked.
+		if e := checkContentType(r); e != nil {
+			return s.writeError(w, e)
+		}
+		if !fromQuery {
+			return s.mintOne(w, r)
+		}
 	case len(body) > 0 && fromQuery:
 		return s.writeError(w, badRequest(CodeConflictingCount, "the count is given both in the query and in the body; give one"))
 	case len(body) > 0 && !batch:
-		return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/ids takes no body; use ?count=N or POST /v1/ids:batch with {\"count\": N}"))
+		return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/ids takes no body but the empty object {}; use ?count=N or POST /v1/ids:batch with {\"count\": N}"))
 	case len(body) > 0:
 		if e := checkContentType(r); e != nil {
 			return s.writeError(w, e)

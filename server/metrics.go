@@ -16,7 +16,7 @@ import (
 
 // numKnownStatuses is how many statuses statusIndex knows: their request
 // counters are curried up front; others are looked up when they happen.
-const numKnownStatuses = 8
+const numKnownStatuses = 9
 
 func statusIndex(code int) int {
 	switch code {
@@ -36,6 +36,8 @@ func statusIndex(code int) int {
 		return 6
 	case 503:
 		return 7
+	case 429:
+		return 8
 	}
 	return -1
 }

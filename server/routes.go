@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -23,8 +24,12 @@ type route struct {
 	// answered with.
 	serve serveFunc
 	// statuses are the statuses the operation answers with (those
-	// api/openapi.json documents for it).
+	// api/openapi.json documents for it), a Server's and a Starting's
+	// together.
 	statuses []int
+	// admin marks the routes of the admin listener: health, readiness and
+	// metrics (Server.AdminHandler).
+	admin bool
 
 	// Derived from method and pattern by routes.
 	allow          string // the Allow header of a 405
@@ -48,12 +53,14 @@ const unmatchedLabel = "unmatched"
 // routes lists every operation of the API.
 func routes() []route {
 	rs := []route{
-		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 405, 413, 503}},
-		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 405, 413, 503}},
-		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422}},
-		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}},
-		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}},
-		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}},
+		// 429: over the caller's quota.
+		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 405, 413, 429, 503}},
+		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 405, 413, 429, 503}},
+		// 503: only from a Starting.
+		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}},
+		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
+		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},
+		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true},
 		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}},
 	}
 	for i := range rs {
@@ -107,4 +114,36 @@ func segment(path, prefix, suffix string) (string, bool) {
 		return "", false
 	}
 	return seg, true
+}
+
+// part is the set of routes one handler serves: every route (Handler), the
+// API's (APIHandler) or the admin listener's (AdminHandler).
+type part uint8
+
+const (
+	allRoutes part = iota
+	apiRoutes
+	adminRoutes
+)
+
+// takes reports whether the part serves rt.
+func (p part) takes(rt *route) bool {
+	switch p {
+	case apiRoutes:
+		return !rt.admin
+	case adminRoutes:
+		return rt.admin
+	}
+	return true
+}
+
+// elsewhere is the 404 for a route that another part serves: an admin
+// route asked of the API's handler, or the reverse.
+func (p part) elsewhere(rt *route) *apiError {
+	where := "the main listener"
+	if rt.admin {
+		where = "the admin listener"
+	}
+	return &apiError{status: http.StatusNotFound, code: CodeNotFound,
+		message: fmt.Sprintf("%s is not served here but on %s", rt.pattern, where)}
 }

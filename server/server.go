@@ -175,8 +175,21 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return handler{s} }
+// Handler returns the server's HTTP handler: every route on one listener.
+func (s *Server) Handler() http.Handler { return handler{s, allRoutes} }
+
+// APIHandler returns the handler of the main listener when health and
+// metrics have a listener of their own: every route but /healthz, /readyz
+// and /metrics, which answer 404 not_found here (so that whatever guards the
+// main listener, such as mutual TLS, guards every route it serves).
+func (s *Server) APIHandler() http.Handler { return handler{s, apiRoutes} }
+
+// AdminHandler returns the handler of the admin listener: /healthz, /readyz
+// and /metrics, for load balancers and Prometheus; every other path answers
+// 404 not_found. Serve it beside APIHandler, never beside Handler, which
+// serves these routes itself. All three handlers share the server's state
+// and metrics, and may be used at once.
+func (s *Server) AdminHandler() http.Handler { return handler{s, adminRoutes} }
 
 // SetDraining marks the server as shutting down: /healthz and /readyz answer
 // 503 "shutting_down" from now on, so load balancers stop sending traffic,
@@ -188,7 +201,11 @@ func (s *Server) SetDraining() {
 	}
 }
 
-type handler struct{ s *Server }
+// handler serves one part of a server's routes.
+type handler struct {
+	s    *Server
+	part part
+}
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
@@ -196,18 +213,23 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// monotonic clock: half the cost of time.Now.
 	start := time.Since(s.origin)
 	ep, param := match(s.routes, r.URL.Path)
-	status := s.serve(ep, param, w, r)
+	status := s.serve(h.part, &ep, param, w, r)
 	s.metrics.observe(ep, status, time.Since(s.origin)-start)
 }
 
 // serve dispatches a request to its route and returns the status it
-// answered with.
-func (s *Server) serve(ep endpoint, param string, w http.ResponseWriter, r *http.Request) int {
-	if ep < 0 || int(ep) >= len(s.routes) {
+// answered with. A route that part does not serve is answered 404, and *ep
+// becomes unmatched.
+func (s *Server) serve(p part, ep *endpoint, param string, w http.ResponseWriter, r *http.Request) int {
+	if *ep < 0 || int(*ep) >= len(s.routes) {
 		return s.writeError(w, &apiError{status: http.StatusNotFound, code: CodeNotFound,
 			message: fmt.Sprintf("no such path %s; see /openapi.json", quoteShort(r.URL.Path))})
 	}
-	rt := &s.routes[ep]
+	rt := &s.routes[*ep]
+	if !p.takes(rt) {
+		*ep = endpoint(len(s.routes))
+		return s.writeError(w, p.elsewhere(rt))
+	}
 	if !rt.takes(r.Method) {
 		w.Header().Set("Allow", rt.allow)
 		return s.writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed,

@@ -6,8 +6,9 @@
 //
 // # Where things are
 //
-// One file per subcommand — serve.go (with serveflags.go, drain.go for a
-// graceful stop, testclock.go for the test-only clock offset,
+// One file per subcommand — serve.go (with serveflags.go, claimwait.go for
+// a spare that waits for a free machine number, drain.go for a graceful
+// stop, testclock.go for the test-only clock offset,
 // serveregion.go for --region from the region registry and regionnames.go
 // for decode's region names), decode.go, leases.go, schedule.go,
 // regions.go (with copyspec.go, the --copy SPEC of each store), clock.go,

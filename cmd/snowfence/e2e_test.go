@@ -60,14 +60,19 @@ func binary(t *testing.T) string {
 type service struct {
 	cmd    *exec.Cmd
 	url    string
+	admin  string // the admin listener's URL, with --admin-listen
 	stderr *bytes.Buffer
 	done   chan error
 }
 
-var listenLine = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+var (
+	listenLine = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	adminLine  = regexp.MustCompile(`^admin on (http://127\.0\.0\.1:\d+)`)
+)
 
 // startService starts serve with its embedded etcd in dataDir and waits
-// (bounded) for it to print where it listens.
+// (bounded) for it to print where it listens (and, before that, where its
+// admin listener is, if it has one).
 func startService(t *testing.T, dataDir string, extra ...string) *service {
 	t.Helper()
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"}
@@ -89,6 +94,9 @@ func startService(t *testing.T, dataDir string, extra ...string) *service {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if m := adminLine.FindStringSubmatch(sc.Text()); m != nil {
+				s.admin = m[1] // printed before the listening line
+			}
 			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}

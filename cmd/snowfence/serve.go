@@ -10,8 +10,13 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
@@ -21,6 +26,9 @@ import (
 
 // runServe runs the ID service until ctx ends (SIGTERM or SIGINT): then it
 // stops accepting, finishes the requests in flight, and releases the lease.
+// It listens before it claims a machine number, answering 503 "starting"
+// meanwhile, and while every number in the range is held it waits for one
+// to free rather than exit.
 func runServe(ctx context.Context, e env, args []string) error {
 	f, fs, err := parseServeFlags(e, args)
 	if err != nil {
@@ -35,11 +43,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer stopProfile()
-	svc, err := start(ctx, e, cfg)
+	s, err := listen(cfg)
 	if err != nil {
 		return err
 	}
-	return svc.serveUntilStopped(ctx, e)
+	return s.run(ctx, e, cfg)
 }
 
 // parseServeFlags reads serve's flags and their environment variables, and
@@ -70,6 +78,7 @@ type serveConfig struct {
 	node            node.Config
 	log             *slog.Logger
 	listen          string
+	adminListen     string // "": health and metrics on listen
 	shutdownTimeout time.Duration
 	cpuProfile      string             // "": none
 	dataDir         string             // of the embedded etcd, for the start-up line
@@ -84,7 +93,7 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 	if err != nil {
 		return serveConfig{}, err
 	}
-	cfg := serveConfig{log: log, listen: f.listen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
+	cfg := serveConfig{log: log, listen: f.listen, adminListen: f.adminListen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
 		region: f.store.regionText, etcdStore: f.store.storeConfig()}
 	if cfg.node, err = f.nodeConfig(log); err != nil {
 		return serveConfig{}, err
@@ -97,50 +106,127 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 	return cfg, nil
 }
 
-// An idService is a started serve: the node holding a machine number and the
-// HTTP service minting on it.
+// An idService is a running serve: its listeners, serving a Starting until
+// the node holds a machine number, then the HTTP service minting on it.
 type idService struct {
-	ln              net.Listener
-	node            *node.Node
+	ln      net.Listener // the main listener: the API
+	adminLn net.Listener // --admin-listen: health and metrics; nil without it
+	// main and admin are what the listeners serve: a Starting's handlers,
+	// then the Server's. Without an admin listener, main serves every route.
+	main, admin     swapHandler
+	reg             *prometheus.Registry // /metrics, from the start on
+	starting        *server.Starting
+	opened          *node.Opened // the lease store, opened once for every claim
+	node            *node.Node   // nil until a number is claimed
 	names           *regionNames // decode's region names, from the holder's own store
 	srv             *server.Server
-	handler         http.Handler
 	log             *slog.Logger
 	shutdownTimeout time.Duration
 }
 
-// start listens, opens the store, claims a machine number and builds the
-// HTTP service, saying on stdout where it runs.
-func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error) {
+// listen opens the main listener and, with --admin-listen, the admin one.
+func listen(cfg serveConfig) (*idService, error) {
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	defer func() {
-		if err != nil {
+	s := &idService{ln: ln, log: cfg.log, shutdownTimeout: cfg.shutdownTimeout}
+	if cfg.adminListen != "" {
+		if s.adminLn, err = net.Listen("tcp", cfg.adminListen); err != nil {
 			ln.Close()
+			return nil, fmt.Errorf("--admin-listen %s: %w", cfg.adminListen, err)
+		}
+	}
+	return s, nil
+}
+
+// closeListeners closes the listeners, for an exit before they are served.
+func (s *idService) closeListeners() {
+	s.ln.Close()
+	if s.adminLn != nil {
+		s.adminLn.Close()
+	}
+}
+
+// run reads the region, opens the store, serves a Starting while it claims
+// a machine number (waiting while every number is held), then serves the ID
+// service until ctx ends or the embedded etcd fails; then it finishes the
+// requests in flight (within --shutdown-timeout) and releases the number.
+// It says on stdout where it runs. ctx ending before a number is claimed
+// is a clean stop: nothing is held, nothing is released.
+func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error) {
+	started := time.Now()
+	hr, err := s.openStore(ctx, e, cfg)
+	if err != nil {
+		s.closeListeners()
+		return err
+	}
+	defer func() {
+		if s.node == nil {
+			closeOpened(s.opened)
 		}
 	}()
-	started := time.Now()
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.starting = server.NewStarting(server.StartingConfig{Gatherer: s.reg, Region: hr.region.Number, Logger: cfg.log})
+	if s.adminLn != nil {
+		s.main.set(s.starting.APIHandler())
+		s.admin.set(s.starting.AdminHandler())
+	} else {
+		s.main.set(s.starting.Handler())
+	}
+	var mainHandler http.Handler = &s.main
+	if cfg.testClock != nil {
+		mainHandler = withTestClock(mainHandler, cfg.testClock)
+	}
+	served := make(chan error, 2)
+	servers := []*listened{s.serve(s.ln, mainHandler, served)}
+	if s.adminLn != nil {
+		servers = append(servers, s.serve(s.adminLn, &s.admin, served))
+	}
+
+	printed := false
+	printListening := func(note string) {
+		if printed {
+			return
+		}
+		printed = true
+		if s.adminLn != nil {
+			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.adminLn.Addr())
+		}
+		fmt.Fprintf(e.stdout, "listening on http://%s%s\n", s.ln.Addr(), note)
+	}
 	nc := cfg.node
-	open := nc.Open
-	if open == nil {
-		open = node.EmbeddedEtcd(embedetcd.Config{}, cfg.etcdStore)
+	nc.Open, nc.Store, nc.Keeper.Region = nil, s.opened.Store, hr.region.Number
+	// After the first claim that finds every number held, the keeper's
+	// and generator's lines go to Debug until a claim succeeds: the waiter
+	// reports the wait at its own pace.
+	var quiet atomic.Bool
+	if nc.Logger != nil {
+		nc.Logger = quietWhile(nc.Logger, &quiet)
 	}
-	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.node.Generator.Schedule.String(), cfg.log)
+	w := &claimWaiter{clock: snowfence.SystemClock(), log: cfg.log, waiting: func(attempt int, err error) {
+		quiet.Store(true)
+		s.starting.SetReason(server.ReasonNoFreeNumber, err.Error())
+		printListening(" (waiting for a free machine number; 503 until then)")
+	}}
+	n, err := w.wait(ctx, func(ctx context.Context) (*node.Node, error) { return node.Start(ctx, nc) })
+	quiet.Store(false)
 	if err != nil {
-		return nil, fmt.Errorf("start: %w", err)
+		s.starting.SetDraining()
+		s.stopServing(ctx, servers)
+		if ctx.Err() != nil {
+			s.log.Info("stopped before a machine number was claimed: nothing to release", "last_error", err)
+			return nil
+		}
+		return fmt.Errorf("start: %w", err)
 	}
-	defer hr.release()
-	nc.Open, nc.Keeper.Region = hr.open, hr.region.Number
-	n, err := node.Start(ctx, nc)
-	if err != nil {
-		return nil, fmt.Errorf("start: %w", err)
-	}
-	s := &idService{ln: ln, node: n, log: cfg.log, shutdownTimeout: cfg.shutdownTimeout}
-	if n.Embedded != nil {
-		fmt.Fprintf(e.stdout, "embedded etcd on %s (data in %s)\n", n.Embedded.Endpoints()[0], cfg.dataDir)
-		fmt.Fprintf(e.stderr, "WARNING: %s\n", node.EmbeddedWarning)
+	s.node = n
+	if err := s.startServer(cfg, hr); err != nil {
+		s.starting.SetDraining()
+		s.stopServing(ctx, servers)
+		s.closeNode(ctx)
+		return err
 	}
 	st := n.Keeper.Status()
 	region := fmt.Sprint(st.Region)
@@ -148,65 +234,119 @@ func start(ctx context.Context, e env, cfg serveConfig) (_ *idService, err error
 		region = fmt.Sprintf("%s, number %d", hr.region.Name, st.Region)
 	}
 	fmt.Fprintf(e.stdout, "machine %d (region %s, token %d), ready in %s\n", st.Machine, region, st.Token, time.Since(started).Round(time.Millisecond))
+	printListening("")
 
-	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log}
+	select {
+	case err = <-served:
+		err = fmt.Errorf("http server: %w", err)
+		s.srv.SetDraining()
+		s.stopServing(ctx, servers)
+		s.closeNode(ctx)
+		return err
+	case err = <-embeddedErr(s.opened):
+		s.log.Error("embedded etcd failed", "error", err)
+	case <-ctx.Done():
+		s.log.Info("shutting down: finishing requests in flight, then releasing the lease")
+	}
+	s.srv.SetDraining()
+	shutErr := s.stopServing(ctx, servers)
+	s.closeNode(ctx)
+	if shutErr != nil {
+		return fmt.Errorf("shutdown: %w", shutErr)
+	}
+	s.log.Info("stopped")
+	return err
+}
+
+// openStore resolves --region from the holder's own store and opens the
+// store the node claims from, once for every claim attempt.
+func (s *idService) openStore(ctx context.Context, e env, cfg serveConfig) (holderRegion, error) {
+	open := cfg.node.Open
+	if open == nil {
+		open = node.EmbeddedEtcd(embedetcd.Config{}, cfg.etcdStore)
+	}
+	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.node.Generator.Schedule.String(), cfg.log)
+	if err != nil {
+		return hr, fmt.Errorf("start: %w", err)
+	}
+	defer hr.release()
+	if s.opened, err = hr.open(ctx, hr.region.Number, cfg.log); err != nil {
+		return hr, fmt.Errorf("start: %w", err)
+	}
+	if o := s.opened; o.Embedded != nil {
+		fmt.Fprintf(e.stdout, "embedded etcd on %s (data in %s)\n", o.Embedded.Endpoints()[0], cfg.dataDir)
+		fmt.Fprintf(e.stderr, "WARNING: %s\n", node.EmbeddedWarning)
+	}
+	return hr, nil
+}
+
+// startServer builds the ID service on the node and swaps it in for the
+// Starting.
+func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
+	n := s.node
+	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg}
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
 	sc.RegionNames = s.names.Name
-	s.srv, err = server.New(sc)
-	if err != nil {
-		s.closeNode(ctx)
-		return nil, err
+	if s.srv, err = server.New(sc); err != nil {
+		return err
 	}
-	s.handler = s.srv.Handler()
-	if cfg.testClock != nil {
-		s.handler = withTestClock(s.handler, cfg.testClock)
+	if s.adminLn != nil {
+		s.main.set(s.srv.APIHandler())
+		s.admin.set(s.srv.AdminHandler())
+	} else {
+		s.main.set(s.srv.Handler())
 	}
-	return s, nil
+	return nil
 }
 
-// serveUntilStopped serves HTTP until ctx ends or the embedded etcd fails,
-// then finishes the requests in flight (within --shutdown-timeout) and
-// releases the machine number.
-func (s *idService) serveUntilStopped(ctx context.Context, e env) error {
-	defer s.ln.Close()
+// A listened is one listener being served.
+type listened struct {
+	hs    *http.Server
+	conns *conns
+}
+
+// serve serves h on ln in the background; Serve's return goes to served.
+func (s *idService) serve(ln net.Listener, h http.Handler, served chan<- error) *listened {
 	open := newConns()
 	hs := &http.Server{
 		ConnState:         open.track,
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(s.ln) }()
-	fmt.Fprintf(e.stdout, "listening on http://%s\n", s.ln.Addr())
+	go func() { served <- hs.Serve(ln) }()
+	return &listened{hs: hs, conns: open}
+}
 
-	var err error
-	select {
-	case err = <-served:
-		s.closeNode(ctx)
-		return fmt.Errorf("http server: %w", err)
-	case err = <-embeddedErr(s.node):
-		s.log.Error("embedded etcd failed", "error", err)
-	case <-ctx.Done():
-		s.log.Info("shutting down: finishing requests in flight, then releasing the lease")
-	}
-	s.srv.SetDraining()
+// stopServing stops every listener gracefully at once, within
+// --shutdown-timeout, and returns the first failure.
+func (s *idService) stopServing(ctx context.Context, servers []*listened) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
 	defer cancel()
-	unused, shutErr := shutdown(sctx, hs, open)
-	if unused > 0 {
-		s.log.Info("closed connections that had sent no request", "count", unused)
+	errs := make(chan error, len(servers))
+	for _, l := range servers {
+		go func() {
+			unused, err := shutdown(sctx, l.hs, l.conns)
+			if unused > 0 {
+				s.log.Info("closed connections that had sent no request", "count", unused)
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			errs <- err
+		}()
 	}
-	s.closeNode(ctx)
-	if shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", shutErr)
+	var first error
+	for range servers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
 	}
-	s.log.Info("stopped")
-	return err
+	return first
 }
 
 // closeNode releases the machine number and closes the store, within 5 s.
@@ -216,9 +356,20 @@ func (s *idService) closeNode(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.node.Close(cctx); err != nil {
+	if err := errors.Join(s.node.Close(cctx), closeOpened(s.opened)); err != nil {
 		s.log.Warn("shutdown", "error", err)
 	}
+}
+
+// swapHandler serves the handler set last: a Starting's until the node
+// holds a number, then the Server's. The swap is one atomic store, so no
+// request is served by neither.
+type swapHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (sw *swapHandler) set(h http.Handler) { sw.h.Store(&h) }
+
+func (sw *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*sw.h.Load()).ServeHTTP(w, r)
 }
 
 // startCPUProfile profiles the process, if path names a file, until the
@@ -242,11 +393,11 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 // embeddedErr delivers the embedded etcd's failure, if there is one.
-func embeddedErr(n *node.Node) <-chan error {
-	if n.Embedded == nil {
+func embeddedErr(o *node.Opened) <-chan error {
+	if o == nil || o.Embedded == nil {
 		return nil
 	}
-	return n.Embedded.Err()
+	return o.Embedded.Err()
 }
 
 // newLogger builds the structured logger: diagnostics go to stderr.

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/snowfence/snowfence"
+)
+
+// TestEmptyObjectIsNoBody checks that POST /v1/ids with {} answers exactly
+// as without a body: one ID in the single-ID shape, or with ?count=N a
+// batch of N.
+func TestEmptyObjectIsNoBody(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	plain := f.post("/v1/ids", "")
+	empty := f.post("/v1/ids", `{}`)
+	for _, r := range []response{plain, empty} {
+		var one struct {
+			ID    snowfence.ID `json:"id"`
+			IDNum int64        `json:"id_num"`
+		}
+		dec := json.NewDecoder(bytes.NewReader([]byte(r.body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&one); r.status != http.StatusOK || err != nil || int64(one.ID) != one.IDNum {
+			t.Fatalf("status %d, body %s (%v); want one ID", r.status, r.body, err)
+		}
+	}
+	if plain.body == empty.body {
+		t.Errorf("two requests got the same ID: %s", plain.body)
+	}
+	if ids := batchIDs(t, f.post("/v1/ids?count=3", `{}`)); len(ids) != 3 {
+		t.Errorf("?count=3 with {}: %d IDs, want 3", len(ids))
+	}
+}
+
+// TestEmptyObject lists what emptyObject takes: {} and white space around
+// and inside it, nothing else.
+func TestEmptyObject(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{}`, true}, {` { } `, true}, {"\t{\n}\r\n", true},
+		{``, false}, {` `, false}, {`{}{}`, false}, {`{},`, false}, {`{}x`, false}, {`[]`, false},
+		{`null`, false}, {`{"count":1}`, false}, {`{"x":1}`, false}, {`{`, false}, {`}`, false},
+		{"{}\x00", false}, {`""`, false}, {`0`, false},
+	} {
+		if got := emptyObject([]byte(tc.body)); got != tc.want {
+			t.Errorf("emptyObject(%q) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestMintAllocations checks that a one-ID request allocates nothing in the
+// handler, without a body (the hot path) and with {}.
+func TestMintAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items, so pooled buffers allocate")
+	}
+	h := benchServer(t, false)
+	for _, body := range []string{"", "{}"} {
+		b := []byte(body)
+		br := bytes.NewReader(nil)
+		r := httptest.NewRequest(http.MethodPost, "/v1/ids", nil)
+		if body != "" {
+			r.Body = io.NopCloser(br)
+			r.ContentLength = int64(len(body))
+			r.Header.Set("Content-Type", "application/json")
+		}
+		w := newBenchWriter()
+		allocs := testing.AllocsPerRun(200, func() {
+			br.Reset(b)
+			w.code = 0
+			h.ServeHTTP(w, r)
+		})
+		if w.code != http.StatusOK {
+			t.Fatalf("body %q: status %d", body, w.code)
+		}
+		if allocs != 0 {
+			t.Errorf("body %q: %.1f allocations per request, want 0", body, allocs)
+		}
+	}
+}
