@@ -16,7 +16,7 @@ import (
 
 // numKnownStatuses is how many statuses statusIndex knows: their request
 // counters are curried up front; others are looked up when they happen.
-const numKnownStatuses = 9
+const numKnownStatuses = 10
 
 func statusIndex(code int) int {
 	switch code {
@@ -38,6 +38,8 @@ func statusIndex(code int) int {
 		return 7
 	case 429:
 		return 8
+	case 403:
+		return 9
 	}
 	return -1
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
@@ -127,20 +129,16 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // statusRecipes produce each documented status: "METHOD path status" →
-// whether the generator is fenced or the service still starting (a
-// Starting), and the request. A recipe with notProduced set cannot be
-// produced by the package alone; it says what produces it.
+// the fixture (the generator fenced, the service still starting, a quota
+// that refuses the caller as over its quota or forbidden), and the request.
 func statusRecipes() map[string]struct {
-	fenced, starting bool
-	notProduced      string
-	r                req
+	fixture fixtureKind
+	r       req
 } {
 	type recipe = struct {
-		fenced, starting bool
-		notProduced      string
-		r                req
+		fixture fixtureKind
+		r       req
 	}
-	const quota = "a caller over its quota; the server has no quota of its own"
 	big := `{"count":1` + strings.Repeat(" ", 5000) + `}`
 	post := func(target, body string) req {
 		return req{method: "POST", target: target, body: body, contentType: "application/json"}
@@ -151,25 +149,27 @@ func statusRecipes() map[string]struct {
 		"POST /v1/ids 400":                  {r: post("/v1/ids?count=0", "")},
 		"POST /v1/ids 405":                  {r: get("/v1/ids")},
 		"POST /v1/ids 413":                  {r: post("/v1/ids", big)},
-		"POST /v1/ids 429":                  {notProduced: quota},
-		"POST /v1/ids 503":                  {fenced: true, r: post("/v1/ids", "")},
+		"POST /v1/ids 403":                  {fixture: forbidden, r: post("/v1/ids", "")},
+		"POST /v1/ids 429":                  {fixture: limited, r: post("/v1/ids", "")},
+		"POST /v1/ids 503":                  {fixture: fenced, r: post("/v1/ids", "")},
 		"POST /v1/ids:batch 200":            {r: post("/v1/ids:batch", `{"count":3}`)},
 		"POST /v1/ids:batch 400":            {r: post("/v1/ids:batch", `{"count":"3"}`)},
 		"POST /v1/ids:batch 405":            {r: get("/v1/ids:batch")},
 		"POST /v1/ids:batch 413":            {r: post("/v1/ids:batch", big)},
-		"POST /v1/ids:batch 429":            {notProduced: quota},
-		"POST /v1/ids:batch 503":            {fenced: true, r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 403":            {fixture: forbidden, r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 429":            {fixture: limited, r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 503":            {fixture: fenced, r: post("/v1/ids:batch", `{"count":3}`)},
 		"GET /v1/ids/{id}/decode 200":       {r: get("/v1/ids/" + example + "/decode")},
 		"GET /v1/ids/{id}/decode 400":       {r: get("/v1/ids/x/decode")},
 		"GET /v1/ids/{id}/decode 405":       {r: post("/v1/ids/"+example+"/decode", "")},
 		"GET /v1/ids/{id}/decode 422":       {r: get("/v1/ids/9223372036854775807/decode")},
-		"GET /v1/ids/{id}/decode 503":       {starting: true, r: get("/v1/ids/" + example + "/decode")},
+		"GET /v1/ids/{id}/decode 503":       {fixture: starting, r: get("/v1/ids/" + example + "/decode")},
 		"GET /healthz 200":                  {r: get("/healthz")},
 		"GET /healthz 405":                  {r: post("/healthz", "")},
-		"GET /healthz 503":                  {fenced: true, r: get("/healthz")},
+		"GET /healthz 503":                  {fixture: fenced, r: get("/healthz")},
 		"GET /readyz 200":                   {r: get("/readyz")},
 		"GET /readyz 405":                   {r: post("/readyz", "")},
-		"GET /readyz 503":                   {fenced: true, r: get("/readyz")},
+		"GET /readyz 503":                   {fixture: fenced, r: get("/readyz")},
 		"GET /metrics 200":                  {r: get("/metrics")},
 		"GET /metrics 405":                  {r: post("/metrics", "")},
 		"GET /openapi.json 200":             {r: get("/openapi.json")},
@@ -177,12 +177,23 @@ func statusRecipes() map[string]struct {
 		"POST /v1/ids 200 with count":       {r: post("/v1/ids?count=2", "")},
 		"POST /v1/ids 200 with {}":          {r: post("/v1/ids", `{}`)},
 		"POST /v1/ids:batch 200 with query": {r: post("/v1/ids:batch?count=2", "")},
-		"POST /v1/ids 503 while starting":   {starting: true, r: post("/v1/ids", "")},
-		"GET /healthz 503 while starting":   {starting: true, r: get("/healthz")},
-		"GET /readyz 503 while starting":    {starting: true, r: get("/readyz")},
-		"GET /metrics 200 while starting":   {starting: true, r: get("/metrics")},
+		"POST /v1/ids 503 while starting":   {fixture: starting, r: post("/v1/ids", "")},
+		"GET /healthz 503 while starting":   {fixture: starting, r: get("/healthz")},
+		"GET /readyz 503 while starting":    {fixture: starting, r: get("/readyz")},
+		"GET /metrics 200 while starting":   {fixture: starting, r: get("/metrics")},
 	}
 }
+
+// fixtureKind names the server a status recipe runs on.
+type fixtureKind int
+
+const (
+	normal    fixtureKind = iota
+	fenced                // the generator holds no lease
+	starting              // a Starting: no generator yet
+	limited               // a quota that answers 429
+	forbidden             // a quota that answers 403
+)
 
 // TestOpenAPIStatuses produces every status the spec documents and checks
 // each response body against the documented schema.
@@ -190,18 +201,15 @@ func TestOpenAPIStatuses(t *testing.T) {
 	s := loadSpec(t)
 	ops := s.ops(t)
 	recipes := statusRecipes()
-	ok := newFixture(t, nil, nil)
-	fenced := newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil)
-	starting := &fixture{t: t, h: NewStarting(StartingConfig{}).Handler()}
-	pick := func(isFenced, isStarting bool) *fixture {
-		switch {
-		case isFenced:
-			return fenced
-		case isStarting:
-			return starting
-		}
-		return ok
+	quotaErr := &QuotaError{RetryAfter: 1500 * time.Millisecond, Policy: `"ids";q=1000;w=1`, Limit: `"ids";r=0;t=2`, Message: "over quota"}
+	fixtures := map[fixtureKind]*fixture{
+		normal:    newFixture(t, nil, nil),
+		fenced:    newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil),
+		starting:  {t: t, h: NewStarting(StartingConfig{}).Handler()},
+		limited:   newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: quotaErr} }),
+		forbidden: newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: errors.New("caller removed")} }),
 	}
+	pick := func(k fixtureKind) *fixture { return fixtures[k] }
 	documented := map[string]bool{}
 	for key, op := range ops {
 		for status, raw := range op.Responses {
@@ -212,11 +220,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 				t.Errorf("%s is documented but the test has no recipe for it", name)
 				continue
 			}
-			if rc.notProduced != "" {
-				t.Logf("%s: not produced here (%s); its documented headers are not checked", name, rc.notProduced)
-				continue
-			}
-			f := pick(rc.fenced, rc.starting)
+			f := pick(rc.fixture)
 			got := f.do(rc.r)
 			if fmt.Sprint(got.status) != status {
 				t.Errorf("%s: got status %d, body %.300s", name, got.status, got.body)
@@ -234,7 +238,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 			continue
 		}
 		if extra != "" { // a further case of a documented status
-			f := pick(rc.fenced, rc.starting)
+			f := pick(rc.fixture)
 			got := f.do(rc.r)
 			if fmt.Sprint(got.status) != status {
 				t.Errorf("%s: got status %d, body %.300s", name, got.status, got.body)
@@ -421,7 +425,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		CodeBodyTooLarge, CodeInvalidID, CodeIDInFuture, CodeMethodNotAllowed, CodeNotFound,
 		CodeFenced, CodeClockBackwards, CodeClockUnsynchronized, CodeLayoutExhausted, CodeNoLayout,
 		CodeClosed, CodeCanceled, CodeShuttingDown, CodeUnavailable, CodeInternal,
-		CodeStarting, CodeRateLimited,
+		CodeStarting, CodeRateLimited, CodeForbidden,
 	}
 	sort.Strings(got)
 	sort.Strings(want)

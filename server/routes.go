@@ -53,9 +53,9 @@ const unmatchedLabel = "unmatched"
 // routes lists every operation of the API.
 func routes() []route {
 	rs := []route{
-		// 429: over the caller's quota.
-		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 405, 413, 429, 503}},
-		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 405, 413, 429, 503}},
+		// 403: the caller may take no IDs; 429: over its quota.
+		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
+		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// 503: only from a Starting.
 		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
