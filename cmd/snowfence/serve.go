@@ -21,6 +21,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
 	"github.com/snowfence/snowfence/node"
+	"github.com/snowfence/snowfence/perimeter"
 	"github.com/snowfence/snowfence/server"
 )
 
@@ -79,6 +80,7 @@ type serveConfig struct {
 	log             *slog.Logger
 	listen          string
 	adminListen     string // "": health and metrics on listen
+	perimeter       perimeterFlags
 	shutdownTimeout time.Duration
 	cpuProfile      string             // "": none
 	dataDir         string             // of the embedded etcd, for the start-up line
@@ -93,7 +95,10 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 	if err != nil {
 		return serveConfig{}, err
 	}
-	cfg := serveConfig{log: log, listen: f.listen, adminListen: f.adminListen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
+	if err := f.perimeter.check(); err != nil {
+		return serveConfig{}, err
+	}
+	cfg := serveConfig{log: log, listen: f.listen, adminListen: f.adminListen, perimeter: f.perimeter, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
 		region: f.store.regionText, etcdStore: f.store.storeConfig()}
 	if cfg.node, err = f.nodeConfig(log); err != nil {
 		return serveConfig{}, err
@@ -115,6 +120,7 @@ type idService struct {
 	// then the Server's. Without an admin listener, main serves every route.
 	main, admin     swapHandler
 	reg             *prometheus.Registry // /metrics, from the start on
+	perimeter       *perimeter.Perimeter // mutual TLS and quotas of the main listener
 	starting        *server.Starting
 	opened          *node.Opened // the lease store, opened once for every claim
 	node            *node.Node   // nil until a number is claimed
@@ -168,6 +174,13 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 	}()
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The perimeter's files are read before any number is claimed: a bad
+	// certificate or callers file stops serve at once.
+	if s.perimeter, err = perimeter.New(cfg.perimeter.config(s.reg, cfg.log)); err != nil {
+		s.closeListeners()
+		return fmt.Errorf("start: %w", err)
+	}
+	defer s.perimeter.Close()
 	s.starting = server.NewStarting(server.StartingConfig{Gatherer: s.reg, Region: hr.region.Number, Logger: cfg.log})
 	if s.adminLn != nil {
 		s.main.set(s.starting.APIHandler())
@@ -180,9 +193,13 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 		mainHandler = withTestClock(mainHandler, cfg.testClock)
 	}
 	served := make(chan error, 2)
-	servers := []*listened{s.serve(s.ln, mainHandler, served)}
+	servers := []*listened{s.serve(s.ln, mainHandler, s.perimeter, served)}
 	if s.adminLn != nil {
-		servers = append(servers, s.serve(s.adminLn, &s.admin, served))
+		servers = append(servers, s.serve(s.adminLn, &s.admin, nil, served))
+	}
+	scheme := "http"
+	if s.perimeter.TLSConfig() != nil {
+		scheme = "https"
 	}
 
 	printed := false
@@ -194,7 +211,7 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 		if s.adminLn != nil {
 			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.adminLn.Addr())
 		}
-		fmt.Fprintf(e.stdout, "listening on http://%s%s\n", s.ln.Addr(), note)
+		fmt.Fprintf(e.stdout, "listening on %s://%s%s\n", scheme, s.ln.Addr(), note)
 	}
 	nc := cfg.node
 	nc.Open, nc.Store, nc.Keeper.Region = nil, s.opened.Store, hr.region.Number
@@ -284,7 +301,8 @@ func (s *idService) openStore(ctx context.Context, e env, cfg serveConfig) (hold
 // Starting.
 func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	n := s.node
-	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg}
+	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg,
+		Quota: s.perimeter.Quota()}
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
 	sc.RegionNames = s.names.Name
@@ -306,8 +324,9 @@ type listened struct {
 	conns *conns
 }
 
-// serve serves h on ln in the background; Serve's return goes to served.
-func (s *idService) serve(ln net.Listener, h http.Handler, served chan<- error) *listened {
+// serve serves h on ln in the background, behind p's mutual TLS when it
+// has one (nil: plain HTTP); Serve's return goes to served.
+func (s *idService) serve(ln net.Listener, h http.Handler, p *perimeter.Perimeter, served chan<- error) *listened {
 	open := newConns()
 	hs := &http.Server{
 		ConnState:         open.track,
@@ -318,7 +337,16 @@ func (s *idService) serve(ln net.Listener, h http.Handler, served chan<- error) 
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	go func() { served <- hs.Serve(ln) }()
+	run := func() error { return hs.Serve(ln) }
+	if p != nil {
+		hs.ConnContext = p.ConnContext // the caller's identity, once per connection
+		if hs.TLSConfig = p.TLSConfig(); hs.TLSConfig != nil {
+			// The certificate comes from the perimeter's
+			// GetConfigForClient, so ServeTLS takes no files of its own.
+			run = func() error { return hs.ServeTLS(ln, "", "") }
+		}
+	}
+	go func() { served <- run() }()
 	return &listened{hs: hs, conns: open}
 }
 
