@@ -19,6 +19,7 @@ func TestParseBatch(t *testing.T) {
 	}{
 		{"server's form", `{"ids":["1","2","97301141913751557"]}`, 3, []int64{1, 2, 97301141913751557}},
 		{"white space", " {\n \"ids\" : [ \"5\" ,\t\"6\" ] } \r\n", 2, []int64{5, 6}},
+		{"16 and 17 digits", `{"ids":["1234567890123456","12345678901234567"]}`, 2, []int64{1234567890123456, 12345678901234567}},
 		{"largest ID", `{"ids":["9223372036854775806","9223372036854775807"]}`, 2, []int64{9223372036854775806, 9223372036854775807}},
 	}
 	for _, tc := range good {
@@ -54,6 +55,8 @@ func TestParseBatch(t *testing.T) {
 		{"fraction", `{"ids":["1.0"]}`, 1},
 		{"escape in ID", `{"ids":["\u0031"]}`, 1},
 		{"over 2^63-1", `{"ids":["9223372036854775808"]}`, 1},
+		{"letter in a long ID", `{"ids":["1234567812345a78901"]}`, 1},
+		{"colon in a long ID", `{"ids":["12345678:2345678901"]}`, 1},
 		{"20 digits", `{"ids":["10000000000000000000"]}`, 1},
 		{"equal", `{"ids":["5","5"]}`, 2},
 		{"decreasing", `{"ids":["6","5"]}`, 2},
@@ -83,6 +86,8 @@ func FuzzParseBatch(f *testing.F) {
 	f.Add([]byte(` { "ids" : [ "1" , "9223372036854775807" ] } `), 2)
 	f.Add([]byte(`{"ids":["5","5"]}`), 2)
 	f.Add([]byte(`{"ids":["01"]}`), 1)
+	f.Add([]byte(`{"ids":["1234567812345a78901","9223372036854775807"]}`), 2)
+	f.Add([]byte(`{"ids":["12345678123456789"]}`), 1)
 	f.Fuzz(func(t *testing.T, body []byte, n int) {
 		if n < 1 || n > snowfence.MaxBatch {
 			n = 1 + (n%snowfence.MaxBatch+snowfence.MaxBatch)%snowfence.MaxBatch
