@@ -62,7 +62,6 @@ type Client struct {
 	kick    chan struct{}
 	body    []byte
 	scratch []int64
-	header  http.Header
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -92,7 +91,6 @@ func New(cfg Config) (*Client, error) {
 		low:     s.LowWater,
 		kick:    make(chan struct{}, 1),
 		scratch: make([]int64, 0, snowfence.MaxBatch),
-		header:  http.Header{"Accept": {"application/json"}, "User-Agent": {"snowfence-client"}},
 	}
 	if c.low == 0 {
 		c.low = c.size / 2
@@ -123,8 +121,13 @@ func (c *Client) now() time.Duration {
 }
 
 // Next returns the next ID from the buffer. From a warm buffer it takes a
-// mutex and reads the clock once, and allocates nothing; when the buffer
-// is empty it waits for the refill in flight (or starts one), until ctx is
+// mutex and reads the monotonic clock once, and allocates nothing. The
+// clock is read on every call, under the mutex, because that is the only
+// way to be sure no ID is handed out past MaxAge: a background timer that
+// dropped chunks as they expired would fire late under load, and a clock
+// read once for several calls would be stale. It is compared with the
+// oldest chunk's deadline; there is no timestamp per ID. When the buffer is
+// empty it waits for the refill in flight (or starts one), until ctx is
 // done. The errors are ctx's, ErrClosed, and those of the refill it waited
 // for (matching ErrUnavailable, ErrRejected, ...).
 func (c *Client) Next(ctx context.Context) (snowfence.ID, error) {

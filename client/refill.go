@@ -177,7 +177,10 @@ func (c *Client) attempt(base, mint string, n int) ([]int64, time.Duration, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	req.Header = c.header
+	// Headers are set on each request: a client with a cookie jar adds
+	// to the request's header map, so it cannot be shared.
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "snowfence-client")
 	sent := c.now()
 	resp, err := c.http.Do(req)
 	if err != nil {
