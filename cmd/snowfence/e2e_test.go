@@ -66,7 +66,7 @@ type service struct {
 }
 
 var (
-	listenLine = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	listenLine = regexp.MustCompile(`listening on (https?://127\.0\.0\.1:\d+)`)
 	adminLine  = regexp.MustCompile(`^admin on (http://127\.0\.0\.1:\d+)`)
 )
 

@@ -67,4 +67,41 @@ func TestPrimaryKeyDuplicatesFindsThem(t *testing.T) {
 	if n := primaryKeyDuplicates(t, url, []snowfence.ID{7, 8, 7, 9, 8, 10}); n != 2 {
 		t.Errorf("IDs with two repeated: %d duplicates, want 2", n)
 	}
+	if n := idsNotIn(t, url, []snowfence.ID{1, 2, 5, 6}, []snowfence.ID{2, 1, 3, 6}); n != 1 {
+		t.Errorf("one ID handed out that was not issued: idsNotIn = %d, want 1", n)
+	}
+}
+
+// idsNotIn counts the IDs of handed that are not among issued, in
+// PostgreSQL: the IDs a client handed out that no server issued.
+func idsNotIn(t *testing.T, url string, handed, issued []snowfence.ID) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(context.Background())
+	for _, tb := range []struct {
+		name string
+		ids  []snowfence.ID
+	}{{"handed_ids", handed}, {"issued_ids", issued}} {
+		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE "+tb.name+" (id bigint NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		ids := tb.ids
+		rows := func(i int) ([]any, error) { return []any{int64(ids[i])}, nil }
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{tb.name}, []string{"id"}, pgx.CopyFromSlice(len(ids), rows)); err != nil {
+			t.Fatalf("COPY %s: %v", tb.name, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "CREATE INDEX ON issued_ids (id)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM handed_ids h WHERE NOT EXISTS (SELECT 1 FROM issued_ids i WHERE i.id = h.id)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

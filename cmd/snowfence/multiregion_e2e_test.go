@@ -101,39 +101,7 @@ func TestE2EMultiRegion(t *testing.T) {
 	plan := multiRegionPlan
 	bin := binary(t)
 
-	// Three stores, the fleet schedule v2 in each, one registry.
-	regions := make([]*mrRegion, len(plan.names))
-	for i, name := range plan.names {
-		e := etcdtest.StartBinary(t, etcdtest.DebianEtcd)
-		regions[i] = &mrRegion{name: name, etcd: e, url: e.Endpoints()[0]}
-		setFleetV2(t, regions[i].url)
-	}
-	var copies []string
-	for _, r := range regions[1:] {
-		copies = append(copies, "--copy", "etcd://"+strings.TrimPrefix(r.url, "http://")+etcdstore.DefaultPrefix)
-	}
-	first := []string{"--etcd-endpoints", regions[0].url}
-	for i, r := range regions { // each region's home its own store: copy i+1
-		cli(t, 0, append(append([]string{"regions", "add", r.name, "--create", "--home", fmt.Sprint(i + 1)}, first...), copies...)...)
-	}
-	out, _ := cli(t, 0, append(append([]string{"regions", "list", "--json"}, first...), copies...)...)
-	var reg regionsList
-	if err := json.Unmarshal([]byte(out), &reg); err != nil {
-		t.Fatalf("regions list --json: %q: %v", out, err)
-	}
-	for _, c := range reg.Copies[1:] {
-		if !c.Same {
-			t.Fatalf("registry copy %d (%s) differs from copy 1: %+v", c.Copy, c.Store, reg)
-		}
-	}
-	numbers := map[int]bool{}
-	for _, r := range regions {
-		g, ok := lease.Registry{Regions: reg.Regions}.Named(r.name)
-		if !ok || numbers[g.Number] {
-			t.Fatalf("regions list: %s missing or its number %d taken twice: %+v", r.name, g.Number, reg.Regions)
-		}
-		r.number, numbers[g.Number] = g.Number, true
-	}
+	regions := newRegions(t, plan.names)
 
 	// From here on the test calls no store but through the proxies, so that
 	// every call each etcd starts is one its proxy saw.
@@ -261,6 +229,48 @@ func TestE2EMultiRegion(t *testing.T) {
 	}
 	t.Logf("%d IDs acknowledged in all, %d duplicates under the PostgreSQL primary key; load %s, test %s",
 		len(all), dups, loadEnded.Sub(ready).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// newRegions starts one Debian etcd per name, makes v2 the fleet schedule
+// of each, and adds the regions to one registry copied to every store,
+// each region's home its own store. It returns the regions with their
+// registry numbers.
+func newRegions(t *testing.T, names []string) []*mrRegion {
+	t.Helper()
+	regions := make([]*mrRegion, len(names))
+	for i, name := range names {
+		e := etcdtest.StartBinary(t, etcdtest.DebianEtcd)
+		regions[i] = &mrRegion{name: name, etcd: e, url: e.Endpoints()[0]}
+		setFleetV2(t, regions[i].url)
+	}
+	var copies []string
+	for _, r := range regions[1:] {
+		copies = append(copies, "--copy", "etcd://"+strings.TrimPrefix(r.url, "http://")+etcdstore.DefaultPrefix)
+	}
+	first := []string{"--etcd-endpoints", regions[0].url}
+	for i, r := range regions { // each region's home its own store: copy i+1
+		cli(t, 0, append(append([]string{"regions", "add", r.name, "--create", "--home", fmt.Sprint(i + 1)}, first...), copies...)...)
+	}
+	out, _ := cli(t, 0, append(append([]string{"regions", "list", "--json"}, first...), copies...)...)
+	var reg regionsList
+	if err := json.Unmarshal([]byte(out), &reg); err != nil {
+		t.Fatalf("regions list --json: %q: %v", out, err)
+	}
+	for _, c := range reg.Copies[1:] {
+		if !c.Same {
+			t.Fatalf("registry copy %d (%s) differs from copy 1: %+v", c.Copy, c.Store, reg)
+		}
+	}
+	numbers := map[int]bool{}
+	for _, r := range regions {
+		g, ok := lease.Registry{Regions: reg.Regions}.Named(r.name)
+		if !ok || numbers[g.Number] {
+			t.Fatalf("regions list: %s missing or its number %d taken twice: %+v", r.name, g.Number, reg.Regions)
+		}
+		r.number, numbers[g.Number] = g.Number, true
+	}
+
+	return regions
 }
 
 // setFleetV2 makes v2 the fleet schedule of a fresh store. snowfence
