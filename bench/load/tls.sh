@@ -9,8 +9,10 @@
 # (bench/load/rate -closed) runs on core 1 with CONNS keep-alive connections;
 # runs alternate between the two servers, RUNS times, and the medians and
 # their ratio are printed. Each server writes a CPU profile (--cpuprofile)
-# of the whole session, and the top of each is printed at the end: the
-# difference is what TLS costs per request.
+# of the whole session into OUT (default bench/load/out), and the share of
+# each server's samples spent in TLS record encryption and decryption, in
+# the perimeter's quota and in the rest of the request is printed at the
+# end: the difference is what mutual TLS costs per request.
 #
 #   bench/load/tls.sh                       # RUNS=5 DURATION=10s CONNS=32
 #   RUNS=1 DURATION=2s bench/load/tls.sh    # a quick check of the script
@@ -25,6 +27,7 @@ TLS_ADDR=${TLS_ADDR:-127.0.0.1:8181}
 DURATION=${DURATION:-10s}
 RUNS=${RUNS:-5}
 CONNS=${CONNS:-32}
+OUT=${OUT:-$here/out}
 
 die() { echo "tls.sh: $*" >&2; exit 1; }
 for tool in taskset curl go openssl awk; do
@@ -34,6 +37,7 @@ done
 [[ $RUNS =~ ^[1-9]$ ]] || die "RUNS must be 1..9"
 
 tmp=$(mktemp -d)
+mkdir -p "$OUT"
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -70,7 +74,7 @@ start() {
 	local name=$1 addr=$2
 	shift 2
 	GOMAXPROCS=1 taskset -c 0 "$tmp/snowfence" serve --listen "$addr" --data-dir "$tmp/$name-data" \
-		--embedded-etcd-url http://127.0.0.1:0 --log-level warn --cpuprofile "$tmp/$name.pprof" "$@" \
+		--embedded-etcd-url http://127.0.0.1:0 --log-level warn --cpuprofile "$OUT/tls-$name.pprof" "$@" \
 		>"$tmp/$name.log" 2>&1 &
 	pids+=("$!")
 }
@@ -133,8 +137,16 @@ printf '%-28s %9.0f req/s  p99 %8.1f µs  %.2f × plain\n' "POST /v1/ids, mutual
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
+cp "$tmp/snowfence" "$OUT/tls-snowfence"
+echo
+echo "where each server's core went (share of its CPU samples; profiles and binary in $OUT):"
 for name in plain mtls; do
-	echo
-	echo "== CPU profile of the $name server (top 25 by cumulative time)"
-	go tool pprof -top -cum -nodecount 25 "$tmp/snowfence" "$tmp/$name.pprof" 2>/dev/null | sed -n '1,32p'
+	top=$(go tool pprof -top -cum -nodecount 400 "$OUT/tls-snowfence" "$OUT/tls-$name.pprof" 2>/dev/null)
+	total=$(sed -nE 's/.*Total samples = ([0-9.]+)s.*/\1/p' <<<"$top")
+	share() { awk -v f="$1" -v t="$total" '$NF == f { sub(/s$/, "", $4); printf "%5.1f%%", 100 * $4 / t; found = 1 } END { if (!found) printf "  0.0%%" }' <<<"$top"; }
+	printf '  %-6s TLS encrypt %s  TLS decrypt %s  quota %s  handler %s  syscall write %s  read %s\n' "$name" \
+		"$(share 'crypto/tls.(*halfConn).encrypt')" "$(share 'crypto/tls.(*halfConn).decrypt')" \
+		"$(share 'github.com/snowfence/snowfence/perimeter.(*Perimeter).Take')" \
+		"$(share 'github.com/snowfence/snowfence/server.handler.ServeHTTP')" \
+		"$(share 'syscall.write')" "$(share 'syscall.read')"
 done
