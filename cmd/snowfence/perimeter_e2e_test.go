@@ -86,7 +86,9 @@ func (f *perimeterFiles) rotate(t *testing.T, round int) string {
 }
 
 func tlsClient(cfg *tls.Config) *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 8, ForceAttemptHTTP2: true}}
+	// Each transport its own copy: net/http adds its protocols to the
+	// TLS configuration it is given.
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg.Clone(), MaxIdleConnsPerHost: 8, ForceAttemptHTTP2: true}}
 }
 
 // issuedTotal is the service's count of IDs issued, from the admin listener.
