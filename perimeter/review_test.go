@@ -22,8 +22,8 @@ import (
 // allowed to request DNS names from it, as cert-manager style issuers
 // allow) can mint "spiffe://corp/orders" as a DNS name and get orders'
 // authorization and quota. Identities of the two kinds should not share a
-// namespace: a DNS SAN that is not a host name (it holds ':' or '/')
-// should name no caller.
+// namespace: a DNS SAN that is not a host name (it holds ':' or '/'), and
+// a URI SAN without a scheme, should name no caller.
 func TestReviewDNSNameSpelledAsSPIFFEID(t *testing.T) {
 	r := newRig(t, defaultCallers, nil)
 	leaf := r.ca.Client(t, testpki.Options{DNSNames: []string{orders}})
@@ -34,6 +34,12 @@ func TestReviewDNSNameSpelledAsSPIFFEID(t *testing.T) {
 	resp, _, err := r.post(r.client(leaf, nil), "/v1/ids")
 	if err == nil && resp.StatusCode == http.StatusOK {
 		t.Errorf("a certificate with only a DNS SAN spelled %q got IDs as that caller (%d issued)", orders, r.issued()-before)
+	}
+	// The reverse: crypto/x509 also takes a relative reference as a URI
+	// SAN, so a URI SAN "billing.corp" (no scheme) is the DNS-named caller.
+	rel := r.ca.Client(t, testpki.Options{URIs: []string{billing}})
+	if id, ok := Identity(rel.Cert); ok && id == billing {
+		t.Errorf("Identity of a certificate whose only SAN is the relative URI %q = %q: the URI SAN is taken for the DNS-named caller", billing, id)
 	}
 }
 
