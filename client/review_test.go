@@ -111,3 +111,22 @@ func TestReviewRepeatedIDsAcrossResponses(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestReviewRedirectOwnHTTPClient: with Config.HTTPClient a client that
+// follows redirects (the default), the IDs of the redirect's target are
+// still not handed out.
+func TestReviewRedirectOwnHTTPClient(t *testing.T) {
+	elsewhere := newScripted(t, nil)
+	elsewhere.next.Store(1 << 40)
+	elsewhere.script = []func(http.ResponseWriter, *http.Request){elsewhere.ok}
+	endpoint := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.ts.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	})
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	c := newClient(t, Config{Endpoints: []string{endpoint.ts.URL}, HTTPClient: hc, MaxAttempts: 1, MinRefill: 4})
+	id, err := c.Next(ctxT(t))
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrBadResponse) {
+		t.Errorf("Next = %d, %v; want ErrUnavailable with ErrBadResponse (the answer came after a redirect)", id, err)
+	}
+}
