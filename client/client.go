@@ -103,7 +103,10 @@ func New(cfg Config) (*Client, error) {
 		if s.TLS != nil {
 			tr.TLSClientConfig = s.TLS.Clone()
 		}
-		c.http, c.own = &http.Client{Transport: tr}, true
+		// A redirect is not an answer: only an endpoint's own 200 carries
+		// IDs, so the 3xx itself is the attempt's (failed) answer.
+		noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.http, c.own = &http.Client{Transport: tr, CheckRedirect: noRedirect}, true
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(2)

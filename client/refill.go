@@ -187,6 +187,11 @@ func (c *Client) attempt(base, mint string, n int) ([]int64, time.Duration, erro
 		return nil, 0, fmt.Errorf("snowfence client: %w", err)
 	}
 	defer resp.Body.Close()
+	// Config.HTTPClient may follow redirects: IDs from wherever they led
+	// are not the endpoint's.
+	if r := resp.Request; r != nil && r.URL != req.URL && r.URL.String() != req.URL.String() {
+		return nil, 0, badResponse(base, "the answer came from %s, after a redirect", r.URL.Redacted())
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, 0, c.serverError(base, resp)
 	}
