@@ -60,7 +60,9 @@ func (s *Server) mintOne(w http.ResponseWriter, r *http.Request) int {
 	}
 	bp := s.single.Get().(*[]byte)
 	b := appendOne((*bp)[:0], id)
-	w.Header()["Content-Type"] = s.jsonType
+	h := w.Header()
+	h["Content-Type"] = s.jsonType
+	h["Cache-Control"] = s.noStore
 	w.Write(b)
 	*bp = b
 	s.single.Put(bp)
@@ -159,6 +161,7 @@ func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) in
 	bb.out = out[:0]
 	h := w.Header()
 	h["Content-Type"] = s.jsonType
+	h["Cache-Control"] = s.noStore
 	h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	w.Write(out)
 	return http.StatusOK

@@ -308,3 +308,20 @@ func TestOverHTTP(t *testing.T) {
 	}
 	res.Body.Close()
 }
+
+// Every answer that carries IDs says Cache-Control: no-store: a cache or
+// proxy that replayed one would hand the same IDs out twice.
+func TestMintAnswersAreNotStored(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	for _, c := range []struct{ target, body string }{
+		{"/v1/ids", ""}, {"/v1/ids", "{}"}, {"/v1/ids?count=3", ""}, {"/v1/ids:batch", `{"count":3}`},
+	} {
+		r := f.post(c.target, c.body)
+		if r.status != http.StatusOK {
+			t.Fatalf("POST %s %s: %d %s", c.target, c.body, r.status, r.body)
+		}
+		if got := r.header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("POST %s %s: Cache-Control %q, want no-store", c.target, c.body, got)
+		}
+	}
+}

@@ -96,7 +96,10 @@ type Server struct {
 	openAPI        []byte
 
 	// Header values shared by every response; net/http only reads them.
-	jsonType, retryAfter, nosniff []string
+	// noStore is on every 200 of a mint: an ID answer must never be
+	// replayed from a cache (a replayed answer hands the same IDs out
+	// twice).
+	jsonType, retryAfter, nosniff, noStore []string
 
 	// single holds *[]byte buffers for one-ID responses; batch holds
 	// *batchBuffers.
@@ -161,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 		jsonType:   []string{"application/json"},
 		retryAfter: []string{"1"},
 		nosniff:    []string{"nosniff"},
+		noStore:    []string{"no-store"},
 	}
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
