@@ -19,6 +19,9 @@
 // 2^53 − 1. The single-ID response also carries id_num, an exact 64-bit
 // integer literal written with strconv, never through float64.
 //
+// Every answer that carries IDs says Cache-Control: no-store: a cache or
+// proxy that replayed one would hand the same IDs out twice.
+//
 // # Errors
 //
 // Every error body is {"error":{"code":"…","message":"…"}} with a stable,
