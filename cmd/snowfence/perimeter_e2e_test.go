@@ -192,17 +192,7 @@ func TestE2EMutualTLS(t *testing.T) {
 // waitAdminReady polls the admin listener's /readyz (bounded).
 func waitAdminReady(t *testing.T, s *service) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := call(t, "GET", s.admin+"/readyz", "", "")
-		if r.status == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready within 20 s: %d %s", r.status, r.body)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
-	}
+	waitReady(t, s.admin, 20*time.Second)
 }
 
 // TestE2ECertificateRotationUnderLoad: the server's certificate is replaced

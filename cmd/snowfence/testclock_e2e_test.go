@@ -61,14 +61,20 @@ func stepClock(t *testing.T, s *service, body string) int64 {
 // waitIssuing polls /readyz (bounded) until the service issues.
 func waitIssuing(t *testing.T, s *service) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitReady(t, s.url, 10*time.Second)
+}
+
+// waitReady polls base+"/readyz" until it answers 200, for at most within.
+func waitReady(t *testing.T, base string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		r := call(t, "GET", s.url+"/readyz", "", "")
+		r := call(t, "GET", base+"/readyz", "", "")
 		if r.status == 200 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready within 10 s: %d %s", r.status, r.body)
+			t.Fatalf("%s not ready within %s: %d %s", base, within, r.status, r.body)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
