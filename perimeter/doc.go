@@ -14,8 +14,14 @@
 // # Identity
 //
 // A caller is whoever its certificate names (Identity): the first URI SAN,
-// normally a SPIFFE ID such as spiffe://corp/orders, else the first DNS SAN.
-// The certificate must chain to a CA in the client-CA bundle (crypto/tls
+// normally a SPIFFE ID such as spiffe://corp/orders, if it is an absolute
+// URI; else, when there is no URI SAN, the first DNS SAN if it is a host
+// name, lower-cased. The two kinds cannot be mistaken for one another: a
+// host name holds no ':' and an absolute URI does, so neither a DNS SAN
+// spelled "spiffe://corp/orders" (crypto/x509 takes any string as a DNS
+// SAN) nor a URI SAN "billing.corp" without a scheme names a caller, and
+// the callers file accepts only identities of one kind or the other. The
+// certificate must chain to a CA in the client-CA bundle (crypto/tls
 // checks it, expiry included: ClientAuth is RequireAndVerifyClientCert); a
 // certificate that names no caller is refused at the handshake.
 //

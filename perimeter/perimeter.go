@@ -185,10 +185,10 @@ func (p *Perimeter) verifyConnection(cs tls.ConnectionState) error {
 		p.noneRefused.Inc()
 		return ErrNoIdentity
 	}
-	id, ok := Identity(cs.PeerCertificates[0])
-	if !ok {
+	id, err := identityOf(cs.PeerCertificates[0])
+	if err != nil {
 		p.noneRefused.Inc()
-		p.log.Info("handshake refused: the certificate names no caller", "subject", cs.PeerCertificates[0].Subject.String(), "resumed", cs.DidResume)
+		p.log.Info("handshake refused: the certificate names no caller", "reason", err.Error(), "subject", cs.PeerCertificates[0].Subject.String(), "resumed", cs.DidResume)
 		return ErrNoIdentity
 	}
 	t := p.callers.Load()
