@@ -36,6 +36,20 @@
 // never reaches the service. A connection made before a reload removed its
 // caller gets 403 "forbidden" on its next request.
 //
+// # Trust on open connections
+//
+// crypto/tls verifies the caller's chain, against the client CAs and the
+// clock, only at a handshake, and a kept-alive or HTTP/2 connection may not
+// handshake again for hours. So the perimeter holds open connections to the
+// same rules per request (Perimeter.Take): after a reload of the client-CA
+// bundle each connection's chain is verified again against the new pool,
+// once, on its next request, and every request compares the wall clock
+// with the chain's validity, cached at the handshake. A connection whose
+// CA left the bundle, or whose certificate expired since its handshake,
+// gets 403 "forbidden" (ErrUntrusted) and issues nothing; if the CA comes
+// back, so does the connection. This holds with mutual TLS whether or not
+// there is a callers file (Quota is not nil with either).
+//
 // # Reloading
 //
 // The certificate and key, the client-CA bundle and the callers file are
@@ -77,7 +91,11 @@
 // # Concurrency
 //
 // A Perimeter is safe for concurrent use. On the request path it takes one
-// context lookup to find the connection's cached caller (ConnContext) and
-// the bucket's mutex; a granted request allocates the one
-// *rate.Reservation that lets it be cancelled.
+// context lookup to find the connection's cached caller (ConnContext), a
+// comparison of the wall clock with the chain's cached validity, and the
+// bucket's mutex; a granted request allocates the one *rate.Reservation
+// that lets it be cancelled. A reload costs each open connection one
+// lookup (callers file) or one chain verification (client CAs) on its
+// next request; two requests racing on one HTTP/2 connection may both do
+// it.
 package perimeter

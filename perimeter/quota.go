@@ -20,9 +20,11 @@ var _ server.Quota = (*Perimeter)(nil)
 const policyName = "ids"
 
 // Quota returns the perimeter as the server's quota (server.Config.Quota),
-// or nil when there is no callers file.
+// or nil when there is neither a callers file nor mutual TLS. With mutual
+// TLS but no callers file it sets no limits, but still refuses requests on
+// a connection whose certificate is no longer trusted (see Take).
 func (p *Perimeter) Quota() server.Quota {
-	if p.cfg.CallersFile == "" {
+	if p.cfg.CallersFile == "" && p.base == nil {
 		return nil
 	}
 	return p
@@ -32,7 +34,14 @@ func (p *Perimeter) Quota() server.Quota {
 // caller. The caller is the identity of the connection's verified
 // certificate (with TLS) or the one anonymous caller "" (without); an
 // identity the callers file does not allow is refused with ErrCallerDenied
-// (a 403). A caller whose bucket holds fewer than n IDs is refused with a
+// (a 403). With mutual TLS, a request on a connection whose certificate
+// chain no longer verifies against the client CAs in force (the bundle was
+// reloaded without its CA), or which has expired since the handshake
+// (checked against the wall clock, as crypto/tls does), is refused with
+// ErrUntrusted (a 403); the chain is verified again once per connection
+// after each reload of the bundle, and its validity compared on every
+// request. Both are counted as snowfence_caller_refused_total{at="request"}.
+// A caller whose bucket holds fewer than n IDs is refused with a
 // *server.QuotaError and its bucket is left as it was: a refused request
 // costs nothing, so a caller that retries too early only delays itself by
 // the retry, never by the refusal. A granted request whose mint fails gives
@@ -61,10 +70,22 @@ func (p *Perimeter) Quota() server.Quota {
 // every 200 would cost the mint path formatting and allocation.
 func (p *Perimeter) Take(r *http.Request, n int) (server.QuotaGrant, error) {
 	t := p.callers.Load()
+	cc := p.connOf(r, t)
+	if err := cc.trusted(time.Now()); err != nil {
+		switch {
+		case cc.c != nil:
+			cc.c.c.refusedRequest.Inc()
+		case t != nil:
+			t.denied.refusedRequest.Inc()
+		default:
+			p.untrustedRefused.Inc()
+		}
+		return nil, err
+	}
 	if t == nil {
 		return noGrant{}, nil
 	}
-	c, id := p.callerOf(r, t)
+	c, id := cc.c, cc.id
 	if c == nil {
 		t.denied.refusedRequest.Inc()
 		return nil, fmt.Errorf("%w: %q may not take IDs (no identity, or not listed in the callers file and the default is deny)", ErrCallerDenied, id)
