@@ -73,7 +73,12 @@
 // caller's limits in place, keeping its tokens. A request that does not fit
 // gets 429 "rate_limited" with Retry-After and the draft IETF RateLimit
 // fields (see Perimeter.Take) and takes nothing from the bucket; a granted
-// request whose mint then fails (503) gives its tokens back. Callers not
+// request whose mint then fails (503) gives its tokens back (all of them,
+// or fewer when other grants came in meanwhile: never more). A caller's
+// requests meet its bucket one at a time, each at a time no earlier than
+// the one before (a clock reading that went stale on its way is moved up),
+// so concurrent requests never credit the same interval twice: over any
+// span of time d a caller keeps at most burst + rate × d IDs. Callers not
 // listed get the file's default policy, each a bucket of its own (up to
 // 10,000 such identities; past that they share one), or are refused.
 // Without TLS every request is the one anonymous caller, under the default.
