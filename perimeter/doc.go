@@ -80,7 +80,11 @@
 // so concurrent requests never credit the same interval twice: over any
 // span of time d a caller keeps at most burst + rate × d IDs. Callers not
 // listed get the file's default policy, each a bucket of its own (up to
-// 10,000 such identities; past that they share one), or are refused.
+// 10,000 such identities; past that they share one), or are refused. The
+// default is per identity, not a limit for the unlisted together: a caller
+// holding certificates for many identities the CA will sign gets a full
+// default bucket for each, up to 10,000 times the default. For real limits
+// use "default": "deny" and list every caller.
 // Without TLS every request is the one anonymous caller, under the default.
 //
 // # Metrics
