@@ -44,8 +44,8 @@ type Policy struct {
 // Callers is a parsed callers file: which identities may connect, and each
 // one's quota.
 type Callers struct {
-	// Listed maps identity (a URI SAN such as spiffe://corp/orders, or a
-	// DNS SAN) to its policy.
+	// Listed maps identity (an absolute URI such as spiffe://corp/orders,
+	// or a lower-case host name; see Identity) to its policy.
 	Listed map[string]Policy
 	// Default is the policy of every identity not listed, each with a
 	// bucket of its own; nil means unlisted identities are refused ("deny").
@@ -83,6 +83,13 @@ func (c *Callers) Lookup(id string) (p Policy, listed, ok bool) {
 // and trailing data are errors, and identities are non-empty, at most 2048
 // bytes, without spaces or control characters, and do not start with "("
 // (metric label values such as "(unlisted)" are kept for the perimeter).
+// Each identity is one Identity can return, spelled as it returns it:
+// either an absolute URI (it has a scheme, such as spiffe://corp/orders) in
+// url.URL's String form, or a host name (billing.corp) in lower case. A
+// string of neither kind (a wildcard "*.corp", a relative "corp/orders", a
+// host name with '_') is an error, since no certificate names that caller,
+// and so is a different spelling of one ("Billing.corp"), which would never
+// match the certificate it means.
 //
 // JSON, rather than a line format, because identities are URIs full of
 // ':' and '/', so a line format would need quoting rules of its own, while
@@ -279,5 +286,5 @@ func checkIdentity(id string) error {
 	case strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar }) >= 0:
 		return fmt.Errorf("identity %q holds a space, control character or invalid UTF-8", id)
 	}
-	return nil
+	return checkIdentityKind(id)
 }

@@ -2,6 +2,7 @@ package perimeter
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,6 +58,11 @@ func TestParseCallers(t *testing.T) {
 		{"identity empty", `{"default":"deny","callers":{"":{"rate":1,"burst":1000}}}`, "empty"},
 		{"identity with space", `{"default":"deny","callers":{"a b":{"rate":1,"burst":1000}}}`, "space"},
 		{"identity like a label", `{"default":"deny","callers":{"(unlisted)":{"rate":1,"burst":1000}}}`, `starts with "("`},
+		{"identity a wildcard", `{"default":"deny","callers":{"*.corp":{"rate":1,"burst":1000}}}`, "neither an absolute URI"},
+		{"identity a relative URI", `{"default":"deny","callers":{"corp/orders":{"rate":1,"burst":1000}}}`, "neither an absolute URI"},
+		{"identity a host name with _", `{"default":"deny","callers":{"a_b.corp":{"rate":1,"burst":1000}}}`, "neither an absolute URI"},
+		{"identity in upper case", `{"default":"deny","callers":{"Billing.corp":{"rate":1,"burst":1000}}}`, `write "billing.corp"`},
+		{"identity a URI spelled otherwise", `{"default":"deny","callers":{"SPIFFE://corp/orders":{"rate":1,"burst":1000}}}`, `write that`},
 		{"trailing data", `{"default":"deny","callers":{}} {}`, "trailing"},
 		{"truncated", `{"default":"deny","callers":{"a":{"rate":1,`, ""},
 	}
@@ -79,6 +85,7 @@ func FuzzParseCallers(f *testing.F) {
 		`{"default":{"rate":1,"burst":1000},"callers":{}}`,
 		`{"default":"deny","callers":{"a":{"rate":1,"burst":999}}}`,
 		`{"default":"deny","callers":{}} x`,
+		`{"default":"deny","callers":{"urn:x:y":{"rate":1,"burst":1000},"*.corp":{"rate":1,"burst":1000}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -101,6 +108,9 @@ func FuzzParseCallers(f *testing.F) {
 		for id, p := range c.Listed {
 			if checkIdentity(id) != nil || !utf8.ValidString(id) {
 				t.Fatalf("accepted identity %q", id)
+			}
+			if u, err := url.Parse(id); isHostName(id) == (err == nil && u.Scheme != "") {
+				t.Fatalf("accepted identity %q is both or neither a host name and an absolute URI", id)
 			}
 			check(id, p)
 			if got, listed, ok := c.Lookup(id); !listed || !ok || got != p {

@@ -14,8 +14,14 @@
 // # Identity
 //
 // A caller is whoever its certificate names (Identity): the first URI SAN,
-// normally a SPIFFE ID such as spiffe://corp/orders, else the first DNS SAN.
-// The certificate must chain to a CA in the client-CA bundle (crypto/tls
+// normally a SPIFFE ID such as spiffe://corp/orders, if it is an absolute
+// URI; else, when there is no URI SAN, the first DNS SAN if it is a host
+// name, lower-cased. The two kinds cannot be mistaken for one another: a
+// host name holds no ':' and an absolute URI does, so neither a DNS SAN
+// spelled "spiffe://corp/orders" (crypto/x509 takes any string as a DNS
+// SAN) nor a URI SAN "billing.corp" without a scheme names a caller, and
+// the callers file accepts only identities of one kind or the other. The
+// certificate must chain to a CA in the client-CA bundle (crypto/tls
 // checks it, expiry included: ClientAuth is RequireAndVerifyClientCert); a
 // certificate that names no caller is refused at the handshake.
 //
@@ -29,6 +35,20 @@
 // identity the callers file does not list is refused at the handshake and
 // never reaches the service. A connection made before a reload removed its
 // caller gets 403 "forbidden" on its next request.
+//
+// # Trust on open connections
+//
+// crypto/tls verifies the caller's chain, against the client CAs and the
+// clock, only at a handshake, and a kept-alive or HTTP/2 connection may not
+// handshake again for hours. So the perimeter holds open connections to the
+// same rules per request (Perimeter.Take): after a reload of the client-CA
+// bundle each connection's chain is verified again against the new pool,
+// once, on its next request, and every request compares the wall clock
+// with the chain's validity, cached at the handshake. A connection whose
+// CA left the bundle, or whose certificate expired since its handshake,
+// gets 403 "forbidden" (ErrUntrusted) and issues nothing; if the CA comes
+// back, so does the connection. This holds with mutual TLS whether or not
+// there is a callers file (Quota is not nil with either).
 //
 // # Reloading
 //
@@ -53,9 +73,18 @@
 // caller's limits in place, keeping its tokens. A request that does not fit
 // gets 429 "rate_limited" with Retry-After and the draft IETF RateLimit
 // fields (see Perimeter.Take) and takes nothing from the bucket; a granted
-// request whose mint then fails (503) gives its tokens back. Callers not
+// request whose mint then fails (503) gives its tokens back (all of them,
+// or fewer when other grants came in meanwhile: never more). A caller's
+// requests meet its bucket one at a time, each at a time no earlier than
+// the one before (a clock reading that went stale on its way is moved up),
+// so concurrent requests never credit the same interval twice: over any
+// span of time d a caller keeps at most burst + rate × d IDs. Callers not
 // listed get the file's default policy, each a bucket of its own (up to
-// 10,000 such identities; past that they share one), or are refused.
+// 10,000 such identities; past that they share one), or are refused. The
+// default is per identity, not a limit for the unlisted together: a caller
+// holding certificates for many identities the CA will sign gets a full
+// default bucket for each, up to 10,000 times the default. For real limits
+// use "default": "deny" and list every caller.
 // Without TLS every request is the one anonymous caller, under the default.
 //
 // # Metrics
@@ -71,7 +100,11 @@
 // # Concurrency
 //
 // A Perimeter is safe for concurrent use. On the request path it takes one
-// context lookup to find the connection's cached caller (ConnContext) and
-// the bucket's mutex; a granted request allocates the one
-// *rate.Reservation that lets it be cancelled.
+// context lookup to find the connection's cached caller (ConnContext), a
+// comparison of the wall clock with the chain's cached validity, and the
+// bucket's mutex; a granted request allocates the one *rate.Reservation
+// that lets it be cancelled. A reload costs each open connection one
+// lookup (callers file) or one chain verification (client CAs) on its
+// next request; two requests racing on one HTTP/2 connection may both do
+// it.
 package perimeter

@@ -37,9 +37,13 @@ func ExampleParseCallers() {
 
 func ExampleIdentity() {
 	spiffe, _ := url.Parse("spiffe://corp/orders")
+	relative, _ := url.Parse("billing.corp")
 	for _, cert := range []*x509.Certificate{
 		{URIs: []*url.URL{spiffe}, DNSNames: []string{"orders.corp"}},
-		{DNSNames: []string{"billing.corp"}},
+		{DNSNames: []string{"Billing.Corp"}},
+		{DNSNames: []string{"spiffe://corp/orders"}}, // not a host name
+		{DNSNames: []string{"*.corp"}},               // a wildcard is not one caller
+		{URIs: []*url.URL{relative}, DNSNames: []string{"billing.corp"}},
 		{},
 	} {
 		id, ok := perimeter.Identity(cert)
@@ -48,5 +52,8 @@ func ExampleIdentity() {
 	// Output:
 	// "spiffe://corp/orders" true
 	// "billing.corp" true
+	// "" false
+	// "" false
+	// "" false
 	// "" false
 }

@@ -15,8 +15,30 @@ const maxUnlisted = 10000
 
 // caller is one identity's bucket and instruments.
 type caller struct {
-	lim *rate.Limiter
-	c   counters
+	*bucket
+	c counters
+}
+
+// bucket is one identity's token bucket, kept across reloads. Every use of
+// lim goes through mu, at a time no earlier than any it was given before
+// (at): golang.org/x/time/rate (v0.16.0) sets its last update to the time
+// a reservation or limit change is made at even when that is earlier than
+// the last, so a stale reading would rewind the bucket and the time
+// between the two readings would be credited twice.
+type bucket struct {
+	mu   sync.Mutex
+	last time.Time // the latest time lim was given
+	lim  *rate.Limiter
+}
+
+// at returns now, or the bucket's latest time if now is earlier, and
+// records it as the latest. Call it with mu held.
+func (b *bucket) at(now time.Time) time.Time {
+	if now.Before(b.last) {
+		return b.last
+	}
+	b.last = now
+	return now
 }
 
 // table is the callers file in force: immutable but for the limiters, whose
@@ -58,29 +80,39 @@ func (u *unlisted) get(id string, now time.Time) *caller {
 	}
 	if len(u.byID) >= maxUnlisted {
 		if u.overflow == nil {
-			u.overflow = &caller{lim: newLimiter(u.policy, now), c: u.c}
+			u.overflow = &caller{bucket: newBucket(u.policy, now), c: u.c}
 		}
 		return u.overflow
 	}
-	c := &caller{lim: newLimiter(u.policy, now), c: u.c}
+	c := &caller{bucket: newBucket(u.policy, now), c: u.c}
 	u.byID[id] = c
 	return c
 }
 
-// newLimiter returns a full bucket for p.
-func newLimiter(p Policy, now time.Time) *rate.Limiter {
+// newBucket returns a full bucket for p.
+func newBucket(p Policy, now time.Time) *bucket {
 	lim := rate.NewLimiter(rate.Limit(p.Rate), p.Burst)
 	lim.SetLimitAt(now, rate.Limit(p.Rate)) // anchor the bucket's clock at now
-	return lim
+	return &bucket{last: now, lim: lim}
 }
 
-// setPolicy updates lim's limits in place, keeping its tokens.
-func setPolicy(lim *rate.Limiter, p Policy, now time.Time) {
-	if lim.Limit() != rate.Limit(p.Rate) {
-		lim.SetLimitAt(now, rate.Limit(p.Rate))
+// setPolicy updates b's limits in place, keeping its tokens.
+func (b *bucket) setPolicy(p Policy, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lim.Limit() == rate.Limit(p.Rate) && b.lim.Burst() == p.Burst {
+		return
 	}
-	if lim.Burst() != p.Burst {
-		lim.SetBurstAt(now, p.Burst)
+	t := b.at(now)
+	// A reservation of nothing brings the limiter's last event up to t
+	// with its last update, which a later CancelAt relies on (see
+	// grant.Done).
+	b.lim.ReserveN(t, 0)
+	if b.lim.Limit() != rate.Limit(p.Rate) {
+		b.lim.SetLimitAt(t, rate.Limit(p.Rate))
+	}
+	if b.lim.Burst() != p.Burst {
+		b.lim.SetBurstAt(t, p.Burst)
 	}
 }
 
@@ -106,10 +138,10 @@ func newTable(cs *Callers, prev *table, m *metrics, now time.Time) *table {
 			c = prevUnlisted[id] // an unlisted caller now listed keeps its bucket
 		}
 		if c != nil {
-			setPolicy(c.lim, p, now)
-			c = &caller{lim: c.lim, c: m.counters(id)}
+			c.setPolicy(p, now)
+			c = &caller{bucket: c.bucket, c: m.counters(id)}
 		} else {
-			c = &caller{lim: newLimiter(p, now), c: m.counters(id)}
+			c = &caller{bucket: newBucket(p, now), c: m.counters(id)}
 		}
 		t.listed[id] = c
 	}
@@ -117,7 +149,7 @@ func newTable(cs *Callers, prev *table, m *metrics, now time.Time) *table {
 		u := &unlisted{policy: *cs.Default, byID: map[string]*caller{}, c: t.denied}
 		for id, c := range prevUnlisted {
 			if _, listed := cs.Listed[id]; !listed {
-				setPolicy(c.lim, *cs.Default, now)
+				c.setPolicy(*cs.Default, now)
 				u.byID[id] = c
 			}
 		}

@@ -80,8 +80,10 @@ type Perimeter struct {
 	nextProtos                 []string
 	base                       *tls.Config                // handed out by TLSConfig; nil without TLS
 	current                    atomic.Pointer[tls.Config] // the configuration of new handshakes
+	trust                      atomic.Pointer[trust]      // the client CAs in force; nil without TLS
 	callers                    atomic.Pointer[table]      // nil without a callers file
-	noneRefused, deniedRefused prometheus.Counter
+	noneRefused, deniedRefused prometheus.Counter         // at="handshake"
+	untrustedRefused           prometheus.Counter         // at="request", for a caller with no counters of its own
 
 	grants sync.Pool // of *grant
 
@@ -123,7 +125,8 @@ func New(cfg Config) (*Perimeter, error) {
 		return nil, err
 	}
 	p := &Perimeter{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, metrics: m, tried: map[string][]fingerprint{},
-		nextProtos: cfg.NextProtos, noneRefused: m.refused.WithLabelValues(labelNone, "handshake"), deniedRefused: m.refused.WithLabelValues(labelUnlisted, "handshake")}
+		nextProtos: cfg.NextProtos, noneRefused: m.refused.WithLabelValues(labelNone, "handshake"), deniedRefused: m.refused.WithLabelValues(labelUnlisted, "handshake"),
+		untrustedRefused: m.refused.WithLabelValues(labelUnlisted, "request")}
 	p.grants.New = func() any { return new(grant) }
 	if p.nextProtos == nil {
 		p.nextProtos = []string{"h2", "http/1.1"}
@@ -175,7 +178,10 @@ func New(cfg Config) (*Perimeter, error) {
 // http.Server's configuration. A resumed session is re-authorized
 // (VerifyConnection runs on resumption too) and crypto/tls re-verifies its
 // chain against the client CAs in force, so a caller removed from the
-// callers file, or whose CA was, cannot resume its way back in.
+// callers file, or whose CA was, cannot resume its way back in. An open
+// connection is held to the same rules on every request (see Take), so a
+// reload that removes a caller or its CA, and the expiry of a certificate
+// in its chain, reach kept-alive and HTTP/2 connections too.
 func (p *Perimeter) TLSConfig() *tls.Config { return p.base }
 
 // verifyConnection authorizes a handshake, full or resumed: the verified
@@ -185,10 +191,10 @@ func (p *Perimeter) verifyConnection(cs tls.ConnectionState) error {
 		p.noneRefused.Inc()
 		return ErrNoIdentity
 	}
-	id, ok := Identity(cs.PeerCertificates[0])
-	if !ok {
+	id, err := identityOf(cs.PeerCertificates[0])
+	if err != nil {
 		p.noneRefused.Inc()
-		p.log.Info("handshake refused: the certificate names no caller", "subject", cs.PeerCertificates[0].Subject.String(), "resumed", cs.DidResume)
+		p.log.Info("handshake refused: the certificate names no caller", "reason", err.Error(), "subject", cs.PeerCertificates[0].Subject.String(), "resumed", cs.DidResume)
 		return ErrNoIdentity
 	}
 	t := p.callers.Load()
@@ -293,6 +299,13 @@ func (p *Perimeter) reloadCALocked(initial bool) error {
 	if err == nil {
 		p.pool = pool
 		p.publish()
+		// After publish: a connection accepted once this generation is in
+		// force (ConnContext) handshakes with this pool or a later one.
+		var gen uint64
+		if prev := p.trust.Load(); prev != nil {
+			gen = prev.gen + 1
+		}
+		p.trust.Store(&trust{gen: gen, pool: pool})
 	}
 	return p.reloaded(unitCA, initial, err, nil)
 }

@@ -20,9 +20,11 @@ var _ server.Quota = (*Perimeter)(nil)
 const policyName = "ids"
 
 // Quota returns the perimeter as the server's quota (server.Config.Quota),
-// or nil when there is no callers file.
+// or nil when there is neither a callers file nor mutual TLS. With mutual
+// TLS but no callers file it sets no limits, but still refuses requests on
+// a connection whose certificate is no longer trusted (see Take).
 func (p *Perimeter) Quota() server.Quota {
-	if p.cfg.CallersFile == "" {
+	if p.cfg.CallersFile == "" && p.base == nil {
 		return nil
 	}
 	return p
@@ -32,7 +34,14 @@ func (p *Perimeter) Quota() server.Quota {
 // caller. The caller is the identity of the connection's verified
 // certificate (with TLS) or the one anonymous caller "" (without); an
 // identity the callers file does not allow is refused with ErrCallerDenied
-// (a 403). A caller whose bucket holds fewer than n IDs is refused with a
+// (a 403). With mutual TLS, a request on a connection whose certificate
+// chain no longer verifies against the client CAs in force (the bundle was
+// reloaded without its CA), or which has expired since the handshake
+// (checked against the wall clock, as crypto/tls does), is refused with
+// ErrUntrusted (a 403); the chain is verified again once per connection
+// after each reload of the bundle, and its validity compared on every
+// request. Both are counted as snowfence_caller_refused_total{at="request"}.
+// A caller whose bucket holds fewer than n IDs is refused with a
 // *server.QuotaError and its bucket is left as it was: a refused request
 // costs nothing, so a caller that retries too early only delays itself by
 // the retry, never by the refusal. A granted request whose mint fails gives
@@ -61,36 +70,62 @@ func (p *Perimeter) Quota() server.Quota {
 // every 200 would cost the mint path formatting and allocation.
 func (p *Perimeter) Take(r *http.Request, n int) (server.QuotaGrant, error) {
 	t := p.callers.Load()
+	cc := p.connOf(r, t)
+	if err := cc.trusted(time.Now()); err != nil {
+		switch {
+		case cc.c != nil:
+			cc.c.c.refusedRequest.Inc()
+		case t != nil:
+			t.denied.refusedRequest.Inc()
+		default:
+			p.untrustedRefused.Inc()
+		}
+		return nil, err
+	}
 	if t == nil {
 		return noGrant{}, nil
 	}
-	c, id := p.callerOf(r, t)
+	c, id := cc.c, cc.id
 	if c == nil {
 		t.denied.refusedRequest.Inc()
 		return nil, fmt.Errorf("%w: %q may not take IDs (no identity, or not listed in the callers file and the default is deny)", ErrCallerDenied, id)
 	}
-	now := p.now()
-	res := c.lim.ReserveN(now, n)
-	if !res.OK() { // n > burst: not with bursts ≥ the largest batch, but a Quota must answer
+	// The clock is read before the bucket's lock, so a reading that stalls
+	// holds up no other request of the caller; at then moves it up to the
+	// bucket's latest time if another request got there first.
+	reading := p.now()
+	b := c.bucket
+	b.mu.Lock()
+	now := b.at(reading)
+	if burst := b.lim.Burst(); n > burst { // not with bursts ≥ the largest batch, but a Quota must answer
+		b.mu.Unlock()
 		c.c.refusedRequest.Inc()
-		return nil, fmt.Errorf("%w: %d IDs is more than %q's burst of %d can ever allow", ErrCallerDenied, n, id, c.lim.Burst())
+		return nil, fmt.Errorf("%w: %d IDs is more than %q's burst of %d can ever allow", ErrCallerDenied, n, id, burst)
 	}
-	if d := res.DelayFrom(now); d > 0 {
-		// Give the tokens back at the instant they were taken: CancelAt
-		// restores nothing for a time after the reservation's.
-		res.CancelAt(now)
+	// A refusal reads the bucket and changes nothing: a refused request
+	// costs nothing, and the limiter's last event stays that of its last
+	// grant (see grant.Done).
+	if tokens := b.lim.TokensAt(now); tokens < float64(n) {
+		limit, burst := b.lim.Limit(), b.lim.Burst()
+		b.mu.Unlock()
 		c.c.throttled.Inc()
-		return nil, p.overQuota(c.lim, now, n, d)
+		return nil, overQuota(limit, burst, tokens, n)
 	}
+	res := b.lim.ReserveN(now, n) // immediate: the bucket held n at now, under mu
+	limit := b.lim.Limit()
+	b.mu.Unlock()
 	g := p.grants.Get().(*grant)
-	g.res, g.at, g.c, g.n, g.pool = res, now, c, n, &p.grants
+	g.res, g.at, g.limit, g.c, g.n, g.pool = res, now, limit, c, n, &p.grants
 	return g, nil
 }
 
-// overQuota describes a refusal of n IDs that would fit after wait.
-func (p *Perimeter) overQuota(lim *rate.Limiter, now time.Time, n int, wait time.Duration) *server.QuotaError {
-	limit, burst := float64(lim.Limit()), lim.Burst()
-	tokens := max(math.Floor(lim.TokensAt(now)), 0)
+// overQuota describes a refusal of n IDs by a bucket of rate lim and burst
+// holding tokens.
+func overQuota(lim rate.Limit, burst int, tokens float64, n int) *server.QuotaError {
+	limit := float64(lim)
+	// As rate.Reservation.DelayFrom would say for a reservation of n.
+	wait := time.Duration(float64(time.Second) * (float64(n) - tokens) / limit)
+	tokens = max(math.Floor(tokens), 0)
 	secs := int64(math.Ceil(wait.Seconds()))
 	window := int64(math.Ceil(float64(burst) / limit))
 	return &server.QuotaError{
@@ -103,19 +138,37 @@ func (p *Perimeter) overQuota(lim *rate.Limiter, now time.Time, n int, wait time
 
 // grant is a granted request's reservation, pooled in Perimeter.grants.
 type grant struct {
-	res  *rate.Reservation
-	at   time.Time
-	c    *caller
-	n    int
-	pool *sync.Pool
+	res   *rate.Reservation
+	at    time.Time  // the instant the reservation was made at
+	limit rate.Limit // the bucket's rate then
+	c     *caller
+	n     int
+	pool  *sync.Pool
 }
 
-// Done implements server.QuotaGrant.
+// Done implements server.QuotaGrant. A mint that failed gives its n IDs
+// back with CancelAt at the reservation's own instant: CancelAt restores
+// nothing for any later instant. In golang.org/x/time/rate v0.16.0 that
+// moves the limiter's last update back to the instant, so the time since
+// would be credited again, but CancelAt first deducts from what it
+// restores the tokens that time is worth (the rate times the time from the
+// instant to the limiter's last event). The two cancel out while the last
+// event is the limiter's last update, which Take and bucket.setPolicy keep
+// true (refusals only read the bucket; a reload reserves nothing at its
+// time); otherwise, and when other grants since have been
+// worth more than n, it restores less, never more. A grant whose bucket's
+// rate changed since (a reload) gives nothing back, since the deduction
+// would be at the old rate and the credit at the new.
 func (g *grant) Done(issued bool) {
 	if issued {
 		g.c.c.issued.Add(float64(g.n))
 	} else {
-		g.res.CancelAt(g.at) // at the reservation's instant: see Take
+		b := g.c.bucket
+		b.mu.Lock()
+		if b.lim.Limit() == g.limit {
+			g.res.CancelAt(g.at)
+		}
+		b.mu.Unlock()
 	}
 	pool := g.pool
 	*g = grant{}

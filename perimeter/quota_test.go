@@ -3,14 +3,20 @@ package perimeter
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/server"
 )
 
 // quotaCallers gives orders 100 IDs/s in bursts of 1000.
@@ -210,3 +216,69 @@ func requestFrom(r *rig, id string) *http.Request {
 type noLease struct{}
 
 func (noLease) Grant() (*snowfence.Grant, error) { return nil, nil }
+
+// skewClock is a fake clock whose every reading is, at random, the time or
+// up to 50 ms before it: a reading that went stale before its request
+// reached the bucket, as under preemption or contention.
+type skewClock struct {
+	*fakeclock.Clock
+	rnd *rand.Rand
+}
+
+func (c *skewClock) Now() snowfence.Reading {
+	r := c.Clock.Now()
+	if c.rnd.IntN(2) == 0 {
+		r.Mono -= time.Duration(c.rnd.IntN(50)) * time.Millisecond
+	}
+	return r
+}
+
+// TestQuotaNeverOverGrants: whatever the order of stale readings, grants
+// that are kept and grants given back (Done(false)), a caller keeps at most
+// burst + rate × elapsed IDs.
+func TestQuotaNeverOverGrants(t *testing.T) {
+	for seed := range uint64(20) {
+		clk := &skewClock{Clock: fakeclock.New(time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC)), rnd: rand.New(rand.NewPCG(seed, 1))}
+		file := filepath.Join(t.TempDir(), "callers.json")
+		if err := os.WriteFile(file, []byte(`{"default": {"rate": 1000, "burst": 1000}, "callers": {}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(Config{CallersFile: file, PollInterval: -1, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/ids", nil)
+		req = req.WithContext(p.ConnContext(req.Context(), nil))
+		start := clk.Clock.Now().Mono
+		kept := 0
+		var pending []server.QuotaGrant
+		for range 2000 {
+			clk.Advance(time.Duration(clk.rnd.IntN(5)) * time.Millisecond)
+			if len(pending) > 0 && clk.rnd.IntN(3) == 0 { // a mint ends
+				i := clk.rnd.IntN(len(pending))
+				g, n := pending[i], 0
+				pending = slices.Delete(pending, i, i+1)
+				if clk.rnd.IntN(4) != 0 {
+					n = g.(*grant).n
+					g.Done(true)
+				} else {
+					g.Done(false)
+				}
+				kept += n
+			}
+			n := 1 + clk.rnd.IntN(400)
+			if g, err := p.Take(req, n); err == nil {
+				pending = append(pending, g)
+			}
+		}
+		for _, g := range pending {
+			kept += g.(*grant).n
+			g.Done(true)
+		}
+		elapsed := clk.Clock.Now().Mono - start
+		if limit := 1000 + int(elapsed.Seconds()*1000); kept > limit {
+			t.Errorf("seed %d: kept %d IDs in %v at 1,000/s in bursts of 1,000 (at most %d)", seed, kept, elapsed, limit)
+		}
+		p.Close()
+	}
+}
