@@ -80,6 +80,12 @@ func TestReviewNextNNoIDPastMaxAge(t *testing.T) {
 			break
 		}
 	}
+	// IDs 2..4 were dropped for age, not handed out, and every ID
+	// received is accounted for.
+	st := c.Stats()
+	if st.Expired < 3 || st.Received != st.HandedOut+st.Expired+st.Discarded+uint64(st.Buffered) {
+		t.Errorf("Stats = %+v; want Expired ≥ 3 and Received = HandedOut + Expired + Discarded + Buffered", st)
+	}
 }
 
 // TestReviewRepeatedIDsAcrossResponses: a server (or something between
