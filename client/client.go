@@ -63,6 +63,8 @@ type Client struct {
 	kick    chan struct{}
 	body    []byte
 	scratch []int64
+	// marks is the check of Config.Schedule, nil without it.
+	marks *marks
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -92,6 +94,9 @@ func New(cfg Config) (*Client, error) {
 		low:     s.LowWater,
 		kick:    make(chan struct{}, 1),
 		scratch: make([]int64, 0, snowfence.MaxBatch),
+	}
+	if s.checkRepeats {
+		c.marks = newMarks(s.schedule)
 	}
 	if c.low == 0 {
 		c.low = c.size / 2
