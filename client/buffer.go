@@ -57,9 +57,10 @@ func (b *buffer) take(now time.Duration, expired *uint64) (int64, bool) {
 	return 0, false
 }
 
-// takeN appends up to n IDs that have not expired at now to dst, as take.
-// It is generic so that it appends to a []snowfence.ID directly.
-func takeN[T ~int64](b *buffer, dst []T, n int, now time.Duration, expired *uint64) []T {
+// takeN appends up to n IDs that have not expired at now to dst, as take,
+// and lowers *deadline to the earliest deadline of the chunks it took IDs
+// from. It is generic so that it appends to a []snowfence.ID directly.
+func takeN[T ~int64](b *buffer, dst []T, n int, now time.Duration, expired *uint64, deadline *time.Duration) []T {
 	for n > 0 && b.first < len(b.chunks) {
 		c := &b.chunks[b.first]
 		if now >= c.deadline {
@@ -68,6 +69,7 @@ func takeN[T ~int64](b *buffer, dst []T, n int, now time.Duration, expired *uint
 			b.pop()
 			continue
 		}
+		*deadline = min(*deadline, c.deadline)
 		k := min(uint64(n), c.end-b.head)
 		for range k {
 			dst = append(dst, T(b.ids[b.head&b.mask]))

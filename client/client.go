@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,8 @@ type Client struct {
 	kick    chan struct{}
 	body    []byte
 	scratch []int64
+	// marks is the check of Config.Schedule, nil without it.
+	marks *marks
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,6 +94,9 @@ func New(cfg Config) (*Client, error) {
 		low:     s.LowWater,
 		kick:    make(chan struct{}, 1),
 		scratch: make([]int64, 0, snowfence.MaxBatch),
+	}
+	if s.checkRepeats {
+		c.marks = newMarks(s.schedule)
 	}
 	if c.low == 0 {
 		c.low = c.size / 2
@@ -154,6 +160,11 @@ func (c *Client) Next(ctx context.Context) (snowfence.ID, error) {
 
 // NextN returns n IDs (1 ≤ n ≤ 1000) in the order the buffer holds them. On
 // error it returns no IDs; any it had taken are discarded, never handed out.
+// When the buffer holds fewer than n it takes what is there and waits for
+// a refill; the IDs it holds age meanwhile, and if the oldest reaches
+// MaxAge before the call can return it drops them all (counted in
+// Stats.Expired) and takes again, so no ID it returns has reached MaxAge
+// at the moment it returns.
 func (c *Client) NextN(ctx context.Context, n int) ([]snowfence.ID, error) {
 	if n < 1 || n > snowfence.MaxBatch {
 		return nil, countError(n)
@@ -172,9 +183,26 @@ func (c *Client) AppendN(ctx context.Context, dst []snowfence.ID, n int) ([]snow
 		return dst, countError(n)
 	}
 	start := len(dst)
+	// deadline is the earliest deadline of the chunks the IDs in
+	// dst[start:] came from: they age while the call waits for more, and
+	// none may be handed out once it has passed.
+	deadline := noDeadline
 	c.mu.Lock()
 	for {
-		dst = c.takeLocked(dst, n-(len(dst)-start))
+		now := c.now()
+		dst = c.takeLocked(dst, n-(len(dst)-start), now, &deadline)
+		if now >= deadline {
+			// Held past MaxAge while waiting for a refill: drop them all
+			// (IDs come out oldest first, so the rest are the newest) and
+			// take again from what the refill brought.
+			k := uint64(len(dst) - start)
+			c.expired += k
+			c.handedOut -= k
+			dst, deadline = dst[:start], noDeadline
+			continue
+		}
+		// now was read under the mutex, just now: no ID in dst has
+		// reached its deadline when the call returns.
 		if len(dst)-start == n {
 			c.mu.Unlock()
 			return dst, nil
@@ -210,11 +238,15 @@ func (c *Client) AppendN(ctx context.Context, dst []snowfence.ID, n int) ([]snow
 	}
 }
 
-// takeLocked appends up to n IDs from the buffer to dst and starts a refill
-// if the buffer is at its low-water mark.
-func (c *Client) takeLocked(dst []snowfence.ID, n int) []snowfence.ID {
+// noDeadline is a deadline never reached.
+const noDeadline = time.Duration(math.MaxInt64)
+
+// takeLocked appends up to n IDs from the buffer that have not expired at
+// now to dst, lowers *deadline to the earliest deadline among them, and
+// starts a refill if the buffer is at its low-water mark.
+func (c *Client) takeLocked(dst []snowfence.ID, n int, now time.Duration, deadline *time.Duration) []snowfence.ID {
 	before := len(dst)
-	dst = takeN(&c.buf, dst, n, c.now(), &c.expired)
+	dst = takeN(&c.buf, dst, n, now, &c.expired, deadline)
 	c.handedOut += uint64(len(dst) - before)
 	if c.buf.len() <= c.low && !c.refilling && !c.closed {
 		c.startRefillLocked()
@@ -280,7 +312,9 @@ type Stats struct {
 	HandedOut uint64
 	// Received counts the IDs of every 200 taken into the buffer.
 	Received uint64
-	// Expired counts IDs dropped for being older than MaxAge.
+	// Expired counts IDs dropped for age: those that reached MaxAge in
+	// the buffer, and those a NextN or AppendN had taken and held while
+	// it waited for a refill, once the oldest of them reached MaxAge.
 	Expired uint64
 	// Discarded counts IDs dropped by Close or by a NextN that failed.
 	Discarded uint64

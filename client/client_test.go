@@ -33,6 +33,7 @@ func TestConfigErrors(t *testing.T) {
 		{"huge MaxBuffer", Config{Endpoints: ep, MaxBuffer: 1 << 30}},
 		{"LowWater not below MaxBuffer", Config{Endpoints: ep, MaxBuffer: 100, LowWater: 100}},
 		{"negative FailureThreshold", Config{Endpoints: ep, FailureThreshold: -3}},
+		{"zero Schedule", Config{Endpoints: ep, Schedule: &snowfence.Schedule{}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

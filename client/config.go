@@ -136,6 +136,36 @@ type Config struct {
 	// Zero means DefaultProbeInterval.
 	ProbeInterval time.Duration
 
+	// Schedule, if set, makes the client refuse an answer that repeats
+	// IDs it received before, such as a response replayed by a proxy or
+	// a server that answered the same batch twice. Nil means no such
+	// check: the client then trusts the servers, and whatever stands
+	// between them and it, never to answer with IDs they answered
+	// before; it checks only that each answer's IDs strictly increase.
+	// Set it to the schedule the servers mint with
+	// (snowfence.DefaultSchedule() for the v1 layout); a zero Schedule is
+	// refused.
+	//
+	// With it, the client decodes each answer's first and last IDs and
+	// remembers, for each (layout, region number, machine number), the
+	// last ID it received; an answer whose IDs of some (layout, region,
+	// machine) do not start above the last one received for it yields
+	// no IDs, fails with ErrBadResponse, and counts as a failure of the
+	// endpoint. This never refuses a sound answer: one machine number's
+	// IDs strictly increase over time, even across holders (a new holder
+	// of a number starts above the old holder's mark, and the old holder
+	// stopped issuing before the number could be claimed again), and one
+	// Client sends one request at a time, each after the answer before,
+	// so every later answer for the same (layout, region, machine) starts
+	// above the earlier ones. That holds when the endpoints share one ID
+	// space, as IDs must for uniqueness across them: no two servers of
+	// Endpoints hold the same number of the same region at once. It costs
+	// two decodes per answer, none per ID (every ID of an answer is
+	// decoded only when its first and last are of different numbers or
+	// layouts, as when a batch is minted across a layout change), and
+	// memory for at most one ID per (layout, region, machine).
+	Schedule *snowfence.Schedule
+
 	// Logger receives the client's few log lines (endpoints taken out and
 	// back, refills that failed). Nil discards them.
 	Logger *slog.Logger
@@ -150,6 +180,9 @@ type settings struct {
 	Config
 	mintURLs   []string // base + "/v1/ids?count="
 	healthURLs []string
+	// schedule is *Schedule, copied; checkRepeats is false without Schedule.
+	schedule     snowfence.Schedule
+	checkRepeats bool
 }
 
 func invalid(format string, args ...any) error {
@@ -241,6 +274,12 @@ func check(cfg Config) (*settings, error) {
 	}
 	if s.LowWater >= s.MaxBuffer {
 		return nil, invalid("Config.LowWater (%d) is not less than MaxBuffer (%d); the client would refill without end", s.LowWater, s.MaxBuffer)
+	}
+	if cfg.Schedule != nil {
+		if cfg.Schedule.IsZero() {
+			return nil, invalid("Config.Schedule is the zero Schedule, which decodes nothing; give the servers' schedule (snowfence.DefaultSchedule() for v1), or leave it nil for no check of repeated IDs")
+		}
+		s.schedule, s.checkRepeats = *cfg.Schedule, true
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)

@@ -54,6 +54,14 @@
 // IDs dropped for age, by Close, or by a NextN that failed are never
 // handed out.
 //
+// The client cannot know every ID ever issued, so by default it trusts the
+// servers (and any proxy between) not to answer with IDs they answered
+// before: a replayed response would be handed out again. With
+// Config.Schedule set it refuses such an answer: it remembers the last ID
+// received from each machine number and refuses an answer that does not
+// start above it (see Config.Schedule for why that never refuses a sound
+// answer).
+//
 // # Retries and failover
 //
 // A failed request (503 or another 5xx, 429, a connection error or timeout,

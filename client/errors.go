@@ -32,8 +32,9 @@ var (
 	// request as sent (a wrong URL, a missing permission). Not retried.
 	ErrRejected = errors.New("snowfence client: request rejected")
 	// ErrBadResponse reports a 200 whose body is not exactly a batch of the
-	// count asked for, in strictly increasing order: it yields no IDs, and
-	// counts as a failure of the endpoint.
+	// count asked for, in strictly increasing order, or (with
+	// Config.Schedule) one that repeats IDs received before: it yields no
+	// IDs, and counts as a failure of the endpoint.
 	ErrBadResponse = errors.New("snowfence client: malformed response")
 )
 

@@ -210,6 +210,11 @@ func (c *Client) attempt(base, mint string, n int) ([]int64, time.Duration, erro
 	if bad != "" {
 		return nil, 0, badResponse(base, "%s", bad)
 	}
+	if c.marks != nil {
+		if why := c.marks.check(ids); why != "" {
+			return nil, 0, badResponse(base, "%s", why)
+		}
+	}
 	return ids, sent, nil
 }
 

@@ -80,26 +80,38 @@ func TestReviewNextNNoIDPastMaxAge(t *testing.T) {
 			break
 		}
 	}
+	// IDs 2..4 were dropped for age, not handed out, and every ID
+	// received is accounted for.
+	st := c.Stats()
+	if st.Expired < 3 || st.Received != st.HandedOut+st.Expired+st.Discarded+uint64(st.Buffered) {
+		t.Errorf("Stats = %+v; want Expired ≥ 3 and Received = HandedOut + Expired + Discarded + Buffered", st)
+	}
 }
 
 // TestReviewRepeatedIDsAcrossResponses: a server (or something between
-// it and the client) that answers two 200s with the same IDs makes the
-// client hand the same ID out twice. The client cannot know every ID ever
-// issued, but it holds the previous batch: a batch that overlaps an ID
-// the client received in its previous answer from the same endpoint is
-// evidence of a fault, and refusing it costs one comparison per answer.
+// it and the client) that answers two 200s with the same IDs would make
+// the client hand the same ID out twice. With Config.Schedule the client
+// remembers the last ID received from each machine number, and refuses
+// the repeat: the IDs of one machine number only increase.
 func TestReviewRepeatedIDsAcrossResponses(t *testing.T) {
 	var replay atomic.Int64
 	s := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
 		replay.Store(0)
 		writeBatch(w, &replay, countOf(r)) // 1..n every time
 	})
-	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, MinRefill: 4, MaxBuffer: 4, LowWater: 1, MaxAttempts: 1})
+	sched := snowfence.DefaultSchedule()
+	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, MinRefill: 4, MaxBuffer: 4, LowWater: 1, MaxAttempts: 1, Schedule: &sched})
 	ctx := ctxT(t)
 	seen := map[snowfence.ID]bool{}
 	for range 8 {
 		id, err := c.Next(ctx)
 		if errors.Is(err, ErrUnavailable) {
+			if !errors.Is(err, ErrBadResponse) {
+				t.Errorf("Next: %v; want the repeat refused as ErrBadResponse", err)
+			}
+			if st := c.Stats(); st.HandedOut != 4 || st.Failures == 0 {
+				t.Errorf("Stats = %+v; want the 4 IDs of the first answer handed out and the repeat counted as a failure", st)
+			}
 			return // the repeat was refused
 		}
 		if err != nil {
@@ -109,6 +121,31 @@ func TestReviewRepeatedIDsAcrossResponses(t *testing.T) {
 			t.Fatalf("ID %d handed out twice: the server repeated a batch and the client took it", id)
 		}
 		seen[id] = true
+	}
+	t.Errorf("Next gave %d IDs from a server that repeats 1..4 and no error; want the repeat refused", len(seen))
+}
+
+// TestRepeatedIDsTrustedWithoutSchedule: without Config.Schedule the
+// client trusts the servers not to repeat IDs, as documented: a repeated
+// answer is handed out again.
+func TestRepeatedIDsTrustedWithoutSchedule(t *testing.T) {
+	var replay atomic.Int64
+	s := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		replay.Store(0)
+		writeBatch(w, &replay, countOf(r))
+	})
+	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, MinRefill: 4, MaxBuffer: 4, LowWater: 1, MaxAttempts: 1})
+	ctx := ctxT(t)
+	var got []snowfence.ID
+	for range 8 {
+		id, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next after %v: %v; want no check without Config.Schedule", got, err)
+		}
+		got = append(got, id)
+	}
+	if got[0] != 1 || got[4] != 1 {
+		t.Errorf("Next gave %v; want 1..4 twice (the server repeated them and nothing checks)", got)
 	}
 }
 
