@@ -47,8 +47,15 @@ func TestE2EClientFailover(t *testing.T) {
 	a, b := startHolder(primary, "eu-west-1/a"), startHolder(backup, "us-east-1/a")
 	tapA, tapB := startIDTap(t, "primary", a.url), startIDTap(t, "backup", b.url)
 
+	// The client checks every answer against the schedule: no answer may
+	// repeat IDs of a (layout, region, machine) it has seen.
+	sched, err := snowfence.ParseSchedule("v2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := client.New(client.Config{
 		Endpoints:        []string{tapA.URL(), tapB.URL()},
+		Schedule:         &sched,
 		ProbeInterval:    50 * time.Millisecond,
 		RecoveryProbes:   3,
 		FailureThreshold: 3,
@@ -66,10 +73,6 @@ func TestE2EClientFailover(t *testing.T) {
 	}()
 
 	// The callers: each takes IDs until stop or its count bound.
-	sched, err := snowfence.ParseSchedule("v2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var handed []snowfence.ID
 	var errs []error
