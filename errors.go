@@ -43,6 +43,14 @@ var (
 	ErrClockUnsynchronized = errors.New("snowfence: clock not synchronized")
 	// ErrClosed reports a call on a closed generator.
 	ErrClosed = errors.New("snowfence: generator closed")
+	// ErrInvalidUUID reports text or a database value that is not a UUID
+	// in the form ParseUUID and UUID.Scan take.
+	ErrInvalidUUID = errors.New("snowfence: invalid UUID")
+	// ErrForeignUUID reports a well-formed UUID that is not the UUIDv8
+	// form of a snowfence ID (Schedule.FromUUID): another version or
+	// variant, check bits that do not match, or an embedded ID whose
+	// timestamp disagrees with the UUID's.
+	ErrForeignUUID = errors.New("snowfence: not the UUID form of a snowfence ID")
 )
 
 // ClockBackwardsError is returned when the wall clock stepped back by more than
