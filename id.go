@@ -113,6 +113,7 @@ func (id ID) Value() (driver.Value, error) { return int64(id), nil }
 func (d Decoded) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		ID           ID     `json:"id"`
+		UUID         string `json:"uuid,omitempty"`
 		Layout       string `json:"layout"`
 		CreatedAt    string `json:"created_at"`
 		Region       string `json:"region"`
@@ -120,5 +121,13 @@ func (d Decoded) MarshalJSON() ([]byte, error) {
 		Machine      int    `json:"machine"`
 		Sequence     int    `json:"sequence"`
 		Warning      string `json:"warning,omitempty"`
-	}{d.ID, d.Layout, d.CreatedAt.UTC().Format(timeFormat), d.Region, d.RegionNumber, d.Machine, d.Sequence, d.Warning})
+	}{d.ID, uuidText(d.UUID), d.Layout, d.CreatedAt.UTC().Format(timeFormat), d.Region, d.RegionNumber, d.Machine, d.Sequence, d.Warning})
+}
+
+// uuidText is the text of u, "" for the zero UUID.
+func uuidText(u UUID) string {
+	if u.IsZero() {
+		return ""
+	}
+	return u.String()
 }

@@ -154,7 +154,11 @@ func (s Schedule) LayoutAt(t time.Time) Layout {
 // Decoded is an ID taken apart. Its JSON form is the one the HTTP decode
 // endpoint returns, with the fields in this order.
 type Decoded struct {
-	ID        ID        `json:"id"`
+	ID ID `json:"id"`
+	// UUID is the UUIDv8 form (Schedule.ToUUID) the ID was read from, as
+	// the decode endpoint and CLI take either form; the zero UUID, left
+	// out of the JSON, when the ID was given as itself.
+	UUID      UUID      `json:"uuid,omitzero"`
 	Layout    string    `json:"layout"`
 	CreatedAt time.Time `json:"created_at"`
 	// Region is the region's name when the ID was decoded with region

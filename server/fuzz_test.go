@@ -117,13 +117,16 @@ func exactCountObject(b []byte) (int, bool) {
 }
 
 // FuzzDecodePath checks the decode route with arbitrary {id} text: it never
-// panics, answers 200 exactly for canonical IDs no later than the clock
-// allows, 422 for canonical IDs later than that, and 400 or 404 otherwise.
+// panics, answers 200 exactly for canonical IDs and UUIDv8 forms of IDs no
+// later than the clock allows, 422 for those later than that, and 400 or
+// 404 otherwise.
 func FuzzDecodePath(f *testing.F) {
 	for _, s := range []string{example, "0", "abc", "-5", "+5", "01", "9223372036854775807",
-		"9223372036854775808", "99999999999999999999", "", "1/2", " 1", "1 ", "١٢٣", "%"} {
+		"9223372036854775808", "99999999999999999999", "", "1/2", " 1", "1 ", "١٢٣", "%",
+		exampleUUID, strings.ToUpper(exampleUUID), "0199a4f0-6c10-7a3b-8f2e-5d1c0b9a8e7f"} {
 		f.Add(s)
 	}
+	sched := snowfence.DefaultSchedule()
 	fx := newFixture(f, nil, nil)
 	f.Fuzz(func(t *testing.T, s string) {
 		path := "/v1/ids/" + s + "/decode"
@@ -133,6 +136,15 @@ func FuzzDecodePath(f *testing.F) {
 		// {id} is one non-empty path segment.
 		routed := s != "" && !strings.Contains(s, "/")
 		id, perr := snowfence.ParseID(s)
+		var u snowfence.UUID
+		if perr != nil {
+			var err error
+			if u, err = snowfence.ParseUUID(s); err == nil {
+				if id, err = sched.FromUUID(u); err == nil {
+					perr = nil
+				}
+			}
+		}
 		switch {
 		case !routed:
 			if w.Code != http.StatusNotFound {
@@ -144,9 +156,10 @@ func FuzzDecodePath(f *testing.F) {
 			}
 		case w.Code == http.StatusOK:
 			var got struct {
-				ID snowfence.ID `json:"id"`
+				ID   snowfence.ID   `json:"id"`
+				UUID snowfence.UUID `json:"uuid"`
 			}
-			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.ID != id || got.ID.String() != s {
+			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.ID != id || got.UUID != u || (u.IsZero() && got.ID.String() != s) {
 				t.Fatalf("%q: body %s does not carry the ID (%v)", s, w.Body, err)
 			}
 		case w.Code != http.StatusUnprocessableEntity:

@@ -181,6 +181,21 @@ func statusRecipes() map[string]struct {
 		"GET /healthz 503 while starting":   {fixture: starting, r: get("/healthz")},
 		"GET /readyz 503 while starting":    {fixture: starting, r: get("/readyz")},
 		"GET /metrics 200 while starting":   {fixture: starting, r: get("/metrics")},
+
+		// UUIDv7 and the UUIDv8 form of IDs.
+		"POST /v1/uuids 200":                    {r: post("/v1/uuids", "")},
+		"POST /v1/uuids 400":                    {r: post("/v1/uuids?count=1001", "")},
+		"POST /v1/uuids 403":                    {fixture: forbidden, r: post("/v1/uuids", "")},
+		"POST /v1/uuids 405":                    {r: get("/v1/uuids")},
+		"POST /v1/uuids 413":                    {r: post("/v1/uuids", big)},
+		"POST /v1/uuids 429":                    {fixture: limited, r: post("/v1/uuids?count=5", "")},
+		"POST /v1/uuids 503":                    {fixture: starting, r: post("/v1/uuids", "")},
+		"POST /v1/uuids 200 with count":         {r: post("/v1/uuids?count=1000", "")},
+		"POST /v1/uuids 200 with {}":            {r: post("/v1/uuids", `{}`)},
+		"POST /v1/uuids 200 while fenced":       {fixture: fenced, r: post("/v1/uuids?count=2", "")},
+		"POST /v1/uuids 400 with a body":        {r: post("/v1/uuids", `{"count":2}`)},
+		"GET /v1/ids/{id}/decode 200 with uuid": {r: get("/v1/ids/" + exampleUUID + "/decode")},
+		"GET /v1/ids/{id}/decode 400 with uuid": {r: get("/v1/ids/0199a4f0-6c10-7a3b-8f2e-5d1c0b9a8e7f/decode")},
 	}
 }
 

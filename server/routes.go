@@ -58,6 +58,8 @@ func routes() []route {
 		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// 503: only from a Starting.
 		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}},
+		// UUIDv7: no lease needed; 503 only from a Starting.
+		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true},

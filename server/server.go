@@ -59,7 +59,8 @@ type Config struct {
 	// MaxBodyBytes is the largest request body accepted; larger ones get a
 	// 413. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Clock is used to refuse decoding IDs timestamped in the future. Nil
+	// Clock is used to refuse decoding IDs timestamped in the future, and
+	// is the clock of the UUID generator made when UUIDs is nil. Nil
 	// means snowfence.SystemClock().
 	Clock snowfence.Clock
 	// RegionNames, if set, names region numbers for
@@ -73,6 +74,9 @@ type Config struct {
 	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
 	// and the mint path does no per-caller work.
 	Quota Quota
+	// UUIDs makes the UUIDv7 values of POST /v1/uuids. Nil: a generator of
+	// the server's own on Clock (snowfence.NewUUIDGenerator).
+	UUIDs *snowfence.UUIDGenerator
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -85,6 +89,7 @@ type Server struct {
 	clock    snowfence.Clock
 	names    func(int) (string, bool) // nil: no region names
 	quota    Quota                    // nil: no quota
+	uuids    *snowfence.UUIDGenerator
 	maxBody  int64
 	draining atomic.Bool
 	// origin is the zero of request timing.
@@ -104,6 +109,8 @@ type Server struct {
 	// single holds *[]byte buffers for one-ID responses; batch holds
 	// *batchBuffers.
 	single, batch sync.Pool
+	// uuidBufs holds *uuidBuffers.
+	uuidBufs sync.Pool
 }
 
 // New checks cfg, registers the server's metrics and returns the server.
@@ -125,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = snowfence.SystemClock()
+	}
+	if cfg.UUIDs == nil {
+		cfg.UUIDs = snowfence.NewUUIDGenerator(cfg.Clock)
 	}
 	reg, gath := cfg.Registerer, cfg.Gatherer
 	switch {
@@ -157,6 +167,7 @@ func New(cfg Config) (*Server, error) {
 		clock:      cfg.Clock,
 		names:      cfg.RegionNames,
 		quota:      cfg.Quota,
+		uuids:      cfg.UUIDs,
 		maxBody:    cfg.MaxBodyBytes,
 		routes:     routes(),
 		origin:     time.Now(),
@@ -168,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
+	s.uuidBufs.New = func() any { return newUUIDBuffers() }
 	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, s.draining.Load)
 	if err != nil {
 		return nil, err
