@@ -12,8 +12,9 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// runDecode prints an ID's fields: offline with --schedule, or with the
-// fleet schedule and the region names of a lease store (--from-store).
+// runDecode prints an ID's fields, the ID given in decimal or in its UUIDv8
+// form: offline with --schedule, or with the fleet schedule and the region
+// names of a lease store (--from-store).
 func runDecode(ctx context.Context, e env, args []string) error {
 	var sf storeFlags
 	fs := newFlags(e, "decode")
@@ -29,11 +30,20 @@ func runDecode(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("want exactly one ID, got %d arguments; usage: snowfence decode <id> [--schedule …] [--from-store [store flags]] [--json]", len(pos))
+		return usagef("want exactly one ID, got %d arguments; usage: snowfence decode <id | uuid> [--schedule …] [--from-store [store flags]] [--json]", len(pos))
 	}
+	// The ID in decimal, or its UUIDv8 form (read once the schedule is
+	// known).
+	var u snowfence.UUID
 	id, err := snowfence.ParseID(pos[0])
 	if err != nil {
-		return usageError{err}
+		var uerr error
+		if u, uerr = snowfence.ParseUUID(pos[0]); uerr != nil {
+			if len(pos[0]) == len(u.String()) {
+				return usageError{uerr}
+			}
+			return usageError{err}
+		}
 	}
 	var names func(int) (string, bool)
 	if *fromStore {
@@ -50,10 +60,16 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if !u.IsZero() {
+		if id, err = sched.FromUUID(u); err != nil {
+			return usageError{err}
+		}
+	}
 	d, err := sched.DecodeNamed(id, names)
 	if err != nil {
 		return usageError{err}
 	}
+	d.UUID = u
 	if *asJSON {
 		b, err := json.Marshal(d)
 		if err != nil {
@@ -64,6 +80,9 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\n", d.ID)
+	if !d.UUID.IsZero() {
+		fmt.Fprintf(tw, "uuid\t%s\n", d.UUID)
+	}
 	fmt.Fprintf(tw, "layout\t%s\n", d.Layout)
 	fmt.Fprintf(tw, "created_at\t%s\n", d.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	if d.Region != "" && d.Region != strconv.Itoa(d.RegionNumber) {

@@ -42,7 +42,8 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":    {"run the ID service (HTTP), leasing a machine number", runServe},
-		"decode":   {"decode an ID: snowfence decode <id> [--schedule …] [--json]", runDecode},
+		"decode":   {"decode an ID: snowfence decode <id | uuid> [--schedule …] [--json]", runDecode},
+		"uuid":     {"print UUIDv7 values, one per line: snowfence uuid [-n N]", runUUID},
 		"clock":    {"show the kernel's clock-sync state", runClock},
 		"leases":   {"list, show, quarantine, release machine-number leases; raise marks after a restore", runLeases},
 		"schedule": {"show or set the fleet's layout schedule, stored beside the leases", runSchedule},
