@@ -42,17 +42,16 @@ import (
 // error burst of up to 11 bits, so a changed hexadecimal digit anywhere in
 // the text is always refused, never read as another ID.
 
-// crc11 is CRC-11/FLEXRAY of the ID's 8 big-endian bytes.
+// crc11 is CRC-11/FLEXRAY of the ID's 8 big-endian bytes, four bits at a
+// time: crc11Nibble[i] is the register after feeding four zero bits to a
+// register whose top four bits are i.
 func crc11(id uint64) uint16 {
-	const poly, init = 0x385, 0x01a
-	crc := uint16(init)
-	for i := 63; i >= 0; i-- {
-		bit := uint16(id>>uint(i)) & 1
-		top := crc >> 10 & 1
-		crc = crc << 1 & 0x7ff
-		if top^bit != 0 {
-			crc ^= poly
-		}
+	crc11Nibble := [16]uint16{0x000, 0x385, 0x70a, 0x48f, 0x591, 0x614, 0x29b, 0x11e,
+		0x0a7, 0x322, 0x7ad, 0x428, 0x536, 0x6b3, 0x23c, 0x1b9}
+	crc := uint16(0x01a)
+	for i := 60; i >= 0; i -= 4 {
+		top := crc>>7 ^ uint16(id>>uint(i))&0xf
+		crc = crc<<4&0x7ff ^ crc11Nibble[top]
 	}
 	return crc
 }
