@@ -22,6 +22,19 @@
 //
 // IDs travel in JSON as strings: JavaScript numbers are exact only to 2^53−1.
 //
+// # UUIDs
+//
+// For tables keyed by a uuid column, UUID is a 128-bit value type, and two
+// forms sort by time in one. A UUIDGenerator makes UUIDv7 values (RFC 9562)
+// on the Clock with no lease: a 42-bit counter seeded at random each
+// millisecond keeps one generator's UUIDs strictly increasing, within a
+// millisecond and across clock steps back. Schedule.ToUUID gives an ID's
+// UUIDv8 form — the ID's Unix milliseconds first, then the whole ID and an
+// 11-bit check — which sorts exactly as the BIGINTs do and beside the UUIDv7
+// values of the same millisecond; Schedule.FromUUID reads it back and
+// refuses any UUID that is not one. The doc comments of UUID,
+// UUIDGenerator and Schedule.ToUUID draw the bit layouts.
+//
 // # Minting
 //
 // A Generator holds a machine number (from a LeaseView), the last issued
