@@ -3,6 +3,7 @@ package publicid
 import (
 	"crypto/rand"
 	"fmt"
+	"unsafe"
 )
 
 // Random is a random public ID: a type prefix and 128 bits from
@@ -75,7 +76,12 @@ func (r Random) Prefix() string { return r.prefix }
 func (r Random) Bits() [16]byte { return r.bits }
 
 // String returns the TypeID text form.
-func (r Random) String() string { return string(r.AppendText(nil)) }
+func (r Random) String() string {
+	b := r.AppendText(make([]byte, 0, len(r.prefix)+1+suffixLen))
+	// b is never written again: the string shares it, as strings.Builder
+	// does, so String allocates once.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
 
 // AppendText appends the TypeID text form to dst.
 func (r Random) AppendText(dst []byte) []byte {
