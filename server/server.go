@@ -16,6 +16,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/publicid"
 )
 
 // DefaultMaxBodyBytes is the largest request body taken when
@@ -73,6 +74,14 @@ type Config struct {
 	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
 	// and the mint path does no per-caller work.
 	Quota Quota
+	// PublicIDKeys, if set, is the keyset with which POST /v1/public-ids
+	// seals IDs and GET /v1/public-ids/{pid} opens them. Nil: both answer
+	// 501 public_ids_disabled.
+	PublicIDKeys *publicid.Keyset
+	// PublicIDOpeners decides which callers may open sealed public IDs
+	// (see PublicIDOpeners). Nil: none may (403 forbidden); sealing is
+	// open to every caller either way.
+	PublicIDOpeners PublicIDOpeners
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -85,8 +94,12 @@ type Server struct {
 	clock    snowfence.Clock
 	names    func(int) (string, bool) // nil: no region names
 	quota    Quota                    // nil: no quota
-	maxBody  int64
-	draining atomic.Bool
+	// publicIDs seals and opens public IDs (nil: disabled); openers says
+	// who may open (nil: nobody).
+	publicIDs *publicid.Keyset
+	openers   PublicIDOpeners
+	maxBody   int64
+	draining  atomic.Bool
 	// origin is the zero of request timing.
 	origin time.Time
 
@@ -157,6 +170,8 @@ func New(cfg Config) (*Server, error) {
 		clock:      cfg.Clock,
 		names:      cfg.RegionNames,
 		quota:      cfg.Quota,
+		publicIDs:  cfg.PublicIDKeys,
+		openers:    cfg.PublicIDOpeners,
 		maxBody:    cfg.MaxBodyBytes,
 		routes:     routes(),
 		origin:     time.Now(),
