@@ -5,6 +5,16 @@ import "fmt"
 // MaxPrefixLen is the longest type prefix, as in the TypeID specification.
 const MaxPrefixLen = 63
 
+// CheckPrefix returns nil when prefix is a TypeID type prefix (see
+// NewRandom; the empty prefix is one), and otherwise an error wrapping
+// ErrInvalidPrefix that says why.
+func CheckPrefix(prefix string) error {
+	if why := checkPrefix(prefix); why != "" {
+		return fmt.Errorf("%w: %q: %s", ErrInvalidPrefix, prefix, why)
+	}
+	return nil
+}
+
 // checkPrefix returns why prefix is not a TypeID type prefix, or "": at
 // most MaxPrefixLen bytes of lower-case a–z and '_', starting and ending
 // with a letter. The empty prefix is a valid TypeID prefix; callers that
