@@ -39,6 +39,10 @@ type Policy struct {
 	Rate float64
 	// Burst is the most IDs taken at once after a pause, at least MinBurst.
 	Burst int
+	// OpenPublicIDs lets the caller open sealed public IDs (GET
+	// /v1/public-ids/{pid}; see Perimeter.MayOpenPublicIDs). False: it
+	// may seal them, not open them.
+	OpenPublicIDs bool
 }
 
 // Callers is a parsed callers file: which identities may connect, and each
@@ -77,8 +81,9 @@ func (c *Callers) Lookup(id string) (p Policy, listed, ok bool) {
 //
 // "default" is "deny" or a policy {"rate": R, "burst": B}: R IDs per second
 // (a positive number up to MaxRate) and B IDs (an integer from MinBurst, the
-// largest batch, up to MaxBurst). "callers" maps each identity to its
-// policy. Parsing is strict: both members are required, member names are
+// largest batch, up to MaxBurst), with an optional "open_public_ids": true
+// that lets the caller open sealed public IDs (false when absent). "callers"
+// maps each identity to its policy. Parsing is strict: both members are required, member names are
 // case-sensitive, unknown or repeated members (a caller listed twice too)
 // and trailing data are errors, and identities are non-empty, at most 2048
 // bytes, without spaces or control characters, and do not start with "("
@@ -227,14 +232,30 @@ func policyOrDeny(dec *json.Decoder) (*Policy, error) {
 	return &p, nil
 }
 
-// policy reads {"rate": R, "burst": B}.
+// policy reads {"rate": R, "burst": B} with an optional
+// "open_public_ids": true or false.
 func policy(dec *json.Decoder) (Policy, error) {
 	var p Policy
-	var sawRate, sawBurst bool
+	var sawRate, sawBurst, sawOpen bool
 	err := object(dec, func(key string) error {
 		t, err := dec.Token()
 		if err != nil {
 			return err
+		}
+		if key == "open_public_ids" {
+			if sawOpen {
+				return errors.New(`"open_public_ids" appears twice`)
+			}
+			sawOpen = true
+			b, ok := t.(bool)
+			if !ok {
+				return fmt.Errorf(`"open_public_ids": want true or false, got %v`, t)
+			}
+			p.OpenPublicIDs = b
+			return nil
+		}
+		if key != "rate" && key != "burst" {
+			return fmt.Errorf(`unknown member %q; a policy has "rate", "burst" and optionally "open_public_ids"`, key)
 		}
 		num, ok := t.(json.Number)
 		if !ok {
@@ -261,8 +282,6 @@ func policy(dec *json.Decoder) (Policy, error) {
 				return fmt.Errorf(`"burst" is %s; want a whole number of IDs from %d (the largest batch, so a batch can ever be allowed) to %d`, num, MinBurst, MaxBurst)
 			}
 			p.Burst = int(b)
-		default:
-			return fmt.Errorf(`unknown member %q; a policy has "rate" and "burst"`, key)
 		}
 		return nil
 	})

@@ -14,9 +14,11 @@ func TestParseCallers(t *testing.T) {
 		want     *Callers
 	}{
 		{"deny, two callers", `{"default":"deny","callers":{"spiffe://corp/orders":{"rate":50000,"burst":10000},"billing.corp":{"rate":0.5,"burst":1000}}}`,
-			&Callers{Listed: map[string]Policy{orders: {50000, 10000}, billing: {0.5, 1000}}}},
+			&Callers{Listed: map[string]Policy{orders: {Rate: 50000, Burst: 10000}, billing: {Rate: 0.5, Burst: 1000}}}},
 		{"default policy, no callers", ` {"callers": {}, "default": {"burst": 1000, "rate": 1e3}} `,
-			&Callers{Listed: map[string]Policy{}, Default: &Policy{1000, 1000}}},
+			&Callers{Listed: map[string]Policy{}, Default: &Policy{Rate: 1000, Burst: 1000}}},
+		{"open_public_ids", `{"default": {"rate": 1, "burst": 1000, "open_public_ids": true}, "callers": {"billing.corp": {"rate": 2, "burst": 1000, "open_public_ids": false}, "spiffe://corp/orders": {"open_public_ids": true, "rate": 3, "burst": 1000}}}`,
+			&Callers{Listed: map[string]Policy{billing: {Rate: 2, Burst: 1000}, orders: {Rate: 3, Burst: 1000, OpenPublicIDs: true}}, Default: &Policy{Rate: 1, Burst: 1000, OpenPublicIDs: true}}},
 	}
 	for _, tc := range good {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +57,10 @@ func TestParseCallers(t *testing.T) {
 		{"rate as string", `{"default":"deny","callers":{"a":{"rate":"1","burst":1000}}}`, "want a number"},
 		{"rate missing", `{"default":"deny","callers":{"a":{"burst":1000}}}`, "needs both"},
 		{"policy member unknown", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"weight":2}}}`, `unknown member "weight"`},
+		{"open_public_ids twice", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"open_public_ids":true,"open_public_ids":true}}}`, `"open_public_ids" appears twice`},
+		{"open_public_ids a string", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"open_public_ids":"yes"}}}`, "want true or false"},
+		{"open_public_ids alone", `{"default":"deny","callers":{"a":{"open_public_ids":true}}}`, "needs both"},
+		{"Open_public_ids", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"Open_public_ids":true}}}`, `unknown member "Open_public_ids"`},
 		{"identity empty", `{"default":"deny","callers":{"":{"rate":1,"burst":1000}}}`, "empty"},
 		{"identity with space", `{"default":"deny","callers":{"a b":{"rate":1,"burst":1000}}}`, "space"},
 		{"identity like a label", `{"default":"deny","callers":{"(unlisted)":{"rate":1,"burst":1000}}}`, `starts with "("`},

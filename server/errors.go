@@ -49,8 +49,26 @@ const (
 	// quota (429).
 	CodeRateLimited = "rate_limited"
 	// CodeForbidden: the caller may take no IDs at all, e.g. it was removed
-	// from the quota's callers after its connection was made (403).
+	// from the quota's callers after its connection was made, or may not
+	// open public IDs (403).
 	CodeForbidden = "forbidden"
+
+	// Public IDs (POST /v1/public-ids, GET /v1/public-ids/{pid}).
+
+	// CodeInvalidType: the seal body's type is missing or not a type
+	// prefix (400).
+	CodeInvalidType = "invalid_type"
+	// CodeInvalidPublicID: the path's public ID is not the form of a
+	// sealed public ID (400).
+	CodeInvalidPublicID = "invalid_public_id"
+	// CodePublicIDNotFound: the public ID has the form of a sealed one but
+	// does not open under the server's keys: forged, altered, or sealed
+	// under a key version that is retired or not in the keyset; which of
+	// these is not told (404).
+	CodePublicIDNotFound = "public_id_not_found"
+	// CodePublicIDsDisabled: the server has no keyset, so it neither
+	// seals nor opens public IDs (501).
+	CodePublicIDsDisabled = "public_ids_disabled"
 
 	// Refusals (503 with Retry-After). The generator issues nothing.
 

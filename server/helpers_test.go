@@ -15,6 +15,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/publicid"
 )
 
 // example is the DESIGN worked example: v1, 2026-09-26T12:00:00.000Z,
@@ -23,6 +24,25 @@ const example = "97301141913751557"
 
 // exampleTime is the instant of the worked example.
 var exampleTime = time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC)
+
+// testPublicIDKeyset is the fixtures' keyset: version 2 primary, 1
+// decrypt-only, 0 retired. Test keys only.
+const testPublicIDKeyset = `{"keys": {
+	"2": {"status": "primary", "key": "8d2b4f6a1c0e3957b8a6d4c2e0f19b7a"},
+	"1": {"status": "decrypt-only", "key": "000102030405060708090a0b0c0d0e0f"},
+	"0": {"status": "retired", "key": "3f1c9a0e6b2d48e7a5c4f0b19d8e7a62"}}}`
+
+// examplePID is example sealed as an order under testPublicIDKeyset.
+const examplePID = "order_25peqp0shbffmh4asf3fn5nb6zt"
+
+func testPublicIDKeys(t testing.TB) *publicid.Keyset {
+	t.Helper()
+	ks, err := publicid.ParseKeyset([]byte(testPublicIDKeyset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
 
 // fixture is a server on a generator for machine 37 on a fake clock.
 type fixture struct {
@@ -50,7 +70,7 @@ func newFixture(t testing.TB, gcfg func(*snowfence.Config), scfg func(*Config)) 
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	sc := Config{Generator: gen, Registerer: reg, Clock: clk}
+	sc := Config{Generator: gen, Registerer: reg, Clock: clk, PublicIDKeys: testPublicIDKeys(t), PublicIDOpeners: AnyCallerOpens{}}
 	if scfg != nil {
 		scfg(&sc)
 	}

@@ -16,7 +16,7 @@ import (
 
 // numKnownStatuses is how many statuses statusIndex knows: their request
 // counters are curried up front; others are looked up when they happen.
-const numKnownStatuses = 10
+const numKnownStatuses = 11
 
 func statusIndex(code int) int {
 	switch code {
@@ -40,6 +40,8 @@ func statusIndex(code int) int {
 		return 8
 	case 403:
 		return 9
+	case 501:
+		return 10
 	}
 	return -1
 }

@@ -47,7 +47,9 @@ func loadSpec(t *testing.T) *spec {
 }
 
 // concrete turns a path template into a request path.
-func concrete(path string) string { return strings.ReplaceAll(path, "{id}", example) }
+func concrete(path string) string {
+	return strings.NewReplacer("{id}", example, "{pid}", examplePID).Replace(path)
+}
 
 // specOps lists "method path" for every operation in the spec.
 func (s *spec) ops(t *testing.T) map[string]operation {
@@ -78,8 +80,11 @@ func TestOpenAPIRoutes(t *testing.T) {
 	for key := range ops {
 		method, path, _ := strings.Cut(key, " ")
 		body, ct := "", ""
-		if path == "/v1/ids:batch" {
+		switch path {
+		case "/v1/ids:batch":
 			body, ct = `{"count":3}`, "application/json"
+		case "/v1/public-ids":
+			body, ct = `{"type":"order","ids":["`+example+`"]}`, "application/json"
 		}
 		r := f.do(req{method: method, target: concrete(path), body: body, contentType: ct})
 		if r.status == http.StatusNotFound || r.status == http.StatusMethodNotAllowed {
@@ -117,7 +122,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 		wantParam := ""
 		if rt.param {
-			wantParam = example
+			wantParam = strings.TrimSuffix(strings.TrimPrefix(concrete(rt.pattern), rt.prefix), rt.suffix)
 		}
 		if got, param := match(rs, concrete(rt.pattern)); got != endpoint(i) || param != wantParam {
 			t.Errorf("match(%q) = %d, %q; want %d, %q", concrete(rt.pattern), got, param, i, wantParam)
@@ -145,42 +150,58 @@ func statusRecipes() map[string]struct {
 	}
 	get := func(target string) req { return req{method: "GET", target: target} }
 	return map[string]recipe{
-		"POST /v1/ids 200":                  {r: post("/v1/ids", "")},
-		"POST /v1/ids 400":                  {r: post("/v1/ids?count=0", "")},
-		"POST /v1/ids 405":                  {r: get("/v1/ids")},
-		"POST /v1/ids 413":                  {r: post("/v1/ids", big)},
-		"POST /v1/ids 403":                  {fixture: forbidden, r: post("/v1/ids", "")},
-		"POST /v1/ids 429":                  {fixture: limited, r: post("/v1/ids", "")},
-		"POST /v1/ids 503":                  {fixture: fenced, r: post("/v1/ids", "")},
-		"POST /v1/ids:batch 200":            {r: post("/v1/ids:batch", `{"count":3}`)},
-		"POST /v1/ids:batch 400":            {r: post("/v1/ids:batch", `{"count":"3"}`)},
-		"POST /v1/ids:batch 405":            {r: get("/v1/ids:batch")},
-		"POST /v1/ids:batch 413":            {r: post("/v1/ids:batch", big)},
-		"POST /v1/ids:batch 403":            {fixture: forbidden, r: post("/v1/ids:batch", `{"count":3}`)},
-		"POST /v1/ids:batch 429":            {fixture: limited, r: post("/v1/ids:batch", `{"count":3}`)},
-		"POST /v1/ids:batch 503":            {fixture: fenced, r: post("/v1/ids:batch", `{"count":3}`)},
-		"GET /v1/ids/{id}/decode 200":       {r: get("/v1/ids/" + example + "/decode")},
-		"GET /v1/ids/{id}/decode 400":       {r: get("/v1/ids/x/decode")},
-		"GET /v1/ids/{id}/decode 405":       {r: post("/v1/ids/"+example+"/decode", "")},
-		"GET /v1/ids/{id}/decode 422":       {r: get("/v1/ids/9223372036854775807/decode")},
-		"GET /v1/ids/{id}/decode 503":       {fixture: starting, r: get("/v1/ids/" + example + "/decode")},
-		"GET /healthz 200":                  {r: get("/healthz")},
-		"GET /healthz 405":                  {r: post("/healthz", "")},
-		"GET /healthz 503":                  {fixture: fenced, r: get("/healthz")},
-		"GET /readyz 200":                   {r: get("/readyz")},
-		"GET /readyz 405":                   {r: post("/readyz", "")},
-		"GET /readyz 503":                   {fixture: fenced, r: get("/readyz")},
-		"GET /metrics 200":                  {r: get("/metrics")},
-		"GET /metrics 405":                  {r: post("/metrics", "")},
-		"GET /openapi.json 200":             {r: get("/openapi.json")},
-		"GET /openapi.json 405":             {r: post("/openapi.json", "")},
-		"POST /v1/ids 200 with count":       {r: post("/v1/ids?count=2", "")},
-		"POST /v1/ids 200 with {}":          {r: post("/v1/ids", `{}`)},
-		"POST /v1/ids:batch 200 with query": {r: post("/v1/ids:batch?count=2", "")},
-		"POST /v1/ids 503 while starting":   {fixture: starting, r: post("/v1/ids", "")},
-		"GET /healthz 503 while starting":   {fixture: starting, r: get("/healthz")},
-		"GET /readyz 503 while starting":    {fixture: starting, r: get("/readyz")},
-		"GET /metrics 200 while starting":   {fixture: starting, r: get("/metrics")},
+		"POST /v1/ids 200":            {r: post("/v1/ids", "")},
+		"POST /v1/ids 400":            {r: post("/v1/ids?count=0", "")},
+		"POST /v1/ids 405":            {r: get("/v1/ids")},
+		"POST /v1/ids 413":            {r: post("/v1/ids", big)},
+		"POST /v1/ids 403":            {fixture: forbidden, r: post("/v1/ids", "")},
+		"POST /v1/ids 429":            {fixture: limited, r: post("/v1/ids", "")},
+		"POST /v1/ids 503":            {fixture: fenced, r: post("/v1/ids", "")},
+		"POST /v1/ids:batch 200":      {r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 400":      {r: post("/v1/ids:batch", `{"count":"3"}`)},
+		"POST /v1/ids:batch 405":      {r: get("/v1/ids:batch")},
+		"POST /v1/ids:batch 413":      {r: post("/v1/ids:batch", big)},
+		"POST /v1/ids:batch 403":      {fixture: forbidden, r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 429":      {fixture: limited, r: post("/v1/ids:batch", `{"count":3}`)},
+		"POST /v1/ids:batch 503":      {fixture: fenced, r: post("/v1/ids:batch", `{"count":3}`)},
+		"GET /v1/ids/{id}/decode 200": {r: get("/v1/ids/" + example + "/decode")},
+		"GET /v1/ids/{id}/decode 400": {r: get("/v1/ids/x/decode")},
+		"GET /v1/ids/{id}/decode 405": {r: post("/v1/ids/"+example+"/decode", "")},
+		"GET /v1/ids/{id}/decode 422": {r: get("/v1/ids/9223372036854775807/decode")},
+		"GET /v1/ids/{id}/decode 503": {fixture: starting, r: get("/v1/ids/" + example + "/decode")},
+		// Public IDs.
+		"POST /v1/public-ids 200":              {r: post("/v1/public-ids", `{"type":"order","ids":["`+example+`","1"]}`)},
+		"POST /v1/public-ids 400":              {r: post("/v1/public-ids", `{"type":"Order","ids":["1"]}`)},
+		"POST /v1/public-ids 405":              {r: get("/v1/public-ids")},
+		"POST /v1/public-ids 413":              {r: post("/v1/public-ids", `{"type":"order","ids":["1"]`+strings.Repeat(" ", 70000)+`}`)},
+		"POST /v1/public-ids 501":              {fixture: noPublicIDKeys, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},
+		"POST /v1/public-ids 503":              {fixture: starting, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},
+		"GET /v1/public-ids/{pid} 200":         {r: get("/v1/public-ids/" + examplePID)},
+		"GET /v1/public-ids/{pid} 400":         {r: get("/v1/public-ids/order_x")},
+		"GET /v1/public-ids/{pid} 403":         {fixture: noOpeners, r: get("/v1/public-ids/" + examplePID)},
+		"GET /v1/public-ids/{pid} 404":         {r: get("/v1/public-ids/order_20000000000000000000000000a")},
+		"GET /v1/public-ids/{pid} 405":         {r: post("/v1/public-ids/"+examplePID, "")},
+		"GET /v1/public-ids/{pid} 501":         {fixture: noPublicIDKeys, r: get("/v1/public-ids/" + examplePID)},
+		"GET /v1/public-ids/{pid} 503":         {fixture: starting, r: get("/v1/public-ids/" + examplePID)},
+		"GET /v1/public-ids/{pid} 404 retired": {r: get("/v1/public-ids/order_05peqp0shbffmh4asf3fn5nb6zt")},
+		"GET /v1/public-ids/{pid} 404 unknown": {r: get("/v1/public-ids/order_95peqp0shbffmh4asf3fn5nb6zt")},
+		"GET /healthz 200":                     {r: get("/healthz")},
+		"GET /healthz 405":                     {r: post("/healthz", "")},
+		"GET /healthz 503":                     {fixture: fenced, r: get("/healthz")},
+		"GET /readyz 200":                      {r: get("/readyz")},
+		"GET /readyz 405":                      {r: post("/readyz", "")},
+		"GET /readyz 503":                      {fixture: fenced, r: get("/readyz")},
+		"GET /metrics 200":                     {r: get("/metrics")},
+		"GET /metrics 405":                     {r: post("/metrics", "")},
+		"GET /openapi.json 200":                {r: get("/openapi.json")},
+		"GET /openapi.json 405":                {r: post("/openapi.json", "")},
+		"POST /v1/ids 200 with count":          {r: post("/v1/ids?count=2", "")},
+		"POST /v1/ids 200 with {}":             {r: post("/v1/ids", `{}`)},
+		"POST /v1/ids:batch 200 with query":    {r: post("/v1/ids:batch?count=2", "")},
+		"POST /v1/ids 503 while starting":      {fixture: starting, r: post("/v1/ids", "")},
+		"GET /healthz 503 while starting":      {fixture: starting, r: get("/healthz")},
+		"GET /readyz 503 while starting":       {fixture: starting, r: get("/readyz")},
+		"GET /metrics 200 while starting":      {fixture: starting, r: get("/metrics")},
 
 		// UUIDv7 and the UUIDv8 form of IDs.
 		"POST /v1/uuids 200":                    {r: post("/v1/uuids", "")},
@@ -203,11 +224,13 @@ func statusRecipes() map[string]struct {
 type fixtureKind int
 
 const (
-	normal    fixtureKind = iota
-	fenced                // the generator holds no lease
-	starting              // a Starting: no generator yet
-	limited               // a quota that answers 429
-	forbidden             // a quota that answers 403
+	normal         fixtureKind = iota
+	fenced                     // the generator holds no lease
+	starting                   // a Starting: no generator yet
+	limited                    // a quota that answers 429
+	forbidden                  // a quota that answers 403
+	noPublicIDKeys             // no keyset: public IDs disabled
+	noOpeners                  // a keyset, but no caller may open
 )
 
 // TestOpenAPIStatuses produces every status the spec documents and checks
@@ -218,11 +241,13 @@ func TestOpenAPIStatuses(t *testing.T) {
 	recipes := statusRecipes()
 	quotaErr := &QuotaError{RetryAfter: 1500 * time.Millisecond, Policy: `"ids";q=1000;w=1`, Limit: `"ids";r=0;t=2`, Message: "over quota"}
 	fixtures := map[fixtureKind]*fixture{
-		normal:    newFixture(t, nil, nil),
-		fenced:    newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil),
-		starting:  {t: t, h: NewStarting(StartingConfig{}).Handler()},
-		limited:   newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: quotaErr} }),
-		forbidden: newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: errors.New("caller removed")} }),
+		normal:         newFixture(t, nil, nil),
+		fenced:         newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil),
+		starting:       {t: t, h: NewStarting(StartingConfig{}).Handler()},
+		limited:        newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: quotaErr} }),
+		forbidden:      newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: errors.New("caller removed")} }),
+		noPublicIDKeys: newFixture(t, nil, func(c *Config) { c.PublicIDKeys, c.PublicIDOpeners = nil, nil }),
+		noOpeners:      newFixture(t, nil, func(c *Config) { c.PublicIDOpeners = nil }),
 	}
 	pick := func(k fixtureKind) *fixture { return fixtures[k] }
 	documented := map[string]bool{}
@@ -441,6 +466,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		CodeFenced, CodeClockBackwards, CodeClockUnsynchronized, CodeLayoutExhausted, CodeNoLayout,
 		CodeClosed, CodeCanceled, CodeShuttingDown, CodeUnavailable, CodeInternal,
 		CodeStarting, CodeRateLimited, CodeForbidden,
+		CodeInvalidType, CodeInvalidPublicID, CodePublicIDNotFound, CodePublicIDsDisabled,
 	}
 	sort.Strings(got)
 	sort.Strings(want)

@@ -16,6 +16,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/publicid"
 )
 
 // DefaultMaxBodyBytes is the largest request body taken when
@@ -77,6 +78,14 @@ type Config struct {
 	// UUIDs makes the UUIDv7 values of POST /v1/uuids. Nil: a generator of
 	// the server's own on Clock (snowfence.NewUUIDGenerator).
 	UUIDs *snowfence.UUIDGenerator
+	// PublicIDKeys, if set, is the keyset with which POST /v1/public-ids
+	// seals IDs and GET /v1/public-ids/{pid} opens them. Nil: both answer
+	// 501 public_ids_disabled.
+	PublicIDKeys *publicid.Keyset
+	// PublicIDOpeners decides which callers may open sealed public IDs
+	// (see PublicIDOpeners). Nil: none may (403 forbidden); sealing is
+	// open to every caller either way.
+	PublicIDOpeners PublicIDOpeners
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -90,8 +99,12 @@ type Server struct {
 	names    func(int) (string, bool) // nil: no region names
 	quota    Quota                    // nil: no quota
 	uuids    *snowfence.UUIDGenerator
-	maxBody  int64
-	draining atomic.Bool
+	// publicIDs seals and opens public IDs (nil: disabled); openers says
+	// who may open (nil: nobody).
+	publicIDs *publicid.Keyset
+	openers   PublicIDOpeners
+	maxBody   int64
+	draining  atomic.Bool
 	// origin is the zero of request timing.
 	origin time.Time
 
@@ -168,6 +181,8 @@ func New(cfg Config) (*Server, error) {
 		names:      cfg.RegionNames,
 		quota:      cfg.Quota,
 		uuids:      cfg.UUIDs,
+		publicIDs:  cfg.PublicIDKeys,
+		openers:    cfg.PublicIDOpeners,
 		maxBody:    cfg.MaxBodyBytes,
 		routes:     routes(),
 		origin:     time.Now(),

@@ -81,6 +81,7 @@ type serveConfig struct {
 	listen          string
 	adminListen     string // "": health and metrics on listen
 	perimeter       perimeterFlags
+	publicIDs       publicIDs // the keyset of public IDs, read at start
 	shutdownTimeout time.Duration
 	cpuProfile      string             // "": none
 	dataDir         string             // of the embedded etcd, for the start-up line
@@ -101,6 +102,9 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 	cfg := serveConfig{log: log, listen: f.listen, adminListen: f.adminListen, perimeter: f.perimeter, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir,
 		region: f.store.regionText, etcdStore: f.store.storeConfig()}
 	if cfg.node, err = f.nodeConfig(log); err != nil {
+		return serveConfig{}, err
+	}
+	if cfg.publicIDs, err = f.publicIDs.load(&f.perimeter, log); err != nil {
 		return serveConfig{}, err
 	}
 	if f.testClockOffset {
@@ -303,6 +307,7 @@ func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	n := s.node
 	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg,
 		Quota: s.perimeter.Quota()}
+	cfg.publicIDs.configure(&sc, s.perimeter)
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
 	sc.RegionNames = s.names.Name

@@ -20,6 +20,7 @@ type serveFlags struct {
 	listen          string
 	adminListen     string
 	perimeter       perimeterFlags
+	publicIDs       publicIDFlags
 	embeddedURL     string
 	machines        string
 	schedule        string
@@ -45,6 +46,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
 	fs.StringVar(&f.adminListen, "admin-listen", "", "listen address of a plain-HTTP admin listener for /healthz, /readyz and /metrics, which --listen then answers 404 (port 0 picks a free port); empty: everything on --listen")
 	f.perimeter.register(fs)
+	f.publicIDs.register(fs)
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
 	fs.StringVar(&f.machines, "machines", "", `machine-number range of this holder class: lo-hi for every layout, layout=lo-hi for one (e.g. "600-699,v2=0-99" across a cutover); empty: each layout's whole range (v1 0-1023, v2 0-511)`)
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)

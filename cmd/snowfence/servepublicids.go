@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+
+	"github.com/snowfence/snowfence/publicid"
+	"github.com/snowfence/snowfence/server"
+)
+
+// publicIDFlags are serve's public-ID options (package publicid): with
+// --public-id-keys the service seals and opens public IDs.
+type publicIDFlags struct {
+	keys           string
+	openWithoutTLS bool
+}
+
+func (f *publicIDFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.keys, "public-id-keys", "", `keyset file (JSON) of POST /v1/public-ids and GET /v1/public-ids/{pid}: {"keys": {"2": {"status": "primary", "key": "<32 hex digits>"}, "1": {"status": "decrypt-only", "key": "…"}}}; read once at start (restart to rotate); empty: both routes answer 501`)
+	fs.BoolVar(&f.openWithoutTLS, "public-id-open-without-tls", false, `let every caller open sealed public IDs, for a listener without mutual TLS that only trusted callers reach; with mutual TLS, grant "open_public_ids": true in the callers file instead`)
+}
+
+// publicIDs is what the flags give the server: the keyset (nil without
+// --public-id-keys) and who may open.
+type publicIDs struct {
+	keys           *publicid.Keyset
+	openWithoutTLS bool
+}
+
+// load checks the flags against the perimeter's and reads the keyset,
+// warning when the file is readable by others.
+func (f *publicIDFlags) load(pf *perimeterFlags, log *slog.Logger) (publicIDs, error) {
+	if f.openWithoutTLS && f.keys == "" {
+		return publicIDs{}, usagef("--public-id-open-without-tls has no effect without --public-id-keys")
+	}
+	if f.openWithoutTLS && pf.tlsCert != "" {
+		return publicIDs{}, usagef(`--public-id-open-without-tls is for a listener without mutual TLS; with --tls-cert, grant "open_public_ids": true to callers in the --callers file`)
+	}
+	if f.keys == "" {
+		return publicIDs{}, nil
+	}
+	ks, err := publicid.ReadKeyset(f.keys)
+	if err != nil {
+		return publicIDs{}, err
+	}
+	if err := publicid.CheckKeysetFileMode(f.keys); err != nil {
+		if !errors.Is(err, publicid.ErrKeysetFileMode) {
+			return publicIDs{}, err
+		}
+		log.Warn("the public-ID keyset file is readable by others", "error", err.Error())
+	}
+	log.Info("public IDs: keyset loaded", "file", f.keys, "primary", ks.Primary(), "versions", ks)
+	return publicIDs{keys: ks, openWithoutTLS: f.openWithoutTLS}, nil
+}
+
+// configure sets the server's public-ID fields: the keyset, and as openers
+// every caller (--public-id-open-without-tls) or the perimeter's callers
+// file.
+func (p publicIDs) configure(sc *server.Config, openers server.PublicIDOpeners) {
+	if p.keys == nil {
+		return
+	}
+	sc.PublicIDKeys = p.keys
+	if p.openWithoutTLS {
+		sc.PublicIDOpeners = server.AnyCallerOpens{}
+	} else {
+		sc.PublicIDOpeners = openers
+	}
+}
