@@ -305,8 +305,11 @@ func (s *idService) openStore(ctx context.Context, e env, cfg serveConfig) (hold
 // Starting.
 func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	n := s.node
+	// The server's clock is the generator's (a test clock under
+	// --test-clock-offset): decode's future check and the UUIDv7s of
+	// POST /v1/uuids read the same time as the IDs.
 	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg,
-		Quota: s.perimeter.Quota()}
+		Quota: s.perimeter.Quota(), Clock: cfg.node.Generator.Clock}
 	cfg.publicIDs.configure(&sc, s.perimeter)
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
