@@ -95,8 +95,10 @@ func (s *service) start() error {
 	return nil
 }
 
-// readStdout follows serve's start lines: the machine number, then the
-// address.
+// readStdout follows serve's start lines: the machine number and the
+// address, in either order (a spare prints its address first, with a note
+// after it that it is waiting for a free number, and its machine number
+// once it holds one).
 func (s *service) readStdout(r io.Reader, name string) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -107,6 +109,7 @@ func (s *service) readStdout(r io.Reader, name string) {
 			}
 		}
 		if addr, ok := strings.CutPrefix(line, "listening on http://"); ok {
+			addr, _, _ = strings.Cut(addr, " ") // drop a note such as "(waiting for …)"
 			if err := s.serving(addr); err != nil {
 				s.env.logf("%s: %v", name, err)
 			}
