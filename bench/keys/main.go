@@ -38,6 +38,8 @@ type run struct {
 	Burst     int       `json:"fleet_burst"`
 	RoundsPer int       `json:"fleet_rounds_per_ms"`
 	Results   []result  `json:"results"`
+	// Sweep is the fleet-pattern sweep, if it ran.
+	Sweep []sweepPoint `json:"sweep,omitempty"`
 }
 
 func main() {
@@ -49,22 +51,23 @@ func main() {
 
 func mainErr() error {
 	var (
-		url      = flag.String("url", os.Getenv("SNOWFENCE_TEST_POSTGRES_URL"), "PostgreSQL URL (default $SNOWFENCE_TEST_POSTGRES_URL)")
-		rows     = flag.Int64("rows", 10_000_000, "rows per table")
-		batch    = flag.Int64("batch", 10_000, "rows per COPY batch (one transaction each)")
-		lookups  = flag.Int("lookups", 200_000, "point lookups per table (at most rows)")
-		machines = flag.Int("machines", 12, "snowfence generators in the fleet")
-		burst    = flag.Int("burst", 4, "IDs a fleet generator mints per turn")
-		rounds   = flag.Int("rounds-per-ms", 4, "turns of the whole fleet per millisecond of its clock")
-		seed     = flag.Uint64("seed", 1, "seed of the lookup sampling")
-		only     = flag.String("only", "", "comma-separated key kinds to measure (default all; the first kind, snowfence_bigint, is needed for ratios)")
-		keep     = flag.Bool("keep", false, "keep the tables (default: drop each after measuring it)")
-		timeout  = flag.Duration("timeout", 60*time.Minute, "refuse to run longer than this in total")
-		command  = flag.String("command", "bench/keys/run.sh", "the command line recorded in the report")
-		md       = flag.String("md", "", "markdown report to write")
-		png      = flag.String("png", "", "PNG plot to write")
-		jsonOut  = flag.String("json", "", "raw results (JSON) to write")
-		csvOut   = flag.String("csv", "", "raw results (CSV) to write")
+		url       = flag.String("url", os.Getenv("SNOWFENCE_TEST_POSTGRES_URL"), "PostgreSQL URL (default $SNOWFENCE_TEST_POSTGRES_URL)")
+		rows      = flag.Int64("rows", 10_000_000, "rows per table")
+		batch     = flag.Int64("batch", 10_000, "rows per COPY batch (one transaction each)")
+		lookups   = flag.Int("lookups", 200_000, "point lookups per table (at most rows)")
+		machines  = flag.Int("machines", 12, "snowfence generators in the fleet")
+		burst     = flag.Int("burst", 2, "IDs a fleet generator mints per turn")
+		rounds    = flag.Int("rounds-per-ms", 4, "turns of the whole fleet per millisecond of its clock")
+		seed      = flag.Uint64("seed", 1, "seed of the lookup sampling")
+		only      = flag.String("only", "", "comma-separated key kinds to measure (default all; the first kind, snowfence_bigint, is needed for ratios)")
+		sweepRows = flag.Int64("sweep-rows", 1_000_000, "rows per table of the fleet-pattern sweep (0 skips it)")
+		keep      = flag.Bool("keep", false, "keep the tables (default: drop each after measuring it)")
+		timeout   = flag.Duration("timeout", 60*time.Minute, "refuse to run longer than this in total")
+		command   = flag.String("command", "bench/keys/run.sh", "the command line recorded in the report")
+		md        = flag.String("md", "", "markdown report to write")
+		png       = flag.String("png", "", "PNG plot to write")
+		jsonOut   = flag.String("json", "", "raw results (JSON) to write")
+		csvOut    = flag.String("csv", "", "raw results (CSV) to write")
 	)
 	flag.Parse()
 	if *url == "" {
@@ -123,6 +126,16 @@ func mainErr() error {
 			return err
 		}
 		r.Results = append(r.Results, res)
+	}
+	if *sweepRows > 0 {
+		src := rc
+		src.rows = *sweepRows
+		if r.Sweep, err = sweep(ctx, conn, fc.machines, src); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped after %s (-timeout): %w", *timeout, err)
+			}
+			return err
+		}
 	}
 	r.Seconds = time.Since(r.Started).Seconds()
 	fmt.Fprintf(os.Stderr, "keys: done in %.0f s\n", r.Seconds)

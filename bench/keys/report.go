@@ -21,7 +21,7 @@ type column struct {
 }
 
 var columns = []column{
-	{"insert rows/s", func(r result) float64 { return r.InsertRate }, "%.0f"},
+	{"insert rows/s (COPY)", func(r result) float64 { return r.InsertRate }, "%.0f"},
 	{"key index MiB", func(r result) float64 { return float64(r.keyIndex().Bytes) / mib }, "%.1f"},
 	{"all indexes MiB", func(r result) float64 { return float64(r.indexBytes()) / mib }, "%.1f"},
 	{"heap MiB", func(r result) float64 { return float64(r.TableBytes) / mib }, "%.1f"},
@@ -149,12 +149,16 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 		}
 	}
 
+	if len(r.Sweep) > 0 {
+		writeSweep(&b, r)
+	}
+
 	p("\n## Method\n\n")
 	p("- **Tables.** `CREATE TABLE keys_<kind> (<key>, n bigint NOT NULL, note text NOT NULL)`, logged (WAL is measured); run.sh turns autovacuum off, so no vacuum's WAL lands in one table's load and not another's. The payload is the same for every table: `n` the row number, `note` a 12-character text (`r%%011d` of the row number). Keys:\n")
 	for _, x := range r.Results {
 		p("  - %s: %s.\n", x.Label, x.How)
 	}
-	p("- **Load.** Each table's load starts right after a `CHECKPOINT`. One connection sends COPY batches (pgx `CopyFrom`, binary) of %s rows, each its own transaction. The insert rate is rows over the whole load's wall time, the making of keys and rows in the client included (%s of it at most, for %s).\n", thousands(r.Batch), pct(r.maxGenShare()), r.maxGenLabel())
+	p("- **Load.** Each table's load starts right after a `CHECKPOINT`. One connection sends COPY batches (pgx `CopyFrom`, binary) of %s rows, each its own transaction. The insert rate is rows over the time the load spent in COPY, from sending each batch to its commit; making the keys and rows in the client, which is not the database's cost, is left out (it was %s of the load's wall time at most, for %s).\n", thousands(r.Batch), pct(r.maxGenShare()), r.maxGenLabel())
 	p("- **Index size** is `pg_relation_size` of each index after the load; **leaf density** is `pgstatindex(…).avg_leaf_density` (pgstattuple). A B-tree filled in key order splits its rightmost page 90/10 and stays about 90 %% full; one filled in random order splits pages in the middle and settles near 70 %%.\n")
 	p("- **WAL bytes** are `pg_wal_lsn_diff(pg_current_wal_lsn())` from just after the CHECKPOINT to the end of the load: heap and index records, sequence records, commits, and full-page images. The full-page image count is `pg_stat_wal.wal_fpi` over the same span. With full_page_writes on, the first change to a page after each checkpoint logs the whole page, and a random key touches a different index leaf nearly every row, so random keys pay it on almost every insert after each checkpoint; checkpoints come every %s of WAL (max_wal_size) or %s.\n", r.setting("max_wal_size"), r.setting("checkpoint_timeout"))
 	p("- **Lookups.** %s rows sampled uniformly from each table during its load (reservoir sampling, seed %d), looked up one at a time in shuffled order by a prepared `SELECT n FROM keys_<kind> WHERE <key column> = $1`, each checked to return its own row. The cache is warm: the table and its indexes are loaded into shared_buffers with `pg_prewarm` first. ", thousands(int64(r.Lookups)), r.Seed)
@@ -182,6 +186,45 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 		p(".\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// writeSweep writes the fleet-pattern sweep: the fleet-minted keys' index
+// against how many IDs the fleet mints per millisecond.
+func writeSweep(b *strings.Builder, r run) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("\n## How much interleaving ordered keys stand\n\n")
+	p("The IDs of a fleet reach the database interleaved: within a millisecond each machine's IDs increase, but the machines' bursts arrive in turn, so a row often lands before rows already inserted. ")
+	p("The tables above use a fleet of %d generators taking turns minting %d IDs each, %d turns per millisecond: %d IDs per millisecond. ", r.Machines, r.Burst, r.RoundsPer, r.Machines*r.Burst*r.RoundsPer)
+	p("How full the index ends up depends on that rate, so the two fleet-minted key types were also loaded (%s rows each, same method, no lookups) with other patterns:\n\n", thousands(r.Sweep[0].Rows))
+	p("| IDs per ms | burst × turns per ms | snowfence BIGINT index MiB | its leaf density %% | snowfence UUIDv8 index MiB | its leaf density %% |\n|--:|--:|--:|--:|--:|--:|\n")
+	type cell struct{ mib, density float64 }
+	var order []int
+	at := map[int]map[string]cell{}
+	pattern := map[int]string{}
+	for _, s := range r.Sweep {
+		if at[s.IDsPerMs] == nil {
+			at[s.IDsPerMs] = map[string]cell{}
+			order = append(order, s.IDsPerMs)
+			pattern[s.IDsPerMs] = fmt.Sprintf("%d × %d", s.Burst, s.RoundsPerMs)
+		}
+		at[s.IDsPerMs][s.Kind] = cell{float64(s.IndexBytes) / mib, s.LeafDensity}
+	}
+	for _, n := range order {
+		bi, u8 := at[n]["snowfence_bigint"], at[n]["uuidv8"]
+		p("| %d | %s | %.1f | %.1f | %.1f | %.1f |\n", n, pattern[n], bi.mib, bi.density, u8.mib, u8.density)
+	}
+	p("\nA 12 × 1 pattern (one ID per machine per millisecond, machines in number order) is strictly increasing. ")
+	p("While a millisecond's IDs take up a small part of a leaf page, the rightmost-page splits keep the index as full as a strictly increasing key's; ")
+	p("once they fill a good part of a page (a leaf holds about %d BIGINT keys or %d UUIDs), the keys that land behind the rightmost page split pages in the middle, and the index fills like one of random keys. ", leafCapacity(8), leafCapacity(16))
+	p("At 30 million IDs a day a fleet mints a few hundred IDs per second, well under one per millisecond; rows that arrive late by a few milliseconds interleave as a burst does here, about rate × delay rows at a time.\n")
+}
+
+// leafCapacity is about how many keys of a fixed width fit one B-tree leaf
+// page: 8,192 bytes less the page header and special space, over the
+// index tuple (8-byte header plus the key, MAXALIGNed) and its line pointer.
+func leafCapacity(keyBytes int) int {
+	tuple := (8 + keyBytes + 7) &^ 7
+	return (8192 - 24 - 16) / (tuple + 4)
 }
 
 // maxGenShare returns the largest share of a load's wall time spent making

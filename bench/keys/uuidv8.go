@@ -9,7 +9,7 @@ import (
 )
 
 // toUUIDv8 returns the UUIDv8 form of a snowfence ID: the first 48 bits are
-// the ID's Unix milliseconds (from the layout's decode), then the version
+// the ID's Unix milliseconds (from the v1 layout's decode), then the version
 // nibble 8, 12 bits, the variant bits 10, and 62 bits; the 74 bits after
 // the version and variant hold the 63-bit ID right-aligned (the top 11 are
 // zero). In a uuid column such values sort as the IDs do.
@@ -17,11 +17,10 @@ import (
 // stand-in until the root package's Schedule.ToUUID lands: swap this body
 // for snowfence.DefaultSchedule().ToUUID(id).
 func toUUIDv8(id snowfence.ID) ([16]byte, error) {
-	d, err := snowfence.Decode(id)
-	if err != nil {
-		return [16]byte{}, err
+	if id < 0 {
+		return [16]byte{}, fmt.Errorf("uuidv8: negative ID %d", id)
 	}
-	ms := uint64(d.CreatedAt.UnixMilli())
+	ms := uint64(snowfence.V1().TimeOf(id).UnixMilli()) // the fleet mints v1
 	if ms >= 1<<48 {
 		return [16]byte{}, fmt.Errorf("uuidv8: %d ms does not fit 48 bits", ms)
 	}
