@@ -37,7 +37,11 @@ type run struct {
 	Machines  int       `json:"fleet_machines"`
 	Burst     int       `json:"fleet_burst"`
 	RoundsPer int       `json:"fleet_rounds_per_ms"`
-	Results   []result  `json:"results"`
+	Repeat    int       `json:"repeat"`
+	// Results are the medians over the rounds of each key type, Rounds
+	// every round's own numbers (Rounds[kind][round]).
+	Results []result   `json:"results"`
+	Rounds  [][]result `json:"rounds"`
 	// Sweep is the fleet-pattern sweep, if it ran.
 	Sweep []sweepPoint `json:"sweep,omitempty"`
 }
@@ -61,6 +65,7 @@ func mainErr() error {
 		seed      = flag.Uint64("seed", 1, "seed of the lookup sampling")
 		only      = flag.String("only", "", "comma-separated key kinds to measure (default all; the first kind, snowfence_bigint, is needed for ratios)")
 		sweepRows = flag.Int64("sweep-rows", 1_000_000, "rows per table of the fleet-pattern sweep (0 skips it)")
+		repeat    = flag.Int("repeat", 3, "rounds of all the key types, in turn; the report gives each number's median")
 		keep      = flag.Bool("keep", false, "keep the tables (default: drop each after measuring it)")
 		timeout   = flag.Duration("timeout", 60*time.Minute, "refuse to run longer than this in total")
 		command   = flag.String("command", "bench/keys/run.sh", "the command line recorded in the report")
@@ -73,8 +78,8 @@ func mainErr() error {
 	if *url == "" {
 		return errors.New("no PostgreSQL URL: give -url or set SNOWFENCE_TEST_POSTGRES_URL (bench/keys/run.sh starts a server)")
 	}
-	if *rows < 1 || *batch < 1 || *lookups < 1 {
-		return errors.New("-rows, -batch and -lookups must be at least 1")
+	if *rows < 1 || *batch < 1 || *lookups < 1 || *repeat < 1 {
+		return errors.New("-rows, -batch, -lookups and -repeat must be at least 1")
 	}
 	fc := fleetConfig{machines: *machines, burst: *burst, roundsPerMs: *rounds}
 	all := kinds(fc)
@@ -100,7 +105,7 @@ func mainErr() error {
 	r := run{
 		Command: *command, Started: time.Now().UTC(), Machine: describeMachine(),
 		Rows: *rows, Batch: *batch, Lookups: int(min(int64(*lookups), *rows)), Seed: *seed,
-		Machines: fc.machines, Burst: fc.burst, RoundsPer: fc.roundsPerMs,
+		Repeat: *repeat, Machines: fc.machines, Burst: fc.burst, RoundsPer: fc.roundsPerMs,
 	}
 	if r.Settings, err = readSettings(ctx, conn); err != nil {
 		return err
@@ -116,16 +121,24 @@ func mainErr() error {
 		return err
 	}
 	rc := runConfig{rows: *rows, batch: *batch, lookups: *lookups, seed: *seed, keep: *keep, progress: os.Stderr}
-	for _, k := range todo {
-		fmt.Fprintf(os.Stderr, "keys: %s: %d rows\n", k.name, *rows)
-		res, err := measure(ctx, conn, k, rc)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("stopped after %s (-timeout): %w", *timeout, err)
+	// Rounds take the key types in turn, so a slow spell of a shared
+	// machine falls on every type alike rather than on one.
+	r.Rounds = make([][]result, len(todo))
+	for round := range *repeat {
+		for i, k := range todo {
+			fmt.Fprintf(os.Stderr, "keys: round %d/%d, %s: %d rows (%.0f s so far)\n", round+1, *repeat, k.name, *rows, time.Since(r.Started).Seconds())
+			res, err := measure(ctx, conn, k, rc)
+			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("stopped after %s (-timeout): %w", *timeout, err)
+				}
+				return err
 			}
-			return err
+			r.Rounds[i] = append(r.Rounds[i], res)
 		}
-		r.Results = append(r.Results, res)
+	}
+	for _, rs := range r.Rounds {
+		r.Results = append(r.Results, aggregate(rs))
 	}
 	if *sweepRows > 0 {
 		src := rc

@@ -63,7 +63,11 @@ func markdownTable(r run) string {
 			v := c.val(x)
 			cell := fmt.Sprintf(c.fmt, v)
 			if bv := c.val(base); ok && bv != 0 {
-				cell += fmt.Sprintf(" (×%.2f)", v/bv)
+				if q := v / bv; q >= 100 {
+					cell += fmt.Sprintf(" (×%.0f)", q)
+				} else {
+					cell += fmt.Sprintf(" (×%.2f)", q)
+				}
 			}
 			b.WriteString(" " + cell + " |")
 		}
@@ -86,15 +90,30 @@ func writeCSV(r run, path string) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"kind", "rows", "load_seconds", "insert_rows_per_second", "table_bytes",
+	w.Write([]string{"kind", "round", "rows", "load_seconds", "insert_rows_per_second", "table_bytes",
 		"index", "index_column", "key_index", "index_bytes", "avg_leaf_density", "leaf_pages", "tree_level",
 		"wal_bytes", "wal_records", "wal_fpi", "lookups", "lookup_seconds", "lookups_per_second"})
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	f64 := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	// One line per index; the table's own columns repeat.
+	// One line per round and index (the table's own columns repeat), then
+	// the medians as round "median".
+	type line struct {
+		round string
+		x     result
+	}
+	var lines []line
+	for _, rs := range r.Rounds {
+		for i, x := range rs {
+			lines = append(lines, line{strconv.Itoa(i + 1), x})
+		}
+	}
 	for _, x := range r.Results {
+		lines = append(lines, line{"median", x})
+	}
+	for _, l := range lines {
+		x := l.x
 		for _, ix := range x.Indexes {
-			w.Write([]string{x.Kind, i64(x.Rows), f64(x.LoadSeconds), f64(x.InsertRate), i64(x.TableBytes),
+			w.Write([]string{x.Kind, l.round, i64(x.Rows), f64(x.LoadSeconds), f64(x.InsertRate), i64(x.TableBytes),
 				ix.Name, ix.Column, strconv.FormatBool(ix.Key), i64(ix.Bytes), f64(ix.LeafDensity), i64(ix.LeafPages), i64(ix.TreeLevel),
 				i64(x.WALBytes), i64(x.WALRecords), i64(x.WALFPI), strconv.Itoa(x.Lookups), f64(x.LookupSeconds), f64(x.LookupRate)})
 		}
@@ -135,13 +154,25 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 	p("One table per key type, %s rows each, the same rows in the same order but for the key, loaded in COPY batches of %s and then measured. ", thousands(r.Rows), thousands(r.Batch))
 	p("Made on %s, %s, with PostgreSQL %s on the same machine over loopback, on %s, by\n\n", r.Machine, "one client connection", r.setting("server_version"), r.Started.Format("2006-01-02"))
 	p("    %s\n\n", r.Command)
-	p("which took %s in all. Ratios (×) are against the snowfence BIGINT row: for sizes, WAL and full-page images above 1 is more, for insert and lookup rates above 1 is faster.\n\n", (time.Duration(r.Seconds) * time.Second).String())
+	p("which took %s in all. Each table was loaded and measured %d times, the key types in turn, and every number below is the median of its rounds (each round's rates are in the table after the plot: the machine is shared, and the rates vary more between rounds than the sizes do). Ratios (×) are against the snowfence BIGINT row: for sizes, WAL and full-page images above 1 is more, for insert and lookup rates above 1 is faster.\n\n", (time.Duration(r.Seconds) * time.Second).String(), r.Repeat)
 	p("%s\n", markdownTable(r))
 	if png != "" {
 		p("![Index size, WAL bytes, time per insert and time per lookup of each key type, relative to snowfence BIGINT](%s)\n\n", rel(path, png))
 	}
 	p("The public ID table has two indexes: its lookups go through the unique `public_id` index (the \"key index\" column and the plot's lookups), and it also keeps a bigserial primary key, as such a table would in practice for its foreign keys and joins; \"all indexes\" counts both, and the plot's index bar is all indexes.\n\n")
 
+	if r.Repeat > 1 {
+		p("Rates in each round:\n\n| key | insert rows/s (COPY) | lookups/s |\n|---|--:|--:|\n")
+		for i, x := range r.Results {
+			var ins, look []string
+			for _, rr := range r.Rounds[i] {
+				ins = append(ins, fmt.Sprintf("%.0f", rr.InsertRate))
+				look = append(look, fmt.Sprintf("%.0f", rr.LookupRate))
+			}
+			p("| %s | %s | %s |\n", x.Label, strings.Join(ins, ", "), strings.Join(look, ", "))
+		}
+		p("\n")
+	}
 	p("## Per index\n\n| table | index | column | MiB | leaf pages | avg leaf density %% | tree level |\n|---|---|---|--:|--:|--:|--:|\n")
 	for _, x := range r.Results {
 		for _, ix := range x.Indexes {
