@@ -8,10 +8,13 @@
 //
 // Run it through bench/keys/run.sh, which starts a PostgreSQL with the
 // settings the report states; see that script for ROWS and the outputs.
+// With -render it rewrites the outputs from an earlier run's JSON instead
+// of measuring.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -66,6 +69,7 @@ func mainErr() error {
 		only      = flag.String("only", "", "comma-separated key kinds to measure (default all; the first kind, snowfence_bigint, is needed for ratios)")
 		sweepRows = flag.Int64("sweep-rows", 1_000_000, "rows per table of the fleet-pattern sweep (0 skips it)")
 		repeat    = flag.Int("repeat", 3, "rounds of all the key types, in turn; the report gives each number's median")
+		render    = flag.String("render", "", "write the outputs from this JSON of an earlier run instead of measuring")
 		keep      = flag.Bool("keep", false, "keep the tables (default: drop each after measuring it)")
 		timeout   = flag.Duration("timeout", 60*time.Minute, "refuse to run longer than this in total")
 		command   = flag.String("command", "bench/keys/run.sh", "the command line recorded in the report")
@@ -75,6 +79,20 @@ func mainErr() error {
 		csvOut    = flag.String("csv", "", "raw results (CSV) to write")
 	)
 	flag.Parse()
+	if *render != "" {
+		b, err := os.ReadFile(*render)
+		if err != nil {
+			return err
+		}
+		var r run
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", *render, err)
+		}
+		if *jsonOut == "" {
+			*jsonOut = *render // for the report's link; rewritten unchanged
+		}
+		return r.write(*md, *png, *jsonOut, *csvOut)
+	}
 	if *url == "" {
 		return errors.New("no PostgreSQL URL: give -url or set SNOWFENCE_TEST_POSTGRES_URL (bench/keys/run.sh starts a server)")
 	}

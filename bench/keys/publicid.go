@@ -15,7 +15,8 @@ const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
 // pad the 128 to 130).
 //
 // stand-in until package publicid's random public ID lands: swap this body
-// for its generator with the prefix "order".
+// for its generator with the prefix "order", and publicIDMaker below with
+// it.
 func newPublicID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -23,6 +24,8 @@ func newPublicID() (string, error) {
 	}
 	return "order_" + base32Suffix(b), nil
 }
+
+const publicIDMaker = "a local function, a stand-in for package publicid's"
 
 // base32Suffix is TypeID's suffix of 16 bytes.
 func base32Suffix(b [16]byte) string {
@@ -64,7 +67,7 @@ func publicIDKind() kind {
 		keyDDL:    `id bigserial PRIMARY KEY, public_id text COLLATE "C" NOT NULL UNIQUE`,
 		keyCol:    "public_id",
 		copyKey:   true,
-		how:       `"order_" + 26 lower-case Crockford base32 characters of 16 crypto/rand bytes (TypeID text form), in a text COLLATE "C" UNIQUE column beside a bigserial primary key`,
+		how:       `"order_" + 26 lower-case Crockford base32 characters of 16 crypto/rand bytes (TypeID text form), in a text COLLATE "C" UNIQUE column beside a bigserial primary key (` + publicIDMaker + ")",
 		newSource: func() (source, error) { return publicIDSource{}, nil },
 	}
 }

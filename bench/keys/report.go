@@ -152,7 +152,7 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 		p("**Scaled-down run: %d rows per table, not the 10,000,000 of the full benchmark.** Small tables fit in memory many times over and see few checkpoints, so the ratios below understate what random keys cost at size.\n\n", r.Rows)
 	}
 	p("One table per key type, %s rows each, the same rows in the same order but for the key, loaded in COPY batches of %s and then measured. ", thousands(r.Rows), thousands(r.Batch))
-	p("Made on %s, %s, with PostgreSQL %s on the same machine over loopback, on %s, by\n\n", r.Machine, "one client connection", r.setting("server_version"), r.Started.Format("2006-01-02"))
+	p("Made on %s, %s, with PostgreSQL %s on the same machine (one client connection over loopback), by\n\n", r.Started.Format("2006-01-02"), r.Machine, r.setting("server_version"))
 	p("    %s\n\n", r.Command)
 	p("which took %s in all. Each table was loaded and measured %d times, the key types in turn, and every number below is the median of its rounds (each round's rates are in the table after the plot: the machine is shared, and the rates vary more between rounds than the sizes do). Ratios (×) are against the snowfence BIGINT row: for sizes, WAL and full-page images above 1 is more, for insert and lookup rates above 1 is faster.\n\n", (time.Duration(r.Seconds) * time.Second).String(), r.Repeat)
 	p("%s\n", markdownTable(r))
@@ -191,7 +191,7 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 	}
 	p("- **Load.** Each table's load starts right after a `CHECKPOINT`. One connection sends COPY batches (pgx `CopyFrom`, binary) of %s rows, each its own transaction. The insert rate is rows over the time the load spent in COPY, from sending each batch to its commit; making the keys and rows in the client, which is not the database's cost, is left out (it was %s of the load's wall time at most, for %s).\n", thousands(r.Batch), pct(r.maxGenShare()), r.maxGenLabel())
 	p("- **Index size** is `pg_relation_size` of each index after the load; **leaf density** is `pgstatindex(…).avg_leaf_density` (pgstattuple). A B-tree filled in key order splits its rightmost page 90/10 and stays about 90 %% full; one filled in random order splits pages in the middle and settles near 70 %%.\n")
-	p("- **WAL bytes** are `pg_wal_lsn_diff(pg_current_wal_lsn())` from just after the CHECKPOINT to the end of the load: heap and index records, sequence records, commits, and full-page images. The full-page image count is `pg_stat_wal.wal_fpi` over the same span. With full_page_writes on, the first change to a page after each checkpoint logs the whole page, and a random key touches a different index leaf nearly every row, so random keys pay it on almost every insert after each checkpoint; checkpoints come every %s of WAL (max_wal_size) or %s.\n", r.setting("max_wal_size"), r.setting("checkpoint_timeout"))
+	p("- **WAL bytes** are `pg_wal_lsn_diff(pg_current_wal_lsn())` from just after the CHECKPOINT to the end of the load: heap and index records, sequence records, commits, and full-page images. The full-page image count is `pg_stat_wal.wal_fpi` over the same span. With full_page_writes on, the first change to a page after each checkpoint logs the whole page. Ordered keys insert at the right edge of the index, into pages made since the checkpoint, which need no image; random keys spread their inserts over every leaf, so after each checkpoint nearly every leaf is logged whole again on its next insert. Checkpoints come as WAL approaches max_wal_size (%s) or every checkpoint_timeout (%s).\n", r.setting("max_wal_size"), r.setting("checkpoint_timeout"))
 	p("- **Lookups.** %s rows sampled uniformly from each table during its load (reservoir sampling, seed %d), looked up one at a time in shuffled order by a prepared `SELECT n FROM keys_<kind> WHERE <key column> = $1`, each checked to return its own row. The cache is warm: the table and its indexes are loaded into shared_buffers with `pg_prewarm` first. ", thousands(int64(r.Lookups)), r.Seed)
 	var largest result
 	for _, x := range r.Results {
@@ -199,8 +199,8 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 			largest = x
 		}
 	}
-	p("The largest table with its indexes (%s) is %.0f MiB, against shared_buffers of %s and %.1f GiB of RAM, and each table is dropped before the next is loaded, so every lookup is served from memory: the rates measure CPU and B-tree depth, not disk.\n", largest.Label, float64(largest.TableBytes+largest.indexBytes())/mib, r.setting("shared_buffers"), float64(r.Machine.MemBytes)/(1<<30))
-	p("- **Server settings** (set by run.sh, read back from the server):\n\n")
+	p("The largest table with its indexes (%s) is %.0f MiB, against shared_buffers of %s and %.1f GiB of RAM, and each table is dropped before the next is loaded: every lookup is served from shared_buffers, so the rates measure CPU and B-tree depth, not disk.\n", largest.Label, float64(largest.TableBytes+largest.indexBytes())/mib, r.setting("shared_buffers"), float64(r.Machine.MemBytes)/(1<<30))
+	p("- **Server settings** (read back from the server; run.sh sets them when it starts the server):\n\n")
 	p("  | setting | value |\n  |---|---|\n")
 	for _, s := range r.Settings {
 		p("  | %s | %s |\n", s.Name, s.Value)

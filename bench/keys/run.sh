@@ -15,7 +15,13 @@
 #
 # Outputs: $DOCS/key-cost.md and $DOCS/key-cost.png (DOCS default docs),
 # raw numbers in $RESULTS/keys-<date>[-rows<ROWS>].{json,csv} (RESULTS default
-# bench/results). TIMEOUT (default 60m) bounds the whole measurement.
+# bench/results). TIMEOUT (default 60m) bounds the whole measurement. Extra
+# arguments go to the program (cd bench && go run ./keys -h lists them).
+#
+# To rewrite the report and plot from an earlier run's numbers, no server
+# needed:
+#   (cd bench && go run ./keys -render ../bench/results/keys-<date>.json \
+#       -md ../docs/key-cost.md -png ../docs/key-cost.png)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"

@@ -15,7 +15,8 @@ import (
 // zero). In a uuid column such values sort as the IDs do.
 //
 // stand-in until the root package's Schedule.ToUUID lands: swap this body
-// for snowfence.DefaultSchedule().ToUUID(id).
+// for snowfence.DefaultSchedule().ToUUID(id), and uuidV8Maker below with
+// it.
 func toUUIDv8(id snowfence.ID) ([16]byte, error) {
 	if id < 0 {
 		return [16]byte{}, fmt.Errorf("uuidv8: negative ID %d", id)
@@ -32,6 +33,8 @@ func toUUIDv8(id snowfence.ID) ([16]byte, error) {
 	binary.BigEndian.PutUint64(u[8:16], 0b10<<62|v&(1<<62-1))
 	return u, nil
 }
+
+const uuidV8Maker = "a local function of the same layout, a stand-in for the root package's"
 
 type uuidV8Source struct{ f *fleet }
 
@@ -54,7 +57,7 @@ func uuidV8Kind(cfg fleetConfig) kind {
 		keyDDL:  "id uuid PRIMARY KEY",
 		keyCol:  "id",
 		copyKey: true,
-		how:     "the UUIDv8 form of the same interleaved fleet's IDs as the snowfence BIGINT table",
+		how:     "the UUIDv8 form (first 48 bits the ID's Unix ms, then version 8, variant, the ID) of the same interleaved fleet's IDs as the snowfence BIGINT table (" + uuidV8Maker + ")",
 		newSource: func() (source, error) {
 			f, err := newFleet(cfg)
 			if err != nil {
