@@ -45,10 +45,12 @@ func writePlot(r run, path string) error {
 	p.Y.Label.Text = "× snowfence BIGINT (higher costs more)"
 	p.Y.Min = 0
 	w := vg.Points(11)
+	top := 1.0
 	for i, s := range series {
 		vals := make(plotter.Values, len(r.Results))
 		for j, x := range r.Results {
 			vals[j] = s.of(x) / s.of(base)
+			top = max(top, vals[j])
 		}
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {
@@ -64,6 +66,7 @@ func writePlot(r run, path string) error {
 	one.Color = color.Gray{Y: 80}
 	one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
 	p.Add(one)
+	p.Y.Max = top * 1.08 // room above the tallest bar
 	p.Legend.Top = true
 	p.Legend.Left = true
 	names := make([]string, len(r.Results))

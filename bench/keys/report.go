@@ -162,7 +162,8 @@ func writeMarkdown(r run, path, png, jsonPath, csvPath string) error {
 	p("The public ID table has two indexes: its lookups go through the unique `public_id` index (the \"key index\" column and the plot's lookups), and it also keeps a bigserial primary key, as such a table would in practice for its foreign keys and joins; \"all indexes\" counts both, and the plot's index bar is all indexes.\n\n")
 
 	if r.Repeat > 1 {
-		p("Rates in each round:\n\n| key | insert rows/s (COPY) | lookups/s |\n|---|--:|--:|\n")
+		p("Rates in each round. Between rounds one key type's insert rate moved by up to %s of its median, and its lookup rate by up to %s: differences between key types smaller than that are noise of the shared machine. At about %.0f µs a lookup (over all key types), a lookup's time is most likely the fixed cost of one query's round trip, the same for every key type, more than the index's descent.\n\n", pct(r.spread(func(x result) float64 { return x.InsertRate })), pct(r.spread(func(x result) float64 { return x.LookupRate })), r.lookupMicros())
+		p("| key | insert rows/s (COPY) | lookups/s |\n|---|--:|--:|\n")
 		for i, x := range r.Results {
 			var ins, look []string
 			for _, rr := range r.Rounds[i] {
@@ -256,6 +257,29 @@ func writeSweep(b *strings.Builder, r run) {
 func leafCapacity(keyBytes int) int {
 	tuple := (8 + keyBytes + 7) &^ 7
 	return (8192 - 24 - 16) / (tuple + 4)
+}
+
+// lookupMicros is the mean time of a lookup over all key types' medians.
+func (r run) lookupMicros() float64 {
+	var sum float64
+	for _, x := range r.Results {
+		sum += 1e6 / x.LookupRate
+	}
+	return sum / float64(len(r.Results))
+}
+
+// spread returns the largest (max − min) / median of a rate over the rounds
+// of one key type.
+func (r run) spread(of func(result) float64) float64 {
+	var m float64
+	for i, rs := range r.Rounds {
+		lo, hi := of(rs[0]), of(rs[0])
+		for _, x := range rs {
+			lo, hi = min(lo, of(x)), max(hi, of(x))
+		}
+		m = max(m, (hi-lo)/of(r.Results[i]))
+	}
+	return m
 }
 
 // maxGenShare returns the largest share of a load's wall time spent making
