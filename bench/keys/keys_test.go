@@ -9,16 +9,18 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/publicid"
 )
 
-func TestBase32Suffix(t *testing.T) {
-	for _, tc := range []struct{ uuid, want string }{
-		{"00000000-0000-0000-0000-000000000000", "00000000000000000000000000"},
-		{"ffffffff-ffff-ffff-ffff-ffffffffffff", "7zzzzzzzzzzzzzzzzzzzzzzzzz"},
-		{"01890a5d-ac96-774b-bcce-b302099a8057", "01h455vb4pex5vsknk084sn02q"}, // TypeID's README example
-	} {
-		if got := base32Suffix(uuid.MustParse(tc.uuid)); got != tc.want {
-			t.Errorf("base32Suffix(%s) = %s, want %s", tc.uuid, got, tc.want)
+func TestNewPublicID(t *testing.T) {
+	for range 100 {
+		s, err := newPublicID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := publicid.ParseRandom(s)
+		if err != nil || r.Prefix() != "order" || len(s) != len("order_")+26 {
+			t.Fatalf("newPublicID() = %q: %v", s, err)
 		}
 	}
 }

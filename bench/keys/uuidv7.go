@@ -3,22 +3,19 @@ package main
 import (
 	"context"
 
-	"github.com/google/uuid"
+	"github.com/snowfence/snowfence"
 )
 
 // newUUIDv7Generator returns the UUIDv7 generator of one load: a function
-// that returns the next UUIDv7, on the system clock.
-//
-// stand-in until the project's own UUIDv7 generator lands in the root
-// package: swap this body for one that makes that generator (once, here)
-// and returns its next-UUID method.
-// uuidV7Maker (next to it, so both change together) names it in the
-// report.
+// that returns the next UUIDv7 of one snowfence.UUIDGenerator on the
+// system clock. uuidV7Maker (next to it, so both change together) names it
+// in the report.
 func newUUIDv7Generator() (func() ([16]byte, error), error) {
-	return func() ([16]byte, error) { return uuid.NewV7() }, nil
+	g := snowfence.NewUUIDGenerator(nil)
+	return func() ([16]byte, error) { return g.Next(), nil }, nil
 }
 
-const uuidV7Maker = "github.com/google/uuid's NewV7, a stand-in for the project's own"
+const uuidV7Maker = "snowfence.UUIDGenerator"
 
 type uuidV7Source struct{ next7 func() ([16]byte, error) }
 

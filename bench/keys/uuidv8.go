@@ -2,39 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 
 	"github.com/snowfence/snowfence"
 )
 
-// toUUIDv8 returns the UUIDv8 form of a snowfence ID: the first 48 bits are
-// the ID's Unix milliseconds (from the v1 layout's decode), then the version
-// nibble 8, 12 bits, the variant bits 10, and 62 bits; the 74 bits after
-// the version and variant hold the 63-bit ID right-aligned (the top 11 are
-// zero). In a uuid column such values sort as the IDs do.
-//
-// stand-in until the root package's Schedule.ToUUID lands: swap this body
-// for snowfence.DefaultSchedule().ToUUID(id), and uuidV8Maker below with
-// it.
+// schedule is the fleet's: v1, as the fleet mints.
+var schedule = snowfence.DefaultSchedule()
+
+// toUUIDv8 returns the UUIDv8 form of a snowfence ID (Schedule.ToUUID):
+// the first 48 bits are the ID's Unix milliseconds, then the version, the
+// ID and its check bits around the variant. In a uuid column such values
+// sort as the IDs do.
 func toUUIDv8(id snowfence.ID) ([16]byte, error) {
-	if id < 0 {
-		return [16]byte{}, fmt.Errorf("uuidv8: negative ID %d", id)
-	}
-	ms := uint64(snowfence.V1().TimeOf(id).UnixMilli()) // the fleet mints v1
-	if ms >= 1<<48 {
-		return [16]byte{}, fmt.Errorf("uuidv8: %d ms does not fit 48 bits", ms)
-	}
-	// The 74 bits are 11 zero bits and the ID: rand_a holds the zeros and
-	// the ID's bit 62, the 62 bits after the variant its bits 61 to 0.
-	v := uint64(id)
-	var u [16]byte
-	binary.BigEndian.PutUint64(u[0:8], ms<<16|0x8<<12|v>>62)
-	binary.BigEndian.PutUint64(u[8:16], 0b10<<62|v&(1<<62-1))
-	return u, nil
+	return schedule.ToUUID(id)
 }
 
-const uuidV8Maker = "a local function of the same layout, a stand-in for the root package's"
+const uuidV8Maker = "snowfence.Schedule.ToUUID"
 
 type uuidV8Source struct{ f *fleet }
 
