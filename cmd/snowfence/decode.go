@@ -36,6 +36,9 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	// known).
 	var u snowfence.UUID
 	id, err := snowfence.ParseID(pos[0])
+	// isUUID rather than u.IsZero(): the Nil UUID parses too, and must
+	// meet FromUUID's refusal, not pass for ID 0.
+	isUUID := false
 	if err != nil {
 		var uerr error
 		if u, uerr = snowfence.ParseUUID(pos[0]); uerr != nil {
@@ -44,6 +47,7 @@ func runDecode(ctx context.Context, e env, args []string) error {
 			}
 			return usageError{err}
 		}
+		isUUID = true
 	}
 	var names func(int) (string, bool)
 	if *fromStore {
@@ -60,7 +64,7 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if !u.IsZero() {
+	if isUUID {
 		if id, err = sched.FromUUID(u); err != nil {
 			return usageError{err}
 		}
