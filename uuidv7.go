@@ -64,13 +64,19 @@ const (
 // never waits and never fails.
 //
 // Instants before 1970 are written as 0, and after the 48 bits' end (year
-// 10889) as its last millisecond.
+// 10889) as its last millisecond. There the timestamp cannot advance: when
+// the counter fills at that last millisecond the 32 random bits count on
+// instead, and after 2^32 more UUIDs at that instant the last one repeats
+// — the one way to make this generator repeat, which needs a clock that
+// reads past the year 10889 and 2^41 UUIDs in its last millisecond.
 type UUIDGenerator struct {
 	clock Clock
 
 	mu      sync.Mutex
 	lastMs  int64
 	counter uint64
+	tail    uint32 // the last UUID's random 32 bits
+	pinned  bool   // at the last instant with the counter full: tail counts
 	rnd     [uuidRandBuf]byte
 	rndAt   int // next unused byte of rnd; len(rnd) when empty
 }
@@ -119,20 +125,32 @@ func (g *UUIDGenerator) next(ms int64) UUID {
 	case ms > g.lastMs:
 		g.lastMs = ms
 		g.counter = g.seed()
-	case g.counter == uuidCounterMax:
+		g.pinned = false
+	case g.counter == uuidCounterMax && g.lastMs < uuidMaxMs:
 		// Never seen in practice (2^41 UUIDs in one millisecond at
 		// least); RFC 9562 §6.2 allows running the timestamp ahead.
-		g.lastMs = min(g.lastMs+1, uuidMaxMs)
+		g.lastMs++
 		g.counter = g.seed()
+	case g.counter == uuidCounterMax:
+		// The last instant 48 bits hold (a clock past the year 10889),
+		// the counter full: the random tail counts on instead, so order
+		// holds for 2^32 more UUIDs at most; past that the last UUID
+		// repeats (see the type's doc).
+		g.pinned = true
 	default:
 		g.counter++
+	}
+	if g.pinned {
+		g.tail += min(1, ^g.tail) // stops at its maximum
+	} else {
+		g.tail = g.random32()
 	}
 	var u UUID
 	c := g.counter
 	// unix_ts_ms(48) | ver(4) | counter bits 41..30 (rand_a)
 	binary.BigEndian.PutUint64(u[:8], uint64(g.lastMs)<<16|0x7<<12|c>>30)
 	// var(2) | counter bits 29..0 | random(32)
-	binary.BigEndian.PutUint64(u[8:], 0b10<<62|(c&(1<<30-1))<<32|uint64(g.random32()))
+	binary.BigEndian.PutUint64(u[8:], 0b10<<62|(c&(1<<30-1))<<32|uint64(g.tail))
 	return u
 }
 

@@ -129,7 +129,7 @@ func parseKeyset(b []byte) (*Keyset, error) {
 	seen := map[[16]byte]string{}
 	err := jsonObject(dec, func(name string) error {
 		if name != "keys" {
-			return fmt.Errorf(`unknown member %q; the only member is "keys"`, name)
+			return fmt.Errorf(`an unknown member (a name of %d bytes, not quoted: it could be a key pasted in the wrong place); the only member is "keys"`, len(name))
 		}
 		if sawKeys {
 			return errors.New(`"keys" appears twice`)
@@ -137,7 +137,7 @@ func parseKeyset(b []byte) (*Keyset, error) {
 		sawKeys = true
 		return jsonObject(dec, func(version string) error {
 			if len(version) != 1 || decodeTable[version[0]] == invalidDigit {
-				return fmt.Errorf("key version %q is not one character of %s", version, alphabet)
+				return fmt.Errorf("a key version of %d bytes (not quoted: it could be a key pasted in the wrong place); a version is one character of %s", len(version), alphabet)
 			}
 			e := &ks.keys[decodeTable[version[0]]]
 			if e.status != "" {
@@ -206,7 +206,7 @@ func keyMembers(dec *json.Decoder) (Status, []byte, error) {
 		s, ok := t.(string)
 		switch {
 		case name != "status" && name != "key":
-			return fmt.Errorf(`unknown member %q; a key has "status" and "key"`, name)
+			return fmt.Errorf(`an unknown member (a name of %d bytes, not quoted: it could be a key pasted in the wrong place); a key has "status" and "key"`, len(name))
 		case !ok:
 			return fmt.Errorf("%q must be a string", name)
 		case name == "status":
@@ -218,7 +218,7 @@ func keyMembers(dec *json.Decoder) (Status, []byte, error) {
 			case StatusPrimary, StatusDecryptOnly, StatusRetired:
 				status = Status(s)
 			default:
-				return fmt.Errorf(`"status" is %q; want "primary", "decrypt-only" or "retired"`, s)
+				return fmt.Errorf(`"status" is a string of %d bytes (not quoted: it could be a key pasted in the wrong place); want "primary", "decrypt-only" or "retired"`, len(s))
 			}
 		default:
 			if sawKey {

@@ -18,7 +18,8 @@
 // # Public IDs
 //
 // With Config.PublicIDKeys (package publicid), POST /v1/public-ids seals up
-// to 1000 IDs into sealed public IDs of one type, for any caller, and GET
+// to 1000 IDs into sealed public IDs of one type, for any caller Config.Quota
+// admits (each costs one ID of the quota), and GET
 // /v1/public-ids/{pid} opens one, for callers Config.PublicIDOpeners
 // allows (403 forbidden for the rest, answered before the ID is read).
 // Text that is not the form of a sealed ID is a 400 invalid_public_id; a

@@ -172,6 +172,8 @@ func statusRecipes() map[string]struct {
 		// Public IDs.
 		"POST /v1/public-ids 200":              {r: post("/v1/public-ids", `{"type":"order","ids":["`+example+`","1"]}`)},
 		"POST /v1/public-ids 400":              {r: post("/v1/public-ids", `{"type":"Order","ids":["1"]}`)},
+		"POST /v1/public-ids 403":              {fixture: forbidden, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},
+		"POST /v1/public-ids 429":              {fixture: limited, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},
 		"POST /v1/public-ids 405":              {r: get("/v1/public-ids")},
 		"POST /v1/public-ids 413":              {r: post("/v1/public-ids", `{"type":"order","ids":["1"]`+strings.Repeat(" ", 70000)+`}`)},
 		"POST /v1/public-ids 501":              {fixture: noPublicIDKeys, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},

@@ -56,6 +56,16 @@ func (s *Server) sealPublicIDs(w http.ResponseWriter, r *http.Request, _ string)
 	if e != nil {
 		return s.writeError(w, e)
 	}
+	// The perimeter's checks cover sealing too (a caller it refuses, or
+	// no longer trusts, seals nothing), and each sealed ID costs one ID of
+	// the caller's quota, as each minted one does.
+	if s.quota != nil {
+		g, status := s.take(w, r, len(ids))
+		if status != 0 {
+			return status
+		}
+		defer g.Done(true)
+	}
 	out := make([]byte, 0, len(`{"public_ids":[]}`)+len(ids)*(len(prefix)+32))
 	out = append(out, `{"public_ids":[`...)
 	for i, id := range ids {

@@ -157,7 +157,7 @@ func TestOpenPermissionFirst(t *testing.T) {
 	if o.calls != 3 {
 		t.Errorf("MayOpenPublicIDs called %d times, want 3", o.calls)
 	}
-	// Sealing needs no permission.
+	// Sealing needs no open permission (this fixture has no quota).
 	if r := f.post("/v1/public-ids", `{"type":"order","ids":["1"]}`); r.status != http.StatusOK {
 		t.Errorf("seal: status %d, body %s", r.status, r.body)
 	}

@@ -62,7 +62,7 @@ func routes() []route {
 		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// Public IDs (package publicid). 501: no keyset; 503: only from a
 		// Starting; 403: the caller may not open.
-		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 405, 413, 501, 503}},
+		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
 		{method: "GET", pattern: "/v1/public-ids/{pid}", operation: "openPublicID", serve: (*Server).openPublicID, statuses: []int{200, 400, 403, 404, 405, 501, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},

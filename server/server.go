@@ -83,8 +83,8 @@ type Config struct {
 	// 501 public_ids_disabled.
 	PublicIDKeys *publicid.Keyset
 	// PublicIDOpeners decides which callers may open sealed public IDs
-	// (see PublicIDOpeners). Nil: none may (403 forbidden); sealing is
-	// open to every caller either way.
+	// (see PublicIDOpeners). Nil: none may (403 forbidden). Sealing is
+	// for every caller Quota admits, either way.
 	PublicIDOpeners PublicIDOpeners
 }
 
