@@ -15,9 +15,10 @@ import (
 
 // The waits of a spare between claims: the first about claimRetryMin, each
 // next twice the last up to claimRetryMax, each jittered to between half and
-// all of it, so that spares started together do not claim in step. A freed
-// number is taken within claimRetryMax of its release; a waiting spare costs
-// the store one claim per claimRetryMax/2 to claimRetryMax.
+// all of it, so that spares started together do not claim in step. serve
+// caps the waits at its renewal period when that is shorter, so a freed
+// number is taken within min(claimRetryMax, --renew-every) of its release;
+// a waiting spare costs the store one claim per half to one such period.
 const (
 	claimRetryMin = 250 * time.Millisecond
 	claimRetryMax = 5 * time.Second

@@ -226,7 +226,11 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 	if nc.Logger != nil {
 		nc.Logger = quietWhile(nc.Logger, &quiet)
 	}
-	w := &claimWaiter{clock: snowfence.SystemClock(), log: cfg.log, waiting: func(attempt int, err error) {
+	// A spare claims at least as often as a holder renews (at most every
+	// claimRetryMax): a number freed by a release or an expired lease is
+	// taken within one renewal period, as a holder of the fleet would
+	// notice its own loss.
+	w := &claimWaiter{clock: snowfence.SystemClock(), log: cfg.log, max: min(claimRetryMax, max(claimRetryMin, nc.Keeper.RenewEvery)), waiting: func(attempt int, err error) {
 		quiet.Store(true)
 		s.starting.SetReason(server.ReasonNoFreeNumber, err.Error())
 		printListening(" (waiting for a free machine number; 503 until then)")

@@ -101,18 +101,30 @@ func (s *service) start() error {
 // once it holds one).
 func (s *service) readStdout(r io.Reader, name string) {
 	sc := bufio.NewScanner(r)
+	publish := func(addr string) {
+		if err := s.serving(addr); err != nil {
+			s.env.logf("%s: %v", name, err)
+		}
+	}
+	waiting := "" // the address of a spare that holds no number yet
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "machine "); ok {
 			if n, err := strconv.Atoi(strings.Fields(rest)[0]); err == nil {
 				s.machine.Store(int64(n))
 			}
+			if waiting != "" { // the spare holds a number now: it serves
+				publish(waiting)
+				waiting = ""
+			}
 		}
 		if addr, ok := strings.CutPrefix(line, "listening on http://"); ok {
-			addr, _, _ = strings.Cut(addr, " ") // drop a note such as "(waiting for …)"
-			if err := s.serving(addr); err != nil {
-				s.env.logf("%s: %v", name, err)
+			addr, note, _ := strings.Cut(addr, " ")
+			if note != "" { // "(waiting for a free machine number; …)"
+				waiting = addr
+				continue
 			}
+			publish(addr)
 		}
 	}
 }
