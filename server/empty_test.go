@@ -59,6 +59,7 @@ func TestEmptyObject(t *testing.T) {
 // handler, without a body (the hot path) and with {}.
 func TestMintAllocations(t *testing.T) {
 	if raceEnabled {
+		// scripts/test runs this test again without -race.
 		t.Skip("the race detector makes sync.Pool drop items, so pooled buffers allocate")
 	}
 	h := benchServer(t, false)
