@@ -41,16 +41,36 @@ func TestClaimNoticesReleasedMarkGone(t *testing.T) {
 }
 
 // TestClaimNoticesSiblingMarkGone is the cutover's form of the same gap:
-// keeper B renews its old layout's number 0 after the snapshot, then, at
-// the cutover, releases it and claims in the new layout's keyspace through
-// a sibling Store (Keyspace), which shares the restore history but not the
-// marks: the sibling never read the new keyspace before, and the marks B
-// wrote are the old keyspace's. A, cut over earlier, claimed the new
+// keeper B renews its old layout's number 0 after the snapshot, then claims
+// in the new layout's keyspace through a sibling Store (Keyspace), which
+// shares the restore history but not the marks: the sibling never read the
+// new keyspace before, and the marks B wrote are the old keyspace's. B
+// either releases 0 first (at the cutover) or still holds and renews it
+// (from Lead before the cutover on, the usual shape: then the revision of
+// the mark it wrote lives in the parent Store's held lease, not in the
+// shared history's marks, which record only what claims read and what
+// leases left behind when forgotten). A, cut over earlier, claimed the new
 // keyspace's number 1 after the snapshot. After a restore under the same
 // token with the revision bumped, B's claim in the new keyspace finds 1
-// free and markless; it must not start at its clock.
+// free and markless; it must not start at its clock while A (cut off, say)
+// may still issue on 1 below its mark.
 func TestClaimNoticesSiblingMarkGone(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		release bool // B releases its old layout's 0 before the restore
+	}{
+		{"old number released", true},
+		{"old number still held", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			siblingMarkGone(t, c.release)
+		})
+	}
+}
+
+func siblingMarkGone(t *testing.T, release bool) {
 	c := etcdtest.Start(t, 1)
 	prefix := prefixFor(t)
 	now := baseMs()
@@ -70,14 +90,17 @@ func TestClaimNoticesSiblingMarkGone(t *testing.T) {
 	}
 	defer a2.Close()
 	mustExtend(t, a2, leasetest.MustClaim(t, a2, req("a", 1, 1, now)), now+5000)
-	if err := b1.Release(ctxFor(t), bl, now+2000); err != nil {
-		t.Fatalf("B's release of its old layout's 0: %v", err)
+	if release {
+		if err := b1.Release(ctxFor(t), bl, now+2000); err != nil {
+			t.Fatalf("B's release of its old layout's 0: %v", err)
+		}
 	}
 	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
 	waitServes(t, c.Client(t))
 	l := leasetest.MustClaim(t, b2, req("b", 1, 1, now))
 	if l.StartMs < now+etcdstore.MaxRestoreWindow.Milliseconds()/2 {
-		t.Fatalf("B's claim in the new keyspace after the restore starts at %d, %d ms after now: the mark key it wrote in the old "+
-			"keyspace after the snapshot is gone, and A may still issue on 1 below %d", l.StartMs, l.StartMs-now, now+5000)
+		t.Fatalf("B's claim in the new keyspace after the restore starts at %d, %d ms after now (old number released: %v): the mark "+
+			"key B wrote in the old keyspace after the snapshot is gone, and A may still issue on 1 below %d",
+			l.StartMs, l.StartMs-now, release, now+5000)
 	}
 }
