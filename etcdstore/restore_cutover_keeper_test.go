@@ -1,7 +1,6 @@
 package etcdstore_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -48,22 +47,8 @@ func TestCutoverClaimAfterRestoreWhileOldNumberHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(name string, clk *fakeclock.Clock, v1, v2 int) *keeperHolder {
-		cli := c.Client(t)
-		s := newStore(t, cli, etcdstore.Config{Prefix: prefix, Clock: clk})
-		k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: v1, Hi: v1},
-			LayoutRanges: map[string]lease.Range{"v2": {Lo: v2, Hi: v2}}, Schedule: sched, Clock: clk})
-		if err != nil {
-			t.Fatalf("StartKeeper(%s): %v", name, err)
-		}
-		t.Cleanup(func() { k.Close(context.Background()) })
-		g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff, Schedule: sched})
-		if err != nil {
-			t.Fatal(err)
-		}
-		k.SetLastIssued(g.LastIssued)
-		h := &keeperHolder{t: t, cli: cli, clk: clk, k: k, g: g}
-		h.settle()
-		return h
+		return startKeeper(t, c.Client(t), prefix, clk, lease.KeeperConfig{Holder: name, Range: &lease.Range{Lo: v1, Hi: v1},
+			LayoutRanges: map[string]lease.Range{"v2": {Lo: v2, Hi: v2}}, Schedule: sched})
 	}
 	clkA, clkB := fakeclock.New(t0), fakeclock.New(t0)
 	b := start("B", clkB, 6, 2)

@@ -100,13 +100,21 @@ type keeperHolder struct {
 // clk, with a store of their own on cli under prefix.
 func startKeeperHolder(t *testing.T, cli *clientv3.Client, prefix string, clk *fakeclock.Clock, name string, rng lease.Range) *keeperHolder {
 	t.Helper()
-	s := newStore(t, cli, etcdstore.Config{Prefix: prefix, Clock: clk})
-	k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{Store: s, Holder: name, Range: &rng, Clock: clk})
+	return startKeeper(t, cli, prefix, clk, lease.KeeperConfig{Holder: name, Range: &rng})
+}
+
+// startKeeper starts a keeper of kc (its Store and Clock filled in: a
+// store of its own on cli and clk) and a generator on it under
+// kc.Schedule, and waits until the keeper sleeps on the clock.
+func startKeeper(t *testing.T, cli *clientv3.Client, prefix string, clk *fakeclock.Clock, kc lease.KeeperConfig) *keeperHolder {
+	t.Helper()
+	kc.Store, kc.Clock = newStore(t, cli, etcdstore.Config{Prefix: prefix, Clock: clk}), clk
+	k, err := lease.StartKeeper(ctxFor(t), kc)
 	if err != nil {
-		t.Fatalf("StartKeeper(%s): %v", name, err)
+		t.Fatalf("StartKeeper(%s): %v", kc.Holder, err)
 	}
 	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff, Schedule: kc.Schedule})
 	if err != nil {
 		t.Fatal(err)
 	}
