@@ -301,18 +301,7 @@ func TestRestoreNoticedWritesBackLostMark(t *testing.T) {
 // a restore, so A's next claims keep the restore floor.
 func TestRestoreNoticedByRecreatedMark(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Start(t, 1)
-	prefix := prefixFor(t)
-	now := baseMs()
-	snap := c.Snapshot(t)
-	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
-	la := mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+1000)
-	la = mustExtend(t, a, la, now+2000)
-	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
-	waitServes(t, c.Client(t))
-	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
-	lb := leasetest.MustClaim(t, b, req("b", 1, 1, now))
-	mustExtend(t, b, lb, now+5000)
+	a, la, now := recreatedMark(t)
 	if _, err := a.Extend(ctxFor(t), la, now+3000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
 		t.Fatalf("A's renewal after its mark key was created anew: %v, want ErrRestored", err)
 	}
@@ -326,23 +315,34 @@ func TestRestoreNoticedByRecreatedMark(t *testing.T) {
 // start after the restore window, not now.
 func TestClaimNoticesRecreatedMark(t *testing.T) {
 	t.Parallel()
+	a, _, now := recreatedMark(t)
+	l2 := leasetest.MustClaim(t, a, req("a", 2, 2, now))
+	if l2.StartMs < now+a.MaxRestoreWindow().Milliseconds()/2 {
+		t.Fatalf("A's claim after machine 1's mark key was created anew starts at %d, %d ms after now: "+
+			"the claim's read did not notice the restore", l2.StartMs, l2.StartMs-now)
+	}
+}
+
+// recreatedMark plays the two tests above up to where they differ: after a
+// snapshot A claims machine 1 and renews it twice; etcd is restored from
+// the snapshot (same token, revision bumped); B, a new store, claims 1 and
+// renews it, writing 1's mark key anew. It returns A's store, A's lease and
+// the clock reading the test started at.
+func recreatedMark(t *testing.T) (*etcdstore.Store, *lease.Lease, int64) {
+	t.Helper()
 	c := etcdtest.Start(t, 1)
 	prefix := prefixFor(t)
 	now := baseMs()
 	snap := c.Snapshot(t)
 	a := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
 	la := mustExtend(t, a, leasetest.MustClaim(t, a, req("a", 1, 1, now)), now+1000)
-	mustExtend(t, a, la, now+2000)
+	la = mustExtend(t, a, la, now+2000)
 	c.Restore(t, snap, etcdtest.RestoreOptions{RevisionBump: 1_000_000})
 	waitServes(t, c.Client(t))
 	b := newStore(t, c.Client(t), etcdstore.Config{Prefix: prefix})
 	lb := leasetest.MustClaim(t, b, req("b", 1, 1, now))
 	mustExtend(t, b, lb, now+5000)
-	l2 := leasetest.MustClaim(t, a, req("a", 2, 2, now))
-	if l2.StartMs < now+a.MaxRestoreWindow().Milliseconds()/2 {
-		t.Fatalf("A's claim after machine 1's mark key was created anew starts at %d, %d ms after now: "+
-			"the claim's read did not notice the restore", l2.StartMs, l2.StartMs-now)
-	}
+	return a, la, now
 }
 
 // TestClaimNoticesSeenMarkGone: B holds nothing — its claim found the only
