@@ -76,7 +76,6 @@ type UUIDGenerator struct {
 	lastMs  int64
 	counter uint64
 	tail    uint32 // the last UUID's random 32 bits
-	pinned  bool   // at the last instant with the counter full: tail counts
 	rnd     [uuidRandBuf]byte
 	rndAt   int // next unused byte of rnd; len(rnd) when empty
 }
@@ -125,22 +124,19 @@ func (g *UUIDGenerator) next(ms int64) UUID {
 	case ms > g.lastMs:
 		g.lastMs = ms
 		g.counter = g.seed()
-		g.pinned = false
 	case g.counter == uuidCounterMax && g.lastMs < uuidMaxMs:
 		// Never seen in practice (2^41 UUIDs in one millisecond at
 		// least); RFC 9562 §6.2 allows running the timestamp ahead.
 		g.lastMs++
 		g.counter = g.seed()
-	case g.counter == uuidCounterMax:
+	case g.counter < uuidCounterMax:
+		g.counter++
+	}
+	if g.lastMs == uuidMaxMs && g.counter == uuidCounterMax {
 		// The last instant 48 bits hold (a clock past the year 10889),
 		// the counter full: the random tail counts on instead, so order
 		// holds for 2^32 more UUIDs at most; past that the last UUID
 		// repeats (see the type's doc).
-		g.pinned = true
-	default:
-		g.counter++
-	}
-	if g.pinned {
 		g.tail += min(1, ^g.tail) // stops at its maximum
 	} else {
 		g.tail = g.random32()
