@@ -83,6 +83,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		s.sawMarks(epoch, s.keys.base, kvs)
 		for i, b := range bases {
 			s.marksWentBack(epoch, keyspace{base: b}, foreign[b], rangeAt(2+i), resp.Header)
+			s.sawMarks(epoch, b, rangeAt(2+i)) // what this read saw is known too, as in its own keyspace
 		}
 	}
 	sched := guardOf(kvAt(resp, 1))

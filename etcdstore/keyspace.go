@@ -9,9 +9,10 @@ import "github.com/snowfence/snowfence/lease"
 // the prefix's, and s's restore history: etcd's revision, raft term and
 // cluster ID are the cluster's, so a restore either Store notices fences
 // the leases of both and floors the claims of both, and a sibling opened
-// after s noticed one knows of it. What is per key — the leases held and
-// their mark revisions, which marksWentBack and wentBack compare — stays
-// the sibling's own. Its Close leaves the client open even when s owns
+// after s noticed one knows of it; so are the mark revisions every
+// keyspace's claims, renewals and releases have seen (the history's marks,
+// by keyspace), which each claim compares with what it reads. The leases
+// held are the sibling's own. Its Close leaves the client open even when s owns
 // it (Connect); close the sibling before s. After s's Close a sibling's
 // calls fail with the closed client's error when s owned the client, and
 // go on working when the caller owns it (New).

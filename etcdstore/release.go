@@ -71,6 +71,12 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return err
 		}
 		if resp.Succeeded {
+			// The mark just written is known, like every mark a lease
+			// sets: after a restore that takes it away, this store's next
+			// claims must notice (the lease is forgotten below).
+			s.mu.Lock()
+			s.setMarkRevLocked(h, n, resp.Header.Revision)
+			s.mu.Unlock()
 			break
 		}
 		o, m := kvAt(resp, 0), kvAt(resp, 1)

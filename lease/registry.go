@@ -318,6 +318,18 @@ func RegistryCreateConflict(where string, cur, r Registry) error {
 // operator's change won the first copy.
 const registryRetries = 8
 
+// waitBehind reports whether err, from readCopies on attempt, says some
+// copies are one change behind the first — most likely another operator's
+// change between its first copy and the rest — with attempts left; it then
+// gives that change a moment to finish before the caller reads again.
+func waitBehind(ctx context.Context, err error, attempt int) (bool, error) {
+	var behind *copiesBehind
+	if !errors.As(err, &behind) || attempt >= registryRetries-1 {
+		return false, nil
+	}
+	return true, snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff)
+}
+
 // UpdateRegistry changes the registry of a fleet: it reads every copy's
 // identity (RegistryIdentity) and every copy (each region's store, taken
 // in the order of their names), refuses with ErrRegistryDiverged if they
@@ -337,18 +349,6 @@ const registryRetries = 8
 //
 // Not protected: two operators creating the registry at once (no copies
 // recorded yet) with different sets of copies; create it once, from one
-// waitBehind reports whether err, from readCopies on attempt, says some
-// copies are one change behind the first — most likely another operator's
-// change between its first copy and the rest — with attempts left; it then
-// gives that change a moment to finish before the caller reads again.
-func waitBehind(ctx context.Context, err error, attempt int) (bool, error) {
-	var behind *copiesBehind
-	if !errors.As(err, &behind) || attempt >= registryRetries-1 {
-		return false, nil
-	}
-	return true, snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff)
-}
-
 // place, before anyone else changes it.
 func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Registry) (Registry, error)) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
