@@ -240,6 +240,10 @@ type Store interface {
 	// holder's timings the restore cut off, and StartKeeper refuses a
 	// keeper whose own window is longer.
 	MaxRestoreWindow() time.Duration
+	// Journal is the store's record of who held each number when
+	// (journal.go): Claim writes an entry in the same atomic write as the
+	// claim, Release, Quarantine and RaiseMarks end it in theirs.
+	Journal
 	// RegistryStore keeps this store's copy of the region registry
 	// (registry.go), beside the leases of every region it holds.
 	RegistryStore

@@ -73,6 +73,10 @@ func Run(t *testing.T, h Harness) {
 		{"Keyspaces", checkKeyspaces},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},
+		{"Journal", checkJournal},
+		{"JournalRetention", checkJournalRetention},
+		{"JournalRace", checkJournalRace},
+		{"JournalUnrenewed", checkJournalUnrenewed},
 		{"Cutover", checkCutover},
 	} {
 		t.Run(c.name, func(t *testing.T) {
