@@ -17,6 +17,7 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine 
   init           create the lease table (--lease-store postgres or dynamodb)
   list           every machine number with a record: holder, token, mark, quarantine
   show N         one machine number
+  history N      the journal of N: every retained claim, its holder, interval and how it ended
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
   raise-marks    after a restore or failover: fence every holder in --machines (each stops at its next
@@ -40,7 +41,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
+	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "history": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
 	n, ok := wantArgs[verb]
 	if !ok || len(rest) != n {
 		return usagef("%s", leasesUsage)
@@ -98,6 +99,16 @@ func runLeases(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		return printRecords(e, []lease.Record{rec}, *asJSON)
+	case "history":
+		hist, err := store.History(ctx, machine)
+		if err != nil {
+			return err
+		}
+		rec, err := store.Get(ctx, machine)
+		if err != nil {
+			return err
+		}
+		return printHistory(e, lease.Intervals(hist, rec), *asJSON)
 	case "quarantine":
 		if err := store.Quarantine(ctx, machine); err != nil {
 			return err
@@ -238,6 +249,29 @@ func printRecords(e env, recs []lease.Record, asJSON bool) error {
 			holder, token = "-", "-"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\n", r.Machine, r.Region, holder, token, fmtMs(r.MarkMs), fmtMs(r.ExpiresMs), r.Quarantined)
+	}
+	return tw.Flush()
+}
+
+// printHistory prints the intervals of one number's journal, oldest first.
+func printHistory(e env, ivs []lease.Interval, asJSON bool) error {
+	if asJSON {
+		if ivs == nil {
+			ivs = []lease.Interval{}
+		}
+		return json.NewEncoder(e.stdout).Encode(ivs)
+	}
+	if len(ivs) == 0 {
+		_, err := fmt.Fprintf(e.stdout, "no claim of this number is recorded (the journal keeps the newest %d claims of each number)\n", lease.JournalRetention)
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOKEN\tHOLDER\tCLAIMED\tFROM\tUNTIL\tENDED")
+	for _, iv := range ivs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", iv.Token, iv.Holder, fmtMs(iv.ClaimedMs), fmtMs(iv.FromMs), untilText(iv), stateText(iv))
+	}
+	if err := lease.CheckIntervals(ivs); err != nil {
+		fmt.Fprintf(tw, "WARNING: %v\n", err)
 	}
 	return tw.Flush()
 }
