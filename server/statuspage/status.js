@@ -22,7 +22,8 @@
   function regionText(number, name) {
     return name ? name + " (" + number + ")" : String(number);
   }
-  function ms(v) { return v.toFixed(3) + " ms"; }
+  function ms(v) { return (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3)) + " ms"; }
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
 
   function setState(h) {
     var el = $("state");
@@ -88,6 +89,7 @@
       return;
     }
     var left = fenceAt - performance.now();
+    $("fence").dataset.ms = String(Math.round(left));
     text("fence", left > 0 ? secs(left) : "reached " + secs(-left) + " ago");
   }
 
@@ -107,7 +109,7 @@
     }
     $("fleet-table").hidden = false;
     var held = f.records.filter(function (r) { return r.holder; }).length;
-    var note = f.records.length + " numbers on record, " + held + " held";
+    var note = plural(f.records.length, "number", "numbers") + " on record, " + held + " held";
     if (f.read_ms) { note += ", read " + iso(f.read_ms); }
     if (f.error) { note += ". Reading the store failed: " + f.error; }
     text("fleet-note", note + ".");
