@@ -114,7 +114,11 @@ func TestBadInput(t *testing.T) {
 		{"decode a minute ahead", req{target: "/v1/ids/" + mustCompose(t, exampleTime.Add(time.Minute)) + "/decode"}, 422, CodeIDInFuture, ""},
 
 		// Unknown paths.
-		{"root", req{target: "/"}, 404, CodeNotFound, ""},
+		// "/" is the status page (TestStatusListeners: 404 on the main
+		// listener when the admin listener is apart).
+		{"index.html", req{target: "/index.html"}, 404, CodeNotFound, ""},
+		{"status without asset", req{target: "/status/"}, 404, CodeNotFound, ""},
+		{"status", req{target: "/status"}, 404, CodeNotFound, ""},
 		{"v1", req{target: "/v1"}, 404, CodeNotFound, ""},
 		{"ids slash", req{method: "POST", target: "/v1/ids/"}, 404, CodeNotFound, ""},
 		{"id without decode", req{target: "/v1/ids/" + example}, 404, CodeNotFound, ""},

@@ -11,6 +11,8 @@
 //	GET  /readyz                 200 while issuing and not draining, else 503
 //	GET  /metrics                Prometheus text exposition
 //	GET  /openapi.json           the OpenAPI 3.1 description (package api)
+//	GET  /                       the status page, for a browser (its files under /status/)
+//	GET  /v1/status              what the page shows, as JSON; GET /v1/status/decode/{id} is its decoder
 //
 // GET endpoints also answer HEAD. Over a caller's quota, the minting
 // endpoints answer 429 rate_limited with Retry-After; nothing is issued.
@@ -79,12 +81,28 @@
 // and metrics a listener of their own serves APIHandler on its main listener
 // and AdminHandler on the admin one: /healthz, /readyz and /metrics only on
 // the admin listener (plain HTTP, for load balancers and Prometheus, which
-// hold no caller certificate), everything else only on the main one, each
+// hold no caller certificate), and with them the status page; everything
+// else only on the main one, each
 // answering 404 not_found, naming the other listener, for the other's
 // routes. So whatever guards the main listener, such as mutual TLS, guards
 // every route it serves, and the admin listener exposes nothing that mints.
 // The handlers share the server's state and metrics; a request answered 404
 // for its listener counts as endpoint "unmatched".
+//
+// # Status page
+//
+// GET / is a page for the operator's browser, its HTML, CSS and
+// JavaScript embedded (statuspage/) and held by its Content-Security-Policy
+// to the server's own origin. It polls GET /v1/status every second: this
+// holder's state (the health's, the lease keeper's token and mark, the
+// clock sync in milliseconds, the issued counter for IDs per second), the
+// fleet (Config.Fleet, read at most once a second; without it the page says
+// the fleet is not available) and the schedule's layouts, from which it
+// draws the 64 bits of an ID that GET /v1/status/decode/{id} decoded (the
+// same answers as GET /v1/ids/{id}/decode). These routes go with the admin
+// routes: on AdminHandler, not on APIHandler, since holder names carry host
+// names and a browser holds no caller certificate. A Starting serves the
+// page too, its status saying why it does not issue yet.
 //
 // # Starting
 //

@@ -48,7 +48,7 @@ func loadSpec(t *testing.T) *spec {
 
 // concrete turns a path template into a request path.
 func concrete(path string) string {
-	return strings.NewReplacer("{id}", example, "{pid}", examplePID).Replace(path)
+	return strings.NewReplacer("{id}", example, "{pid}", examplePID, "{asset}", "status.js").Replace(path)
 }
 
 // specOps lists "method path" for every operation in the spec.
@@ -204,6 +204,26 @@ func statusRecipes() map[string]struct {
 		"GET /healthz 503 while starting":      {fixture: starting, r: get("/healthz")},
 		"GET /readyz 503 while starting":       {fixture: starting, r: get("/readyz")},
 		"GET /metrics 200 while starting":      {fixture: starting, r: get("/metrics")},
+
+		// The status page.
+		"GET / 200":                                {r: get("/")},
+		"GET / 405":                                {r: post("/", "")},
+		"GET / 200 while starting":                 {fixture: starting, r: get("/")},
+		"GET /status/{asset} 200":                  {r: get("/status/status.js")},
+		"GET /status/{asset} 200 css":              {r: get("/status/status.css")},
+		"GET /status/{asset} 200 icon":             {r: get("/status/icon.svg")},
+		"GET /status/{asset} 404":                  {r: get("/status/index.html")},
+		"GET /status/{asset} 405":                  {r: post("/status/status.js", "")},
+		"GET /v1/status 200":                       {r: get("/v1/status")},
+		"GET /v1/status 405":                       {r: post("/v1/status", "")},
+		"GET /v1/status 200 while fenced":          {fixture: fenced, r: get("/v1/status")},
+		"GET /v1/status 200 while starting":        {fixture: starting, r: get("/v1/status")},
+		"GET /v1/status/decode/{id} 200":           {r: get("/v1/status/decode/" + example)},
+		"GET /v1/status/decode/{id} 400":           {r: get("/v1/status/decode/x")},
+		"GET /v1/status/decode/{id} 405":           {r: post("/v1/status/decode/"+example, "")},
+		"GET /v1/status/decode/{id} 422":           {r: get("/v1/status/decode/9223372036854775807")},
+		"GET /v1/status/decode/{id} 503":           {fixture: starting, r: get("/v1/status/decode/" + example)},
+		"GET /v1/status/decode/{id} 200 with uuid": {r: get("/v1/status/decode/" + exampleUUID)},
 
 		// UUIDv7 and the UUIDv8 form of IDs.
 		"POST /v1/uuids 200":                    {r: post("/v1/uuids", "")},

@@ -30,6 +30,13 @@ type route struct {
 	// admin marks the routes of the admin listener: health, readiness and
 	// metrics (Server.AdminHandler).
 	admin bool
+	// operator marks the status page's routes: the page, its assets, the
+	// JSON it polls and its decoder. They are served with the admin routes
+	// (on the admin listener when there is one, never on the main listener
+	// then), because they are views for the operator: holder names carry
+	// host names, and a browser holds no caller certificate for a main
+	// listener behind mutual TLS.
+	operator bool
 
 	// Derived from method and pattern by routes.
 	allow          string // the Allow header of a 405
@@ -68,6 +75,12 @@ func routes() []route {
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true},
 		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}},
+		// The status page (statuspage.go): 404 for an asset it does not
+		// have; the decoder's 503 only from a Starting.
+		{method: "GET", pattern: "/", operation: "statusPage", serve: (*Server).statusPage, statuses: []int{200, 405}, operator: true},
+		{method: "GET", pattern: "/status/{asset}", operation: "statusAsset", serve: (*Server).statusAsset, statuses: []int{200, 404, 405}, operator: true},
+		{method: "GET", pattern: "/v1/status", operation: "status", serve: (*Server).status, statuses: []int{200, 405}, operator: true},
+		{method: "GET", pattern: "/v1/status/decode/{id}", operation: "statusDecodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}, operator: true},
 	}
 	for i := range rs {
 		r := &rs[i]
@@ -136,9 +149,9 @@ const (
 func (p part) takes(rt *route) bool {
 	switch p {
 	case apiRoutes:
-		return !rt.admin
+		return !rt.admin && !rt.operator
 	case adminRoutes:
-		return rt.admin
+		return rt.admin || rt.operator
 	}
 	return true
 }
@@ -147,7 +160,7 @@ func (p part) takes(rt *route) bool {
 // route asked of the API's handler, or the reverse.
 func (p part) elsewhere(rt *route) *apiError {
 	where := "the main listener"
-	if rt.admin {
+	if rt.admin || rt.operator {
 		where = "the admin listener"
 	}
 	return &apiError{status: http.StatusNotFound, code: CodeNotFound,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,6 +87,13 @@ type Config struct {
 	// (see PublicIDOpeners). Nil: none may (403 forbidden). Sealing is
 	// for every caller Quota admits, either way.
 	PublicIDOpeners PublicIDOpeners
+	// Fleet, if set, reads every record of the lease store (lease.Store's
+	// List) for the status page's fleet table (GET /v1/status); the
+	// regions are named through RegionNames. It is called at most once a
+	// second however many pages poll, with a 2 s timeout, and never on the
+	// mint path. Nil: the page says the fleet is not available, as for a
+	// server a library embeds.
+	Fleet func(ctx context.Context) ([]lease.Record, error)
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -103,6 +111,7 @@ type Server struct {
 	// who may open (nil: nobody).
 	publicIDs *publicid.Keyset
 	openers   PublicIDOpeners
+	fleet     *fleetCache
 	maxBody   int64
 	draining  atomic.Bool
 	// origin is the zero of request timing.
@@ -184,6 +193,7 @@ func New(cfg Config) (*Server, error) {
 		publicIDs:  cfg.PublicIDKeys,
 		openers:    cfg.PublicIDOpeners,
 		maxBody:    cfg.MaxBodyBytes,
+		fleet:      newFleetCache(cfg.Fleet, cfg.Clock),
 		routes:     routes(),
 		origin:     time.Now(),
 		openAPI:    api.OpenAPI(),

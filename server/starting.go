@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // Reasons a Starting gives in "reason" and in the health's reason.
@@ -33,6 +36,14 @@ type StartingConfig struct {
 	Region int
 	// Logger receives promhttp's errors. Nil discards them.
 	Logger *slog.Logger
+	// Fleet and RegionNames are the status page's, as in Config: a spare
+	// waiting for a number shows the fleet that holds them. Nil: the page
+	// says the fleet is not available; regions are numbers.
+	Fleet       func(ctx context.Context) ([]lease.Record, error)
+	RegionNames func(number int) (string, bool)
+	// Schedule is the schedule the status page's bit picture draws. Zero
+	// means snowfence.DefaultSchedule().
+	Schedule snowfence.Schedule
 }
 
 // A Starting answers for a service whose generator is not running yet, such
@@ -41,7 +52,8 @@ type StartingConfig struct {
 // set by SetReason and its detail (so load balancers send it nothing); the
 // minting and decode routes answer 503 starting with Retry-After and issue
 // nothing; /metrics serves StartingConfig.Gatherer and /openapi.json the
-// API description. It splits its routes the way a Server does (Handler,
+// API description; the status page is served, its JSON saying "starting"
+// with the reason. It splits its routes the way a Server does (Handler,
 // APIHandler, AdminHandler), so a service swaps each of its listeners'
 // handlers from a Starting's to its Server's once the generator runs. It
 // counts no requests: a Server's metrics start with the Server.
@@ -62,6 +74,9 @@ func NewStarting(cfg StartingConfig) *Starting {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if len(cfg.Schedule.Steps()) == 0 {
+		cfg.Schedule = snowfence.DefaultSchedule()
+	}
 	st := &Starting{region: cfg.Region}
 	st.state.Store(&startingState{reason: ReasonStarting, detail: "claiming a machine number"})
 	s := &Server{
@@ -71,7 +86,11 @@ func NewStarting(cfg StartingConfig) *Starting {
 		jsonType:   []string{"application/json"},
 		retryAfter: []string{"1"},
 		nosniff:    []string{"nosniff"},
+		schedule:   cfg.Schedule,
+		names:      cfg.RegionNames,
+		clock:      snowfence.SystemClock(),
 	}
+	s.fleet = newFleetCache(cfg.Fleet, s.clock)
 	gath := cfg.Gatherer
 	if gath == nil {
 		own := prometheus.NewRegistry()
@@ -82,7 +101,11 @@ func NewStarting(cfg StartingConfig) *Starting {
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
 	})
 	for i := range s.routes {
-		if rt := &s.routes[i]; rt.pattern != "/openapi.json" && rt.pattern != "/metrics" {
+		switch rt := &s.routes[i]; rt.pattern {
+		case "/openapi.json", "/metrics", "/", "/status/{asset}":
+		case "/v1/status":
+			rt.serve = st.status
+		default:
 			rt.serve = st.refuse
 		}
 	}
@@ -127,6 +150,25 @@ func (st *Starting) refuse(s *Server, w http.ResponseWriter, r *http.Request, _ 
 		h = nil
 	}
 	return s.writeErrorHealth(w, e, h)
+}
+
+// status answers GET /v1/status while starting: not issuing, the reason
+// and detail SetReason set, no machine number, and the fleet.
+func (st *Starting) status(s *Server, w http.ResponseWriter, r *http.Request, _ string) int {
+	state := st.state.Load()
+	h := holderStatus{Status: "starting", Reason: state.reason, Detail: state.detail, Machine: -1, Region: st.region}
+	if st.draining.Load() {
+		h.Status = "shutting_down"
+	}
+	if s.names != nil {
+		h.RegionName = regionName(s.names, st.region)
+	}
+	return s.writeJSON(w, &statusJSON{
+		NowMs:   s.clock.Now().WallMs,
+		Holder:  h,
+		Fleet:   s.fleet.read(r.Context(), s.names),
+		Layouts: layoutsOf(s.schedule),
+	})
 }
 
 // startingHandler serves one part of a Starting's routes.

@@ -185,7 +185,10 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 		return fmt.Errorf("start: %w", err)
 	}
 	defer s.perimeter.Close()
-	s.starting = server.NewStarting(server.StartingConfig{Gatherer: s.reg, Region: hr.region.Number, Logger: cfg.log})
+	// The status page (on the admin listener when there is one) shows the
+	// fleet from the holder's own store, while waiting for a number too.
+	s.starting = server.NewStarting(server.StartingConfig{Gatherer: s.reg, Region: hr.region.Number, Logger: cfg.log,
+		Fleet: s.opened.Store.List, RegionNames: hr.registry.NameOf, Schedule: cfg.node.Generator.Schedule})
 	if s.adminLn != nil {
 		s.main.set(s.starting.APIHandler())
 		s.admin.set(s.starting.AdminHandler())
@@ -213,7 +216,7 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 		}
 		printed = true
 		if s.adminLn != nil {
-			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.adminLn.Addr())
+			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /metrics, the status page at /)\n", s.adminLn.Addr())
 		}
 		fmt.Fprintf(e.stdout, "listening on %s://%s%s\n", scheme, s.ln.Addr(), note)
 	}
@@ -313,7 +316,7 @@ func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	// --test-clock-offset): decode's future check and the UUIDv7s of
 	// POST /v1/uuids read the same time as the IDs.
 	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg,
-		Quota: s.perimeter.Quota(), Clock: cfg.node.Generator.Clock}
+		Quota: s.perimeter.Quota(), Clock: cfg.node.Generator.Clock, Fleet: s.opened.Store.List}
 	cfg.publicIDs.configure(&sc, s.perimeter)
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
