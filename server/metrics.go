@@ -57,8 +57,9 @@ type metrics struct {
 }
 
 // newMetrics registers the request instruments of the routes rs and the
-// collector that reads the generator and lease at scrape time.
-func newMetrics(reg prometheus.Registerer, rs []route, gen *snowfence.Generator, ls StatusReporter, draining func() bool) (*metrics, error) {
+// collector that reads the generator, the lease and the region numbers
+// (nil: not exported) at scrape time.
+func newMetrics(reg prometheus.Registerer, rs []route, gen *snowfence.Generator, ls StatusReporter, regions func() (left, total int), draining func() bool) (*metrics, error) {
 	m := &metrics{
 		requestsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowfence_http_requests_total",
@@ -75,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, rs []route, gen *snowfence.Generator,
 		Help: "1 once the server is shutting down (health and readiness report 503), else 0.",
 	}, func() float64 { return b2f(draining()) })
 	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.requestsVec, latency, drainingGauge, newGeneratorCollector(gen, ls)} {
+	for _, c := range []prometheus.Collector{m.requestsVec, latency, drainingGauge, newGeneratorCollector(gen, ls, regions)} {
 		if err := reg.Register(c); err != nil {
 			for _, d := range done { // leave the registry as it was
 				reg.Unregister(d)
@@ -123,13 +124,19 @@ func b2f(b bool) float64 {
 
 // generatorCollector reads the generator's counters and health, and the
 // lease's status, when Prometheus scrapes: minting pays nothing for them.
+// The generator's limits are exported beside the values they bound, so an
+// alert rule compares the two without a number of its own.
 type generatorCollector struct {
-	gen *snowfence.Generator
-	ls  StatusReporter
+	gen     *snowfence.Generator
+	ls      StatusReporter
+	limits  snowfence.Limits
+	regions func() (left, total int) // nil: not exported
 
 	issued, refusals, seqWaits, backWaits, fwdJumps, backSteps *prometheus.Desc
 	issuing, untilFence, info                                  *prometheus.Desc
-	clockSync, clockEst, clockMax, clockOffset                 *prometheus.Desc
+	clockSync, clockEst, clockMax, clockOffset, clockLimit     *prometheus.Desc
+	timestampsEnd, exhaustionWarning                           *prometheus.Desc
+	regionsLeft, regionsTotal                                  *prometheus.Desc
 	leaseState, leaseInfo, leaseClaims, leaseLosses            *prometheus.Desc
 	leaseRenewFailures, leaseMark, leaseRenewal, leaseNext     *prometheus.Desc
 }
@@ -145,13 +152,15 @@ func leaseStates() []lease.State {
 	return []lease.State{lease.StateClaiming, lease.StateHeld, lease.StateFenced, lease.StateClosed}
 }
 
-func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter) *generatorCollector {
+func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter, regions func() (left, total int)) *generatorCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("snowfence_"+name, help, labels, nil)
 	}
 	return &generatorCollector{
 		gen:         gen,
 		ls:          ls,
+		limits:      gen.Limits(),
+		regions:     regions,
 		issued:      d("ids_issued_total", "IDs issued by the generator (single and batch)."),
 		refusals:    d("refusals_total", "Refused mint calls by reason: fenced, clock-backwards, clock-unsynchronized, layout, canceled.", "reason"),
 		seqWaits:    d("sequence_waits_total", "Waits for the next tick because a tick's sequence numbers ran out."),
@@ -175,13 +184,26 @@ func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter) *generat
 		leaseRenewal: d("lease_last_renewal_timestamp_seconds", "When the last acknowledged renewal was sent (Unix seconds)."),
 		leaseNext: d("lease_next_state", "While a cutover of the layout schedule approaches (within the keeper's lead): 1 for the state of the number "+
 			"claimed for the layout that takes over, 0 for the others; alert on claiming near the cutover. Absent otherwise.", "layout", "state"),
+		clockLimit: d("clock_max_error_limit_seconds", "The kernel's maximum clock error the clock policy tolerates: above it policy require refuses and warn warns. "+
+			"Absent with clock policy off."),
+		timestampsEnd: d("layout_timestamps_end_seconds", "The first instant the schedule's timestamp cannot hold, its epoch + 2^time bits units "+
+			"(Unix seconds): from it on the generator refuses (reason layout)."),
+		exhaustionWarning: d("layout_exhaustion_warning_seconds", "How long before the timestamp runs out the generator starts warning in its health."),
+		regionsLeft: d("region_numbers_left", "Region numbers of the fleet schedule's last layout that no region of the registry has had "+
+			"(retired numbers are never reused). Absent without region bits or without the registry."),
+		regionsTotal: d("region_numbers", "Region numbers the fleet schedule's last layout has, 2^region bits. Absent without region bits or without the registry."),
 	}
 }
 
 func (c *generatorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.issued, c.refusals, c.seqWaits, c.backWaits, c.fwdJumps, c.backSteps,
-		c.issuing, c.untilFence, c.info, c.clockSync, c.clockEst, c.clockMax, c.clockOffset} {
+		c.issuing, c.untilFence, c.info, c.clockSync, c.clockEst, c.clockMax, c.clockOffset, c.clockLimit,
+		c.timestampsEnd, c.exhaustionWarning} {
 		ch <- d
+	}
+	if c.regions != nil {
+		ch <- c.regionsLeft
+		ch <- c.regionsTotal
 	}
 	if c.ls != nil {
 		for _, d := range []*prometheus.Desc{c.leaseState, c.leaseInfo, c.leaseClaims, c.leaseLosses,
@@ -229,6 +251,17 @@ func (c *generatorCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.clockEst, h.Clock.EstimatedError.Seconds())
 		gauge(c.clockMax, h.Clock.MaxError.Seconds())
 		gauge(c.clockOffset, h.Clock.Offset.Seconds())
+	}
+	if c.limits.ClockPolicy != snowfence.ClockOff {
+		gauge(c.clockLimit, c.limits.MaxClockError.Seconds())
+	}
+	gauge(c.timestampsEnd, float64(c.limits.TimestampsEnd.UnixMilli())/1000)
+	gauge(c.exhaustionWarning, c.limits.ExhaustionWarning.Seconds())
+	if c.regions != nil {
+		if left, total := c.regions(); total > 0 {
+			gauge(c.regionsLeft, float64(left))
+			gauge(c.regionsTotal, float64(total))
+		}
 	}
 
 	if c.ls == nil {

@@ -72,6 +72,14 @@ type Config struct {
 	// never on the mint path; it must be safe for concurrent use and
 	// should answer from memory. Nil: "region" is the number in decimal.
 	RegionNames func(number int) (string, bool)
+	// RegionNumbers, if set, is called on every scrape of /metrics for
+	// the region numbers the region registry has left (lease.Registry.Left)
+	// out of the total the fleet schedule's last layout has (1 <<
+	// RegionBits), exported as snowfence_region_numbers_left and
+	// snowfence_region_numbers; a total of zero (no region bits) exports
+	// neither. It must be safe for concurrent use and should answer from
+	// memory. Nil: neither is exported.
+	RegionNumbers func() (left, total int)
 	// Quota, if set, is asked before every mint whether the caller may
 	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
 	// and the mint path does no per-caller work.
@@ -205,7 +213,7 @@ func New(cfg Config) (*Server, error) {
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
 	s.uuidBufs.New = func() any { return newUUIDBuffers() }
-	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, s.draining.Load)
+	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, cfg.RegionNumbers, s.draining.Load)
 	if err != nil {
 		return nil, err
 	}
