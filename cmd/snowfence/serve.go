@@ -321,6 +321,20 @@ func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
 	s.names.start()
 	sc.RegionNames = s.names.Name
+	// Region numbers left, for the alert on a registry nearly used up:
+	// only once a layout with region bits is in the schedule and a
+	// registry was written.
+	steps := cfg.node.Generator.Schedule.Steps()
+	if last := steps[len(steps)-1].Layout; last.RegionBits > 0 {
+		total := 1 << last.RegionBits
+		sc.RegionNumbers = func() (int, int) {
+			reg := s.names.reg.Load()
+			if reg == nil || reg.Version == 0 {
+				return 0, 0 // no registry written: export nothing
+			}
+			return reg.Left(total), total
+		}
+	}
 	if s.srv, err = server.New(sc); err != nil {
 		return err
 	}
