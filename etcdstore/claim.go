@@ -22,17 +22,23 @@ import (
 // number in the range so holders starting together spread out; then the
 // others, lowest mark first.
 //
-// For each candidate it grants an etcd lease of req.LeaseFor (rounded up to
-// whole seconds, at least 1 s) and claims the number with a transaction
-// that puts the owner key only if neither the owner nor the quarantine key
-// exists, reading the mark in the same transaction. The fencing token is
-// the transaction's revision, which is the owner key's create revision.
+// For each candidate it reads the number's mark and journal keys, grants
+// an etcd lease of req.LeaseFor (rounded up to whole seconds, at least
+// 1 s) and claims the number with a transaction that puts the owner key
+// only if neither the owner nor the quarantine key exists and the mark key
+// and the number's journal are as read. The same transaction writes the
+// claim's journal entry (History) and drops the number's oldest entries
+// beyond lease.JournalRetention. The fencing token is the transaction's
+// revision, which is the owner key's and the entry key's create revision.
 // StartMs is max(stored mark, req.NowMs) — and, once this store has seen
 // etcd go back in time, at least the restore window (req.RestoreWindow,
 // else Config.RestoreMargin) after the moment it noticed, on the
 // claimer's clock; that floor is not held against MaxAhead. A number whose
-// stored mark turns out too far ahead is released again and the next one
-// tried.
+// stored mark is too far ahead is passed over, unclaimed. A number whose
+// mark or journal moved since the read is claimed again on what the
+// failed transaction read, a few times, then counted as taken; one whose
+// claim raced a restore noticed meanwhile is given back, entry and all,
+// and claimed once more with the restore window.
 //
 // The fleet schedule (<prefix>/schedule) is read with the range, and the
 // claim refused with lease.ErrSchedule unless req.Schedule equals it; the
@@ -40,10 +46,13 @@ import (
 // so a schedule set meanwhile is never missed. The lease carries
 // req.Schedule in canonical form.
 //
-// After an error of unknown outcome it re-reads the owner key: a claim that
-// committed (the key is bound to this claim's etcd lease) is adopted; one
-// that did not, or cannot be told, has its etcd lease revoked, which undoes
-// it if it committed after all, and the error is returned.
+// After an error of unknown outcome it re-reads the owner key and the
+// claim's journal entry: a claim that committed (the key is bound to this
+// claim's etcd lease, and the entry, written with it, is there) is
+// adopted; one that did not, or cannot be told, has its etcd lease
+// revoked, which undoes it if it committed after all (leaving at most an
+// entry that covers no timestamp: the mark is unchanged, at or below its
+// start), and the error is returned.
 //
 // It returns lease.ErrNoFreeNumber, saying why each number was passed over,
 // when no number can be claimed.
