@@ -22,17 +22,23 @@ import (
 // number in the range so holders starting together spread out; then the
 // others, lowest mark first.
 //
-// For each candidate it grants an etcd lease of req.LeaseFor (rounded up to
-// whole seconds, at least 1 s) and claims the number with a transaction
-// that puts the owner key only if neither the owner nor the quarantine key
-// exists, reading the mark in the same transaction. The fencing token is
-// the transaction's revision, which is the owner key's create revision.
+// For each candidate it reads the number's mark and journal keys, grants
+// an etcd lease of req.LeaseFor (rounded up to whole seconds, at least
+// 1 s) and claims the number with a transaction that puts the owner key
+// only if neither the owner nor the quarantine key exists and the mark key
+// and the number's journal are as read. The same transaction writes the
+// claim's journal entry (History) and drops the number's oldest entries
+// beyond lease.JournalRetention. The fencing token is the transaction's
+// revision, which is the owner key's and the entry key's create revision.
 // StartMs is max(stored mark, req.NowMs) — and, once this store has seen
 // etcd go back in time, at least the restore window (req.RestoreWindow,
 // else Config.RestoreMargin) after the moment it noticed, on the
 // claimer's clock; that floor is not held against MaxAhead. A number whose
-// stored mark turns out too far ahead is released again and the next one
-// tried.
+// stored mark is too far ahead is passed over, unclaimed. A number whose
+// mark or journal moved since the read is claimed again on what the
+// failed transaction read, a few times, then counted as taken; one whose
+// claim raced a restore noticed meanwhile is given back, entry and all,
+// and claimed once more with the restore window.
 //
 // The fleet schedule (<prefix>/schedule) is read with the range, and the
 // claim refused with lease.ErrSchedule unless req.Schedule equals it; the
@@ -40,10 +46,13 @@ import (
 // so a schedule set meanwhile is never missed. The lease carries
 // req.Schedule in canonical form.
 //
-// After an error of unknown outcome it re-reads the owner key: a claim that
-// committed (the key is bound to this claim's etcd lease) is adopted; one
-// that did not, or cannot be told, has its etcd lease revoked, which undoes
-// it if it committed after all, and the error is returned.
+// After an error of unknown outcome it re-reads the owner key and the
+// claim's journal entry: a claim that committed (the key is bound to this
+// claim's etcd lease, and the entry, written with it, is there) is
+// adopted; one that did not, or cannot be told, has its etcd lease
+// revoked, which undoes it if it committed after all (leaving at most an
+// entry that covers no timestamp: the mark is unchanged, at or below its
+// start), and the error is returned.
 //
 // It returns lease.ErrNoFreeNumber, saying why each number was passed over,
 // when no number can be claimed.
@@ -71,12 +80,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: claim in %s: read the range: %w", req.Range, err)
 	}
-	rangeAt := func(i int) []*mvccpb.KeyValue {
-		if r := resp.Responses[i].GetResponseRange(); r != nil {
-			return r.Kvs
-		}
-		return nil
-	}
+	rangeAt := func(i int) []*mvccpb.KeyValue { return rangeKvs(resp, i) }
 	kvs := rangeAt(0)
 	if !revert.Restore {
 		s.marksWentBack(epoch, s.keys, revs, kvs, resp.Header)
@@ -101,6 +105,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 			return nil, fmt.Errorf("etcdstore: claim in %s: %w", req.Range, err)
 		}
 		l, why, err := s.tryClaim(ctx, req, n, &sched)
+		if why == skipRestored && err == nil && l == nil {
+			l, why, err = s.tryClaim(ctx, req, n, &sched) // once more, with the restore window
+		}
 		switch {
 		case err != nil:
 			return nil, err
@@ -195,13 +202,14 @@ func tooFar(startMs int64, req lease.ClaimRequest) bool {
 type skipReason int
 
 const (
-	skipTaken skipReason = iota // held or quarantined by the time of the claim
-	skipAhead                   // mark too far ahead
+	skipTaken    skipReason = iota // held or quarantined by the time of the claim
+	skipAhead                      // mark too far ahead
+	skipRestored                   // given back: a restore noticed meanwhile raised its start
 )
 
 // skips counts the numbers passed over, by reason.
 type skips struct {
-	held, quarantined, excluded, ahead, taken int
+	held, quarantined, excluded, ahead, taken, restored int
 }
 
 func (sk *skips) add(why skipReason) {
@@ -210,12 +218,14 @@ func (sk *skips) add(why skipReason) {
 		sk.taken++
 	case skipAhead:
 		sk.ahead++
+	case skipRestored:
+		sk.restored++
 	}
 }
 
 func (sk *skips) String() string {
-	return fmt.Sprintf("%d held, %d quarantined, %d excluded, %d with a mark more than MaxAhead ahead of the claimer's clock, %d taken while claiming",
-		sk.held, sk.quarantined, sk.excluded, sk.ahead, sk.taken)
+	return fmt.Sprintf("%d held, %d quarantined, %d excluded, %d with a mark more than MaxAhead ahead of the claimer's clock, %d taken while claiming, "+
+		"%d given back twice for a restore noticed while claiming", sk.held, sk.quarantined, sk.excluded, sk.ahead, sk.taken, sk.restored)
 }
 
 // ttlSeconds is an etcd lease TTL for d: whole seconds, rounded up, at
@@ -228,81 +238,157 @@ func ttlSeconds(d time.Duration) int64 {
 // schedule key was rewritten, with the same schedule, under it.
 const scheduleTries = 3
 
+// moveTries bounds the claim attempts on one free number whose mark or
+// journal moved between the read and the claim transaction.
+const moveTries = 3
+
+// claimRead is what a claim of one number read before its transaction:
+// the mark key, the number's journal keys (keys only), and the revision
+// of that read. The transaction compares both unchanged, so the journal
+// entry it writes names the mark the claim took over, and the entries it
+// drops are the oldest.
+type claimRead struct {
+	mark    *mvccpb.KeyValue
+	journal []*mvccpb.KeyValue
+	rev     int64
+}
+
+// readForClaim reads the mark and the journal keys of number n.
+func (s *Store) readForClaim(ctx context.Context, n int) (claimRead, error) {
+	resp, err := s.txn(ctx, nil, []clientv3.Op{
+		clientv3.OpGet(s.keys.mark(n)),
+		clientv3.OpGet(s.keys.journalOf(n), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	}, nil)
+	if err != nil {
+		return claimRead{}, fmt.Errorf("etcdstore: claim machine %d: read its mark and journal: %w", n, err)
+	}
+	return claimRead{mark: kvAt(resp, 0), journal: rangeKvs(resp, 1), rev: resp.Header.Revision}, nil
+}
+
 // tryClaim claims number n, with the fleet schedule as sched guards it
 // (updated when the key was rewritten with the same schedule). It returns
 // the lease, or a reason to try the next number, or an error that ends the
 // claim.
+//
+// It reads n's mark and journal first, and decides the lease's start from
+// that mark; the claim transaction writes the journal entry, with that
+// mark and start, and commits only if the mark key and the journal are as
+// read — so the entry's PrevMarkMs is the mark in force when the number
+// was taken, and its token (the entry key's create revision) the owner
+// key's. A number whose mark is too far ahead is passed over before it is
+// claimed, leaving no entry.
 func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sched *scheduleGuard) (*lease.Lease, skipReason, error) {
+	rd, err := s.readForClaim(ctx, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	if mv, err := parseMark(rd.mark); err != nil || tooFar(max(mv.MarkMs, req.NowMs), req) {
+		if err == nil {
+			s.passOver(req, n, mv)
+		}
+		return nil, skipAhead, err
+	}
 	grant, err := s.cli.Grant(ctx, ttlSeconds(req.LeaseFor))
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcdstore: claim machine %d: grant an etcd lease: %w", n, err)
 	}
 	id := grant.ID
-	owner, quar, markKey := s.keys.owner(n), s.keys.quarantine(n), s.keys.mark(n)
+	owner, quar, markKey, entry := s.keys.owner(n), s.keys.quarantine(n), s.keys.mark(n), s.keys.entry(n, claimID(id))
 	var resp *clientv3.TxnResponse
-	for attempt := 0; ; attempt++ {
+	var mv markValue
+	var startMs int64
+	for schedTry, moveTry := 0, 0; ; {
+		mv, err = parseMark(rd.mark)
+		if err != nil {
+			s.revoke(ctx, id, n)
+			return nil, 0, err
+		}
+		startMs = max(mv.MarkMs, req.NowMs)
+		if tooFar(startMs, req) {
+			s.passOver(req, n, mv)
+			s.revoke(ctx, id, n)
+			return nil, skipAhead, nil
+		}
+		startMs = max(startMs, s.claimFloorMs(req))
+		drop, clash := s.keys.retire(n, claimID(id), rd.journal)
+		if clash {
+			s.revoke(ctx, id, n)
+			return nil, 0, fmt.Errorf("etcdstore: claim machine %d: its journal already has an entry of etcd lease %s (an etcd lease ID repeated); retry",
+				n, claimID(id))
+		}
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(owner), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(markKey), "=", modRev(rd.mark)),
+			clientv3.Compare(clientv3.CreateRevision(s.keys.journalOf(n)), "<", rd.rev+1).WithPrefix(),
 		}
 		if !revert.Schedule {
 			cmps = append(cmps, sched.cmp(s.keys.schedule))
 		}
-		resp, err = s.txn(ctx, cmps,
-			[]clientv3.Op{
-				clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
-				clientv3.OpGet(markKey),
-			},
-			[]clientv3.Op{clientv3.OpGet(s.keys.schedule)})
-		if err != nil || resp.Succeeded || revert.Schedule {
+		then := append([]clientv3.Op{
+			clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
+			clientv3.OpPut(entry, encode(entryValue{Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: mv.MarkMs, StartMs: startMs})),
+		}, drop...)
+		resp, err = s.txn(ctx, cmps, then, []clientv3.Op{
+			clientv3.OpGet(s.keys.schedule),
+			clientv3.OpGet(owner, clientv3.WithKeysOnly()),
+			clientv3.OpGet(quar, clientv3.WithKeysOnly()),
+			clientv3.OpGet(markKey),
+			clientv3.OpGet(s.keys.journalOf(n), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		})
+		if err != nil || resp.Succeeded {
 			break
 		}
 		sk := kvAt(resp, 0)
-		if sched.holds(sk) {
-			break // taken or quarantined
-		}
-		if err := checkScheduleKV(req.Schedule, sk); err != nil {
+		switch {
+		case revert.Schedule || kvAt(resp, 1) != nil || kvAt(resp, 2) != nil:
 			s.revoke(ctx, id, n)
-			return nil, 0, err
+			return nil, skipTaken, nil // taken or quarantined
+		case !sched.holds(sk):
+			if err := checkScheduleKV(req.Schedule, sk); err != nil {
+				s.revoke(ctx, id, n)
+				return nil, 0, err
+			}
+			*sched = guardOf(sk) // rewritten with the same schedule
+			if schedTry++; schedTry >= scheduleTries {
+				s.revoke(ctx, id, n)
+				return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the fleet schedule key %s keeps changing under it; retry", n, s.keys.schedule)
+			}
+		default:
+			// Free, but its mark or journal moved since the read (claimed
+			// and given back meanwhile, or raised): claim on what this
+			// response read, like a lost race after a few.
+			if moveTry++; moveTry >= moveTries {
+				s.revoke(ctx, id, n)
+				return nil, skipTaken, nil
+			}
 		}
-		*sched = guardOf(sk) // rewritten with the same schedule
-		if attempt+1 >= scheduleTries {
-			s.revoke(ctx, id, n)
-			return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the fleet schedule key %s keeps changing under it; retry", n, s.keys.schedule)
-		}
+		rd = claimRead{mark: kvAt(resp, 3), journal: rangeKvs(resp, 4), rev: resp.Header.Revision}
 	}
 	var token uint64
-	var mark *mvccpb.KeyValue
-	switch {
-	case err != nil:
-		token, mark, err = s.adopt(ctx, req, n, id, err)
+	if err != nil {
+		token, err = s.adopt(ctx, req, n, id, err)
 		if err != nil {
 			return nil, 0, err
 		}
-	case !resp.Succeeded:
-		s.revoke(ctx, id, n)
-		return nil, skipTaken, nil
-	default:
-		token, mark = uint64(resp.Header.Revision), kvAt(resp, 1)
+	} else {
+		token = uint64(resp.Header.Revision)
 	}
-	mv, err := parseMark(mark)
-	if err != nil {
+	if floor := s.claimFloorMs(req); floor > startMs {
+		// A restore was noticed while the transaction was in flight (by
+		// its own response, say): the start written in the entry misses
+		// the restore window. Give the number back, entry and all, and let
+		// the caller claim again with the window.
+		s.log.Info("claim given back: a restore was noticed while it was made, so it must start later", "machine", n, "region", s.region,
+			"holder", req.Holder, "token", token, "start", lease.FormatMs(startMs), "floor", lease.FormatMs(floor))
 		s.undo(ctx, n, token, id)
-		return nil, 0, err
+		return nil, skipRestored, nil
 	}
-	startMs := max(mv.MarkMs, req.NowMs)
-	if tooFar(startMs, req) {
-		s.log.Info("claimed number passed over: its mark is too far ahead of the claimer's clock", "machine", n, "region", s.region,
-			"holder", req.Holder, "token", token, "mark", lease.FormatMs(mv.MarkMs), "now", lease.FormatMs(req.NowMs), "max_ahead", req.MaxAhead)
-		s.undo(ctx, n, token, id)
-		return nil, skipAhead, nil
-	}
-	startMs = max(startMs, s.claimFloorMs(req))
 	// The lease belongs to the history as now known: if this very response
 	// revealed a restore, the claim was made in the restored store.
 	s.mu.Lock()
 	h := &held{etcdLease: id, epoch: s.hist.epoch, markMs: mv.MarkMs, floorMs: mv.MarkMs, sched: *sched}
-	s.setMarkRevLocked(h, n, modRev(mark))
+	s.setMarkRevLocked(h, n, modRev(rd.mark))
 	s.leases[leaseKey{n, token}] = h
 	s.mu.Unlock()
 	l := &lease.Lease{Machine: n, Region: s.region, Holder: req.Holder, Token: token, StartMs: startMs, MarkMs: mv.MarkMs, Schedule: req.Schedule,
@@ -312,42 +398,71 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 	return l, 0, nil
 }
 
-// adopt decides a claim transaction that failed with cause: if the owner key
-// is bound to this claim's etcd lease the claim committed, and its token and
-// mark are returned. Otherwise the etcd lease is revoked (undoing a claim
-// that commits late) and an error returned.
-func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, n int, id clientv3.LeaseID, cause error) (uint64, *mvccpb.KeyValue, error) {
+// passOver logs a number passed over because its mark is too far ahead.
+func (s *Store) passOver(req lease.ClaimRequest, n int, mv markValue) {
+	s.log.Info("number passed over: its mark is too far ahead of the claimer's clock", "machine", n, "region", s.region,
+		"holder", req.Holder, "mark", lease.FormatMs(mv.MarkMs), "now", lease.FormatMs(req.NowMs), "max_ahead", req.MaxAhead)
+}
+
+// adopt decides a claim transaction that failed with cause: if the owner
+// key is bound to this claim's etcd lease the claim committed, and with it
+// its journal entry (same transaction, same create revision): its token is
+// returned. Otherwise the etcd lease is revoked (undoing a claim that
+// commits late) and an error returned.
+func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, n int, id clientv3.LeaseID, cause error) (uint64, error) {
 	rctx, cancel := s.detached(ctx)
 	defer cancel()
-	resp, err := s.txn(rctx, nil, []clientv3.Op{clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.mark(n))}, nil)
+	resp, err := s.txn(rctx, nil, []clientv3.Op{
+		clientv3.OpGet(s.keys.owner(n)), clientv3.OpGet(s.keys.entry(n, claimID(id)), clientv3.WithKeysOnly()),
+	}, nil)
 	if err != nil {
 		s.revoke(ctx, id, n)
-		return 0, nil, fmt.Errorf("etcdstore: claim machine %d: %w; re-reading it failed too (%v), so its etcd lease was revoked, "+
+		return 0, fmt.Errorf("etcdstore: claim machine %d: %w; re-reading it failed too (%v), so its etcd lease was revoked, "+
 			"which undoes the claim if it committed; retry", n, cause, err)
 	}
-	o := kvAt(resp, 0)
+	o, e := kvAt(resp, 0), kvAt(resp, 1)
 	if o == nil || clientv3.LeaseID(o.Lease) != id {
 		s.revoke(ctx, id, n)
-		return 0, nil, fmt.Errorf("etcdstore: claim machine %d: %w; the store shows it did not commit; retry", n, cause)
+		return 0, fmt.Errorf("etcdstore: claim machine %d: %w; the store shows it did not commit; retry", n, cause)
 	}
 	if ov, err := parseOwner(o); err != nil || ov.Holder != req.Holder {
 		s.revoke(ctx, id, n)
-		return 0, nil, errors.Join(fmt.Errorf("etcdstore: claim machine %d: %w; the owner key on this claim's etcd lease names another holder", n, cause), err)
+		return 0, errors.Join(fmt.Errorf("etcdstore: claim machine %d: %w; the owner key on this claim's etcd lease names another holder", n, cause), err)
+	}
+	if e == nil || e.CreateRevision != o.CreateRevision {
+		s.undo(ctx, n, uint64(o.CreateRevision), id)
+		return 0, fmt.Errorf("etcdstore: claim machine %d: %w; the owner key is this claim's but its journal entry %s is not "+
+			"(was it deleted by hand?), so the claim was undone; retry", n, cause, s.keys.entry(n, claimID(id)))
 	}
 	s.log.Info("claim adopted after an error of unknown outcome: the store shows it committed", "machine", n, "region", s.region,
 		"holder", req.Holder, "token", o.CreateRevision, "error", cause)
-	return uint64(o.CreateRevision), kvAt(resp, 1), nil
+	return uint64(o.CreateRevision), nil
 }
 
 // undo gives back a number just claimed and not used: it deletes the owner
-// key if it is still this claim's, then revokes the etcd lease.
+// key and the claim's journal entry if the owner key is still this
+// claim's, then revokes the etcd lease. If the delete fails, the entry
+// stays, with the mark unchanged at or below its start: an empty interval,
+// like a holder's that died before renewing.
 func (s *Store) undo(ctx context.Context, n int, token uint64, id clientv3.LeaseID) {
 	dctx, cancel := s.detached(ctx)
 	defer cancel()
-	owner := s.keys.owner(n)
+	owner, entry := s.keys.owner(n), s.keys.entry(n, claimID(id))
 	if _, err := s.txn(dctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(token))},
-		[]clientv3.Op{clientv3.OpDelete(owner)}, nil); err != nil {
+		[]clientv3.Op{clientv3.OpDelete(owner), clientv3.OpDelete(entry), clientv3.OpDelete(entry + journalEnd)}, nil); err != nil {
 		s.log.Warn("undoing a claim failed; revoking its etcd lease", "machine", n, "region", s.region, "token", token, "error", err)
 	}
 	s.revoke(ctx, id, n)
+}
+
+// rangeKvs returns the keys of the i-th response of a transaction, nil if
+// that response is not a range.
+func rangeKvs(resp *clientv3.TxnResponse, i int) []*mvccpb.KeyValue {
+	if i >= len(resp.Responses) {
+		return nil
+	}
+	if r := resp.Responses[i].GetResponseRange(); r != nil {
+		return r.Kvs
+	}
+	return nil
 }

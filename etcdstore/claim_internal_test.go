@@ -18,10 +18,10 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestTryClaimUndoesFarAhead: a claim that finds, inside its transaction, a
+// TestTryClaimUndoesFarAhead: a claim that finds, at the number itself, a
 // mark further ahead than MaxAhead (raised after the candidates were read)
-// gives the number back: the owner key is deleted and the etcd lease
-// revoked.
+// passes the number over: no owner key, no journal entry, no etcd lease
+// left.
 func TestTryClaimUndoesFarAhead(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t, 1).Client(t)
@@ -44,6 +44,9 @@ func TestTryClaimUndoesFarAhead(t *testing.T) {
 	if resp, err := cli.Leases(testCtx(t)); err != nil || len(resp.Leases) != 0 {
 		t.Errorf("etcd leases after undo: %v, %v; want none", resp.Leases, err)
 	}
+	if h, err := s.History(testCtx(t), 0); err != nil || len(h) != 0 {
+		t.Errorf("journal after the pass-over: %+v, %v; want none", h, err)
+	}
 }
 
 // TestAdoptDecidesFromTheStore: after a claim transaction errs, adopt takes
@@ -64,11 +67,14 @@ func TestAdoptDecidesFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put, err := cli.Put(testCtx(t), s.keys.owner(1), encode(ownerValue{Holder: "h"}), clientv3.WithLease(committed.ID))
+	put, err := cli.Txn(testCtx(t)).Then( // what the claim transaction writes
+		clientv3.OpPut(s.keys.owner(1), encode(ownerValue{Holder: "h"}), clientv3.WithLease(committed.ID)),
+		clientv3.OpPut(s.keys.entry(1, claimID(committed.ID)), encode(entryValue{Holder: "h"})),
+	).Commit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := s.adopt(testCtx(t), r, 1, committed.ID, cause)
+	token, err := s.adopt(testCtx(t), r, 1, committed.ID, cause)
 	if err != nil || token != uint64(put.Header.Revision) {
 		t.Errorf("adopt of a committed claim = %d, %v; want token %d", token, err, put.Header.Revision)
 	}
@@ -78,7 +84,7 @@ func TestAdoptDecidesFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.adopt(testCtx(t), r, 1, lost.ID, cause); !errors.Is(err, cause) {
+	if _, err := s.adopt(testCtx(t), r, 1, lost.ID, cause); !errors.Is(err, cause) {
 		t.Errorf("adopt of a claim that did not commit = %v, want the cause", err)
 	}
 	if ttl, err := cli.TimeToLive(testCtx(t), lost.ID); err != nil || ttl.TTL != -1 {

@@ -23,8 +23,8 @@ const (
 // margin after a restore for claims that bring no window of their own, and
 // the system clock.
 type Config struct {
-	// Prefix is where the store's keys live: <Prefix>/<Region>/owner/<n>
-	// and so on (docs/etcd-keys.md). A trailing slash is dropped. Zero:
+	// Prefix is where the store's keys live: <Prefix>/<Region>/owner/<n>,
+	// <Prefix>/journal/<Region>/<n>/… and so on (docs/etcd-keys.md). A trailing slash is dropped. Zero:
 	// "/snowfence".
 	Prefix string
 	// Region is the region whose machine numbers this store leases. Each

@@ -13,12 +13,23 @@
 //	<prefix>/<region>/quarantine/<n>  plain key; present means unclaimable and unrenewable
 //	<prefix>/schedule                 plain key, shared by every region: the fleet schedule
 //
+// and the lease journal (History), outside <prefix>/<region>/ so that the
+// claims' reads of the region never see it, per claim c (its etcd lease ID
+// in hex, lease.Lease.Claim) of number n:
+//
+//	<prefix>/journal/<region>/<n>/<c>      plain key, written by the claim's transaction; its create revision is the token
+//	<prefix>/journal/<region>/<n>/<c>/end  plain key, written by the release, quarantine or raise that ended the holding
+//
+// The claim that adds a number's 65th entry drops the oldest in the same
+// transaction (lease.JournalRetention). Renewals write nothing to it.
+//
 // # Fencing
 //
 // A claim is a transaction that puts the owner key only if neither it nor
-// the quarantine key exists and the fleet schedule is the one the claimer
-// brought, and reads the mark in the same step; the token is the owner
-// key's create revision, new on every claim. Every extension of the mark is
+// the quarantine key exists, the fleet schedule is the one the claimer
+// brought and the mark is the one it read just before (so the journal
+// entry the same transaction writes names the mark it took over); the
+// token is the owner key's create revision, new on every claim. Every extension of the mark is
 // a transaction compared on that token and on the owner key's etcd lease
 // (a create revision can repeat after etcd's revision fell), and on the
 // fleet schedule, so a holder whose key expired, was revoked or was taken,

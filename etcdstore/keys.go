@@ -16,18 +16,21 @@ const (
 	kindQuarantine = "quarantine"
 )
 
-// keyspace names the keys of one region, <prefix>/<region>/<kind>/<n>, and
-// the two keys shared by every region under the prefix: the fleet
-// schedule's, <prefix>/schedule, and the region registry's,
-// <prefix>/registry.
+// keyspace names the keys of one region, <prefix>/<region>/<kind>/<n>, its
+// journal's, <prefix>/journal/<region>/<n>/… (journal.go), and the two keys
+// shared by every region under the prefix: the fleet schedule's,
+// <prefix>/schedule, and the region registry's, <prefix>/registry. The
+// journal lives outside <prefix>/<region>/, which claims read whole.
 type keyspace struct {
 	base     string // "<prefix>/<region>/"
+	journal  string // "<prefix>/journal/<region>/"
 	schedule string // "<prefix>/schedule"
 	registry string // "<prefix>/registry"
 }
 
 func newKeyspace(prefix string, region int) keyspace {
-	return keyspace{base: prefix + "/" + strconv.Itoa(region) + "/", schedule: prefix + "/schedule", registry: prefix + "/registry"}
+	r := strconv.Itoa(region)
+	return keyspace{base: prefix + "/" + r + "/", journal: prefix + "/journal/" + r + "/", schedule: prefix + "/schedule", registry: prefix + "/registry"}
 }
 
 // owner is the leased key whose create revision is the fencing token.
@@ -125,4 +128,12 @@ func modRev(kv *mvccpb.KeyValue) int64 {
 		return 0
 	}
 	return kv.ModRevision
+}
+
+// createRev is a key's create revision, 0 for a missing key.
+func createRev(kv *mvccpb.KeyValue) int64 {
+	if kv == nil {
+		return 0
+	}
+	return kv.CreateRevision
 }

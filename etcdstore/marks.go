@@ -20,14 +20,16 @@ const raiseTries = 10
 // that every later claim starts at or above it.
 //
 // Per number it runs one transaction, compared on the mark key's mod
-// revision as just read, that deletes the owner key (whoever holds it) and
-// writes the raised mark if the stored one is lower. A holder whose claim
-// survived in the restored store then fails its next Extend with
-// lease.ErrLost and claims again, above the raised mark; a holder that
-// extended meanwhile makes the compare fail, and the number is re-read and
-// done again, so a higher mark is never overwritten with less. The mark
-// written names token 0 and holder "raise-marks". A number with no owner
-// key and a mark already at or above markMs is left alone.
+// revision and the owner key's create revision as just read, that deletes
+// the owner key (whoever holds it), writes the raised mark if the stored
+// one is lower, and ends in the journal the holding it stops (raiseMark).
+// A holder whose claim survived in the restored store then fails its next
+// Extend with lease.ErrLost and claims again, above the raised mark; a
+// holder that extended meanwhile, or a claim made meanwhile, makes the
+// compare fail, and the number is re-read and done again, so a higher mark
+// is never overwritten with less. The mark written names token 0 and
+// holder "raise-marks". A number with no owner key and a mark already at
+// or above markMs is left alone.
 //
 // It returns how many numbers it changed (mark raised or holder fenced);
 // on an error, those changed before it. Running it again is harmless.
@@ -43,7 +45,7 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return 0, fmt.Errorf("etcdstore: raise marks of %s: read them: %w", r, err)
 	}
 	marks := make(map[int]*mvccpb.KeyValue)
-	owned := make(map[int]bool)
+	owners := make(map[int]*mvccpb.KeyValue)
 	for _, kv := range resp.Kvs {
 		kind, n, ok := s.keys.parse(string(kv.Key))
 		switch {
@@ -51,12 +53,12 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		case kind == kindMark:
 			marks[n] = kv
 		case kind == kindOwner:
-			owned[n] = true
+			owners[n] = kv
 		}
 	}
 	changed, fenced := 0, 0
 	for n := r.Lo; n <= r.Hi; n++ {
-		raised, deleted, err := s.raiseMark(ctx, n, marks[n], owned[n], markMs)
+		raised, deleted, err := s.raiseMark(ctx, n, marks[n], owners[n], markMs)
 		if err != nil {
 			return changed, err
 		}
@@ -73,29 +75,61 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 }
 
 // raiseMark fences number n's holder and raises its mark from cur (the
-// key as last read, nil if absent) to markMs, re-reading on a conflict. It
-// reports whether it raised the mark and whether it deleted an owner key.
-func (s *Store) raiseMark(ctx context.Context, n int, cur *mvccpb.KeyValue, owned bool, markMs int64) (raised, deleted bool, err error) {
-	key, owner := s.keys.mark(n), s.keys.owner(n)
+// key as last read, nil if absent) to markMs, re-reading on a conflict;
+// owner is the owner key as read with cur. It reports whether it raised
+// the mark and whether it deleted an owner key.
+//
+// The transaction is compared on the owner key too, and ends in the
+// journal the holding it stops: the holder's entry, or, on a number no one
+// holds, the newest entry if no write ended it (a holder whose lease ran
+// out, or a claim never renewed), since the raised mark is not where that
+// holder stopped. It ends it as raised at cur's mark, the one it replaces.
+func (s *Store) raiseMark(ctx context.Context, n int, cur, owner *mvccpb.KeyValue, markMs int64) (raised, deleted bool, err error) {
+	key, ownerKey := s.keys.mark(n), s.keys.owner(n)
+	newest := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1)}
+	var last *mvccpb.KeyValue // the newest journal key of n, read only when no one holds it
+	lastRead := false
 	for range raiseTries {
 		mv, err := parseMark(cur)
 		if err != nil {
 			return false, false, err
 		}
 		raise := cur == nil || mv.MarkMs < markMs
-		if !raise && !owned {
+		if !raise && owner == nil {
 			// A claim made since the read starts at or above this mark,
 			// which is already high enough.
 			return false, false, nil
 		}
-		then := []clientv3.Op{clientv3.OpDelete(owner)}
+		if owner == nil && !lastRead {
+			resp, err := s.get(ctx, s.keys.journalOf(n), newest...)
+			if err != nil {
+				return false, false, fmt.Errorf("etcdstore: raise mark of machine %d: read its journal: %w; run RaiseMarks again (it is idempotent)", n, err)
+			}
+			last, lastRead = nil, true
+			if len(resp.Kvs) > 0 {
+				last = resp.Kvs[0]
+			}
+		}
+		then := []clientv3.Op{clientv3.OpDelete(ownerKey)}
 		if raise {
 			then = append(then, clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Holder: raiseMarksHolder})))
 		}
+		end := endValue{End: lease.EndRaised, EndMs: mv.MarkMs, EndedMs: s.nowMs()}
+		switch {
+		case owner != nil:
+			then = append(then, s.endOp(n, claimID(clientv3.LeaseID(owner.Lease)), owner.CreateRevision, false, end))
+		case last != nil:
+			if c, isEnd, ok := journalKey(s.keys.journalOf(n), string(last.Key)); ok && !isEnd {
+				then = append(then, s.endOp(n, c, last.CreateRevision, true, end))
+			}
+		}
 		resp, err := s.txn(ctx,
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", modRev(cur))},
+			[]clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(key), "=", modRev(cur)),
+				clientv3.Compare(clientv3.CreateRevision(ownerKey), "=", createRev(owner)),
+			},
 			then,
-			[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(owner)})
+			[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(ownerKey), clientv3.OpGet(s.keys.journalOf(n), newest...)})
 		if err != nil {
 			return false, false, fmt.Errorf("etcdstore: raise mark of machine %d: %w; run RaiseMarks again (it is idempotent)", n, err)
 		}
@@ -103,7 +137,7 @@ func (s *Store) raiseMark(ctx context.Context, n int, cur *mvccpb.KeyValue, owne
 			del := resp.Responses[0].GetResponseDeleteRange()
 			return raise, del != nil && del.Deleted > 0, nil
 		}
-		cur, owned = kvAt(resp, 0), kvAt(resp, 1) != nil
+		cur, owner, last, lastRead = kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2), true
 	}
 	return false, false, fmt.Errorf("etcdstore: raise mark of machine %d: it kept changing under %d attempts; run RaiseMarks again", n, raiseTries)
 }

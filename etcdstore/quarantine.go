@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/snowfence/snowfence/lease"
 )
 
+// quarantineTries bounds Quarantine's attempts when the holder changes
+// between its read and its transaction.
+const quarantineTries = 5
+
 // Quarantine makes a number unclaimable and unrenewable by writing its
 // quarantine key. A current holder is not evicted: its next Extend fails
-// with lease.ErrQuarantined and it stops at the mark it had reserved.
-// Quarantining a quarantined number changes nothing and is not an error.
+// with lease.ErrQuarantined and it stops at the mark it had reserved. The
+// same transaction, compared on the owner key as read just before, ends
+// the holder's journal entry as quarantined, unless a write ended it
+// already. Quarantining a quarantined number changes nothing and is not an
+// error.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
@@ -22,25 +30,47 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		return err
 	}
 	quar, owner := s.keys.quarantine(machine), s.keys.owner(machine)
-	resp, err := s.txn(ctx,
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(quar), "=", 0)},
-		[]clientv3.Op{clientv3.OpPut(quar, encode(quarantineValue{QuarantinedAtMs: time.Now().UnixMilli()})), clientv3.OpGet(owner)},
-		[]clientv3.Op{clientv3.OpGet(owner)})
+	read, err := s.get(ctx, owner)
 	if err != nil {
-		return fmt.Errorf("etcdstore: quarantine machine %d: %w; check with Get whether it took effect", machine, err)
+		return fmt.Errorf("etcdstore: quarantine machine %d: read its holder: %w", machine, err)
 	}
-	ov, _ := parseOwner(kvAt(resp, 1))
-	var token int64
-	if o := kvAt(resp, 1); o != nil {
-		token = o.CreateRevision
+	var o *mvccpb.KeyValue
+	if len(read.Kvs) > 0 {
+		o = read.Kvs[0]
 	}
-	if !resp.Succeeded {
-		s.log.Info("machine number already quarantined", "machine", machine, "region", s.region, "holder", ov.Holder, "token", token)
-		return nil
+	for attempt := 1; ; attempt++ {
+		then := []clientv3.Op{clientv3.OpPut(quar, encode(quarantineValue{QuarantinedAtMs: time.Now().UnixMilli()}))}
+		token := createRev(o)
+		if o != nil {
+			then = append(then, s.endOp(machine, claimID(clientv3.LeaseID(o.Lease)), token, true,
+				endValue{End: lease.EndQuarantined, EndedMs: s.nowMs()}))
+		}
+		resp, err := s.txn(ctx,
+			[]clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(owner), "=", token),
+			},
+			then,
+			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(quar, clientv3.WithKeysOnly())})
+		if err != nil {
+			return fmt.Errorf("etcdstore: quarantine machine %d: %w; check with Get whether it took effect", machine, err)
+		}
+		ov, _ := parseOwner(o)
+		if resp.Succeeded {
+			s.log.Warn("quarantined machine number: it can be neither claimed nor renewed", "machine", machine, "region", s.region,
+				"holder", ov.Holder, "token", token)
+			return nil
+		}
+		o = kvAt(resp, 0)
+		if kvAt(resp, 1) != nil {
+			ov, _ = parseOwner(o)
+			s.log.Info("machine number already quarantined", "machine", machine, "region", s.region, "holder", ov.Holder, "token", createRev(o))
+			return nil
+		}
+		if attempt >= quarantineTries {
+			return fmt.Errorf("etcdstore: quarantine machine %d: its holder kept changing under %d attempts; retry", machine, quarantineTries)
+		}
 	}
-	s.log.Warn("quarantined machine number: it can be neither claimed nor renewed", "machine", machine, "region", s.region,
-		"holder", ov.Holder, "token", token)
-	return nil
 }
 
 // Unquarantine deletes a number's quarantine key, making it claimable

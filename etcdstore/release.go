@@ -12,9 +12,10 @@ import (
 
 // Release gives l's number up: in one transaction, compared on l's token
 // and etcd lease and on the mark being unchanged since this store last
-// wrote or read it, it
-// records markMs as the mark and deletes the owner key; then it revokes the
-// etcd lease. markMs may be below this holder's own reservation, but the
+// wrote or read it, it records markMs as the mark, deletes the owner key
+// and ends l's journal entry as released at the mark recorded (over a
+// quarantine's ending: the release knows the exact end); then it revokes
+// the etcd lease. markMs may be below this holder's own reservation, but the
 // mark recorded is never below one written by anyone else (an earlier
 // holder, RaiseMarks): if the mark changed under it, it retries once with
 // the higher of the two.
@@ -61,6 +62,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			[]clientv3.Op{
 				clientv3.OpPut(markKey, encode(markValue{MarkMs: value, Token: l.Token, Holder: l.Holder})),
 				clientv3.OpDelete(owner),
+				s.endOp(n, claimID(was.etcdLease), int64(l.Token), false, endValue{End: lease.EndReleased, EndMs: value, EndedMs: s.nowMs()}),
 			},
 			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(markKey)})
 		if err != nil {
