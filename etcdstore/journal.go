@@ -173,5 +173,17 @@ func (s *Store) endOp(n int, c string, token int64, onlyOpen bool, v endValue) c
 	return clientv3.OpTxn(cmps, []clientv3.Op{clientv3.OpPut(key+journalEnd, encode(v))}, nil)
 }
 
+// releaseEndOp ends a released entry at the mark the release wrote: as
+// quarantined if the number is quarantined (the operator's quarantine ended
+// the holding; the holder's release after it only set the final mark, which
+// the quarantine's own ending could not know), else as released.
+func (s *Store) releaseEndOp(n int, c string, token, markMs int64) clientv3.Op {
+	now := s.nowMs()
+	return clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.keys.quarantine(n)), ">", 0)},
+		[]clientv3.Op{s.endOp(n, c, token, false, endValue{End: lease.EndQuarantined, EndMs: markMs, EndedMs: now})},
+		[]clientv3.Op{s.endOp(n, c, token, false, endValue{End: lease.EndReleased, EndMs: markMs, EndedMs: now})})
+}
+
 // nowMs is the store's wall clock, for the journal's EndedMs.
 func (s *Store) nowMs() int64 { return s.clock.Now().WallMs }

@@ -62,7 +62,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			[]clientv3.Op{
 				clientv3.OpPut(markKey, encode(markValue{MarkMs: value, Token: l.Token, Holder: l.Holder})),
 				clientv3.OpDelete(owner),
-				s.endOp(n, claimID(was.etcdLease), int64(l.Token), false, endValue{End: lease.EndReleased, EndMs: value, EndedMs: s.nowMs()}),
+				s.releaseEndOp(n, claimID(was.etcdLease), int64(l.Token), value),
 			},
 			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(markKey)})
 		if err != nil {

@@ -26,10 +26,14 @@ const (
 	// the mark the release wrote.
 	EndReleased = "released"
 	// EndQuarantined: the operator quarantined the number while it was held
-	// (Store.Quarantine); the holder stopped at its mark.
+	// (Store.Quarantine); the holder stopped at its mark. EndMs is zero, or
+	// the mark a release by the holder after the quarantine wrote (a store
+	// that lets such a release through records it).
 	EndQuarantined = "quarantined"
-	// EndRaised: the operator raised the marks (Store.RaiseMarks) while the
-	// number was held, fencing the holder; EndMs is the mark it held then.
+	// EndRaised: the operator raised the marks (Store.RaiseMarks) over the
+	// newest entry while it was not yet ended — held, or lapsed with no
+	// claim since — fencing the holder; EndMs is the mark it held then, so
+	// the raise's gap is nobody's.
 	EndRaised = "raised"
 	// StateHolding and StateLost are the two states Intervals derives for
 	// an entry with EndNone: still held, or taken over (or fenced) after its
@@ -106,7 +110,7 @@ func Intervals(entries []JournalEntry, rec Record) []Interval {
 		iv := Interval{JournalEntry: e, FromMs: e.StartMs, State: e.End}
 		last := i == len(entries)-1
 		switch {
-		case e.End == EndReleased || e.End == EndRaised:
+		case e.End == EndReleased || e.End == EndRaised || (e.End == EndQuarantined && e.EndMs != 0):
 			iv.UntilMs = e.EndMs
 		case !last:
 			iv.UntilMs = entries[i+1].PrevMarkMs

@@ -146,6 +146,13 @@ func checkJournal(t *testing.T, s *suite) {
 			t.Errorf("Who(%d) = %+v, want ErrNotInJournal (no holder issued it)", ms, iv)
 		}
 	}
+	// The quarantined holder's release (a store may refuse it) leaves the
+	// holding ended by the quarantine, at the same mark.
+	_ = s.reopen(t, st).Release(ctxFor(t), d, d.MarkMs)
+	ivs = MustIntervals(t, st, m)
+	if last := ivs[3]; last.State != lease.EndQuarantined || last.UntilMs != d.MarkMs {
+		t.Errorf("interval of the quarantined holder after its release = %+v, want still quarantined until %d", last, d.MarkMs)
+	}
 }
 
 // checkJournalRetention: a number claimed more than JournalRetention times
