@@ -74,6 +74,7 @@ func runbookBlocks(t *testing.T, lines []string) []runbookBlock {
 var (
 	maskInstant = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	maskNumber  = regexp.MustCompile(`\d+(\.\d+)?`)
+	maskHex     = regexp.MustCompile(`\b[0-9a-f]{8,}\b`)
 	maskSpace   = regexp.MustCompile(`\s+`)
 	maskPath    = regexp.MustCompile(`(^|\s)/[^\s:]*/`)
 	maskHolder  = regexp.MustCompile(`[^\s"/]+/pid-\d+/\d+(/k\d+)?`)
@@ -87,6 +88,7 @@ func mask(s string) string {
 	s = maskHolder.ReplaceAllString(s, "HOLDER")
 	s = maskHost.ReplaceAllString(s, "${1}HOST")
 	s = maskInstant.ReplaceAllString(s, "T")
+	s = maskHex.ReplaceAllString(s, "X")
 	s = maskPath.ReplaceAllString(s, "${1}/P/")
 	s = maskNumber.ReplaceAllString(s, "N")
 	return strings.TrimSpace(maskSpace.ReplaceAllString(s, " "))
