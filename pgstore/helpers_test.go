@@ -49,7 +49,7 @@ func newTable(t testing.TB, pool *pgxpool.Pool) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for _, n := range []string{name, name + "_fleet", name + "_origin", name + "_region", name + "_ident"} {
+		for _, n := range []string{name, name + "_fleet", name + "_origin", name + "_region", name + "_claims", name + "_ident"} {
 			pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{n}.Sanitize())
 		}
 	})
