@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/pgstore"
 )
 
 // BenchmarkClaimRelease measures one claim and one release of a number
@@ -60,19 +57,4 @@ func BenchmarkClaimReleaseParallel(b *testing.B) {
 			}
 		}
 	})
-}
-
-// quietStore is openStore without the log, which would dwarf what is
-// measured.
-func quietStore(b *testing.B, pool *pgxpool.Pool, table string) *pgstore.Store {
-	b.Helper()
-	s, err := pgstore.New(pool, pgstore.Config{Table: table})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Migrate(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
 }

@@ -69,3 +69,18 @@ func openStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// quietStore is openStore without the log, for tests and benchmarks whose
+// thousands of claims would bury everything else in it.
+func quietStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.New(pool, pgstore.Config{Table: table})
+	if err != nil {
+		t.Fatalf("pgstore.New: %v", err)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

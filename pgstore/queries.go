@@ -243,9 +243,21 @@ SELECT lease_expiry FROM rel`),
 	   AND e.claim_nonce = q.claim_nonce AND e.lease_epoch = q.lease_epoch - 1 AND e.end_kind = ''
 )
 SELECT lease_epoch, floor_ms FROM q`),
-		unquarantine: q(`UPDATE {t} SET holder = '', lease_expiry = floor_ms, updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = {quarantined}
-RETURNING lease_epoch, lease_expiry`),
+		// unquarantine ends, as quarantined at the mark kept, the journal
+		// entry of a holder whose row was quarantined by hand (no write
+		// ended it: the row's claim, one epoch back), so that a raise of
+		// the free row's mark does not stretch it.
+		unquarantine: q(`WITH u AS (
+	UPDATE {t} SET holder = '', lease_expiry = floor_ms, updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = {quarantined}
+	RETURNING lease_epoch, lease_expiry, claim_seq, claim_nonce
+), ended AS (
+	UPDATE {j} e SET end_kind = '` + lease.EndQuarantined + `', end_ms = u.lease_expiry, ended_ms = {nowms}
+	  FROM u
+	 WHERE e.region = $1 AND e.machine_id = $2 AND e.slot = u.claim_seq % {keep} AND e.seq = u.claim_seq
+	   AND e.claim_nonce = u.claim_nonce AND e.lease_epoch = u.lease_epoch - 1 AND e.end_kind = ''
+)
+SELECT lease_epoch, lease_expiry FROM u`),
 		// raiseLock and raise are RaiseMarks, in one transaction. $2, $3
 		// the range, $4 the mark. raiseLock creates the missing rows free
 		// with the mark and locks every row of the range, in order of
