@@ -100,7 +100,7 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_nonce text NOT NULL DEFAULT ''`),
 			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_seq bigint NOT NULL DEFAULT 0`),
 			// The journal: slot seq mod {keep} of each number holds its
-			// claim number seq (see journal.go).
+			// claim number seq (see "The journal" in the package documentation).
 			q(`CREATE TABLE IF NOT EXISTS {j} (
 	region       integer     NOT NULL,
 	machine_id   integer     NOT NULL,
