@@ -70,8 +70,10 @@ type JournalEntry struct {
 	// EndQuarantined, EndRaised); EndNone otherwise.
 	End string `json:"end,omitempty"`
 	// EndMs is the mark at the end where the ending write knew it exactly:
-	// the mark a release wrote, the mark a raise replaced. Zero otherwise
-	// (the end is then the next entry's PrevMarkMs, or the record's mark).
+	// the mark a release wrote, the mark a raise replaced, and — in a
+	// store whose quarantine knows it — the holder's mark a quarantine
+	// kept. Zero otherwise (the end is then the next entry's PrevMarkMs,
+	// or the record's mark).
 	EndMs int64 `json:"end_ms,omitempty"`
 	// EndedMs is when the ending write was made, on the writer's clock; it
 	// is for people, never for deciding anything.
@@ -101,7 +103,10 @@ type Interval struct {
 // and the number's current record. An entry's interval starts at its
 // StartMs and ends at its EndMs if the ending write knew it, else at the
 // next entry's PrevMarkMs (the next claimer read the final mark), else —
-// for the newest entry — at the record's mark. Because every claim starts
+// for the newest entry — at the record's mark. (A quarantined entry's
+// EndMs counts when set: a raise of the marks while the number stays
+// quarantined moves the record's mark and the next claim's PrevMarkMs
+// above what the quarantined holder could issue.) Because every claim starts
 // at or above the mark it read, the intervals never overlap; CheckIntervals
 // says so of a journal that breaks that.
 func Intervals(entries []JournalEntry, rec Record) []Interval {

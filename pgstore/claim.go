@@ -31,7 +31,13 @@ import (
 // Every attempt writes a fresh random nonce (claim_nonce). After an error
 // of unknown outcome it re-reads the row: a claim that committed (the row
 // carries this attempt's nonce) is adopted; otherwise the error is
-// returned, and a claim that did commit after all simply expires.
+// returned, the journal entry of an attempt that committed but was
+// overtaken is ended at its start, and a claim that commits after all,
+// after the re-read, simply expires.
+//
+// The same statement writes the claim's journal entry (<table>_claims; see
+// "The journal" in the package documentation): a claim that took effect
+// has its entry, and one that did not has none.
 //
 // The claim statement also refuses unless req.Schedule (canonical; ""
 // means "v1") is the fleet schedule stored in <table>_fleet ("v1" when
@@ -220,7 +226,11 @@ func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest) error 
 
 // adopt decides a claim attempt that failed with cause: it re-reads the
 // row, and returns it if the row carries this attempt's nonce (and names
-// this holder): then the claim committed and nobody claimed after it.
+// this holder): then the claim committed and nobody claimed after it; its
+// journal entry, written by the same statement, is there. Otherwise the
+// attempt did not commit, or did and was overtaken (another claim over
+// its expiry, RaiseMarks, a quarantine, a noticed restore) before the
+// re-read: giveBack empties the journal entry such an attempt wrote.
 // A holder name can be shared by two keepers of one process or two
 // processes given one --holder, and an epoch read back may be another
 // claimer's, so neither says whose claim committed.
@@ -240,6 +250,7 @@ func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce 
 		mine = ok && r.holder == req.Holder && r.epoch == c.epoch+1
 	}
 	if !mine {
+		s.giveBack(rctx, n, nonce)
 		return row{}, fmt.Errorf("pgstore: claim machine %d region %d: %w; the row shows this attempt did not commit "+
 			"(holder %q epoch %d, another attempt's nonce); retry", n, s.region, cause, r.holder, r.epoch)
 	}

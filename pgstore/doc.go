@@ -21,6 +21,8 @@
 //	                    carries its own attempt's nonce (holder names can be
 //	                    shared). RaiseMarks and a noticed restore write why
 //	                    they fenced the holder here instead.
+//	claim_seq           the claim number of the row's current claim: its
+//	                    journal entry's seq (see The journal)
 //	updated_at          when the row last changed (for operators)
 //
 // Beside it, for every region of the table:
@@ -37,11 +39,15 @@
 //	                    no row means none was written (version 0). Written
 //	                    with INSERT … ON CONFLICT DO NOTHING for version 1
 //	                    and UPDATE … WHERE version = next − 1 after.
+//	<table>_claims      the lease journal: the newest 64 claims of each
+//	                    (region, machine number) (see The journal).
 //
-// Migrate creates them, and adds claim_nonce to a table made by an earlier
-// version: run it ("snowfence leases init") after upgrading. Every operation is one conditional statement; there
-// are no advisory locks and no read-then-write sequences whose outcome a
-// race could change (reads only choose candidates and explain refusals):
+// Migrate creates them, and adds claim_nonce and claim_seq to a table made
+// by an earlier version: run it ("snowfence leases init") after upgrading.
+// Every operation is one conditional statement (RaiseMarks: one
+// transaction of two); there are no advisory locks and no
+// read-then-write sequences whose outcome a race could change (reads only
+// choose candidates and explain refusals):
 //
 //	claim     INSERT … ON CONFLICT DO UPDATE SET holder, lease_expiry = now + LeaseFor,
 //	          lease_epoch + 1 WHERE holder <> 'QUARANTINED' AND (lease_expiry < now
@@ -96,6 +102,62 @@
 // remote_apply); otherwise, after a failover or restore keep holders away,
 // run "snowfence leases raise-marks" past the last ID issued for every
 // region, and only then let them back (docs/runbook.md).
+//
+// # Quarantine
+//
+// # The journal
+//
+// <table>_claims keeps, per (region, machine_id), one row per claim, in
+// 64 slots (lease.JournalRetention):
+//
+//	region, machine_id, slot   the key; slot = seq mod 64
+//	seq                        the claim number: the row's claim_seq
+//	lease_epoch, claim_nonce   the claim's token and claim identity
+//	holder, claimed_ms         the claimer and its clock at the claim
+//	prev_mark_ms               the mark the claim read (the row's new floor_ms)
+//	start_ms                   the lease's StartMs, max(claimed_ms, prev_mark_ms)
+//	end_kind, end_ms           '' or released / quarantined / raised, and the
+//	                           mark at that end (release: written; quarantine:
+//	                           kept; raise: replaced)
+//	ended_ms, claimed_at       the server's clock at the end and at the claim
+//	                           (for people)
+//
+// The claim statement writes the entry itself (a data-modifying CTE over
+// the claim's RETURNING): a claim that took effect has its entry, one that
+// did not has none, and a claim adopted after an error of unknown outcome
+// finds it. seq is the row's claim_seq + 1, or one past the journal's
+// newest seq of the number if that is higher; the entry replaces the one
+// in its slot, 64 claims older, so the journal never holds more and no
+// sweeper runs. claim_seq is read and written under the row's lock, so
+// claims of one number never share a seq whatever the statement's
+// snapshot saw, and claims of different numbers touch different rows.
+// The statements of Release, Quarantine, Unquarantine and RaiseMarks end
+// the entry of the claim the row carries (found by claim_seq and
+// claim_nonce, never by epoch alone: epochs repeat when the table goes
+// back in time) if no write ended it yet. Renewals write nothing to it.
+// A noticed restore's fence ends nothing: those holders show as lost, up
+// to the next claim's mark, which is above the restore floor.
+//
+// A claim of unknown outcome that committed but was overtaken before its
+// claimer re-read the row (another claim over its expiry, a raise, a
+// quarantine) is given back: its entry is ended, released at its own
+// start, an empty interval. One that commits after the claimer gave up
+// (a statement delayed in the network) keeps its entry: its interval
+// covers its lease, which nobody used, and overlaps nothing.
+//
+// The journal is restored with the table: the two are in one database,
+// and a restore of it (a backup, a point-in-time recovery) brings both
+// back to one moment; the claims after it are gone from both. A lease
+// table restored without its journal (pg_restore -t) keeps the newer
+// entries, and claims go on numbering after them. A journal restored
+// without the table, or older than it, is not supported: its slots would
+// be overwritten out of order. Hand-made rows and changes: a row deleted
+// and made again continues its numbering from the journal; a quarantine
+// by hand (below) leaves the holder's entry open — it reads as lost, up
+// to the mark the UPDATE kept, which is the holder's last — until
+// Unquarantine or a raise of the marks ends it as quarantined at that
+// mark; a claim or release made by hand writes no entry, and the entry
+// before it then also covers what such a holder issued.
 //
 // # Quarantine
 //

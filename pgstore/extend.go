@@ -131,7 +131,8 @@ func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 // epoch: holder ” and lease_expiry = max(markMs, floor_ms), so the mark
 // may fall to the end of what this holder issued but never below a mark
 // anyone else wrote. The number can be claimed at once; the next holder
-// starts at or above the recorded mark. Errors: lease.ErrLost if l no
+// starts at or above the recorded mark. The same statement ends the
+// claim's journal entry as released, at the recorded mark. Errors: lease.ErrLost if l no
 // longer holds the number, lease.ErrQuarantined if it was quarantined.
 // After any other error the release may or may not have committed; the
 // number frees itself when its lease expires.
@@ -155,7 +156,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		}
 	default:
 		err = fmt.Errorf("pgstore: release machine %d epoch %d: %w; it may have committed, and otherwise the number frees itself "+
-			"when its lease expires", l.Machine, l.Token, err)
+			"when its lease expires", l.Machine, l.Token, s.schemaErr(err))
 	}
 	s.log.Warn("release failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(markMs), "error", err)
 	return err

@@ -49,7 +49,7 @@ func newTable(t testing.TB, pool *pgxpool.Pool) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for _, n := range []string{name, name + "_fleet", name + "_origin", name + "_region", name + "_ident"} {
+		for _, n := range []string{name, name + "_fleet", name + "_origin", name + "_region", name + "_claims", name + "_ident"} {
 			pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{n}.Sanitize())
 		}
 	})
@@ -60,6 +60,21 @@ func newTable(t testing.TB, pool *pgxpool.Pool) string {
 func openStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.New(pool, pgstore.Config{Table: table, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatalf("pgstore.New: %v", err)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// quietStore is openStore without the log, for tests and benchmarks whose
+// thousands of claims would bury everything else in it.
+func quietStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.New(pool, pgstore.Config{Table: table})
 	if err != nil {
 		t.Fatalf("pgstore.New: %v", err)
 	}

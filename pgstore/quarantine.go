@@ -14,7 +14,8 @@ import (
 // quarantine of a row does: holder lease.QuarantineHolder, lease_expiry
 // lease.QuarantineExpiryMs, epoch + 1, in one upsert (a number without a
 // row gets one). The old lease_expiry is kept in floor_ms. The current holder's next
-// Extend fails with lease.ErrQuarantined and it stops at its mark.
+// Extend fails with lease.ErrQuarantined and it stops at its mark. The same
+// statement ends the holder's journal entry as quarantined, at that mark.
 // Quarantining a quarantined number changes nothing and is not an error.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
@@ -62,7 +63,9 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 }
 
 // RaiseMarks raises the mark of every number in r to at least markMs and
-// fences every holder in r, in one statement: free and held rows get
+// fences every holder in r, in one transaction of two statements: the
+// first creates the missing rows and locks every row of r in order of
+// number, the second changes them: free and held rows get
 // lease_expiry ≥ markMs, every held row (not quarantined) loses its holder
 // and gets epoch + 1, so a claim that survived in a restored store fails
 // at its next Extend (lease.ErrLost) and its holder claims again at or
@@ -70,6 +73,11 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 // after it raised; every row gets floor_ms ≥ markMs so no release records
 // less; numbers without a row get a free one with the mark. It returns how
 // many numbers' marks were below markMs or whose holder it fenced.
+//
+// The fenced holder's journal entry ends as raised, at the mark the write
+// replaced (exact: the row was locked before it was read); the entry of a
+// holder whose row was quarantined by hand, which no write ended, ends as
+// quarantined at the mark kept then.
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
 	if err := s.open(); err != nil {
 		return 0, err
@@ -78,9 +86,20 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return 0, err
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, s.queries.raise, s.region, r.Lo, r.Hi, markMs).Scan(&n); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var created, changed int
+		if err := tx.QueryRow(ctx, s.queries.raiseLock, s.region, r.Lo, r.Hi, markMs).Scan(&created); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, s.queries.raise, s.region, r.Lo, r.Hi, markMs).Scan(&changed); err != nil {
+			return err
+		}
+		n = created + changed
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("pgstore: raise marks of %s region %d to %s: %w; it may have committed: retry (it is idempotent)",
-			r, s.region, lease.FormatMs(markMs), err)
+			r, s.region, lease.FormatMs(markMs), s.schemaErr(err))
 	}
 	s.log.Warn("raised marks", "range", r.String(), "region", s.region, "mark", lease.FormatMs(markMs), "changed", n)
 	return n, nil

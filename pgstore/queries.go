@@ -14,6 +14,7 @@ type queries struct {
 	create                                  []string
 	claim, extend, release, get, list, scan string
 	quarantine, unquarantine, raise         string
+	raiseLock, history, giveBack            string
 	fleet, fleetInit, fleetSet, why, origin string
 	registry, registryInit, registrySet     string
 	registryIdentity                        string
@@ -40,14 +41,20 @@ const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_control_syst
 	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS tl`
 
 // newQueries returns the statements on table (quoted), its fleet-schedule
-// table, its origin table and its registry table. ident is the statement
-// that reads the server's identity (identitySQL outside tests).
-func newQueries(table, fleet, origin, registry, ident string) queries {
+// table, its origin table, its registry table and its journal. ident is
+// the statement that reads the server's identity (identitySQL outside
+// tests).
+func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 	// {quarantined} and {far} are the holder and the lease expiry of a
-	// quarantined row (lease.QuarantineHolder, lease.QuarantineExpiryMs).
+	// quarantined row (lease.QuarantineHolder, lease.QuarantineExpiryMs);
+	// {keep} is lease.JournalRetention, the journal's slots per number;
+	// {nowms} is the server's clock in Unix ms (a journal entry's
+	// ended_ms, for people only).
 	q := func(s string) string {
-		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{r}", registry, "{ident}", ident,
-			"{quarantined}", "'"+lease.QuarantineHolder+"'", "{far}", strconv.FormatInt(lease.QuarantineExpiryMs, 10)).Replace(s)
+		return strings.NewReplacer("{t}", table, "{f}", fleet, "{o}", origin, "{r}", registry, "{j}", journal, "{ident}", ident,
+			"{quarantined}", "'"+lease.QuarantineHolder+"'", "{far}", strconv.FormatInt(lease.QuarantineExpiryMs, 10),
+			"{keep}", strconv.Itoa(lease.JournalRetention),
+			"{nowms}", "(extract(epoch FROM statement_timestamp()) * 1000)::bigint").Replace(s)
 	}
 	// sched compares the claimer's schedule ($n) with the stored one.
 	sched := func(n string) string {
@@ -86,10 +93,32 @@ func newQueries(table, fleet, origin, registry, ident string) queries {
 	lease_epoch  bigint      NOT NULL DEFAULT 0,
 	floor_ms     bigint      NOT NULL DEFAULT 0,
 	claim_nonce  text        NOT NULL DEFAULT '',
+	claim_seq    bigint      NOT NULL DEFAULT 0,
 	updated_at   timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (region, machine_id)
 )`),
 			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_nonce text NOT NULL DEFAULT ''`),
+			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_seq bigint NOT NULL DEFAULT 0`),
+			// The journal: slot seq mod {keep} of each number holds its
+			// claim number seq (see "The journal" in the package documentation).
+			q(`CREATE TABLE IF NOT EXISTS {j} (
+	region       integer     NOT NULL,
+	machine_id   integer     NOT NULL,
+	slot         integer     NOT NULL CHECK (slot >= 0 AND slot < {keep}),
+	seq          bigint      NOT NULL CHECK (seq >= 1),
+	lease_epoch  bigint      NOT NULL,
+	claim_nonce  text        NOT NULL,
+	holder       text        NOT NULL,
+	claimed_ms   bigint      NOT NULL,
+	prev_mark_ms bigint      NOT NULL,
+	start_ms     bigint      NOT NULL,
+	end_kind     text        NOT NULL DEFAULT '' CHECK (end_kind IN ('', 'released', 'quarantined', 'raised')),
+	end_ms       bigint      NOT NULL DEFAULT 0,
+	ended_ms     bigint      NOT NULL DEFAULT 0,
+	claimed_at   timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (region, machine_id, slot),
+	CHECK (slot = seq % {keep})
+)`),
 			q(`CREATE TABLE IF NOT EXISTS {f} (
 	id         integer     PRIMARY KEY CHECK (id = 1),
 	schedule   text        NOT NULL,
@@ -122,11 +151,21 @@ func newQueries(table, fleet, origin, registry, ident string) queries {
 		// was noticed) is a floor of every claim. It always returns one
 		// row: the claim's columns (NULL if nothing was claimed), then the
 		// server's identity and the origin row's.
+		//
+		// The claim's journal entry is written by the same statement (entry):
+		// claim number claim_seq + 1 — or one past the journal's newest
+		// entry of the number, if that is higher (the row was deleted and
+		// made again, or the lease table was restored without its
+		// journal) — into slot seq mod {keep}, replacing the entry
+		// {keep} claims older. The row's claim_seq is read and written
+		// under the row's lock, so two claims of one number never get one
+		// seq, whatever the statement's snapshot saw of the journal.
 		claim: q(`WITH ident AS MATERIALIZED ({ident}),
 same AS MATERIALIZED (` + same("$9::bigint") + `),
 c AS (
-	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce)
-	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7 FROM same
+	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, claim_seq)
+	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7,
+	       (SELECT COALESCE(max(seq), 0) + 1 FROM {j} WHERE region = $1 AND machine_id = $2) FROM same
 	 WHERE ` + sched("$8") + `
 	ON CONFLICT (region, machine_id) DO UPDATE
 	   SET holder = EXCLUDED.holder,
@@ -134,10 +173,19 @@ c AS (
 	       lease_epoch = r.lease_epoch + 1,
 	       floor_ms = GREATEST(r.floor_ms, r.lease_expiry, EXCLUDED.floor_ms),
 	       claim_nonce = EXCLUDED.claim_nonce,
+	       claim_seq = GREATEST(r.claim_seq + 1, EXCLUDED.claim_seq),
 	       updated_at = now()
 	 WHERE r.holder <> {quarantined}
 	   AND (r.lease_expiry < $4::bigint OR (r.holder = '' AND r.lease_expiry - $4::bigint <= $6::bigint))
-	RETURNING lease_epoch, lease_expiry, floor_ms
+	RETURNING lease_epoch, lease_expiry, floor_ms, claim_seq
+),
+entry AS (
+	INSERT INTO {j} AS e (region, machine_id, slot, seq, lease_epoch, claim_nonce, holder, claimed_ms, prev_mark_ms, start_ms)
+	SELECT $1, $2, c.claim_seq % {keep}, c.claim_seq, c.lease_epoch, $7, $3, $4::bigint, c.floor_ms, GREATEST($4::bigint, c.floor_ms) FROM c
+	ON CONFLICT (region, machine_id, slot) DO UPDATE
+	   SET seq = EXCLUDED.seq, lease_epoch = EXCLUDED.lease_epoch, claim_nonce = EXCLUDED.claim_nonce, holder = EXCLUDED.holder,
+	       claimed_ms = EXCLUDED.claimed_ms, prev_mark_ms = EXCLUDED.prev_mark_ms, start_ms = EXCLUDED.start_ms,
+	       end_kind = '', end_ms = 0, ended_ms = 0, claimed_at = now()
 )
 SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same)
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
@@ -155,10 +203,20 @@ u AS (
 )
 SELECT u.lease_expiry, EXISTS (SELECT 1 FROM same), ident.sysid, ident.tl, o.system_identifier, o.timeline
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN u ON true`),
-		// $3 holder, $4 epoch, $5 mark, $6 the lease's claim nonce.
-		release: q(`UPDATE {t} SET holder = '', lease_expiry = GREATEST($5::bigint, floor_ms), updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND ` + claim("$6") + `
-RETURNING lease_expiry`),
+		// $3 holder, $4 epoch, $5 mark, $6 the lease's claim nonce. The
+		// same statement ends the claim's journal entry with the mark
+		// written.
+		release: q(`WITH rel AS (
+	UPDATE {t} SET holder = '', lease_expiry = GREATEST($5::bigint, floor_ms), updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND ` + claim("$6") + `
+	RETURNING lease_expiry, claim_seq, claim_nonce
+), ended AS (
+	UPDATE {j} e SET end_kind = '` + lease.EndReleased + `', end_ms = rel.lease_expiry, ended_ms = {nowms}
+	  FROM rel
+	 WHERE e.region = $1 AND e.machine_id = $2 AND e.slot = rel.claim_seq % {keep} AND e.seq = rel.claim_seq
+	   AND e.claim_nonce = rel.claim_nonce AND e.end_kind = ''
+)
+SELECT lease_expiry FROM rel`),
 		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id = $2`),
 		list: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
@@ -166,26 +224,66 @@ RETURNING lease_expiry`),
 		// $2, $3 the range.
 		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
  WHERE region = $1 AND machine_id BETWEEN $2 AND $3`),
-		quarantine: q(`INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
-VALUES ($1, $2, {quarantined}, {far}, 1, 0)
-ON CONFLICT (region, machine_id) DO UPDATE
-   SET holder = {quarantined}, lease_expiry = {far}, lease_epoch = r.lease_epoch + 1,
-       floor_ms = GREATEST(r.floor_ms, r.lease_expiry), updated_at = now()
- WHERE r.holder <> {quarantined}
-RETURNING lease_epoch, floor_ms`),
-		unquarantine: q(`UPDATE {t} SET holder = '', lease_expiry = floor_ms, updated_at = now()
- WHERE region = $1 AND machine_id = $2 AND holder = {quarantined}
-RETURNING lease_epoch, lease_expiry`),
-		// $2, $3 the range, $4 the mark. Missing rows are created free with
-		// the mark; every row gets floor_ms ≥ the mark, so no release goes
+		// quarantine ends the journal entry of the claim the row carries
+		// (its claim_nonce, kept) if no write ended it yet and the
+		// quarantine's epoch follows the claim's: the holder's, whether it
+		// still held or its lease had run out. Its end is the mark kept.
+		quarantine: q(`WITH q AS (
+	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
+	VALUES ($1, $2, {quarantined}, {far}, 1, 0)
+	ON CONFLICT (region, machine_id) DO UPDATE
+	   SET holder = {quarantined}, lease_expiry = {far}, lease_epoch = r.lease_epoch + 1,
+	       floor_ms = GREATEST(r.floor_ms, r.lease_expiry), updated_at = now()
+	 WHERE r.holder <> {quarantined}
+	RETURNING lease_epoch, floor_ms, claim_seq, claim_nonce
+), ended AS (
+	UPDATE {j} e SET end_kind = '` + lease.EndQuarantined + `', end_ms = q.floor_ms, ended_ms = {nowms}
+	  FROM q
+	 WHERE e.region = $1 AND e.machine_id = $2 AND e.slot = q.claim_seq % {keep} AND e.seq = q.claim_seq
+	   AND e.claim_nonce = q.claim_nonce AND e.lease_epoch = q.lease_epoch - 1 AND e.end_kind = ''
+)
+SELECT lease_epoch, floor_ms FROM q`),
+		// unquarantine ends, as quarantined at the mark kept, the journal
+		// entry of a holder whose row was quarantined by hand (no write
+		// ended it: the row's claim, one epoch back), so that a raise of
+		// the free row's mark does not stretch it.
+		unquarantine: q(`WITH u AS (
+	UPDATE {t} SET holder = '', lease_expiry = floor_ms, updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = {quarantined}
+	RETURNING lease_epoch, lease_expiry, claim_seq, claim_nonce
+), ended AS (
+	UPDATE {j} e SET end_kind = '` + lease.EndQuarantined + `', end_ms = u.lease_expiry, ended_ms = {nowms}
+	  FROM u
+	 WHERE e.region = $1 AND e.machine_id = $2 AND e.slot = u.claim_seq % {keep} AND e.seq = u.claim_seq
+	   AND e.claim_nonce = u.claim_nonce AND e.lease_epoch = u.lease_epoch - 1 AND e.end_kind = ''
+)
+SELECT lease_epoch, lease_expiry FROM u`),
+		// raiseLock and raise are RaiseMarks, in one transaction. $2, $3
+		// the range, $4 the mark. raiseLock creates the missing rows free
+		// with the mark and locks every row of the range, in order of
+		// number (ON CONFLICT DO UPDATE locks the rows it does not
+		// update), so that raise reads in old exactly what it replaces;
+		// it returns the rows created.
+		raiseLock: q(`WITH ins AS (
+	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
+	SELECT $1, n, '', $4::bigint, 0, $4::bigint FROM generate_series($2::integer, $3::integer) AS n
+	ON CONFLICT (region, machine_id) DO UPDATE SET holder = r.holder WHERE false
+	RETURNING 1
+)
+SELECT count(*) FROM ins`),
+		// Every row gets floor_ms ≥ the mark, so no release goes
 		// below it; every held row (not quarantined) loses its holder and
 		// gets epoch + 1, so a claim that survived in a restored store
 		// fails at its next extension and its holder claims again above
 		// the mark. The count is of rows whose effective mark was lower or
-		// whose holder was fenced.
+		// whose holder was fenced. The fenced holder's journal entry ends
+		// at the mark replaced (ended); the entry of a holder quarantined
+		// by hand (the row's claim, one epoch back, no end written) ends
+		// as quarantined at the mark kept.
 		raise: q(`WITH old AS (
 	SELECT machine_id, CASE WHEN holder = {quarantined} THEN floor_ms ELSE lease_expiry END AS mark,
-	       holder <> '' AND holder <> {quarantined} AS held
+	       holder <> '' AND holder <> {quarantined} AS held, holder = {quarantined} AS quar,
+	       lease_epoch, claim_nonce, claim_seq
 	  FROM {t} WHERE region = $1 AND machine_id BETWEEN $2 AND $3
 ), up AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms)
@@ -200,8 +298,24 @@ RETURNING lease_epoch, lease_expiry`),
 	 WHERE r.floor_ms < $4::bigint OR (r.holder <> {quarantined} AND r.lease_expiry < $4::bigint)
 	    OR (r.holder <> '' AND r.holder <> {quarantined})
 	RETURNING machine_id
+), ended AS (
+	UPDATE {j} e SET end_kind = CASE WHEN old.quar THEN '` + lease.EndQuarantined + `' ELSE '` + lease.EndRaised + `' END,
+	       end_ms = old.mark, ended_ms = {nowms}
+	  FROM old JOIN up USING (machine_id)
+	 WHERE e.region = $1 AND e.machine_id = old.machine_id AND e.slot = old.claim_seq % {keep} AND e.seq = old.claim_seq
+	   AND e.claim_nonce = old.claim_nonce AND e.end_kind = ''
+	   AND (old.held OR (old.quar AND e.lease_epoch = old.lease_epoch - 1))
 )
 SELECT count(*) FROM up LEFT JOIN old USING (machine_id) WHERE old.machine_id IS NULL OR old.mark < $4::bigint OR old.held`),
+		// The journal of number $2, oldest claim first.
+		history: q(`SELECT machine_id, lease_epoch, claim_nonce, holder, claimed_ms, prev_mark_ms, start_ms, end_kind, end_ms, ended_ms
+  FROM {j} WHERE region = $1 AND machine_id = $2 ORDER BY seq`),
+		// giveBack empties the interval of the entry of claim nonce $3, a
+		// claim that committed but that its claimer could not adopt (see
+		// Store.adopt): it ends, released at its own start.
+		giveBack: q(`UPDATE {j} SET end_kind = '` + lease.EndReleased + `', end_ms = start_ms, ended_ms = {nowms}
+ WHERE region = $1 AND machine_id = $2 AND claim_nonce = $3
+RETURNING seq`),
 		fleet:     q(`SELECT schedule, version FROM {f} WHERE id = 1`),
 		fleetInit: q(`INSERT INTO {f} (id, schedule, version) VALUES (1, $1, 1) ON CONFLICT (id) DO NOTHING RETURNING version`),
 		fleetSet:  q(`UPDATE {f} SET schedule = $1, version = version + 1, updated_at = now() WHERE id = 1 AND version = $2 RETURNING version`),

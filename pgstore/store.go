@@ -69,13 +69,14 @@ type Store struct {
 }
 
 // Suffixes of the tables kept beside the lease table: the fleet schedule,
-// the origin (the cluster and timeline the table was last on) and the
-// region registry's copy. registrySuffix is the longest: a table name
-// leaves room for it.
+// the origin (the cluster and timeline the table was last on), the region
+// registry's copy and the lease journal. registrySuffix is the longest
+// (journalSuffix as long): a table name leaves room for it.
 const (
 	fleetSuffix    = "_fleet"
 	originSuffix   = "_origin"
 	registrySuffix = "_region"
+	journalSuffix  = "_claims"
 )
 
 var _ lease.Store = (*Store)(nil)
@@ -122,7 +123,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, window: cfg.RestoreWindow,
 		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table), cfg: cfg}
-	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), beside(registrySuffix), cfg.ident)
+	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), beside(registrySuffix), beside(journalSuffix), cfg.ident)
 	return s, nil
 }
 
@@ -165,12 +166,14 @@ func (s *Store) Region() int { return s.region }
 
 // Migrate creates the lease table (and its schema) if they do not exist,
 // adds the columns later versions need to a table created before them
-// (claim_nonce), and creates the three tables beside it: <table>_fleet,
-// the fleet schedule (no row until one is set: "v1"), <table>_origin, the
-// server's system identifier and WAL timeline as first seen (see
-// "Restores" in the package documentation), and <table>_region, this
-// store's copy of the region registry (no row until a region is added).
-// It is idempotent; run it ("snowfence leases init") after every upgrade.
+// (claim_nonce, claim_seq), and creates the four tables beside it:
+// <table>_fleet, the fleet schedule (no row until one is set: "v1"),
+// <table>_origin, the server's system identifier and WAL timeline as first
+// seen (see "Restores" in the package documentation), <table>_region, this
+// store's copy of the region registry (no row until a region is added),
+// and <table>_claims, the lease journal (see "The journal"; empty until
+// the next claim). It is idempotent; run it ("snowfence leases init")
+// after every upgrade.
 func (s *Store) Migrate(ctx context.Context) error {
 	if schema, _, ok := strings.Cut(s.name, "."); ok {
 		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
