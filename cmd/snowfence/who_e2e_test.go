@@ -58,7 +58,7 @@ func mintUntilReady(t *testing.T, s *service, count int, within time.Duration) [
 // by pid and process start, and no number's journal has two intervals that
 // overlap, so no ID can have two answers.
 func TestE2EWho(t *testing.T) {
-	timings := []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--machines", "20-21"}
+	timings := []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
 		etcd := etcdtest.Start(t, 1)
