@@ -94,11 +94,18 @@ func (f *Finder) Add(ids []uint64) error {
 	return nil
 }
 
-// grow makes room in the data area for n IDs, doubling, so that small
-// inputs never take the whole budget.
+// grow makes room in the data area for n IDs: room for the expected
+// number of IDs and a sixteenth more, or else twice as much as now, so that
+// small inputs never take the whole budget and large ones are not copied
+// again and again (the old copies are garbage that counts against it).
 func (f *Finder) grow(n int) {
 	c := max(2*cap(f.data), n, 4096)
-	c = min(c, f.dataCap)
+	if f.cfg.ExpectedIDs != nil {
+		if e := f.cfg.ExpectedIDs(f.seen); e > int64(n) {
+			c = int(min(e+e/16, int64(f.dataCap)))
+		}
+	}
+	c = max(min(c, f.dataCap), n)
 	d := make([]uint64, len(f.data), c)
 	copy(d, f.data)
 	f.data = d
