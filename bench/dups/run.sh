@@ -23,13 +23,15 @@ echo "machine: $(nproc) cores, $(sort --version | head -1), $(go version)"
 want=$(awk '{print $2}' "$WORK/planted.txt")
 
 # measure NAME CMD…: runs CMD under /usr/bin/time -v, its stdout to a file,
-# and prints NAME, wall seconds, peak RSS in KiB and the duplicate lines found.
+# and prints NAME, wall seconds, peak RSS in KiB, CPU seconds (user + system),
+# the duplicate lines found and the load average (the cores are shared).
 measure() {
 	local name=$1
 	shift
 	sync
 	/usr/bin/time -v -o "$WORK/time" "$@" >"$WORK/out" 2>"$WORK/err" || true
-	local wall rss found
+	local wall cpu rss found
+	cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$WORK/time")
 	wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$WORK/time")
 	rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time")
 	found=$(wc -l <"$WORK/out")
@@ -38,18 +40,24 @@ measure() {
 		cat "$WORK/err" >&2
 		exit 1
 	fi
-	echo "$name wall_s=$wall maxrss_kib=$rss found=$found load=$(cut -d' ' -f1 /proc/loadavg)"
+	echo "$name wall_s=$wall maxrss_kib=$rss cpu_s=$cpu found=$found load=$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$WORK/runs"
 }
 
+: >"$WORK/runs"
 for i in $(seq "$RUNS"); do
 	measure dups "$WORK/snowfence" dups "$WORK/ids.txt" --memory "$MEMORY" --tmp "$WORK"
 	measure sort sh -c "LC_ALL=C sort -T '$WORK' '$WORK/ids.txt' | uniq -d"
 	measure sort-S512M sh -c "LC_ALL=C sort -S 512M -T '$WORK' '$WORK/ids.txt' | uniq -d"
-done | tee "$WORK/runs"
+	tail -3 "$WORK/runs" | awk -v i="$i" '{split($2, w, "="); t[$1] = w[2]} END {printf "run %d: sort/dups %.1f, sort-S512M/dups %.1f\n", i, t["sort"] / t["dups"], t["sort-S512M"] / t["dups"]}'
+done
 
+# median FIELD NAME: the median of FIELD (2 wall, 3 rss, 4 cpu) over NAME's runs.
+median() {
+	awk -v f="$1" -v name="$2" '$1 == name {split($f, v, "="); print v[2]}' "$WORK/runs" | sort -n |
+		awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
 echo "medians of $RUNS runs:"
 for name in dups sort sort-S512M; do
-	awk -v name="$name" '$1 == name {split($2, w, "="); split($3, r, "="); print w[2], r[2]}' "$WORK/runs" |
-		sort -n | awk -v name="$name" '{w[NR] = $1; r[NR] = $2} END {m = int((NR + 1) / 2); printf "%s median_wall_s=%s maxrss_kib_of_that_run=%s\n", name, w[m], r[m]}'
+	echo "$name wall_s=$(median 2 "$name") maxrss_kib=$(median 3 "$name") cpu_s=$(median 4 "$name")"
 done | tee "$WORK/medians"
-awk '{split($2, w, "="); t[$1] = w[2]} END {printf "sort/dups wall ratio: %.1f (sort -S 512M: %.1f)\n", t["sort"] / t["dups"], t["sort-S512M"] / t["dups"]}' "$WORK/medians"
+awk '{split($2, w, "="); t[$1] = w[2]} END {printf "median wall ratio: sort/dups %.1f, sort-S512M/dups %.1f\n", t["sort"] / t["dups"], t["sort-S512M"] / t["dups"]}' "$WORK/medians"
