@@ -180,6 +180,20 @@ func TestScanCSV(t *testing.T) {
 	}
 }
 
+// TestScanCSVQuoteError: a record encoding/csv refuses is one bad line,
+// and the records after it are read.
+func TestScanCSVQuoteError(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "q.csv", "1,a\"b\n2,5\n3,\"5\"\n")
+	var bad []BadLine
+	got := map[snowfence.ID]int64{}
+	_, err := Scan(context.Background(), Options{Column: "2", OnBad: func(b BadLine) { bad = append(bad, b) }}, []string{f},
+		func(d Duplicate) error { got[d.ID] = d.Count; return nil })
+	if err != nil || got[5] != 2 || len(bad) != 1 || bad[0].Line != 1 {
+		t.Errorf("Scan: %v; found %v, bad lines %v; want 5 twice and line 1 bad", err, got, bad)
+	}
+}
+
 func TestScanStops(t *testing.T) {
 	dir := t.TempDir()
 	f := writeFile(t, dir, "a.txt", "1\n1\n")
