@@ -44,6 +44,7 @@ func commands() map[string]command {
 		"serve":    {"run the ID service (HTTP), leasing a machine number", runServe},
 		"decode":   {"decode an ID: snowfence decode <id | uuid> [--schedule …] [--json]", runDecode},
 		"uuid":     {"print UUIDv7 values, one per line: snowfence uuid [-n N]", runUUID},
+		"dups":     {"find IDs that occur more than once in files: snowfence dups FILE… [--column N|NAME] [--json]", runDups},
 		"clock":    {"show the kernel's clock-sync state", runClock},
 		"who":      {"which holder minted an ID, from the lease journal: snowfence who <id> [store flags]", runWho},
 		"leases":   {"list, show, history, quarantine, release machine-number leases; raise marks after a restore", runLeases},
