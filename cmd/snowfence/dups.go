@@ -8,18 +8,20 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/dups"
 )
 
-const dupsUsage = `usage: snowfence dups FILE… [--column N|NAME] [--memory SIZE] [--tmp DIR] [--schedule …] [--json] [--show-bad N]
+const dupsUsage = `usage: snowfence dups FILE… [--column N|NAME] [--memory SIZE] [--tmp DIR] [--schedule …] [--json] [--show-bad N] [--who [store flags]]
 Finds the IDs that occur more than once in FILEs: one ID per line (decimal, or the UUIDv8 form),
 or with --column the IDs of one CSV column (its number from 1, or its name in the header). A file
 whose name ends in .gz is read through gzip. Inputs larger than --memory are partitioned into
 temporary files in --tmp and sorted one partition at a time.
 Prints each duplicate with its count and decode (with --json one object per line); bad lines
-(no ID) and a summary go to stderr. Exit status: 0 no duplicates, 1 duplicates found, 2 error
+(no ID) and a summary go to stderr. With --who, each duplicate also names the holder that minted it,
+from the lease store's journal (as snowfence who does). Exit status: 0 no duplicates, 1 duplicates found, 2 error
 or usage.`
 
 // whoFunc names the holder that minted id (snowfence who), for dups to
@@ -47,6 +49,9 @@ func dupsWith(ctx context.Context, e env, args []string, who whoFunc) error {
 	schedText := fs.String("schedule", "", `layout schedule to decode with, e.g. "v1,v2@2028-01-01T00:00:00Z" (default v1)`)
 	asJSON := fs.Bool("json", false, "print one JSON object per duplicate")
 	showBad := fs.Int("show-bad", 20, "print at most this many bad lines (all are counted)")
+	askWho := fs.Bool("who", false, "ask the lease store (the store flags, as for snowfence who) which holder minted each duplicate; decode with the fleet schedule unless --schedule is given")
+	var sf storeFlags
+	sf.register(fs)
 	files, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -64,6 +69,23 @@ func dupsWith(ctx context.Context, e env, args []string, who whoFunc) error {
 	sched, err := snowfence.ParseSchedule(*schedText)
 	if err != nil {
 		return usageError{err}
+	}
+	if *askWho && who == nil {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		w, err := openWho(wctx, &sf, *schedText)
+		cancel()
+		if err != nil {
+			return usageError{err}
+		}
+		defer w.Close()
+		sched = w.sched
+		who = func(ctx context.Context, id snowfence.ID) (string, error) {
+			ans, err := w.lookup(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			return ans.summary(), nil
+		}
 	}
 	// The budget bounds the finder's own buffers; the memory limit keeps
 	// the garbage collector to it as well, with room for the runtime's own.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -109,17 +108,13 @@ func writeExport(t *testing.T, path string, ids []snowfence.ID) {
 	}
 }
 
-// prettyJSON indents a JSON body for the runbook's reader.
-func prettyJSON(body string) string {
-	var v any
-	if json.Unmarshal([]byte(body), &v) != nil {
-		return body
-	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
-}
-
-// runbookDups is the detect step: dups over the two exports.
+// runbookDups is the detect step: dups over the two exports, asking the
+// store who minted each duplicate. The command runs in dir, so the
+// runbook shows the files' names only.
 func runbookDups(t *testing.T, store []string, dir string) []runbookStep {
-	return nil // TODO(lead): wire once dups lands
+	t.Helper()
+	s := runbookCLI(t, "dups", 1, store, "dups", "--column", "id", "--who",
+		filepath.Join(dir, "orders.csv"), filepath.Join(dir, "orders-eu.csv"))
+	s.output = strings.ReplaceAll(s.output, dir+"/", "")
+	return []runbookStep{s}
 }
