@@ -1,5 +1,6 @@
 // Command snowfence is the ID service and the operator's tool: serve IDs over
-// HTTP, decode IDs, inspect and fence machine-number leases, show and set the
+// HTTP, decode IDs, say who minted an ID (from the lease journal), find
+// duplicate IDs in exported data, inspect and fence machine-number leases, show and set the
 // fleet's layout schedule, keep the region registry, and read the clock's
 // sync state. Run "snowfence
 // help" for the subcommands.
@@ -10,7 +11,9 @@
 // a spare that waits for a free machine number, drain.go for a graceful
 // stop, testclock.go for the test-only clock offset,
 // serveregion.go for --region from the region registry and regionnames.go
-// for decode's region names), decode.go, leases.go, schedule.go,
+// for decode's region names), decode.go, who.go (who, and the journal
+// lookup dups --who shares), dups.go (the finder itself is internal/dups),
+// leases.go, schedule.go,
 // regions.go (with copyspec.go, the --copy SPEC of each store), clock.go,
 // version.go — and the shared
 // parts: main.go and run.go (dispatch, exit statuses), envflags.go (every
