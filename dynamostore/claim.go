@@ -15,12 +15,17 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The claim of a number absent or expired by the claimer's clock, and the
-// claim of a released number whose mark is still ahead of the claimer's
-// clock, compared on the mark read.
+// The claim writes the holder, the new expiry and epoch, its nonce and its
+// journal entry (journal.go). Its condition pins the state the scan read —
+// no item; or the epoch, the mark and the journal's head, with the mark
+// below the claimer's clock (absent or expired) or, for a released number
+// whose mark is still ahead of the claimer's clock, no holder — so the
+// token, the previous mark and the slot the entry names are exactly those
+// in force when the write commits.
 const (
-	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = if_not_exists(lease_epoch, :zero) + :one, claim_nonce = :nonce"
-	claimExpired   = "attribute_not_exists(machine_id) OR lease_expiry < :now"
+	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = :tok, claim_nonce = :nonce, jcur = :entry"
+	claimAbsent    = "attribute_not_exists(machine_id)"
+	claimExpired   = "lease_expiry = :seen AND lease_expiry < :now"
 	claimFreeAhead = "attribute_not_exists(holder) AND lease_expiry = :seen"
 )
 
@@ -33,6 +38,13 @@ const (
 // new lease's token, and writes lease_expiry = NowMs + LeaseFor (never below
 // the mark). StartMs is NowMs for an expired number (strictly above its
 // expiry, by the condition) and the stored mark for a released one.
+//
+// The same UpdateItem writes the claim's journal entry (History) and moves
+// the previous one to its slot; its condition compares the epoch, the mark
+// and the journal's head with those the scan read, so a number that
+// changed in between (even to another expired state) is passed over as
+// taken, and the entry's token, PrevMarkMs (the mark read) and slot are
+// those the write replaced.
 //
 // Every attempt writes a fresh nonce (claim_nonce). After a failed
 // condition (the item DynamoDB returns with it) or an error of unknown
@@ -93,11 +105,11 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
 }
 
-// A candidate is a number to try, with the mark seen for it.
+// A candidate is a number to try, with its item as the scan saw it.
 type candidate struct {
 	n       int
-	expired bool  // absent or lease_expiry < NowMs: the claim by expiry
-	seenMs  int64 // the free number's mark, ahead of NowMs
+	expired bool // absent or lease_expiry < NowMs: the claim by expiry
+	seen    item // the item read (exists false: none)
 }
 
 // reasons counts why numbers were passed over.
@@ -135,7 +147,7 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 		case slices.Contains(req.Exclude, n):
 			skipped.add("excluded")
 		case !it.exists || (it.expiryMs < req.NowMs && !it.quarantined):
-			expired = append(expired, candidate{n: n, expired: true})
+			expired = append(expired, candidate{n: n, expired: true, seen: it})
 		case it.quarantined:
 			skipped.add("quarantined")
 		case it.holder != "":
@@ -143,10 +155,10 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 		case it.expiryMs-req.NowMs > req.MaxAhead.Milliseconds():
 			skipped.add(fmt.Sprintf("free but with a mark more than %s ahead of the claimer's clock", req.MaxAhead))
 		default:
-			ahead = append(ahead, candidate{n: n, seenMs: it.expiryMs})
+			ahead = append(ahead, candidate{n: n, seen: it})
 		}
 	}
-	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seenMs - b.seenMs) })
+	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seen.expiryMs - b.seen.expiryMs) })
 	return append(expired, ahead...), skipped
 }
 
@@ -154,27 +166,50 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 // floorMs (0: none) is the restore floor: the lease starts at or above it.
 func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64) (*lease.Lease, error) {
 	start := req.NowMs
-	cond := claimExpired
 	nonce := lease.NewNonce()
+	seen := c.seen
+	token := seen.epoch + 1
 	vals := map[string]types.AttributeValue{
-		":me": str(req.Holder), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
+		":me": str(req.Holder), ":tok": num(int64(token)), ":nonce": str(nonce),
 	}
-	if c.expired {
-		vals[":now"] = num(req.NowMs)
-	} else {
-		cond, start = claimFreeAhead, c.seenMs
-		vals[":seen"] = num(c.seenMs)
+	expr, cond := claimUpdate, claimAbsent
+	var prevMarkMs int64
+	var seq int64 = 1
+	if seen.exists {
+		prevMarkMs = seen.expiryMs
+		vals[":seen"] = num(seen.expiryMs)
+		if c.expired {
+			cond = claimExpired
+			vals[":now"] = num(req.NowMs)
+		} else {
+			cond, start = claimFreeAhead, seen.expiryMs
+		}
+		if seen.hasEpoch {
+			cond += " AND lease_epoch = :epoch"
+			vals[":epoch"] = num(int64(seen.epoch))
+		} else {
+			cond += " AND attribute_not_exists(lease_epoch)"
+		}
+		if seen.hasJournal {
+			seq = seen.journalSeq + 1
+			cond += " AND jcur.#jn = :jseq"
+			vals[":jseq"] = num(seen.journalSeq)
+			expr += ", " + slotAttr(seen.journalSeq%journalSlots) + " = jcur"
+		} else {
+			cond += " AND attribute_not_exists(jcur)"
+		}
 	}
 	start = max(start, floorMs)
 	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
 	vals[":expiry"] = num(expiry)
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	vals[":entry"] = newEntry(seq, token, nonce, req, prevMarkMs, start)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(c.n),
-		UpdateExpression:                    aws.String(claimUpdate),
+		UpdateExpression:                    aws.String(expr),
 		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            journalNames(cond),
 		ExpressionAttributeValues:           vals,
-		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	mine := func(it item) bool {
@@ -183,12 +218,13 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		}
 		return it.holder == req.Holder && it.expiryMs == expiry
 	}
-	var it item
+	// What the write made of the item, when it committed: the condition
+	// pinned everything the lease is built from.
+	it := item{exists: true, machine: c.n, holder: req.Holder, epoch: token, expiryMs: expiry, nonce: nonce}
 	if err == nil {
-		if it, err = s.parseItem(out.Attributes); err != nil {
-			return nil, err
-		}
-	} else if failed, old := conditionFailed(err); failed {
+		return s.claimed(req, c.n, it, start), nil
+	}
+	if failed, old := conditionFailed(err); failed {
 		// An SDK retry of a claim that committed fails its own condition:
 		// the item returned then names this claim.
 		if it, _ = s.parseItem(old); !mine(it) {

@@ -116,6 +116,13 @@ type item struct {
 	nonce       string // claim_nonce: the attempt that made the last claim
 	// releaseNonce is release_nonce: the attempt that made the last release.
 	releaseNonce string
+	hasEpoch     bool // lease_epoch present
+	hasExpiry    bool // lease_expiry present
+	// hasJournal says jcur is present, journalSeq and journalToken are its
+	// n and t (journal.go).
+	hasJournal   bool
+	journalSeq   int64
+	journalToken uint64
 }
 
 func (s *Store) key(n int) map[string]types.AttributeValue {
@@ -163,15 +170,15 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 		it.holder = hs.Value
 	}
 	it.quarantined = it.holder == lease.QuarantineHolder
-	ep, _, err := getNum(m, attrEpoch)
+	ep, hasEpoch, err := getNum(m, attrEpoch)
 	if err != nil {
 		return item{}, err
 	}
 	if ep < 0 {
 		return item{}, fmt.Errorf("dynamostore: machine_id %d: negative lease_epoch %d", id, ep)
 	}
-	it.epoch = uint64(ep)
-	if it.expiryMs, _, err = getNum(m, attrExpiry); err != nil {
+	it.epoch, it.hasEpoch = uint64(ep), hasEpoch
+	if it.expiryMs, it.hasExpiry, err = getNum(m, attrExpiry); err != nil {
 		return item{}, err
 	}
 	if it.preMarkMs, it.hasPreMark, err = getNum(m, attrQuarantined); err != nil {
@@ -185,6 +192,9 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 	}
 	if v, ok := m[attrRelNonce].(*types.AttributeValueMemberS); ok {
 		it.releaseNonce = v.Value
+	}
+	if err := parseJournalHead(&it, m); err != nil {
+		return item{}, err
 	}
 	return it, nil
 }
@@ -213,15 +223,25 @@ func (s *Store) record(n int, it item) lease.Record {
 
 // read is a consistent GetItem of number n.
 func (s *Store) read(ctx context.Context, n int) (item, error) {
+	m, err := s.readRaw(ctx, n)
+	if err != nil {
+		return item{}, err
+	}
+	return s.parseItem(m)
+}
+
+// readRaw is a consistent GetItem of number n's item as DynamoDB returns
+// it (nil: no item).
+func (s *Store) readRaw(ctx context.Context, n int) (map[string]types.AttributeValue, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            s.key(n),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return item{}, fmt.Errorf("dynamostore: read machine %d: %w", n, err)
+		return nil, fmt.Errorf("dynamostore: read machine %d: %w", n, err)
 	}
-	return s.parseItem(out.Item)
+	return out.Item, nil
 }
 
 // reread is read on a context of its own, for deciding after the caller's
