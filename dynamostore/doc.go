@@ -18,6 +18,8 @@
 //	mark_floor        N  set by RaiseMarks: no release records, and no unquarantine gives back, a mark below it
 //	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
 //	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
+//	jcur              M  the lease journal's newest entry: the last claim's (below)
+//	j00 … j62         M  the 63 entries before it, entry number n at j(n mod 63)
 //
 // Beside them, at machine_ids below every region's (machine_id is never
 // negative for a lease), three items of the table's own:
@@ -36,14 +38,16 @@
 // # The requests
 //
 //	claim     UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
-//	                         lease_epoch = if_not_exists(lease_epoch, :zero) + :one
-//	          IF attribute_not_exists(machine_id) OR lease_expiry < :now       (ReturnValues ALL_NEW)
+//	                         lease_epoch = :epoch + 1, jcur = :entry, jNN = jcur
+//	          IF attribute_not_exists(machine_id)
+//	          OR (lease_expiry = :seen AND lease_expiry < :now AND lease_epoch = :epoch AND jcur.n = :n)
 //	renew     UpdateItem SET lease_expiry = :new_expiry
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry
-//	release   UpdateItem REMOVE holder SET lease_expiry = :last
+//	release   UpdateItem REMOVE holder SET lease_expiry = :last, jcur.e = "released", jcur.em = :last
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :my_mark
 //	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
 //	                          quarantined_mark = lease_expiry ADD lease_epoch 1
+//	                          (and jcur.e = "quarantined" when held: IF jcur.t = lease_epoch …)
 //
 // A released number
 // whose mark is still ahead of the claimer's clock (but within MaxAhead) is
@@ -71,6 +75,29 @@
 // cannot extend above the raised mark.
 //
 // Reads (Get, List, the scan a claim starts with) are consistent.
+//
+// # The journal
+//
+// Every claim records who claimed, with which token, and the mark it read,
+// in the number's own item, in the claim's own conditional UpdateItem: no
+// claim that took effect lacks its entry, and no entry exists for one that
+// did not. The claim's SET moves jcur to slot j(n mod 63) and writes its own
+// entry as jcur (DynamoDB evaluates every operand on the item as it was),
+// dropping the entry 64 claims older: lease.JournalRetention entries, kept
+// by the write itself. Its condition compares the epoch, the mark and
+// jcur's number with the scan's, so the token, PrevMarkMs and slot written
+// are those in force when it commits. Release, Quarantine and RaiseMarks
+// set jcur's end (e, em, ed) in their own write — a quarantine or a raise
+// only when the condition says jcur is the current holder's. Renewals do
+// not touch it. History reads the item with a consistent GetItem.
+//
+// An entry is a map of short names (n, t, c, h, cm, pm, sm, e, em, ed:
+// journal.go): about 150 bytes with a 45-character holder, 370 with a
+// 256-character one. A full journal is therefore 10 to 24 KB, far below
+// DynamoDB's 400 KB, but DynamoDB bills a write by the item's size (one
+// write unit per KB, the larger of before and after), so a renewal of a
+// number with a full journal costs 10 to 24 write units instead of one,
+// and a claim's scan reads that much more per number (docs/lease-stores.md).
 //
 // # Permissions
 //
