@@ -92,7 +92,7 @@
 // not touch it. History reads the item with a consistent GetItem.
 //
 // An entry is a map of short names (n, t, c, h, cm, pm, sm, e, em, ed:
-// journal.go): about 150 bytes with a 45-character holder, 370 with a
+// journal.go): about 160 bytes with a 45-character holder, 370 with a
 // 256-character one. A full journal is therefore 10 to 24 KB, far below
 // DynamoDB's 400 KB, but DynamoDB bills a write by the item's size (one
 // write unit per KB, the larger of before and after), so a renewal of a
