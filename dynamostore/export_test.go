@@ -18,9 +18,9 @@ func HandQuarantine(ctx context.Context, s *Store, n int) error {
 	return err
 }
 
-// ClaimAsIfFree is the write of a claim whose scan found number n absent or
-// expired: the second half of a claim that lost the race between its scan
-// and its write, played without the scan.
+// ClaimAsIfFree is the write of a claim whose scan found number n absent
+// (its condition: no item): the second half of a claim that lost the race
+// between its scan and its write, played without the scan.
 func ClaimAsIfFree(ctx context.Context, s *Store, req lease.ClaimRequest, n int) (*lease.Lease, error) {
 	return s.tryClaim(ctx, req, candidate{n: n, expired: true}, 0)
 }
