@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -81,12 +82,21 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 	}
+	if err := s.checkJournalTable(ctx); err != nil {
+		return nil, err
+	}
 	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 		}
 		l, err := s.tryClaim(ctx, req, c, floor)
+		if errors.Is(err, errUnarchivable) {
+			s.log.Error("machine number passed over: its journal entry cannot be archived; delete the journal table's item of that entry if it was made by hand (docs/lease-stores.md)",
+				"machine", c.n, "entry", c.seen.journal.seq, "journal_table", s.cfg.JournalTable)
+			skipped.add("passed over: the journal table holds another claim's entry under the number of the one to archive")
+			continue
+		}
 		if l != nil {
 			l.Schedule = req.Schedule
 			if err := s.remember(l, gen); err != nil {
@@ -174,7 +184,6 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	}
 	expr, cond := claimUpdate, claimAbsent
 	var prevMarkMs int64
-	var seq int64 = 1
 	if seen.exists {
 		prevMarkMs = seen.expiryMs
 		vals[":seen"] = num(seen.expiryMs)
@@ -191,19 +200,28 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 			cond += " AND attribute_not_exists(lease_epoch)"
 		}
 		if seen.hasJournal {
-			seq = seen.journalSeq + 1
-			cond += " AND jcur.#jn = :jseq"
-			vals[":jseq"] = num(seen.journalSeq)
-			expr += ", " + slotAttr(seen.journalSeq%journalSlots) + " = jcur"
+			cur := seen.journal
+			cond += " AND jcur.#jn = :jseq AND jcur.#jt = :jtok AND jcur.#jc = :jclaim"
+			vals[":jseq"], vals[":jtok"], vals[":jclaim"] = num(cur.seq), num(int64(cur.e.Token)), str(cur.e.Claim)
+			if cur.e.End == lease.EndNone {
+				cond += " AND attribute_not_exists(jcur.#je)"
+			} else {
+				cond += " AND jcur.#je = :jwas"
+				vals[":jwas"] = str(cur.e.End)
+			}
 		} else {
 			cond += " AND attribute_not_exists(jcur)"
 		}
+	}
+	seq, err := s.nextSeq(ctx, c, floorMs)
+	if err != nil {
+		return nil, err
 	}
 	start = max(start, floorMs)
 	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
 	vals[":expiry"] = num(expiry)
 	vals[":entry"] = newEntry(seq, token, nonce, req, prevMarkMs, start)
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(c.n),
 		UpdateExpression:                    aws.String(expr),
@@ -222,6 +240,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	// pinned everything the lease is built from.
 	it := item{exists: true, machine: c.n, holder: req.Holder, epoch: token, expiryMs: expiry, nonce: nonce}
 	if err == nil {
+		s.trimJournal(ctx, c.n, seq)
 		return s.claimed(req, c.n, it, start), nil
 	}
 	if failed, old := conditionFailed(err); failed {
@@ -241,9 +260,38 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 				c.n, s.region, err, lease.FormatMs(expiry))
 		}
 		s.log.Info("claim of unknown outcome had committed", "machine", c.n, "holder", req.Holder, "epoch", it.epoch)
+		s.trimJournal(ctx, c.n, seq)
 		return s.claimed(req, c.n, it, start), nil
 	}
+	s.trimJournal(ctx, c.n, seq)
 	return s.claimed(req, c.n, it, start), nil
+}
+
+// nextSeq archives the jcur the scan read for candidate c (archive.go) and
+// returns the sequence number of the claim's own entry: one more than
+// jcur's, or than the newest entry in the journal table where that may be
+// higher — a number whose lease item has no jcur (never claimed, or its
+// item deleted), and every number once a restore of the lease table was
+// noticed (floorMs > 0: the journal table may hold claims the restored
+// table no longer knows, and the new entry must come after them). It
+// returns errUnarchivable if the journal table holds another claim's entry
+// under jcur's number.
+func (s *Store) nextSeq(ctx context.Context, c candidate, floorMs int64) (int64, error) {
+	var seq int64
+	if c.seen.hasJournal {
+		if err := s.archive(ctx, c.n, c.seen.journal); err != nil {
+			return 0, err
+		}
+		seq = c.seen.journal.seq
+	}
+	if !c.seen.hasJournal || floorMs > 0 {
+		newest, err := s.newestArchived(ctx, c.n)
+		if err != nil {
+			return 0, fmt.Errorf("dynamostore: claim machine %d region %d: %w; retry", c.n, s.region, err)
+		}
+		seq = max(seq, newest)
+	}
+	return seq + 1, nil
 }
 
 func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {

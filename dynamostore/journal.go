@@ -2,42 +2,48 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The journal lives in the number's own item, so the claim's conditional
-// UpdateItem writes its entry (DynamoDB has no atomic write across items
-// but TransactWriteItems, which dynalite does not implement):
+// The journal is in two places. The newest entry of a number is in the
+// number's own lease item, as jcur, so the claim's conditional UpdateItem
+// writes it (DynamoDB has no atomic write across items but
+// TransactWriteItems, which dynalite does not implement) and the ending
+// writes (Release, Quarantine, RaiseMarks) end it in theirs. Every older
+// entry is in the journal table (Config.JournalTable), one item each:
 //
-//	jcur       M  the newest claim's entry
-//	j00 … j62  M  the 63 claims before it: entry number n at j(n mod 63)
+//	pk  S  "<keyspace>/<machine>" (partition key)
+//	n   N  the entry's sequence number (sort key)
+//	…      the entry's fields, as in jcur
 //
-// A claim moves jcur to its slot and writes its own entry as jcur in the
-// same UpdateExpression (SET jNN = jcur, jcur = :entry: DynamoDB evaluates
-// every operand on the item as it was before the update), overwriting the
-// entry 64 claims older: JournalRetention entries, no sweeper. The ending
-// writes (Release, Quarantine, RaiseMarks) set fields of jcur, a path that
-// does not depend on the entry's number.
+// A claim copies the jcur it read into the journal table (archive.go)
+// before its UpdateItem overwrites it, so the lease item holds one entry
+// whatever the journal's length, and a renewal, which DynamoDB bills by the
+// item's size, stays one write unit.
 //
 // An entry's fields (short names: an item's size counts every attribute
-// name, and every renewal pays for the whole item):
+// name):
 //
-//	n   N  the journal sequence number, 1 for the item's first claim
+//	n   N  the journal sequence number, 1 for the number's first claim
 //	t   N  the token (lease_epoch after the claim)
 //	c   S  the claim's nonce (claim_nonce)
 //	h   S  the holder
 //	cm  N  ClaimedMs       pm N  PrevMarkMs       sm N  StartMs
 //	e   S  End (absent: none)   em N  EndMs   ed N  EndedMs
 const (
-	attrJournal  = "jcur"
-	journalSlots = lease.JournalRetention - 1
+	attrJournal = "jcur"
+	attrPK      = "pk"
 
 	jSeq, jToken, jClaim, jHolder = "n", "t", "c", "h"
 	jClaimed, jPrevMark, jStart   = "cm", "pm", "sm"
@@ -58,7 +64,7 @@ const (
 
 // journalFields maps each expression attribute name of the journal to the
 // field it stands for.
-var journalFields = map[string]string{"#jn": jSeq, "#jt": jToken, "#je": jEnd, "#jem": jEndMs, "#jed": jEndedMs}
+var journalFields = map[string]string{"#jn": jSeq, "#jt": jToken, "#jc": jClaim, "#je": jEnd, "#jem": jEndMs, "#jed": jEndedMs}
 
 var journalName = regexp.MustCompile(`#j[a-z]+`)
 
@@ -77,9 +83,6 @@ func journalNames(exprs ...string) map[string]string {
 	return names
 }
 
-// slotAttr is the attribute name of slot i (0 ≤ i < journalSlots).
-func slotAttr(i int64) string { return fmt.Sprintf("j%02d", i) }
-
 // endVals adds the values of an ending write of kind end (lease.End*) to
 // vals, with the store's wall clock as EndedMs.
 func endVals(vals map[string]types.AttributeValue, end string) map[string]types.AttributeValue {
@@ -91,7 +94,7 @@ func endVals(vals map[string]types.AttributeValue, end string) map[string]types.
 // heldEntry says whether it is held (by a holder, not a quarantine) under
 // a claim whose entry is jcur: the state heldWithEntry tests.
 func heldEntry(it item) bool {
-	return it.exists && it.holder != "" && !it.quarantined && it.hasJournal && it.journalToken == it.epoch
+	return it.exists && it.holder != "" && !it.quarantined && it.hasJournal && it.journal.e.Token == it.epoch
 }
 
 // newEntry is the map of a claim's entry.
@@ -102,8 +105,20 @@ func newEntry(seq int64, token uint64, nonce string, req lease.ClaimRequest, pre
 	}}
 }
 
-// History implements lease.Journal: the entries of number machine's item
-// (a consistent GetItem), oldest claim first.
+// journalKey is the journal table's partition key of number n.
+func (s *Store) journalKey(n int) types.AttributeValue {
+	return str(strconv.Itoa(s.region) + "/" + strconv.Itoa(n))
+}
+
+// History implements lease.Journal: number machine's jcur (a consistent
+// GetItem of its lease item) and the newest entries archived in the journal
+// table (a consistent Query, newest first), merged by sequence number; the
+// newest lease.JournalRetention of them, oldest claim first. Archived
+// entries older than those (a delete that failed, numbers skipped after a
+// restore) are never returned. Where the two places hold an entry of one
+// number, one claim, the copy with an end wins (jcur if both or neither
+// have one); where they hold different claims under one number (an edit by
+// hand), jcur wins.
 func (s *Store) History(ctx context.Context, machine int) ([]lease.JournalEntry, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -111,52 +126,87 @@ func (s *Store) History(ctx context.Context, machine int) ([]lease.JournalEntry,
 	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return nil, err
 	}
-	m, err := s.readRaw(ctx, machine)
+	it, err := s.read(ctx, machine)
 	if err != nil {
 		return nil, err
 	}
-	type numbered struct {
-		seq int64
-		e   lease.JournalEntry
-	}
-	var got []numbered
-	add := func(name string) error {
-		v, ok := m[name]
-		if !ok {
-			return nil
-		}
-		mv, ok := v.(*types.AttributeValueMemberM)
-		if !ok {
-			return fmt.Errorf("dynamostore: machine %d region %d: journal attribute %s is %T, not a map: the item holds attributes this store did not write", machine, s.region, name, v)
-		}
-		seq, e, err := s.parseEntry(machine, mv.Value)
-		if err != nil {
-			return fmt.Errorf("dynamostore: machine %d region %d: journal attribute %s: %w", machine, s.region, name, err)
-		}
-		got = append(got, numbered{seq, e})
-		return nil
-	}
-	if err := add(attrJournal); err != nil {
+	archived, err := s.archived(ctx, machine, lease.JournalRetention)
+	if err != nil {
 		return nil, err
 	}
-	for i := range int64(journalSlots) {
-		if err := add(slotAttr(i)); err != nil {
-			return nil, err
+	bySeq := make(map[int64]entry, len(archived)+1)
+	for _, e := range archived {
+		bySeq[e.seq] = e
+	}
+	if it.hasJournal {
+		cur := it.journal
+		if old, ok := bySeq[cur.seq]; !ok || !old.sameClaim(cur) || cur.e.End != lease.EndNone || old.e.End == lease.EndNone {
+			bySeq[cur.seq] = cur
 		}
 	}
-	slices.SortFunc(got, func(a, b numbered) int { return int(a.seq - b.seq) })
-	if len(got) > lease.JournalRetention { // only an item edited by hand
-		got = got[len(got)-lease.JournalRetention:]
+	seqs := make([]int64, 0, len(bySeq))
+	for n := range bySeq {
+		seqs = append(seqs, n)
 	}
-	out := make([]lease.JournalEntry, len(got))
-	for i, g := range got {
-		out[i] = g.e
+	slices.Sort(seqs)
+	if len(seqs) > lease.JournalRetention {
+		seqs = seqs[len(seqs)-lease.JournalRetention:]
+	}
+	out := make([]lease.JournalEntry, len(seqs))
+	for i, n := range seqs {
+		out[i] = bySeq[n].e
 	}
 	return out, nil
 }
 
-// parseEntry reads one entry map.
-func (s *Store) parseEntry(machine int, m map[string]types.AttributeValue) (int64, lease.JournalEntry, error) {
+// archived returns up to limit of number machine's entries in the journal
+// table, newest first, from a consistent Query.
+func (s *Store) archived(ctx context.Context, machine, limit int) ([]entry, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.cfg.JournalTable),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s.journalKey(machine)},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+	}
+	var out []entry
+	for len(out) < limit {
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, s.journalTableErr(fmt.Errorf("dynamostore: read the journal of machine %d region %d: %w", machine, s.region, err))
+		}
+		for _, m := range page.Items {
+			e, err := s.parseEntry(machine, m)
+			if err != nil {
+				return nil, fmt.Errorf("dynamostore: machine %d region %d: journal table %s: %w", machine, s.region, s.cfg.JournalTable, err)
+			}
+			out = append(out, e)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+		in.Limit = aws.Int32(int32(limit - len(out)))
+	}
+	return out, nil
+}
+
+// An entry is one parsed journal entry with its sequence number.
+type entry struct {
+	seq int64
+	e   lease.JournalEntry
+	raw map[string]types.AttributeValue // its fields as stored
+}
+
+// sameClaim says whether e and o are copies of one claim's entry.
+func (e entry) sameClaim(o entry) bool {
+	return e.seq == o.seq && e.e.Token == o.e.Token && e.e.Claim == o.e.Claim
+}
+
+// parseEntry reads one entry's fields (a jcur map, or a journal table item,
+// whose key pk it ignores).
+func (s *Store) parseEntry(machine int, m map[string]types.AttributeValue) (entry, error) {
 	e := lease.JournalEntry{Machine: machine, Region: s.region}
 	var seq, token int64
 	for _, f := range []struct {
@@ -169,15 +219,15 @@ func (s *Store) parseEntry(machine int, m map[string]types.AttributeValue) (int6
 	} {
 		v, ok, err := getNum(m, f.name)
 		if err != nil {
-			return 0, e, err
+			return entry{}, err
 		}
 		if !ok && f.must {
-			return 0, e, fmt.Errorf("no field %s", f.name)
+			return entry{}, fmt.Errorf("no field %s", f.name)
 		}
 		*f.to = v
 	}
-	if token < 0 {
-		return 0, e, fmt.Errorf("negative token %d", token)
+	if token < 0 || seq < 1 {
+		return entry{}, fmt.Errorf("token %d, sequence number %d: not an entry this store wrote", token, seq)
 	}
 	e.Token = uint64(token)
 	for _, f := range []struct {
@@ -187,16 +237,22 @@ func (s *Store) parseEntry(machine int, m map[string]types.AttributeValue) (int6
 		if v, ok := m[f.name]; ok {
 			sv, ok := v.(*types.AttributeValueMemberS)
 			if !ok {
-				return 0, e, fmt.Errorf("field %s is %T, not a string", f.name, v)
+				return entry{}, fmt.Errorf("field %s is %T, not a string", f.name, v)
 			}
 			*f.to = sv.Value
 		}
 	}
-	return seq, e, nil
+	raw := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		if k != attrPK {
+			raw[k] = v
+		}
+	}
+	return entry{seq: seq, e: e, raw: raw}, nil
 }
 
-// parseJournalHead reads, of jcur, what a claim pins: its number and token.
-func parseJournalHead(it *item, m map[string]types.AttributeValue) error {
+// parseJournalHead reads jcur, the entry a claim archives and pins.
+func (s *Store) parseJournalHead(it *item, m map[string]types.AttributeValue) error {
 	v, ok := m[attrJournal]
 	if !ok {
 		return nil
@@ -205,17 +261,16 @@ func parseJournalHead(it *item, m map[string]types.AttributeValue) error {
 	if !ok {
 		return fmt.Errorf("dynamostore: machine_id %d: %s is %T, not a map: the item holds attributes this store did not write", it.machine, attrJournal, v)
 	}
-	seq, okSeq, err := getNum(mv.Value, jSeq)
+	e, err := s.parseEntry(it.machine, mv.Value)
 	if err != nil {
-		return err
+		return fmt.Errorf("dynamostore: machine %d region %d: %s: %w", it.machine, s.region, attrJournal, err)
 	}
-	tok, okTok, err := getNum(mv.Value, jToken)
-	if err != nil {
-		return err
-	}
-	if !okSeq || !okTok || seq < 1 || tok < 0 {
-		return fmt.Errorf("dynamostore: machine_id %d: %s has no valid %s and %s: the item holds attributes this store did not write", it.machine, attrJournal, jSeq, jToken)
-	}
-	it.hasJournal, it.journalSeq, it.journalToken = true, seq, uint64(tok)
+	it.hasJournal, it.journal = true, e
 	return nil
+}
+
+// isNotFound reports a table that does not exist.
+func isNotFound(err error) bool {
+	var nf *types.ResourceNotFoundException
+	return errors.As(err, &nf)
 }
