@@ -213,7 +213,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 			cond += " AND attribute_not_exists(jcur)"
 		}
 	}
-	seq, err := s.nextSeq(ctx, c, floorMs)
+	seq, err := s.nextSeq(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -268,30 +268,38 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 }
 
 // nextSeq archives the jcur the scan read for candidate c (archive.go) and
-// returns the sequence number of the claim's own entry: one more than
-// jcur's, or than the newest entry in the journal table where that may be
-// higher — a number whose lease item has no jcur (never claimed, or its
-// item deleted), and every number once a restore of the lease table was
-// noticed (floorMs > 0: the journal table may hold claims the restored
-// table no longer knows, and the new entry must come after them). It
-// returns errUnarchivable if the journal table holds another claim's entry
-// under jcur's number.
-func (s *Store) nextSeq(ctx context.Context, c candidate, floorMs int64) (int64, error) {
+// returns the sequence number of the claim's own entry: one more than the
+// highest of jcur's and the newest entry's in the journal table (a
+// consistent Query, made while the archive write is under way). The
+// journal table's can be the higher after the lease item went back to an
+// older copy — a point-in-time restore of the lease table alone, an item
+// put back by hand, an item deleted — and the new entry must come after
+// the claims that copy no longer knows. It returns errUnarchivable if the
+// journal table holds another claim's entry under jcur's number.
+func (s *Store) nextSeq(ctx context.Context, c candidate) (int64, error) {
+	type newest struct {
+		seq int64
+		err error
+	}
+	q := make(chan newest, 1)
+	go func() {
+		seq, err := s.newestArchived(ctx, c.n)
+		q <- newest{seq, err}
+	}()
 	var seq int64
+	var aerr error
 	if c.seen.hasJournal {
-		if err := s.archive(ctx, c.n, c.seen.journal); err != nil {
-			return 0, err
-		}
+		aerr = s.archive(ctx, c.n, c.seen.journal)
 		seq = c.seen.journal.seq
 	}
-	if !c.seen.hasJournal || floorMs > 0 {
-		newest, err := s.newestArchived(ctx, c.n)
-		if err != nil {
-			return 0, fmt.Errorf("dynamostore: claim machine %d region %d: %w; retry", c.n, s.region, err)
-		}
-		seq = max(seq, newest)
+	got := <-q
+	switch {
+	case aerr != nil:
+		return 0, aerr
+	case got.err != nil:
+		return 0, fmt.Errorf("dynamostore: claim machine %d region %d: %w; retry", c.n, s.region, got.err)
 	}
-	return seq + 1, nil
+	return max(seq, got.seq) + 1, nil
 }
 
 func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {
