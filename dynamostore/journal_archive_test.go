@@ -143,7 +143,9 @@ func TestJournalArchiveFails(t *testing.T) {
 		if _, err := s.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.JournalTable())}); err != nil {
 			t.Fatal(err)
 		}
-		w := dynamodb.NewTableNotExistsWaiter(s.Client())
+		w := dynamodb.NewTableNotExistsWaiter(s.Client(), func(o *dynamodb.TableNotExistsWaiterOptions) {
+			o.MinDelay, o.MaxDelay = 20*time.Millisecond, time.Second
+		})
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.JournalTable())}, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}

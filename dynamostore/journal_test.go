@@ -150,6 +150,17 @@ func TestJournalInterleavings(t *testing.T) {
 	t.Logf("%d claims succeeded, %d found no free number; %d replies dropped", len(claims), noFree.Load(), dropped)
 	for n := lo; n <= hi; n++ {
 		ivs := leasetest.MustIntervals(t, base, n)
+		seqs := map[string]bool{}
+		for _, it := range journalItems(t, base, n) {
+			seq := it["n"].(*types.AttributeValueMemberN).Value
+			if seqs[seq] {
+				t.Errorf("machine %d: journal table holds entry %s twice", n, seq)
+			}
+			seqs[seq] = true
+		}
+		if len(seqs) > lease.JournalRetention-1 {
+			t.Errorf("machine %d: journal table holds %d entries, more than the retention", n, len(seqs))
+		}
 		var won []*held
 		for _, h := range claims {
 			if h.l.Machine == n {
@@ -264,10 +275,20 @@ func TestJournalDroppedReplies(t *testing.T) {
 				t.Fatalf("entry after the release %+v, want released at %d", h[0], now+5_000)
 			}
 
-			sh.DropNextReplies(1)
+			// The claim over a's entry archives it first: both the
+			// archive's reply and the claim's are lost.
+			droppedBefore, _ := sh.Stats()
+			sh.DropNextReplies(2)
 			b := leasetest.MustClaim(t, s, req("b", m, m, now+6_000))
-			if h := history(2); h[1].Token != b.Token || h[1].PrevMarkMs != now+5_000 || h[1].StartMs != b.StartMs {
-				t.Fatalf("entry of the second claim %+v, lease %+v", h[1], b)
+			if dropped, _ := sh.Stats(); dropped != droppedBefore+2 {
+				t.Fatalf("the shim dropped %d replies of the claim over an entry, want 2 (archive and claim)", dropped-droppedBefore)
+			}
+			if h := history(2); h[1].Token != b.Token || h[1].PrevMarkMs != now+5_000 || h[1].StartMs != b.StartMs ||
+				h[0].End != lease.EndReleased || h[0].EndMs != now+5_000 {
+				t.Fatalf("entries after the second claim %+v, lease %+v", h, b)
+			}
+			if items := journalItems(t, s, m); len(items) != 1 || attrS(items[0], "e") != lease.EndReleased {
+				t.Fatalf("journal table after the archive whose reply was lost: %v, want a's entry once, released", items)
 			}
 			retry("quarantine", func() error { return s.Quarantine(ctx, m) })
 			if h := history(2); h[1].End != lease.EndQuarantined || h[0].End != lease.EndReleased {
@@ -277,6 +298,7 @@ func TestJournalDroppedReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			sh.DropNextReplies(1) // the archive of b's (quarantined) entry
 			c := leasetest.MustClaim(t, s, req("c", m, m, now+40_000))
 			c = mustExtend(t, s, c, now+60_000)
 			retry("raise marks", func() error { _, err := s.RaiseMarks(ctx, lease.Range{Lo: m, Hi: m}, now+120_000); return err })
@@ -293,10 +315,12 @@ func TestJournalDroppedReplies(t *testing.T) {
 }
 
 // TestJournalItemSize fills a number's journal with holders of 256
-// characters and reports the item's size, the write units a renewal
-// consumes on it (DynamoDB bills an UpdateItem by the larger of the item
-// before and after, per KB), and a consistent read's units, beside an item
-// with one entry. The item must stay far below DynamoDB's 400 KB.
+// characters (66 claims) and reports the lease item's size, the write
+// units a renewal consumes on it (DynamoDB bills an UpdateItem by the
+// larger of the item before and after, per KB) and a consistent read's
+// units, beside an item with one entry: the lease item keeps one entry
+// whatever the journal's length, so they are the same. The journal table
+// keeps the newest JournalRetention entries, jcur's included.
 func TestJournalItemSize(t *testing.T) {
 	s := newStore(t)
 	ctx := ctxFor(t)
@@ -334,21 +358,32 @@ func TestJournalItemSize(t *testing.T) {
 	}
 	one := leasetest.MustClaim(t, s, req(strings.Repeat("x", 256), 1, 1, now))
 	leasetest.MustRelease(t, s, mustExtend(t, s, one, now+1000), now+1000)
-	for i := range lease.JournalRetention + 2 {
+	const claims = lease.JournalRetention + 2
+	var last *lease.Lease
+	for i := range claims {
 		l := leasetest.MustClaim(t, s, req(fmt.Sprintf("%03d", i)+strings.Repeat("h", 253), 2, 2, now))
 		leasetest.MustRelease(t, s, mustExtend(t, s, l, now+int64(i)+1), now+int64(i)+1)
+		last = l
 	}
-	if h := leasetest.MustHistory(t, s, 2); len(h) != lease.JournalRetention {
-		t.Fatalf("History has %d entries, want %d", len(h), lease.JournalRetention)
+	h := leasetest.MustHistory(t, s, 2)
+	if len(h) != lease.JournalRetention || h[len(h)-1].Claim != last.Claim || h[0].Holder[:3] != fmt.Sprintf("%03d", claims-lease.JournalRetention) {
+		t.Fatalf("History has %d entries, from %q to %q; want the newest %d", len(h), h[0].Holder[:3], h[len(h)-1].Holder[:3], lease.JournalRetention)
+	}
+	if items := journalItems(t, s, 2); len(items) != lease.JournalRetention-1 {
+		t.Errorf("journal table holds %d entries of machine 2, want %d (the newest but jcur)", len(items), lease.JournalRetention-1)
 	}
 	w1, r1 := units(1)
 	w64, r64 := units(2)
 	s1, s64 := size(1), size(2)
-	t.Logf("one entry: item %d B, renewal %.0f write units, consistent read %.1f read units", s1, w1, r1)
-	t.Logf("%d entries, 256-byte holders: item %d B (%.0f B per entry), renewal %.0f write units, consistent read %.1f read units",
-		lease.JournalRetention, s64, float64(s64-s1)/float64(lease.JournalRetention-1), w64, r64)
-	if s64 > 64<<10 {
-		t.Errorf("item of a full journal is %d B: far more than the entries need", s64)
+	t.Logf("one entry: lease item %d B, renewal %.0f write units, consistent read %.1f read units", s1, w1, r1)
+	t.Logf("%d claims, 256-byte holders: lease item %d B, renewal %.0f write units, consistent read %.1f read units",
+		claims, s64, w64, r64)
+	if s64 > s1+16 || w64 != w1 || r64 != r1 {
+		t.Errorf("lease item after %d claims: %d B, %.0f write units, %.1f read units; want about one entry's (%d B, %.0f, %.1f)",
+			claims, s64, w64, r64, s1, w1, r1)
+	}
+	if w64 != 1 {
+		t.Errorf("a renewal of a number with a full journal costs %.0f write units, want 1", w64)
 	}
 }
 
