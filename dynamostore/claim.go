@@ -18,11 +18,12 @@ import (
 
 // The claim writes the holder, the new expiry and epoch, its nonce and its
 // journal entry (journal.go). Its condition pins the state the scan read —
-// no item; or the epoch, the mark and the journal's head, with the mark
-// below the claimer's clock (absent or expired) or, for a released number
-// whose mark is still ahead of the claimer's clock, no holder — so the
-// token, the previous mark and the slot the entry names are exactly those
-// in force when the write commits.
+// no item; or the epoch, the mark and jcur (number, token, nonce, end),
+// with the mark below the claimer's clock (absent or expired) or, for a
+// released number whose mark is still ahead of the claimer's clock, no
+// holder — so the token and the previous mark the entry names are those in
+// force when the write commits, and the jcur it overwrites is the one the
+// claimer archived (archive.go).
 const (
 	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = :tok, claim_nonce = :nonce, jcur = :entry"
 	claimAbsent    = "attribute_not_exists(machine_id)"
@@ -40,12 +41,15 @@ const (
 // the mark). StartMs is NowMs for an expired number (strictly above its
 // expiry, by the condition) and the stored mark for a released one.
 //
-// The same UpdateItem writes the claim's journal entry (History) and moves
-// the previous one to its slot; its condition compares the epoch, the mark
-// and the journal's head with those the scan read, so a number that
-// changed in between (even to another expired state) is passed over as
-// taken, and the entry's token, PrevMarkMs (the mark read) and slot are
-// those the write replaced.
+// The same UpdateItem writes the claim's journal entry (History) as jcur,
+// after the jcur the scan read was copied into the journal table; its
+// condition compares the epoch, the mark and jcur with those the scan
+// read, so a number that changed in between (even to another expired
+// state, or only by a release) is passed over as taken, and the entry's
+// token and PrevMarkMs (the mark read) are those the write replaced. A
+// number whose jcur cannot be archived (the journal table holds another
+// claim's entry under its number) is passed over; a copy of unknown
+// outcome that a re-read does not find fails the claim.
 //
 // Every attempt writes a fresh nonce (claim_nonce). After a failed
 // condition (the item DynamoDB returns with it) or an error of unknown

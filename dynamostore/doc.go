@@ -19,7 +19,6 @@
 //	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
 //	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
 //	jcur              M  the lease journal's newest entry: the last claim's (below)
-//	j00 … j62         M  the 63 entries before it, entry number n at j(n mod 63)
 //
 // Beside them, at machine_ids below every region's (machine_id is never
 // negative for a lease), three items of the table's own:
@@ -37,10 +36,12 @@
 //
 // # The requests
 //
-//	claim     UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
-//	                         lease_epoch = :epoch + 1, jcur = :entry, jNN = jcur
+//	claim     PutItem (journal table) jcur as read IF attribute_not_exists(pk) OR (t = :t AND c = :c AND attribute_not_exists(e))
+//	          UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
+//	                         lease_epoch = :epoch + 1, jcur = :entry
 //	          IF attribute_not_exists(machine_id)
-//	          OR (lease_expiry = :seen AND lease_expiry < :now AND lease_epoch = :epoch AND jcur.n = :n)
+//	          OR (lease_expiry = :seen AND lease_expiry < :now AND lease_epoch = :epoch
+//	              AND jcur.n = :n AND jcur.t = :t AND jcur.c = :c AND <jcur.e as read>)
 //	renew     UpdateItem SET lease_expiry = :new_expiry
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry
 //	release   UpdateItem REMOVE holder SET lease_expiry = :last, jcur.e = "released", jcur.em = :last
@@ -79,29 +80,38 @@
 // # The journal
 //
 // Every claim records who claimed, with which token, and the mark it read,
-// in the number's own item, in the claim's own conditional UpdateItem: no
-// claim that took effect lacks its entry, and no entry exists for one that
-// did not. The claim's SET moves jcur to slot j(n mod 63) and writes its own
-// entry as jcur (DynamoDB evaluates every operand on the item as it was),
-// dropping the entry 64 claims older: lease.JournalRetention entries, kept
-// by the write itself. Its condition compares the epoch, the mark and
-// jcur's number with the scan's, so the token, PrevMarkMs and slot written
-// are those in force when it commits. Release, Quarantine and RaiseMarks
-// set jcur's end (e, em, ed) in their own write — a quarantine or a raise
-// only when the condition says jcur is the current holder's. Renewals do
-// not touch it. History reads the item with a consistent GetItem.
+// as jcur in the number's own item, in the claim's own conditional
+// UpdateItem: no claim that took effect lacks its entry, and no entry
+// exists for one that did not. Release, Quarantine and RaiseMarks set
+// jcur's end (e, em, ed) in their own write — a quarantine or a raise only
+// when the condition says jcur is the current holder's. Renewals do not
+// touch it.
 //
-// An entry is a map of short names (n, t, c, h, cm, pm, sm, e, em, ed:
-// journal.go): about 160 bytes with a 45-character holder, 370 with a
-// 256-character one. A full journal is therefore 10 to 24 KB, far below
-// DynamoDB's 400 KB, but DynamoDB bills a write by the item's size (one
-// write unit per KB, the larger of before and after), so a renewal of a
-// number with a full journal costs 10 to 24 write units instead of one,
-// and a claim's scan reads that much more per number (docs/lease-stores.md).
+// Older entries are in a journal table of their own (Config.JournalTable,
+// "<table>-journal" by default, created by CreateTable: partition key pk
+// S "<keyspace>/<machine>", sort key n N). Before its UpdateItem overwrites
+// jcur, a claim copies the jcur its scan read there (PutItem, never over a
+// copy of the same claim that has an end, never over another claim's
+// entry), and the UpdateItem's condition pins jcur's number, token, nonce
+// and end and the epoch and mark — everything any other write to the item
+// changes — so the copy is exactly the entry overwritten. A claim whose
+// copy cannot be made does not proceed. Its entry's number is one more
+// than the highest of jcur's and the journal table's (a Query made beside
+// the copy), so an item put back to an older copy continues after the
+// claims it no longer knows. After the claim it deletes the entry
+// lease.JournalRetention claims older (best effort). History merges a
+// consistent GetItem of jcur and a consistent Query of the journal table,
+// newest 64, oldest first.
+//
+// The lease item thus holds one entry (about 160 bytes with a 45-character
+// holder) whatever the journal's length: a renewal stays one write unit. A
+// claim costs a PutItem (1 write unit), a Query (0.5 read units) and a
+// DeleteItem (1 write unit) more (docs/lease-stores.md).
 //
 // # Permissions
 //
-// docs/dynamodb-iam-policy.json is an IAM policy limited to the table:
-// GetItem, UpdateItem, Scan and DescribeTable, and CreateTable for the
-// command that creates it.
+// docs/dynamodb-iam-policy.json is an IAM policy limited to the two tables:
+// GetItem, UpdateItem, Scan and DescribeTable on the lease table; PutItem,
+// GetItem, Query, DeleteItem and DescribeTable on the journal table; and
+// CreateTable on both for the command that creates them.
 package dynamostore
