@@ -105,7 +105,7 @@
 //
 // The lease item thus holds one entry (about 160 bytes with a 45-character
 // holder) whatever the journal's length: a renewal stays one write unit. A
-// claim costs a PutItem (1 write unit), a Query (0.5 read units) and a
+// claim costs a PutItem (1 write unit), a consistent Query (1 read unit) and a
 // DeleteItem (1 write unit) more (docs/lease-stores.md).
 //
 // # Permissions
