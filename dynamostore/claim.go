@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -15,12 +16,18 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// The claim of a number absent or expired by the claimer's clock, and the
-// claim of a released number whose mark is still ahead of the claimer's
-// clock, compared on the mark read.
+// The claim writes the holder, the new expiry and epoch, its nonce and its
+// journal entry (journal.go). Its condition pins the state the scan read —
+// no item; or the epoch, the mark and jcur (number, token, nonce, end),
+// with the mark below the claimer's clock (absent or expired) or, for a
+// released number whose mark is still ahead of the claimer's clock, no
+// holder — so the token and the previous mark the entry names are those in
+// force when the write commits, and the jcur it overwrites is the one the
+// claimer archived (archive.go).
 const (
-	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = if_not_exists(lease_epoch, :zero) + :one, claim_nonce = :nonce"
-	claimExpired   = "attribute_not_exists(machine_id) OR lease_expiry < :now"
+	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = :tok, claim_nonce = :nonce, jcur = :entry"
+	claimAbsent    = "attribute_not_exists(machine_id)"
+	claimExpired   = "lease_expiry = :seen AND lease_expiry < :now"
 	claimFreeAhead = "attribute_not_exists(holder) AND lease_expiry = :seen"
 )
 
@@ -33,6 +40,16 @@ const (
 // new lease's token, and writes lease_expiry = NowMs + LeaseFor (never below
 // the mark). StartMs is NowMs for an expired number (strictly above its
 // expiry, by the condition) and the stored mark for a released one.
+//
+// The same UpdateItem writes the claim's journal entry (History) as jcur,
+// after the jcur the scan read was copied into the journal table; its
+// condition compares the epoch, the mark and jcur with those the scan
+// read, so a number that changed in between (even to another expired
+// state, or only by a release) is passed over as taken, and the entry's
+// token and PrevMarkMs (the mark read) are those the write replaced. A
+// number whose jcur cannot be archived (the journal table holds another
+// claim's entry under its number) is passed over; a copy of unknown
+// outcome that a re-read does not find fails the claim.
 //
 // Every attempt writes a fresh nonce (claim_nonce). After a failed
 // condition (the item DynamoDB returns with it) or an error of unknown
@@ -69,12 +86,21 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 	}
+	if err := s.checkJournalTable(ctx); err != nil {
+		return nil, err
+	}
 	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
 		}
 		l, err := s.tryClaim(ctx, req, c, floor)
+		if errors.Is(err, errUnarchivable) {
+			s.log.Error("machine number passed over: its journal entry cannot be archived; delete the journal table's item of that entry if it was made by hand (docs/lease-stores.md)",
+				"machine", c.n, "entry", c.seen.journal.seq, "journal_table", s.cfg.JournalTable)
+			skipped.add("passed over: the journal table holds another claim's entry under the number of the one to archive")
+			continue
+		}
 		if l != nil {
 			l.Schedule = req.Schedule
 			if err := s.remember(l, gen); err != nil {
@@ -93,11 +119,11 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
 }
 
-// A candidate is a number to try, with the mark seen for it.
+// A candidate is a number to try, with its item as the scan saw it.
 type candidate struct {
 	n       int
-	expired bool  // absent or lease_expiry < NowMs: the claim by expiry
-	seenMs  int64 // the free number's mark, ahead of NowMs
+	expired bool // absent or lease_expiry < NowMs: the claim by expiry
+	seen    item // the item read (exists false: none)
 }
 
 // reasons counts why numbers were passed over.
@@ -135,7 +161,7 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 		case slices.Contains(req.Exclude, n):
 			skipped.add("excluded")
 		case !it.exists || (it.expiryMs < req.NowMs && !it.quarantined):
-			expired = append(expired, candidate{n: n, expired: true})
+			expired = append(expired, candidate{n: n, expired: true, seen: it})
 		case it.quarantined:
 			skipped.add("quarantined")
 		case it.holder != "":
@@ -143,10 +169,10 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 		case it.expiryMs-req.NowMs > req.MaxAhead.Milliseconds():
 			skipped.add(fmt.Sprintf("free but with a mark more than %s ahead of the claimer's clock", req.MaxAhead))
 		default:
-			ahead = append(ahead, candidate{n: n, seenMs: it.expiryMs})
+			ahead = append(ahead, candidate{n: n, seen: it})
 		}
 	}
-	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seenMs - b.seenMs) })
+	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seen.expiryMs - b.seen.expiryMs) })
 	return append(expired, ahead...), skipped
 }
 
@@ -154,27 +180,58 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 // floorMs (0: none) is the restore floor: the lease starts at or above it.
 func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64) (*lease.Lease, error) {
 	start := req.NowMs
-	cond := claimExpired
 	nonce := lease.NewNonce()
+	seen := c.seen
+	token := seen.epoch + 1
 	vals := map[string]types.AttributeValue{
-		":me": str(req.Holder), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
+		":me": str(req.Holder), ":tok": num(int64(token)), ":nonce": str(nonce),
 	}
-	if c.expired {
-		vals[":now"] = num(req.NowMs)
-	} else {
-		cond, start = claimFreeAhead, c.seenMs
-		vals[":seen"] = num(c.seenMs)
+	expr, cond := claimUpdate, claimAbsent
+	var prevMarkMs int64
+	if seen.exists {
+		prevMarkMs = seen.expiryMs
+		vals[":seen"] = num(seen.expiryMs)
+		if c.expired {
+			cond = claimExpired
+			vals[":now"] = num(req.NowMs)
+		} else {
+			cond, start = claimFreeAhead, seen.expiryMs
+		}
+		if seen.hasEpoch {
+			cond += " AND lease_epoch = :epoch"
+			vals[":epoch"] = num(int64(seen.epoch))
+		} else {
+			cond += " AND attribute_not_exists(lease_epoch)"
+		}
+		if seen.hasJournal {
+			cur := seen.journal
+			cond += " AND jcur.#jn = :jseq AND jcur.#jt = :jtok AND jcur.#jc = :jclaim"
+			vals[":jseq"], vals[":jtok"], vals[":jclaim"] = num(cur.seq), num(int64(cur.e.Token)), str(cur.e.Claim)
+			if cur.e.End == lease.EndNone {
+				cond += " AND attribute_not_exists(jcur.#je)"
+			} else {
+				cond += " AND jcur.#je = :jwas"
+				vals[":jwas"] = str(cur.e.End)
+			}
+		} else {
+			cond += " AND attribute_not_exists(jcur)"
+		}
+	}
+	seq, err := s.nextSeq(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	start = max(start, floorMs)
 	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
 	vals[":expiry"] = num(expiry)
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	vals[":entry"] = newEntry(seq, token, nonce, req, prevMarkMs, start)
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(c.n),
-		UpdateExpression:                    aws.String(claimUpdate),
+		UpdateExpression:                    aws.String(expr),
 		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            journalNames(cond),
 		ExpressionAttributeValues:           vals,
-		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	mine := func(it item) bool {
@@ -183,12 +240,14 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		}
 		return it.holder == req.Holder && it.expiryMs == expiry
 	}
-	var it item
+	// What the write made of the item, when it committed: the condition
+	// pinned everything the lease is built from.
+	it := item{exists: true, machine: c.n, holder: req.Holder, epoch: token, expiryMs: expiry, nonce: nonce}
 	if err == nil {
-		if it, err = s.parseItem(out.Attributes); err != nil {
-			return nil, err
-		}
-	} else if failed, old := conditionFailed(err); failed {
+		s.trimJournal(ctx, c.n, seq)
+		return s.claimed(req, c.n, it, start), nil
+	}
+	if failed, old := conditionFailed(err); failed {
 		// An SDK retry of a claim that committed fails its own condition:
 		// the item returned then names this claim.
 		if it, _ = s.parseItem(old); !mine(it) {
@@ -205,9 +264,46 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 				c.n, s.region, err, lease.FormatMs(expiry))
 		}
 		s.log.Info("claim of unknown outcome had committed", "machine", c.n, "holder", req.Holder, "epoch", it.epoch)
+		s.trimJournal(ctx, c.n, seq)
 		return s.claimed(req, c.n, it, start), nil
 	}
+	s.trimJournal(ctx, c.n, seq)
 	return s.claimed(req, c.n, it, start), nil
+}
+
+// nextSeq archives the jcur the scan read for candidate c (archive.go) and
+// returns the sequence number of the claim's own entry: one more than the
+// highest of jcur's and the newest entry's in the journal table (a
+// consistent Query, made while the archive write is under way). The
+// journal table's can be the higher after the lease item went back to an
+// older copy — a point-in-time restore of the lease table alone, an item
+// put back by hand, an item deleted — and the new entry must come after
+// the claims that copy no longer knows. It returns errUnarchivable if the
+// journal table holds another claim's entry under jcur's number.
+func (s *Store) nextSeq(ctx context.Context, c candidate) (int64, error) {
+	type newest struct {
+		seq int64
+		err error
+	}
+	q := make(chan newest, 1)
+	go func() {
+		seq, err := s.newestArchived(ctx, c.n)
+		q <- newest{seq, err}
+	}()
+	var seq int64
+	var aerr error
+	if c.seen.hasJournal {
+		aerr = s.archive(ctx, c.n, c.seen.journal)
+		seq = c.seen.journal.seq
+	}
+	got := <-q
+	switch {
+	case aerr != nil:
+		return 0, aerr
+	case got.err != nil:
+		return 0, fmt.Errorf("dynamostore: claim machine %d region %d: %w; retry", c.n, s.region, got.err)
+	}
+	return max(seq, got.seq) + 1, nil
 }
 
 func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *lease.Lease {

@@ -21,6 +21,9 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxReserve     = 5 * time.Minute
 	DefaultIdentityEvery  = 30 * time.Second
+	// JournalTableSuffix makes the default Config.JournalTable from
+	// Config.Table.
+	JournalTableSuffix = "-journal"
 )
 
 // Machines is how many machine numbers each region has: machine_id is
@@ -33,10 +36,15 @@ const Machines = 1024
 const MaxRegion = 1 << 20
 
 // Config configures a Store. The zero value is a valid configuration: the
-// table "idgen-leases", region 0, no logging.
+// table "idgen-leases" with its journal table "idgen-leases-journal",
+// region 0, no logging.
 type Config struct {
 	// Table is the lease table's name. Zero: "idgen-leases".
 	Table string
+	// JournalTable is the name of the table that keeps the lease
+	// journal's older entries (journal.go), which CreateTable creates
+	// beside the lease table. Zero: Table + "-journal".
+	JournalTable string
 	// Region is the snowfence region whose machine numbers this store
 	// leases: its items are machine_id Region×1024 … Region×1024+1023, so
 	// one table serves every region. Negative is invalid, and so is
@@ -68,6 +76,12 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	if c.Table == "" {
 		c.Table = DefaultTable
+	}
+	if c.JournalTable == "" {
+		c.JournalTable = c.Table + JournalTableSuffix
+	}
+	if c.JournalTable == c.Table {
+		return c, fmt.Errorf("%w: dynamostore: the journal table must not be the lease table %s", lease.ErrInvalid, c.Table)
 	}
 	if c.Region < 0 || c.Region >= MaxRegion {
 		return c, fmt.Errorf("%w: dynamostore: region %d is outside 0 to %d", lease.ErrInvalid, c.Region, MaxRegion-1)

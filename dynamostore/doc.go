@@ -18,6 +18,7 @@
 //	mark_floor        N  set by RaiseMarks: no release records, and no unquarantine gives back, a mark below it
 //	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
 //	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
+//	jcur              M  the lease journal's newest entry: the last claim's (below)
 //
 // Beside them, at machine_ids below every region's (machine_id is never
 // negative for a lease), three items of the table's own:
@@ -35,15 +36,19 @@
 //
 // # The requests
 //
-//	claim     UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
-//	                         lease_epoch = if_not_exists(lease_epoch, :zero) + :one
-//	          IF attribute_not_exists(machine_id) OR lease_expiry < :now       (ReturnValues ALL_NEW)
+//	claim     PutItem (journal table) jcur as read IF attribute_not_exists(pk) OR (t = :t AND c = :c AND attribute_not_exists(e))
+//	          UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
+//	                         lease_epoch = :epoch + 1, jcur = :entry
+//	          IF attribute_not_exists(machine_id)
+//	          OR (lease_expiry = :seen AND lease_expiry < :now AND lease_epoch = :epoch
+//	              AND jcur.n = :n AND jcur.t = :t AND jcur.c = :c AND <jcur.e as read>)
 //	renew     UpdateItem SET lease_expiry = :new_expiry
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry
-//	release   UpdateItem REMOVE holder SET lease_expiry = :last
+//	release   UpdateItem REMOVE holder SET lease_expiry = :last, jcur.e = "released", jcur.em = :last
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :my_mark
 //	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
 //	                          quarantined_mark = lease_expiry ADD lease_epoch 1
+//	                          (and jcur.e = "quarantined" when held: IF jcur.t = lease_epoch …)
 //
 // A released number
 // whose mark is still ahead of the claimer's clock (but within MaxAhead) is
@@ -72,9 +77,41 @@
 //
 // Reads (Get, List, the scan a claim starts with) are consistent.
 //
+// # The journal
+//
+// Every claim records who claimed, with which token, and the mark it read,
+// as jcur in the number's own item, in the claim's own conditional
+// UpdateItem: no claim that took effect lacks its entry, and no entry
+// exists for one that did not. Release, Quarantine and RaiseMarks set
+// jcur's end (e, em, ed) in their own write — a quarantine or a raise only
+// when the condition says jcur is the current holder's. Renewals do not
+// touch it.
+//
+// Older entries are in a journal table of their own (Config.JournalTable,
+// "<table>-journal" by default, created by CreateTable: partition key pk
+// S "<keyspace>/<machine>", sort key n N). Before its UpdateItem overwrites
+// jcur, a claim copies the jcur its scan read there (PutItem, never over a
+// copy of the same claim that has an end, never over another claim's
+// entry), and the UpdateItem's condition pins jcur's number, token, nonce
+// and end and the epoch and mark — everything any other write to the item
+// changes — so the copy is exactly the entry overwritten. A claim whose
+// copy cannot be made does not proceed. Its entry's number is one more
+// than the highest of jcur's and the journal table's (a Query made beside
+// the copy), so an item put back to an older copy continues after the
+// claims it no longer knows. After the claim it deletes the entry
+// lease.JournalRetention claims older (best effort). History merges a
+// consistent GetItem of jcur and a consistent Query of the journal table,
+// newest 64, oldest first.
+//
+// The lease item thus holds one entry (about 160 bytes with a 45-character
+// holder) whatever the journal's length: a renewal stays one write unit. A
+// claim costs a PutItem (1 write unit), a consistent Query (1 read unit) and a
+// DeleteItem (1 write unit) more (docs/lease-stores.md).
+//
 // # Permissions
 //
-// docs/dynamodb-iam-policy.json is an IAM policy limited to the table:
-// GetItem, UpdateItem, Scan and DescribeTable, and CreateTable for the
-// command that creates it.
+// docs/dynamodb-iam-policy.json is an IAM policy limited to the two tables:
+// GetItem, UpdateItem, Scan and DescribeTable on the lease table; PutItem,
+// GetItem, Query, DeleteItem and DescribeTable on the journal table; and
+// CreateTable on both for the command that creates them.
 package dynamostore

@@ -16,7 +16,8 @@ import (
 // lease.QuarantineExpiryMs) — and keeps the mark it had in
 // quarantined_mark, for Unquarantine. The holder's next renewal fails with
 // lease.ErrQuarantined and it stops at its mark. Quarantining a
-// quarantined number does nothing.
+// quarantined number does nothing. A held number's journal entry is ended
+// (End quarantined) in the same write.
 func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := s.open(); err != nil {
 		return err
@@ -24,21 +25,47 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return err
 	}
-	_, err := s.update(ctx, machine,
-		"SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero) ADD lease_epoch :one",
-		"attribute_not_exists(holder) OR holder <> :q",
-		map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":zero": num(0), ":one": num(1)})
-	if f, _ := conditionFailed(err); f {
-		s.log.Info("machine number already quarantined", "machine", machine)
+	// Two writes, one for a number held under a journal entry (which the
+	// quarantine ends in the same write) and one for any other; each
+	// condition says which it is, and the old item returned by a failed
+	// one says which to try next.
+	held := true
+	for range changeTries {
+		expr := "SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero) ADD lease_epoch :one"
+		cond := "(attribute_not_exists(holder) OR holder <> :q) AND NOT " + heldWithEntry
+		vals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":zero": num(0), ":one": num(1)}
+		if held {
+			expr = "SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero), " + endSet + " ADD lease_epoch :one"
+			cond = heldWithEntry
+			endVals(vals, lease.EndQuarantined)
+		}
+		_, err := s.update(ctx, machine, expr, cond, vals)
+		if f, old := conditionFailed(err); f {
+			it, perr := s.parseItem(old)
+			if perr != nil {
+				return fmt.Errorf("dynamostore: quarantine machine %d: %w", machine, perr)
+			}
+			if it.quarantined {
+				s.log.Info("machine number already quarantined", "machine", machine)
+				return nil
+			}
+			held = heldEntry(it)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("dynamostore: quarantine machine %d: %w; the outcome is unknown: run it again (it is idempotent)", machine, err)
+		}
+		it, _ := s.read(ctx, machine)
+		s.log.Warn("quarantined machine number", "machine", machine, "epoch", it.epoch, "mark", lease.FormatMs(it.preMarkMs), "holder_entry_ended", held)
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: quarantine machine %d: %w; the outcome is unknown: run it again (it is idempotent)", machine, err)
-	}
-	it, _ := s.read(ctx, machine)
-	s.log.Warn("quarantined machine number", "machine", machine, "epoch", it.epoch, "mark", lease.FormatMs(it.preMarkMs))
-	return nil
+	return fmt.Errorf("dynamostore: quarantine machine %d: the item changed under %d attempts in a row; run it again", machine, changeTries)
 }
+
+// changeTries bounds the writes an operator's action makes on one item
+// that keeps changing between them (each failed condition returns the item
+// that decides the next).
+const changeTries = 8
 
 // Unquarantine lifts a quarantine: it removes the holder and restores the
 // mark kept by Quarantine, so the next holder starts above everything the
@@ -113,24 +140,22 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return changed, fmt.Errorf("dynamostore: raise marks in %s: machine %d: %w; %d changed so far; run it again (it is idempotent)", r, n, err, changed)
 	}
 	for n := r.Lo; n <= r.Hi; n++ {
-		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder), ":one": num(1)}
-		_, err := s.update(ctx, n, "SET lease_expiry = :m, mark_floor = :m REMOVE holder ADD lease_epoch :one",
-			"attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q))", vals)
-		if err == nil {
+		raised, it, err := s.raiseMark(ctx, n, markMs)
+		if err != nil {
+			return fail(n, err)
+		}
+		if raised {
 			changed++
 			continue
 		}
-		if f, _ := conditionFailed(err); !f {
-			return fail(n, err)
-		}
 		// The mark is already at or above markMs: fence its holder, keep
 		// the mark.
-		_, err = s.update(ctx, n, "REMOVE holder ADD lease_epoch :one", "attribute_exists(holder) AND holder <> :q",
-			map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":one": num(1)})
-		if err == nil {
-			changed++
-		} else if f, _ := conditionFailed(err); !f {
+		fenced, err := s.fenceHolder(ctx, n, it)
+		if err != nil {
 			return fail(n, err)
+		}
+		if fenced {
+			changed++
 		}
 		_, err = s.update(ctx, n, "SET quarantined_mark = :m, mark_floor = :m",
 			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder)})
@@ -151,4 +176,80 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 	}
 	s.log.Warn("raised marks and fenced every holder", "range", r.String(), "mark", lease.FormatMs(markMs), "changed", changed)
 	return changed, nil
+}
+
+// raiseMark is RaiseMarks' first write on number n: if the number has no
+// item, or its mark is below markMs and it is not quarantined, the mark
+// and the floor become markMs and the holder is fenced (removed, one more
+// epoch), ending its journal entry (End raised, EndMs the mark replaced)
+// in the same write. raised is false, with the item the condition saw, if
+// the condition did not hold.
+func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (raised bool, it item, err error) {
+	const (
+		raisable = "(attribute_not_exists(machine_id) OR (lease_expiry < :m AND (attribute_not_exists(holder) OR holder <> :q)))"
+		expr     = "SET lease_expiry = :m, mark_floor = :m REMOVE holder ADD lease_epoch :one"
+		exprEnd  = "SET lease_expiry = :m, mark_floor = :m, " + endSetMark + "lease_expiry REMOVE holder ADD lease_epoch :one"
+	)
+	held := false
+	for range changeTries {
+		vals := map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder), ":one": num(1)}
+		e, cond := expr, raisable+" AND NOT "+heldWithEntry
+		if held {
+			e, cond = exprEnd, raisable+" AND "+heldWithEntry
+			endVals(vals, lease.EndRaised)
+		}
+		_, err := s.update(ctx, n, e, cond, vals)
+		if err == nil {
+			return true, item{}, nil
+		}
+		f, old := conditionFailed(err)
+		if !f {
+			return false, item{}, err
+		}
+		if it, err = s.parseItem(old); err != nil {
+			return false, item{}, err
+		}
+		if it.exists && (it.quarantined || !it.hasExpiry || it.expiryMs >= markMs) {
+			return false, it, nil
+		}
+		held = heldEntry(it)
+	}
+	return false, item{}, fmt.Errorf("the item changed under %d attempts in a row", changeTries)
+}
+
+// fenceHolder is RaiseMarks' write for a number whose mark is already at
+// or above the raised one: its holder, if any (not a quarantine), is
+// removed with one more epoch, and its journal entry ended (End raised,
+// EndMs the mark it held) in the same write. it is the item the last
+// condition saw; the first write is made whatever it says, as a holder may
+// have come since.
+func (s *Store) fenceHolder(ctx context.Context, n int, it item) (bool, error) {
+	const (
+		holding = "attribute_exists(holder) AND holder <> :q"
+		expr    = "REMOVE holder ADD lease_epoch :one"
+		exprEnd = "SET " + endSetMark + "lease_expiry REMOVE holder ADD lease_epoch :one"
+	)
+	for range changeTries {
+		vals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":one": num(1)}
+		e, cond := expr, holding+" AND NOT "+heldWithEntry
+		if heldEntry(it) {
+			e, cond = exprEnd, heldWithEntry
+			endVals(vals, lease.EndRaised)
+		}
+		_, err := s.update(ctx, n, e, cond, vals)
+		if err == nil {
+			return true, nil
+		}
+		f, old := conditionFailed(err)
+		if !f {
+			return false, err
+		}
+		if it, err = s.parseItem(old); err != nil {
+			return false, err
+		}
+		if !it.exists || it.holder == "" || it.quarantined {
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("the item changed under %d attempts in a row", changeTries)
 }

@@ -21,6 +21,10 @@ import (
 // the mark the quarantine keeps to markMs, so the number is claimable sooner
 // once unquarantined, and returns nil.
 //
+// The same write ends the lease's journal entry (jcur, written by its
+// claim, which the condition on the claim's nonce pins): End released,
+// EndMs the mark the release leaves — markMs, or the higher mark it kept.
+//
 // Each release writes a nonce of its own (release_nonce), by which a retry
 // whose first attempt committed recognises it; a second Release of the
 // same lease gets lease.ErrLost.
@@ -53,8 +57,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	vals := map[string]types.AttributeValue{
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}
-	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn",
-		withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), vals)
+	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn, "+endSetMark+":last",
+		withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), endVals(vals, lease.EndReleased))
 	if err == nil {
 		return nil
 	}
@@ -82,7 +86,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	}
 	// Still l's, with a mark someone raised above l's own: keep it.
 	vals = map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)}
-	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn", withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), vals)
+	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn, "+endSetMark+"lease_expiry",
+		withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), endVals(vals, lease.EndReleased))
 	if failed, old := conditionFailed(err); failed {
 		if it, perr := s.parseItem(old); perr == nil && it.holder == "" && it.epoch == l.Token && it.releaseNonce == nonce {
 			return nil // an SDK retry of this write, which had committed
@@ -98,12 +103,14 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 const aboveFloor = "(attribute_not_exists(mark_floor) OR mark_floor <= :last)"
 
 // update is a conditional UpdateItem on number n that returns the old item
-// when the condition fails.
+// when the condition fails. The journal's expression attribute names
+// (journal.go) are filled in from expr and cond.
 func (s *Store) update(ctx context.Context, n int, expr, cond string, vals map[string]types.AttributeValue) (*dynamodb.UpdateItemOutput, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(n),
 		UpdateExpression:                    aws.String(expr),
+		ExpressionAttributeNames:            journalNames(expr, cond),
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}

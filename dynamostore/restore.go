@@ -55,6 +55,9 @@ type identity struct {
 	gen     uint64    // restores noticed so far
 	pending bool      // noticed, but no claim has set a floor yet
 	floorMs int64     // claims start at or above this
+	// journalChecked: the journal table was found to exist
+	// (checkJournalTable).
+	journalChecked bool
 	// generated is, by lease.Lease.Claim, the restores noticed before each
 	// lease of this Store value was claimed (an epoch can repeat across a
 	// restore; a claim's nonce cannot).

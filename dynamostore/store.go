@@ -79,26 +79,50 @@ func (s *Store) open() error {
 }
 
 // CreateTable creates the lease table (on-demand billing, partition key
-// machine_id N) and waits until it is active. A table that already exists is
-// not an error.
+// machine_id N) and its journal table (Config.JournalTable: on-demand,
+// partition key pk S, sort key n N), and waits until both are active. A
+// table that already exists is not an error, so it also adds the journal
+// table to a deployment made by a version without one.
 func (s *Store) CreateTable(ctx context.Context) error {
+	if err := s.createTable(ctx, s.table, []types.AttributeDefinition{
+		{AttributeName: aws.String(attrMachine), AttributeType: types.ScalarAttributeTypeN},
+	}, []types.KeySchemaElement{
+		{AttributeName: aws.String(attrMachine), KeyType: types.KeyTypeHash},
+	}); err != nil {
+		return err
+	}
+	if err := s.createTable(ctx, s.cfg.JournalTable, []types.AttributeDefinition{
+		{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(jSeq), AttributeType: types.ScalarAttributeTypeN},
+	}, []types.KeySchemaElement{
+		{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+		{AttributeName: aws.String(jSeq), KeyType: types.KeyTypeRange},
+	}); err != nil {
+		return err
+	}
+	s.log.Info("lease table and journal table ready", "journal_table", s.cfg.JournalTable)
+	return nil
+}
+
+// createTable creates one on-demand table unless it exists, and waits
+// until it is active.
+func (s *Store) createTable(ctx context.Context, name string, attrs []types.AttributeDefinition, key []types.KeySchemaElement) error {
 	_, err := s.db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(s.table),
+		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrMachine), AttributeType: types.ScalarAttributeTypeN}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrMachine), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: attrs,
+		KeySchema:            key,
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("dynamostore: create table %s: %w; check the credentials allow dynamodb:CreateTable, or create it by hand (docs/dynamodb-iam-policy.json)", s.table, err)
+		return fmt.Errorf("dynamostore: create table %s: %w; check the credentials allow dynamodb:CreateTable, or create it by hand (docs/dynamodb-iam-policy.json, docs/lease-stores.md)", name, err)
 	}
 	w := dynamodb.NewTableExistsWaiter(s.db, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 2*time.Second
 	})
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, 2*time.Minute); err != nil {
-		return fmt.Errorf("dynamostore: table %s did not become active: %w", s.table, err)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
+		return fmt.Errorf("dynamostore: table %s did not become active: %w", name, err)
 	}
-	s.log.Info("lease table ready")
 	return nil
 }
 
@@ -116,6 +140,11 @@ type item struct {
 	nonce       string // claim_nonce: the attempt that made the last claim
 	// releaseNonce is release_nonce: the attempt that made the last release.
 	releaseNonce string
+	hasEpoch     bool // lease_epoch present
+	hasExpiry    bool // lease_expiry present
+	// hasJournal says jcur is present; journal is it (journal.go).
+	hasJournal bool
+	journal    entry
 }
 
 func (s *Store) key(n int) map[string]types.AttributeValue {
@@ -163,15 +192,15 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 		it.holder = hs.Value
 	}
 	it.quarantined = it.holder == lease.QuarantineHolder
-	ep, _, err := getNum(m, attrEpoch)
+	ep, hasEpoch, err := getNum(m, attrEpoch)
 	if err != nil {
 		return item{}, err
 	}
 	if ep < 0 {
 		return item{}, fmt.Errorf("dynamostore: machine_id %d: negative lease_epoch %d", id, ep)
 	}
-	it.epoch = uint64(ep)
-	if it.expiryMs, _, err = getNum(m, attrExpiry); err != nil {
+	it.epoch, it.hasEpoch = uint64(ep), hasEpoch
+	if it.expiryMs, it.hasExpiry, err = getNum(m, attrExpiry); err != nil {
 		return item{}, err
 	}
 	if it.preMarkMs, it.hasPreMark, err = getNum(m, attrQuarantined); err != nil {
@@ -185,6 +214,9 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 	}
 	if v, ok := m[attrRelNonce].(*types.AttributeValueMemberS); ok {
 		it.releaseNonce = v.Value
+	}
+	if err := s.parseJournalHead(&it, m); err != nil {
+		return item{}, err
 	}
 	return it, nil
 }
@@ -213,15 +245,25 @@ func (s *Store) record(n int, it item) lease.Record {
 
 // read is a consistent GetItem of number n.
 func (s *Store) read(ctx context.Context, n int) (item, error) {
+	m, err := s.readRaw(ctx, n)
+	if err != nil {
+		return item{}, err
+	}
+	return s.parseItem(m)
+}
+
+// readRaw is a consistent GetItem of number n's item as DynamoDB returns
+// it (nil: no item).
+func (s *Store) readRaw(ctx context.Context, n int) (map[string]types.AttributeValue, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            s.key(n),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return item{}, fmt.Errorf("dynamostore: read machine %d: %w", n, err)
+		return nil, fmt.Errorf("dynamostore: read machine %d: %w", n, err)
 	}
-	return s.parseItem(out.Item)
+	return out.Item, nil
 }
 
 // reread is read on a context of its own, for deciding after the caller's
@@ -327,3 +369,6 @@ func conditionFailed(err error) (bool, map[string]types.AttributeValue) {
 
 // Table returns the lease table's name.
 func (s *Store) Table() string { return s.table }
+
+// JournalTable returns the journal table's name (Config.JournalTable).
+func (s *Store) JournalTable() string { return s.cfg.JournalTable }
