@@ -35,7 +35,10 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		cond := "(attribute_not_exists(holder) OR holder <> :q) AND NOT " + heldWithEntry
 		vals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":far": num(lease.QuarantineExpiryMs), ":zero": num(0), ":one": num(1)}
 		if held {
-			expr = "SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero), " + endSet + " ADD lease_epoch :one"
+			// The entry ends at the mark the holder holds (the expiry
+			// before this write: operands read the item as it was), so a
+			// later raise of the quarantined mark does not stretch it.
+			expr = "SET holder = :q, lease_expiry = :far, quarantined_mark = if_not_exists(lease_expiry, :zero), " + endSetMark + "lease_expiry ADD lease_epoch :one"
 			cond = heldWithEntry
 			endVals(vals, lease.EndQuarantined)
 		}

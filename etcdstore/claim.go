@@ -316,12 +316,11 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 			return nil, 0, fmt.Errorf("etcdstore: claim machine %d: its journal already has an entry of etcd lease %s (an etcd lease ID repeated); retry",
 				n, claimID(id))
 		}
-		cmps := []clientv3.Cmp{
+		cmps := append([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(owner), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(markKey), "=", modRev(rd.mark)),
 			clientv3.Compare(clientv3.CreateRevision(s.keys.journalOf(n)), "<", rd.rev+1).WithPrefix(),
-		}
+		}, unchanged(markKey, rd.mark)...) // the start is decided from this mark's value
 		if !revert.Schedule {
 			cmps = append(cmps, sched.cmp(s.keys.schedule))
 		}

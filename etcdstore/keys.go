@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The three kinds of key kept per machine number (docs/etcd-keys.md).
@@ -128,6 +129,20 @@ func modRev(kv *mvccpb.KeyValue) int64 {
 		return 0
 	}
 	return kv.ModRevision
+}
+
+// unchanged compares key with kv, what a read found there (nil: absent):
+// its mod revision and, for a key that exists, its value. A decision made
+// from that read (a claim's start, the mark a raise replaces) needs the
+// value, and a mod revision alone names one write within one history
+// only: after etcd is restored without a large enough --bump-revision, a
+// later write can land on the same revision with another value.
+func unchanged(key string, kv *mvccpb.KeyValue) []clientv3.Cmp {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", modRev(kv))}
+	if kv != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(key), "=", string(kv.Value)))
+	}
+	return cmps
 }
 
 // createRev is a key's create revision, 0 for a missing key.

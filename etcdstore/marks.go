@@ -124,10 +124,7 @@ func (s *Store) raiseMark(ctx context.Context, n int, cur, owner *mvccpb.KeyValu
 			}
 		}
 		resp, err := s.txn(ctx,
-			[]clientv3.Cmp{
-				clientv3.Compare(clientv3.ModRevision(key), "=", modRev(cur)),
-				clientv3.Compare(clientv3.CreateRevision(ownerKey), "=", createRev(owner)),
-			},
+			append(unchanged(key, cur), clientv3.Compare(clientv3.CreateRevision(ownerKey), "=", createRev(owner))),
 			then,
 			[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(ownerKey), clientv3.OpGet(s.keys.journalOf(n), newest...)})
 		if err != nil {

@@ -26,9 +26,11 @@ const (
 	// the mark the release wrote.
 	EndReleased = "released"
 	// EndQuarantined: the operator quarantined the number while it was held
-	// (Store.Quarantine); the holder stopped at its mark. EndMs is zero, or
-	// the mark a release by the holder after the quarantine wrote (a store
-	// that lets such a release through records it).
+	// (Store.Quarantine); the holder stopped at its mark. EndMs is that
+	// mark, or the mark a release by the holder after the quarantine wrote
+	// (a store that lets such a release through records it); zero only for
+	// an ending that could not know it (a quarantine made by hand), when
+	// the end is derived as for EndNone.
 	EndQuarantined = "quarantined"
 	// EndRaised: the operator raised the marks (Store.RaiseMarks) over the
 	// newest entry while it was not yet ended — held, or lapsed with no
