@@ -153,6 +153,18 @@ func checkJournal(t *testing.T, s *suite) {
 	if last := ivs[3]; last.State != lease.EndQuarantined || last.UntilMs != d.MarkMs {
 		t.Errorf("interval of the quarantined holder after its release = %+v, want still quarantined until %d", last, d.MarkMs)
 	}
+	// A raise over the quarantined number (the runbook's step after a
+	// restore) does not stretch the quarantined holder's interval.
+	if _, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: m, Hi: m}, raised+120_000); err != nil {
+		t.Fatalf("RaiseMarks over a quarantined number: %v", err)
+	}
+	ivs = MustIntervals(t, st, m)
+	if last := ivs[3]; last.UntilMs != d.MarkMs {
+		t.Errorf("interval of the quarantined holder after a raise = %+v, want it to end at its mark %d still", last, d.MarkMs)
+	}
+	if iv, err := lease.Who(ivs, raised+60_000); err == nil {
+		t.Errorf("Who in the raise's gap over a quarantined number = %+v, want ErrNotInJournal", iv)
+	}
 }
 
 // checkJournalRetention: a number claimed more than JournalRetention times
