@@ -371,6 +371,9 @@ func (w *world) restore() {
 		// enough that it issues until its self-fence.
 		w.cutOffFor(10 + w.r.IntN(30))
 	}
+	// The journal before the restore takes the claims since the snapshot
+	// away: every ID must be in it now.
+	w.checkJournal(fmt.Sprintf("before the restore of step %d", w.step))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleTimeout)
 	defer cancel()
 	detectable, err := w.sp.restore(ctx, how)
@@ -380,6 +383,7 @@ func (w *world) restore() {
 	}
 	kind := fmt.Sprintf("restore (%s) of the snapshot of step %d", w.cfg.Store, w.snapshotAt)
 	w.restoredAt = w.step
+	w.restoreEvents = append(w.restoreEvents, restoreEvent{snapshot: w.snapshotAt, at: w.step})
 	// A restores or cut-off world restores the snapshot taken before the first claim
 	// again and again: each time every number is free in the store while
 	// the holders that claimed since still mint. (On etcd, a snapshot taken
