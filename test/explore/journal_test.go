@@ -29,9 +29,15 @@ const journalSample = 300
 // has closed).
 const journalEvery = 50
 
-// restoreEvent is one restore: the step of the snapshot it wrote back and
-// its own step.
-type restoreEvent struct{ snapshot, at int }
+// restoreEvent is one restore: the step of the snapshot it wrote back, its
+// own step, and beforeMs, the operator's raise mark at the restore (the
+// latest clock plus the longest restore window, whether or not the raise
+// was made): no claim the restore took away has a mark above it, so every
+// ID at or above it was minted under a claim made after the restore.
+type restoreEvent struct {
+	snapshot, at int
+	beforeMs     int64
+}
 
 // Reasons an ID may legitimately be missing from the journal, as the
 // figures name them. Anything else missing is a failure.
@@ -49,7 +55,8 @@ const (
 	// which may have been a claim's.
 	notLostClaim = "lost claim reply"
 	// notRestore: the ID was minted at or after the step of a snapshot a
-	// restore wrote back; the claims it was minted under may be gone.
+	// restore wrote back, below that restore's raise mark (restoreEvent);
+	// the claim it was minted under may be gone.
 	notRestore = "restore"
 	// notRaised: as notRestore, and the ID falls in the gap a raise of
 	// the marks left after ending an entry at the restored mark.
@@ -213,6 +220,16 @@ func (w *world) notInJournalWhy(nj numberJournal, ks, machine int, ms int64, ste
 	if len(nj.hist) >= lease.JournalRetention && len(nj.ivs) > 0 && ms < nj.ivs[0].FromMs {
 		return notRetention
 	}
+	for _, r := range w.restoreEvents {
+		if r.snapshot <= step && ms < r.beforeMs {
+			for i, iv := range nj.ivs {
+				if iv.State == lease.EndRaised && ms >= iv.UntilMs && (i+1 == len(nj.ivs) || ms < nj.ivs[i+1].FromMs) {
+					return notRaised
+				}
+			}
+			return notRestore
+		}
+	}
 	if w.sp.dropped() > 0 {
 		return notLostClaim
 	}
@@ -221,16 +238,6 @@ func (w *world) notInJournalWhy(nj numberJournal, ks, machine int, ms int64, ste
 			if st.lostClaimOn(ks, machine) {
 				return notLostClaim
 			}
-		}
-	}
-	for _, r := range w.restoreEvents {
-		if r.snapshot <= step {
-			for i, iv := range nj.ivs {
-				if iv.State == lease.EndRaised && ms >= iv.UntilMs && (i+1 == len(nj.ivs) || ms < nj.ivs[i+1].FromMs) {
-					return notRaised
-				}
-			}
-			return notRestore
 		}
 	}
 	return ""
