@@ -37,8 +37,10 @@ type world struct {
 	stepNow atomic.Int64
 	// failure is set once the world found something; the run stops.
 	failure string
-	// snapshotAt is the step of the last snapshot (-1: none).
+	// snapshotAt is the step of the last snapshot (-1: none), snapshotMs
+	// the latest clock of the fleet then.
 	snapshotAt int
+	snapshotMs int64
 	// restoredAt is the step of the last restore; restores counts them.
 	restoredAt, restores int
 	// next holds actions queued to run before any drawn one (see
