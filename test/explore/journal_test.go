@@ -320,6 +320,7 @@ func (jr *journalReader) read(ctx context.Context, ks, machine int) (numberJourn
 		if err != nil && strings.Contains(err.Error(), journalStubError) {
 			jr.w.noJournal = true
 			jr.w.log.add(jr.w.step, "journal checks skipped: the %s store has no journal yet (%v)", jr.w.cfg.Store, err)
+			jr.w.t.Logf("seed %d (%s): journal checks skipped, the store has no journal yet: %v", jr.w.cfg.Seed, jr.w.cfg.Store, err)
 			jr.w.fig.add("journal: worlds skipped, no journal yet", 1)
 			return nj, errJournalMissing
 		}
