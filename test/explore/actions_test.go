@@ -342,7 +342,7 @@ func (w *world) snapshot() {
 		w.fail(setupMarker, "snapshot: %v", err)
 		return
 	}
-	w.snapshotAt = w.step
+	w.snapshotAt, w.snapshotMs = w.step, w.latestClock()
 	w.log.add(w.step, "snapshot of the store")
 	w.fig.add("snapshots", 1)
 }
@@ -371,6 +371,9 @@ func (w *world) restore() {
 		// enough that it issues until its self-fence.
 		w.cutOffFor(10 + w.r.IntN(30))
 	}
+	// The journal before the restore takes the claims since the snapshot
+	// away: every ID must be in it now.
+	w.checkJournal(fmt.Sprintf("before the restore of step %d", w.step))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleTimeout)
 	defer cancel()
 	detectable, err := w.sp.restore(ctx, how)
@@ -380,6 +383,7 @@ func (w *world) restore() {
 	}
 	kind := fmt.Sprintf("restore (%s) of the snapshot of step %d", w.cfg.Store, w.snapshotAt)
 	w.restoredAt = w.step
+	w.restoreEvents = append(w.restoreEvents, restoreEvent{snapshot: w.snapshotAt, snapshotMs: w.snapshotMs, at: w.step, beforeMs: w.raiseMark()})
 	// A restores or cut-off world restores the snapshot taken before the first claim
 	// again and again: each time every number is free in the store while
 	// the holders that claimed since still mint. (On etcd, a snapshot taken
@@ -432,15 +436,7 @@ func (w *world) followRestore() {
 // itself as a reservation (a table's claim writes its mark LeaseFor
 // ahead) — what snowfence leases raise-marks requires of --to.
 func (w *world) raiseMarks(ctx context.Context) {
-	var latest int64
-	var longest time.Duration
-	for _, p := range w.procs {
-		// A clock not caught up yet reads this much more once it is.
-		latest = max(latest, p.clk.Now().WallMs+(w.trueNow-p.clk.trueElapsed).Milliseconds())
-		t := p.cfg.Timing.resolved()
-		longest = max(longest, lease.RestoreWindow(max(t.Reserve, t.LeaseFor), t.SelfFence))
-	}
-	mark := latest + longest.Milliseconds()
+	mark := w.raiseMark()
 	for _, region := range w.regions {
 		st, err := w.sp.open(ctx, region)
 		if err != nil {
@@ -456,6 +452,27 @@ func (w *world) raiseMarks(ctx context.Context) {
 		w.log.add(w.step, "operator: RaiseMarks region %d 0-%d to %d: %d changed", region, w.maxHi, mark, n)
 	}
 	w.fig.add("operator raise-marks", 1)
+}
+
+// raiseMark is the mark raiseMarks raises to now: the latest clock of the
+// fleet plus the longest restore window of any holder.
+func (w *world) raiseMark() int64 {
+	var longest time.Duration
+	for _, p := range w.procs {
+		t := p.cfg.Timing.resolved()
+		longest = max(longest, lease.RestoreWindow(max(t.Reserve, t.LeaseFor), t.SelfFence))
+	}
+	return w.latestClock() + longest.Milliseconds()
+}
+
+// latestClock is the latest wall clock of the fleet, in Unix ms.
+func (w *world) latestClock() int64 {
+	var latest int64
+	for _, p := range w.procs {
+		// A clock not caught up yet reads this much more once it is.
+		latest = max(latest, p.clk.Now().WallMs+(w.trueNow-p.clk.trueElapsed).Milliseconds())
+	}
+	return latest
 }
 
 // raiseWithRetry runs lease.RaiseAllMarks over the keyspaces of both layout

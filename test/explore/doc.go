@@ -61,6 +61,52 @@
 // on it is asleep again; the generators mint on a clock that, instead of
 // blocking for the next millisecond, moves its fake clock there.
 //
+// # The journal oracle
+//
+// Every store writes a lease journal entry in each claim's own atomic
+// write (lease.Journal); snowfence who answers from it which holder minted
+// an ID. The search checks that answer too: every 50 steps, before each
+// restore (which takes the claims since its snapshot away), at the end of
+// the world and once every holder has closed, it draws up to 300 IDs of
+// the world's ledger (from a random source of the seed's own, apart from
+// the actions'), adds the first and last ID of every holder generation,
+// decodes each under its minter's schedule, reads the journal and record
+// of its number in the keyspace that leased it (lease.KeyspaceOf of the
+// layout step and the holder's region, or the region for a schedule of
+// one step) on a store object of its own, and fails with EXPLORE JOURNAL
+// if
+//
+//   - a number's intervals (lease.Intervals) overlap (lease.CheckIntervals);
+//   - lease.Who names a holder whose string is not the minter's (holders
+//     may share one; the string must still match), unless a restore took
+//     the number's later history away: the ID was minted at or after the
+//     snapshot it wrote back, below its raise mark (see below), and the
+//     holder named claimed before that snapshot — the restore brought its
+//     entry back with the mark it had reserved then, above timestamps the
+//     minter issued in the history taken away (snowfence who cannot tell
+//     such IDs apart, which the figures count);
+//   - an ID of a layout with region bits carries another region than its
+//     minter's (snowfence who reads the keyspace of the ID's region);
+//   - an ID is not in the journal (lease.ErrNotInJournal) without one of
+//     the reasons that take history away: the number's journal holds
+//     lease.JournalRetention entries and the ID is older than the oldest;
+//     the ID was minted at or after the snapshot a restore wrote back and
+//     lies below that restore's raise mark (the latest clock plus the
+//     longest restore window: no claim the restore took away had a mark
+//     above it), counted as raise-marks when it lies in the gap a raise
+//     left; a claim of the number whose reply was lost (on DynamoDB, any
+//     reply the shim dropped). A raise of the marks alone takes nothing
+//     away: it ends the holding at the mark the holder held.
+//
+// The figures count the IDs checked, those answered with their holder and
+// those not in the journal by reason (an ID drawn at several checks counts
+// at each). TestJournalOracleFails, in the default and short runs, proves
+// the oracle can fail: with a store that leaves the oldest entry of every
+// number out of History, a few short etcd worlds must end in EXPLORE
+// JOURNAL. A store whose journal is not built yet (History fails with "the
+// journal is not built yet") has its journal checks skipped, with a note
+// in the world's log and the figures.
+//
 // # Where the search looks harder
 //
 // The draws are biased, not scripted, towards the regions of the space

@@ -36,6 +36,10 @@ type faultyStore struct {
 	down     bool // cut off
 	lost     int  // replies lost so far
 	refused  int  // calls refused while cut off
+	// lostClaims are the numbers, by (keyspace, machine), whose claim
+	// succeeded with its reply lost: the journal has an entry the claimer
+	// never heard of.
+	lostClaims map[[2]int]bool
 }
 
 // faults returns the faultyStore whose fault state f uses.
@@ -114,9 +118,30 @@ func (f *faultyStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease
 	}
 	l, err := f.Store.Claim(ctx, req)
 	if err == nil && f.leave() {
+		f.lostClaim(l)
 		return nil, errLostReply
 	}
 	return l, err
+}
+
+// lostClaim notes the number of a claim whose reply was lost.
+func (f *faultyStore) lostClaim(l *lease.Lease) {
+	f = f.faults()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lostClaims == nil {
+		f.lostClaims = map[[2]int]bool{}
+	}
+	f.lostClaims[[2]int{l.Region, l.Machine}] = true
+}
+
+// lostClaimOn reports whether a claim of machine in keyspace ks succeeded
+// with its reply lost.
+func (f *faultyStore) lostClaimOn(ks, machine int) bool {
+	f = f.faults()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lostClaims[[2]int{ks, machine}]
 }
 
 func (f *faultyStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {

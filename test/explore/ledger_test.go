@@ -27,9 +27,21 @@ type minted struct {
 type ledger struct {
 	ids     map[snowfence.ID]minted
 	checked uint64
+	// batches are the batches recorded, in order, and ends the first and
+	// last ID of each holder generation, for the journal oracle's samples.
+	batches []batch
+	ends    map[[2]int]*[2]snowfence.ID // by (holder, generation)
 }
 
-func newLedger() *ledger { return &ledger{ids: make(map[snowfence.ID]minted)} }
+// batch is one batch of IDs, all minted by one holder generation.
+type batch struct {
+	ids []snowfence.ID
+	by  minted
+}
+
+func newLedger() *ledger {
+	return &ledger{ids: make(map[snowfence.ID]minted), ends: make(map[[2]int]*[2]snowfence.ID)}
+}
 
 // record adds the IDs minted by one batch. It returns a description of the
 // first ID seen before, or "".
@@ -41,6 +53,15 @@ func (l *ledger) record(ids []snowfence.ID, by minted) string {
 				id, decode(id), by.holder, by.gen, by.step, prev.holder, prev.gen, prev.step)
 		}
 		l.ids[id] = by
+	}
+	if len(ids) > 0 {
+		l.batches = append(l.batches, batch{ids: ids, by: by})
+		key := [2]int{by.holder, by.gen}
+		if e := l.ends[key]; e != nil {
+			e[1] = ids[len(ids)-1]
+		} else {
+			l.ends[key] = &[2]snowfence.ID{ids[0], ids[len(ids)-1]}
+		}
 	}
 	return ""
 }

@@ -172,7 +172,18 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 			continue
 		}
 		w.pick().do(w)
+		if w.step%journalEvery == 0 {
+			w.checkJournal(fmt.Sprintf("at step %d", w.step))
+		}
 	}
+	// The journal with the holders still holding (their entries end at
+	// their marks), then once each has closed (at the mark its release
+	// wrote).
+	w.checkJournal("at the end of the world")
+	for _, h := range w.all {
+		w.stop(h)
+	}
+	w.checkJournal("after every holder closed")
 	fig.add("IDs checked", int(w.led.checked))
 	fig.add("dropped below the store (shim)", sp.dropped())
 	for _, p := range w.procs {

@@ -37,8 +37,10 @@ type world struct {
 	stepNow atomic.Int64
 	// failure is set once the world found something; the run stops.
 	failure string
-	// snapshotAt is the step of the last snapshot (-1: none).
+	// snapshotAt is the step of the last snapshot (-1: none), snapshotMs
+	// the latest clock of the fleet then.
 	snapshotAt int
+	snapshotMs int64
 	// restoredAt is the step of the last restore; restores counts them.
 	restoredAt, restores int
 	// next holds actions queued to run before any drawn one (see
@@ -50,6 +52,16 @@ type world struct {
 	maxHi     int
 	regions   []int
 	schedules map[string]snowfence.Schedule
+	// holderNames is the holder string of each holder generation, by
+	// (holder, generation), as its keeper claims under it.
+	holderNames map[[2]int]string
+	// restoreEvents are the world's restores, for the journal oracle;
+	// jr is its random source (apart from r, so that the oracle's draws
+	// leave the actions' unchanged), and noJournal is set once the store
+	// turned out to have no journal yet.
+	restoreEvents []restoreEvent
+	jr            *rand.Rand
+	noJournal     bool
 }
 
 // proc is one process: a clock, its stores, its holders.
@@ -92,7 +104,8 @@ func (p *proc) running() int {
 // newWorld sets a world up on sp: clocks, stores, the fleet schedule.
 func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error) {
 	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
-		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}}
+		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{},
+		jr: rand.New(rand.NewPCG(cfg.Seed, 0x10c4a1))}
 	w.start = time.Now().Truncate(time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
@@ -319,6 +332,7 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched sn
 	k.SetLastIssued(g.LastIssued)
 	h.k, h.g, h.last = k, g, 0
 	h.gen++
+	w.holderNames[[2]int{h.idx, h.gen}] = k.Status().Holder
 	w.fig.add("keepers started", 1)
 	l := k.Lease()
 	if l != nil {
