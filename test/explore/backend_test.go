@@ -204,9 +204,24 @@ func (p *pgSpace) open(ctx context.Context, region int) (lease.Store, error) {
 	return pgstore.New(p.pool, pgstore.Config{Table: p.table, Region: region})
 }
 
+// pgTables are the tables of a pgSpace a snapshot copies: the lease table
+// and its journal (<table>_claims), as a restore of the database brings
+// both back to one moment.
+func (p *pgSpace) pgTables() [][2]string {
+	return [][2]string{{p.table, p.snap}, {p.table + "_claims", p.snap + "_claims"}}
+}
+
 func (p *pgSpace) snapshot(ctx context.Context) error {
-	t, s := pgx.Identifier{p.table}.Sanitize(), pgx.Identifier{p.snap}.Sanitize()
-	_, err := p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+s+"; CREATE TABLE "+s+" AS SELECT * FROM "+t)
+	// One repeatable-read transaction: both tables as of one moment.
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		for _, ts := range p.pgTables() {
+			t, s := pgx.Identifier{ts[0]}.Sanitize(), pgx.Identifier{ts[1]}.Sanitize()
+			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+s+"; CREATE TABLE "+s+" AS SELECT * FROM "+t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	p.haveSnap = err == nil
 	return err
 }
@@ -215,10 +230,14 @@ func (p *pgSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
 	if !p.haveSnap {
 		return false, errors.New("explore: restore without a snapshot")
 	}
-	t, s := pgx.Identifier{p.table}.Sanitize(), pgx.Identifier{p.snap}.Sanitize()
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "DELETE FROM "+t+"; INSERT INTO "+t+" SELECT * FROM "+s)
-		return err
+		for _, ts := range p.pgTables() {
+			t, s := pgx.Identifier{ts[0]}.Sanitize(), pgx.Identifier{ts[1]}.Sanitize()
+			if _, err := tx.Exec(ctx, "DELETE FROM "+t+"; INSERT INTO "+t+" SELECT * FROM "+s); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	// Rows written back on the same server: nothing a store can see.
 	return false, err
@@ -230,7 +249,9 @@ func (p *pgSpace) dropped() int         { return 0 }
 func (p *pgSpace) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{p.table}.Sanitize()+", "+pgx.Identifier{p.snap}.Sanitize())
+	for _, ts := range p.pgTables() {
+		p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{ts[0]}.Sanitize()+", "+pgx.Identifier{ts[1]}.Sanitize())
+	}
 }
 
 // --- DynamoDB --------------------------------------------------------------
@@ -270,7 +291,7 @@ type dynamoSpace struct {
 	svc       *dynamoService
 	raw       *dynamodb.Client // straight to dynalite, for snapshots
 	table     string
-	snap      []map[string]types.AttributeValue
+	snap      [][]map[string]types.AttributeValue // per table of dynamoTables
 	haveSnap  bool
 	droppedAt int
 }
@@ -281,9 +302,22 @@ func (d *dynamoSpace) open(ctx context.Context, region int) (lease.Store, error)
 	}, dynamostore.Config{Table: d.table, Region: region, RequestTimeout: 2 * time.Second})
 }
 
-func (d *dynamoSpace) scanAll(ctx context.Context) ([]map[string]types.AttributeValue, error) {
+// dynamoTables are the tables of a dynamoSpace a snapshot copies, with
+// their key attributes: the lease table and its journal table, restored
+// together to one point in time as docs/lease-stores.md tells operators.
+func (d *dynamoSpace) dynamoTables() []struct {
+	name string
+	keys []string
+} {
+	return []struct {
+		name string
+		keys []string
+	}{{d.table, []string{"machine_id"}}, {d.table + dynamostore.JournalTableSuffix, []string{"pk", "n"}}}
+}
+
+func (d *dynamoSpace) scanAll(ctx context.Context, table string) ([]map[string]types.AttributeValue, error) {
 	var items []map[string]types.AttributeValue
-	p := dynamodb.NewScanPaginator(d.raw, &dynamodb.ScanInput{TableName: aws.String(d.table), ConsistentRead: aws.Bool(true)})
+	p := dynamodb.NewScanPaginator(d.raw, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
@@ -295,31 +329,45 @@ func (d *dynamoSpace) scanAll(ctx context.Context) ([]map[string]types.Attribute
 }
 
 func (d *dynamoSpace) snapshot(ctx context.Context) error {
-	items, err := d.scanAll(ctx)
-	d.snap, d.haveSnap = items, err == nil
-	return err
+	// Table by table, as point-in-time restores are: the world is quiet
+	// while a snapshot is taken (no claim runs between the two scans).
+	d.snap, d.haveSnap = nil, false
+	for _, t := range d.dynamoTables() {
+		items, err := d.scanAll(ctx, t.name)
+		if err != nil {
+			return err
+		}
+		d.snap = append(d.snap, items)
+	}
+	d.haveSnap = true
+	return nil
 }
 
 func (d *dynamoSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
 	if !d.haveSnap {
 		return false, errors.New("explore: restore without a snapshot")
 	}
-	now, err := d.scanAll(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, it := range now {
-		key := map[string]types.AttributeValue{"machine_id": it["machine_id"]}
-		if _, err := d.raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: key}); err != nil {
+	for i, t := range d.dynamoTables() {
+		now, err := d.scanAll(ctx, t.name)
+		if err != nil {
 			return false, err
 		}
-	}
-	for _, it := range d.snap {
-		if _, err := d.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: it}); err != nil {
-			return false, err
+		for _, it := range now {
+			key := map[string]types.AttributeValue{}
+			for _, k := range t.keys {
+				key[k] = it[k]
+			}
+			if _, err := d.raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.name), Key: key}); err != nil {
+				return false, err
+			}
+		}
+		for _, it := range d.snap[i] {
+			if _, err := d.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: it}); err != nil {
+				return false, err
+			}
 		}
 	}
-	// The same table with older items: nothing a store can see.
+	// The same tables with older items: nothing a store can see.
 	return false, nil
 }
 
@@ -336,5 +384,7 @@ func (d *dynamoSpace) dropped() int {
 func (d *dynamoSpace) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d.raw.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(d.table)})
+	for _, t := range d.dynamoTables() {
+		d.raw.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t.name)})
+	}
 }

@@ -68,20 +68,6 @@ const (
 	notRaised = "raise-marks after a restore"
 )
 
-// journalStubError is the error of a store whose journal is not written
-// yet.
-//
-// STUB BRANCH (remove when pgstore and dynamostore have their journals):
-// pgstore and dynamostore answer History with this error until their
-// journals are merged; the oracle then skips the world's journal checks
-// with a note, so that the search goes on running on them. Remove this
-// constant and the branch in journalReader.read that uses it.
-const journalStubError = "the journal is not built yet"
-
-// errJournalMissing is the journalReader's error for a store without a
-// journal (see journalStubError).
-var errJournalMissing = errors.New("explore: the store has no journal yet")
-
 // checkJournal is the journal oracle: it looks a sample of the world's IDs
 // up in the lease journal of the keyspace that leased their numbers, as
 // snowfence who does, and fails the world if a number's intervals overlap,
@@ -89,7 +75,7 @@ var errJournalMissing = errors.New("explore: the store has no journal yet")
 // an ID is not in the journal without a reason the world gives (see the
 // not* reasons). at says where in the world the check runs.
 func (w *world) checkJournal(at string) {
-	if w.failure != "" || w.noJournal || len(w.led.batches) == 0 {
+	if w.failure != "" || len(w.led.batches) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
@@ -182,8 +168,6 @@ func (w *world) checkID(ctx context.Context, jr *journalReader, s sampled, at st
 	}
 	nj, err := jr.read(ctx, ks, d.Machine)
 	switch {
-	case errors.Is(err, errJournalMissing):
-		return false
 	case err != nil:
 		w.fail(setupMarker, "%s: reading the journal of machine %d keyspace %d: %v", at, d.Machine, ks, err)
 		return false
@@ -314,15 +298,6 @@ func (jr *journalReader) read(ctx context.Context, ks, machine int) (numberJourn
 			if nj.hist, err = st.History(ctx, machine); err == nil {
 				nj.rec, err = st.Get(ctx, machine)
 			}
-		}
-		// STUB BRANCH (see journalStubError): a store without a journal
-		// yet skips the world's journal checks.
-		if err != nil && strings.Contains(err.Error(), journalStubError) {
-			jr.w.noJournal = true
-			jr.w.log.add(jr.w.step, "journal checks skipped: the %s store has no journal yet (%v)", jr.w.cfg.Store, err)
-			jr.w.t.Logf("seed %d (%s): journal checks skipped, the store has no journal yet: %v", jr.w.cfg.Seed, jr.w.cfg.Store, err)
-			jr.w.fig.add("journal: worlds skipped, no journal yet", 1)
-			return nj, errJournalMissing
 		}
 		if err == nil || ctx.Err() != nil {
 			break

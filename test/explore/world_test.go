@@ -57,11 +57,9 @@ type world struct {
 	holderNames map[[2]int]string
 	// restoreEvents are the world's restores, for the journal oracle;
 	// jr is its random source (apart from r, so that the oracle's draws
-	// leave the actions' unchanged), and noJournal is set once the store
-	// turned out to have no journal yet.
+	// leave the actions' unchanged).
 	restoreEvents []restoreEvent
 	jr            *rand.Rand
-	noJournal     bool
 }
 
 // proc is one process: a clock, its stores, its holders.
