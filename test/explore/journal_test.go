@@ -75,7 +75,7 @@ const (
 // an ID is not in the journal without a reason the world gives (see the
 // not* reasons). at says where in the world the check runs.
 func (w *world) checkJournal(at string) {
-	if w.failure != "" || len(w.led.batches) == 0 {
+	if !*flagJournal || w.failure != "" || len(w.led.batches) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)

@@ -18,6 +18,7 @@ var (
 	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
 	flagKeep     = flag.Int("explore.log", 50, "actions kept for a failure's log")
 	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 200 for the fixed list, 250 in the long mode)")
+	flagJournal  = flag.Bool("explore.journal", true, "run the journal oracle (journal_test.go); scripts/prove-search turns it off, since a revert's duplicate path often breaks the journal first and the proof is that the duplicate is found")
 	flagFirst    = flag.Bool("explore.first", false, "stop every store once one has found a duplicate (scripts/prove-search), in the fixed list and the long mode")
 )
 
