@@ -107,7 +107,7 @@ func TestSelectScenarios(t *testing.T) {
 // runs in the short mode too.
 func TestScenarioSkips(t *testing.T) {
 	for _, tc := range []struct {
-		id, store string
+		id, store   string
 		long, named bool
 		want        string
 	}{

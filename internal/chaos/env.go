@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -179,6 +180,24 @@ func (e *Env) waitIssuing(s *service, timeout time.Duration) (time.Time, error) 
 		}
 		if err := pause(ctx, 2*time.Millisecond); err != nil {
 			return time.Time{}, fmt.Errorf("%s not issuing after %v", s.name, timeout)
+		}
+	}
+}
+
+// waitFenced polls s's /healthz until it answers anything but 200 (or s
+// stops serving) and returns when.
+func (e *Env) waitFenced(s *service, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		status, _, err := s.get(actx, "/healthz")
+		acancel()
+		if status != http.StatusOK && (err == nil || errors.Is(err, errNotServing)) {
+			return time.Now(), nil
+		}
+		if err := pause(ctx, 2*time.Millisecond); err != nil {
+			return time.Time{}, fmt.Errorf("%s still issuing after %v", s.name, timeout)
 		}
 	}
 }

@@ -89,6 +89,9 @@ func tableFault(e *Env, fault string) error {
 			return err
 		}
 		at := time.Now()
+		if fault == "freeze-long" {
+			e.noteFrozen()
+		}
 		e.logf("%s %s for %v", what, map[string]string{"stop": "stopped", "freeze-long": "frozen"}[fault], down)
 		// The last acknowledged renewal was sent at most a renewal period
 		// before the fault: by then every holder is past its self-fence.
@@ -121,6 +124,7 @@ func tableFault(e *Env, fault string) error {
 			return err
 		}
 		e.recovered(last.Sub(back), "every service issuing again after "+what+" came back")
+		e.note("every service issuing again %v after %s came back", last.Sub(back).Round(time.Millisecond), what)
 		if err := e.wait(2 * t.RenewEvery); err != nil {
 			return err
 		}
@@ -137,6 +141,7 @@ func tableFault(e *Env, fault string) error {
 			return err
 		}
 		at := time.Now()
+		e.noteFrozen()
 		e.logf("%s frozen for %v", what, d)
 		if err := e.wait(d); err != nil {
 			return err
@@ -164,6 +169,15 @@ func tableFault(e *Env, fault string) error {
 	load.stop()
 	e.outageRecovery(svcs)
 	return nil
+}
+
+// noteFrozen says how many processes the freeze stopped.
+func (e *Env) noteFrozen() {
+	if pg := e.tables.pg; pg != nil {
+		e.note("froze %d processes: the postmaster and every backend and helper it started", pg.Frozen())
+	} else {
+		e.note("froze dynalite (one process)")
+	}
 }
 
 // tableRestore takes a base backup, lets the table move on (a holder claims
@@ -227,11 +241,25 @@ func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, re
 	e.tables.socketOnly = false
 	back := time.Now()
 	e.logf("the holders may reach it again; they must refuse until %s", mark.UTC().Format(time.TimeOnly))
+	// raise-marks took every holder's number from it: its next renewal
+	// (within a renewal period, or a quarter of one after a failure, plus
+	// the request timeout) is refused, and the generator stops at once.
+	noticeBy := 2*t.RenewEvery + 2*time.Second
+	var missed []string
+	for _, s := range svcs {
+		if _, err := e.waitFenced(s, noticeBy); err != nil {
+			missed = append(missed, s.name)
+		}
+	}
+	e.check("every service stopped issuing at its first renewal after the operator's step", len(missed) == 0,
+		"still issuing %v after the store came back: %v", noticeBy, missed)
 	last, err := e.waitAllIssuing(svcs, window+3*time.Minute)
 	if err != nil {
 		return err
 	}
 	e.recovered(last.Sub(back), "every service issuing again after the restore and raise-marks")
+	e.note("every service issuing again %v after the store came back (the raised mark is %v after the operator's step)",
+		last.Sub(back).Round(time.Millisecond), window)
 	r, l := refusedSince()
 	e.check("the holders refused after the restore", r > 0 && l > 0, "%d refused requests, %d refused library calls", r, l)
 	lateLoad.stop()
