@@ -1,17 +1,22 @@
 // Command snowfence-chaos is the fault-injection suite: it runs snowfence
-// services and library holders against a three-member etcd cluster, injects
-// the failures snowfence is built to survive (clock steps, frozen and
-// crashing holders, etcd leader kills, quorum loss, restores, bursts, a
-// holder cut off from etcd), checks every acknowledged ID against a
-// PostgreSQL PRIMARY KEY and in memory, and writes a table (Markdown and
-// JSON).
+// services and library holders against a lease store — a three-member etcd
+// cluster, a PostgreSQL lease table or a DynamoDB one (dynalite), each on
+// servers the suite runs itself (-store) — injects the failures snowfence
+// is built to survive (clock steps, frozen and crashing holders, etcd
+// leader kills, quorum loss, restores, the tables' servers stopped, frozen
+// and restored, bursts, a holder cut off from its store), checks every
+// acknowledged ID against a PostgreSQL PRIMARY KEY and in memory, and
+// writes a table (Markdown and JSON).
 //
-//	go run ./cmd/snowfence-chaos -out chaos-out             # short mode, minutes
-//	go run ./cmd/snowfence-chaos -long -out chaos-long      # ≥ 100 million IDs
-//	go run ./cmd/snowfence-chaos -scenarios 1,5b -seed 7    # some scenarios
+//	go run ./cmd/snowfence-chaos -out chaos-out                    # short mode on etcd, minutes
+//	go run ./cmd/snowfence-chaos -store all -out chaos-out         # short mode on every store
+//	go run ./cmd/snowfence-chaos -long -store all -out chaos-long  # long mode
+//	go run ./cmd/snowfence-chaos -store postgres -scenarios 9      # some scenarios
 //
-// It needs a PostgreSQL (-postgres, default $SNOWFENCE_TEST_POSTGRES_URL;
-// scripts/services/postgres.sh start prints one) and root for the network
+// It needs a PostgreSQL for the oracle (-postgres, default
+// $SNOWFENCE_TEST_POSTGRES_URL; scripts/services/postgres.sh start prints
+// one), Debian's postgresql for -store postgres and dynalite (installed by
+// scripts/services/dynalite.sh) for -store dynamodb, and root for the network
 // namespace of scenario 8 (without it, scenario 8 runs behind the same
 // proxies in the host namespace and says so). It exits 1 if any scenario
 // failed: a duplicate, a lost request, an order violation or a failed check.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos"
 	"github.com/snowfence/snowfence/internal/chaos/netns"
@@ -26,7 +27,8 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	long := fs.Bool("long", false, "long mode: every scenario at full length, ≥ 100 million IDs in all")
 	seed := fs.Uint64("seed", 1, "seed of the run's random choices (which holder is killed when, …)")
-	only := fs.String("scenarios", "", `comma-separated scenarios to run, e.g. "1,5b" ("5" is 5a–5d); empty: all`)
+	only := fs.String("scenarios", "", `comma-separated scenarios to run, e.g. "1,5b" ("5" is 5a–5e); empty: every one of the mode on the store`)
+	store := fs.String("store", chaos.StoreEtcd, "lease store: "+strings.Join(chaos.Stores(), ", ")+", or all (each in turn)")
 	out := fs.String("out", "chaos-out", "folder for report.md and report.json")
 	pg := fs.String("postgres", os.Getenv("SNOWFENCE_TEST_POSTGRES_URL"), "PostgreSQL URL of the oracle (default $SNOWFENCE_TEST_POSTGRES_URL)")
 	bin := fs.String("snowfence", "", "snowfence binary the services run (default: go build ./cmd/snowfence)")
@@ -67,16 +69,35 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		log = nil
 	}
-	rep, err := chaos.Run(ctx, chaos.Options{
-		Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence,
-		PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: log,
-		Command: func(role string, args ...string) *exec.Cmd {
-			return exec.Command(self, append([]string{role}, args...)...)
-		},
-	})
+	stores := []string{*store}
+	if *store == "all" {
+		stores = chaos.Stores()
+	}
+	var rep *chaos.Report
+	for _, st := range stores {
+		r, rerr := chaos.Run(ctx, chaos.Options{
+			Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence, Store: st,
+			PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: log,
+			Command: func(role string, args ...string) *exec.Cmd {
+				return exec.Command(self, append([]string{role}, args...)...)
+			},
+		})
+		if r != nil {
+			if rep == nil {
+				rep = r
+			} else {
+				rep.Merge(r)
+			}
+		}
+		if rerr != nil {
+			err = fmt.Errorf("store %s: %w", st, rerr)
+			break
+		}
+	}
 	if rep == nil {
 		return err
 	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
 	rep.Machine = machine()
 	rep.Command = "snowfence-chaos " + strings.Join(args, " ")
 	if werr := rep.Write(*out); werr != nil {

@@ -3,12 +3,14 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/chaos/storeproc"
 	"github.com/snowfence/snowfence/internal/testenv"
 )
 
@@ -30,36 +32,44 @@ func testCommand(role string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestDisabledFenceIsCaught shows the suite can fail: scenario 4 with the
-// library holders' fence switched off must report duplicates, in the
-// PRIMARY KEY and in memory alike, and fail its row. The same scenario with
-// the fence on passes in the short run scripts/test makes.
+// TestDisabledFenceIsCaught shows the suite can fail, on every store:
+// scenario 4 with the library holders' fence switched off must report
+// duplicates, in the PRIMARY KEY and in memory alike, and fail its row.
+// The same scenario with the fence on passes in the short run scripts/test
+// makes.
 func TestDisabledFenceIsCaught(t *testing.T) {
 	pg := testenv.PostgresURL(t)
-	var log bytes.Buffer
-	rep, err := Run(t.Context(), Options{
-		Scenarios: []string{"4"}, NoFence: true, PostgresURL: pg,
-		Command: testCommand, Dir: t.TempDir(), Log: &log,
-	})
-	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, log.String())
-	}
-	if len(rep.Rows) != 1 {
-		t.Fatalf("got %d rows, want 1", len(rep.Rows))
-	}
-	row := rep.Rows[0]
-	t.Logf("fence disabled: %d IDs, %d duplicates (PRIMARY KEY), %d in memory; examples %q", row.IDs, row.Duplicates, row.DuplicatesMemory, row.Examples)
-	if row.Error != "" {
-		t.Fatalf("row error: %s\n%s", row.Error, log.String())
-	}
-	if row.Duplicates == 0 || row.DuplicatesMemory != row.Duplicates {
-		t.Errorf("duplicates: PRIMARY KEY %d, memory %d; want the same number > 0", row.Duplicates, row.DuplicatesMemory)
-	}
-	if row.Pass || rep.Pass() {
-		t.Error("a run with duplicates passed")
-	}
-	if md := rep.Markdown(); !strings.Contains(md, "**NO**") || !strings.Contains(md, "FENCE DISABLED") {
-		t.Errorf("the report does not show the failure:\n%s", md)
+	for _, store := range Stores() {
+		t.Run(store, func(t *testing.T) {
+			var log bytes.Buffer
+			rep, err := Run(t.Context(), Options{
+				Scenarios: []string{"4"}, NoFence: true, PostgresURL: pg, Store: store,
+				Command: testCommand, Dir: t.TempDir(), Log: &log,
+			})
+			if errors.Is(err, storeproc.ErrMissing) {
+				testenv.Missing(t, err.Error())
+			}
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, log.String())
+			}
+			if len(rep.Rows) != 1 {
+				t.Fatalf("got %d rows, want 1", len(rep.Rows))
+			}
+			row := rep.Rows[0]
+			t.Logf("%s, fence disabled: %d IDs, %d duplicates (PRIMARY KEY), %d in memory; examples %q", store, row.IDs, row.Duplicates, row.DuplicatesMemory, row.Examples)
+			if row.Error != "" {
+				t.Fatalf("row error: %s\n%s", row.Error, log.String())
+			}
+			if row.Duplicates == 0 || row.DuplicatesMemory != row.Duplicates {
+				t.Errorf("duplicates: PRIMARY KEY %d, memory %d; want the same number > 0", row.Duplicates, row.DuplicatesMemory)
+			}
+			if row.Pass || rep.Pass() {
+				t.Error("a run with duplicates passed")
+			}
+			if md := rep.Markdown(); !strings.Contains(md, "**NO**") || !strings.Contains(md, "FENCE DISABLED") {
+				t.Errorf("the report does not show the failure:\n%s", md)
+			}
+		})
 	}
 }
 
@@ -69,11 +79,13 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 4 5a 5b 5c 5d 5e 6 7 8", false},
+		{nil, "1 2 3 4 5a 5b 5c 5d 5e 6 7 8 9a 9b 9c 9d 10a 10b 10c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e", false},
+		{[]string{"10"}, "10a 10b 10c", false},
 		{[]string{"1", "5b"}, "1 5b", false},
-		{[]string{"9"}, "", true},
+		{[]string{"9"}, "9a 9b 9c 9d", false},
 		{[]string{"5f"}, "", true},
+		{[]string{"11"}, "", true},
 	} {
 		got, err := selectScenarios(tc.in)
 		if (err != nil) != tc.err {
@@ -86,6 +98,34 @@ func TestSelectScenarios(t *testing.T) {
 		}
 		if s := strings.Join(ids, " "); s != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.in, s, tc.want)
+		}
+	}
+}
+
+// Every scenario runs or says why not: the etcd faults are n/a on the
+// tables, the short mode leaves some out on them, and a scenario named
+// runs in the short mode too.
+func TestScenarioSkips(t *testing.T) {
+	for _, tc := range []struct {
+		id, store   string
+		long, named bool
+		want        string
+	}{
+		{"5a", StoreEtcd, false, false, ""},
+		{"5a", StorePostgres, true, true, "n/a (etcd only)"},
+		{"9a", StoreDynamoDB, true, false, "n/a (postgres only)"},
+		{"1", StorePostgres, false, false, "long mode only on postgres"},
+		{"1", StorePostgres, true, false, ""},
+		{"1", StorePostgres, false, true, ""},
+		{"9d", StorePostgres, false, false, "long mode only on postgres"},
+		{"4", StoreDynamoDB, false, false, ""},
+	} {
+		sel, err := selectScenarios([]string{tc.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sel[0].skip(tc.store, tc.long, tc.named); got != tc.want {
+			t.Errorf("%s on %s (long %v, named %v): skip %q, want %q", tc.id, tc.store, tc.long, tc.named, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/chaos/oracle"
@@ -102,4 +103,17 @@ func (c *collector) perTick(machine int) (ticks int, most int) {
 		most = max(most, v)
 	}
 	return len(n), most
+}
+
+// countBetween counts the IDs whose timestamp is in [lo, hi).
+func (c *collector) countBetween(lo, hi time.Time) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, id := range c.ids {
+		if t := c.layout.TimeOf(snowfence.ID(id)); !t.Before(lo) && t.Before(hi) {
+			n++
+		}
+	}
+	return n
 }

@@ -1,20 +1,36 @@
 // Package chaos is snowfence's fault-injection suite: proof under fire that
 // no ID is issued twice. It runs the failure stories of docs/design.md
-// (clock steps, frozen and crashing holders, etcd faults and restores,
-// bursts, a holder cut off from etcd) against real processes — services
-// (`snowfence serve`) and library holders (this package's HolderMain, a
-// process embedding the library as a service does) — leasing machine
-// numbers from a real three-member etcd cluster whose members are
-// processes too (package etcdproc), injects the faults while load runs,
-// and checks every acknowledged ID.
+// (clock steps, frozen and crashing holders, store faults and restores,
+// bursts, a holder cut off from its store) against real processes —
+// services (`snowfence serve`) and library holders (this package's
+// HolderMain, a process embedding the library as a service does) — leasing
+// machine numbers from a real store whose servers are processes too,
+// injects the faults while load runs, and checks every acknowledged ID.
 //
 // Command snowfence-chaos runs it; docs/reliability.md has the table of a
 // long run and how to read it.
 //
+// # Stores
+//
+// Options.Store picks the lease store: etcd (a three-member cluster,
+// package etcdproc, fresh for every scenario), PostgreSQL or DynamoDB
+// (servers of the suite's own, package storeproc: a PostgreSQL cluster, or
+// dynalite with its data on disk behind internal/dynashim; a fresh lease
+// table for every scenario, created as `snowfence leases init` does).
+// Services run `serve --lease-store postgres|dynamodb` with the store's
+// flags; library holders open pgstore or dynamostore. Holders take the
+// store's timings where a scenario sets none (lease.TableTimings on the
+// tables: 5 min leases); the scenarios that wait for a lease to expire set
+// short ones the product accepts, and say so.
+//
 // # Scenarios
 //
 // Each is a named, repeatable run (its random choices derive from the
-// seed), on a fresh etcd cluster and a fresh oracle table:
+// seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5e)
+// do not apply to the tables, 9a–9d only to PostgreSQL and 10a–10c only to
+// DynamoDB: their rows say n/a elsewhere. The short mode runs every
+// scenario that applies on etcd, and 4, 8 and the store's own faults but
+// 9d on the tables; the long mode runs every one that applies:
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
@@ -27,7 +43,14 @@
 //	5e  etcd: one member's data rolled back to an old copy
 //	6   crash loops: holders SIGKILLed and restarted 100 times
 //	7   bursts past 4,096 IDs in one millisecond on one holder
-//	8   a holder cut off from etcd (own network namespace) while it serves callers
+//	8   a holder cut off from its store (own network namespace) while it serves callers
+//	9a  PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started
+//	9b  PostgreSQL frozen (every server process SIGSTOPped) for less than the self-fence
+//	9c  PostgreSQL frozen for more than the self-fence
+//	9d  PostgreSQL restored from a base backup taken mid-run, then the runbook's raise-marks
+//	10a DynamoDB (dynalite) killed past the self-fence, then started on its data
+//	10b DynamoDB (dynalite) frozen for less than the self-fence
+//	10c DynamoDB (dynalite) frozen for more than the self-fence
 //
 // Clock faults go through a test-only wall-clock offset: services run with
 // `serve --test-clock-offset` (off by default) and are stepped through its
@@ -57,6 +80,7 @@
 //
 // HolderMain's --unsafe-no-fence keeps using a grant after its lease is
 // gone, with no self-fence and no mark — a Snowflake service without
-// fencing. TestDisabledFenceIsCaught runs scenario 4 that way and requires
-// duplicates in both checks. snowfence serve has no such switch.
+// fencing. TestDisabledFenceIsCaught runs scenario 4 that way on every
+// store and requires duplicates in both checks. snowfence serve has no
+// such switch.
 package chaos

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,11 +17,13 @@ import (
 
 	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
 	"github.com/snowfence/snowfence/internal/chaos/oracle"
+	"github.com/snowfence/snowfence/lease"
 )
 
-// Env is one scenario's world: a fresh three-member etcd cluster, the
-// services and library holders the scenario starts, the callers, and the
-// collector in front of a fresh oracle table.
+// Env is one scenario's world: a fresh three-member etcd cluster or a
+// fresh lease table on the run's table servers, the services and library
+// holders the scenario starts, the callers, and the collector in front of
+// a fresh oracle table.
 type Env struct {
 	ctx     context.Context
 	opts    Options
@@ -30,7 +33,10 @@ type Env struct {
 	dir     string
 	started time.Time
 
-	cluster      *etcdproc.Cluster
+	cluster      *etcdproc.Cluster // etcd only
+	tables       *tableServers     // postgres and dynamodb only
+	table        string            // the scenario's lease table
+	timings      lease.Timings     // the store's (storeTimings)
 	col          *collector
 	http         *http.Client
 	services     []*service
@@ -48,12 +54,20 @@ type Env struct {
 	notes    []string
 }
 
-// newEnv starts a scenario's etcd cluster and oracle table.
-func newEnv(ctx context.Context, opts Options, id string, seed uint64) (*Env, error) {
+// newEnv starts a scenario's store (an etcd cluster, or a table on the
+// run's table servers) and oracle table.
+func newEnv(ctx context.Context, opts Options, tables *tableServers, id string, seed uint64) (*Env, error) {
 	e := &Env{ctx: ctx, opts: opts, id: id, short: !opts.Long, rng: rand.New(rand.NewPCG(seed, uint64(len(id))<<32|uint64(id[0]))),
-		dir: filepath.Join(opts.Dir, "s"+id), started: time.Now(), recover: -1}
+		dir: filepath.Join(opts.Dir, opts.Store, "s"+id), started: time.Now(), recover: -1,
+		tables: tables, table: tableName(opts.Store, id), timings: storeTimings(opts.Store)}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
+	}
+	if tables != nil {
+		if err := e.createTable(ctx); err != nil {
+			return nil, fmt.Errorf("%s lease table %s: %w", opts.Store, e.table, err)
+		}
+		return e, e.openOracle(ctx)
 	}
 	var err error
 	e.cluster, err = etcdproc.Start(ctx, etcdproc.Config{
@@ -65,10 +79,24 @@ func newEnv(ctx context.Context, opts Options, id string, seed uint64) (*Env, er
 	if err != nil {
 		return nil, fmt.Errorf("etcd cluster: %w", err)
 	}
-	o, err := oracle.Open(ctx, oracle.Config{URL: opts.PostgresURL, Table: "chaos_s" + id})
-	if err != nil {
+	if err := e.openOracle(ctx); err != nil {
 		e.cluster.Close()
-		return nil, fmt.Errorf("oracle: %w", err)
+		return nil, err
+	}
+	return e, nil
+}
+
+// openOracle opens the scenario's oracle table, chaos_s<id> for etcd (as
+// before there were other stores) and chaos_<store>_s<id> for the others,
+// and the harness's HTTP client.
+func (e *Env) openOracle(ctx context.Context) error {
+	table := "chaos_s" + e.id
+	if e.opts.Store != StoreEtcd {
+		table = "chaos_" + e.opts.Store + "_s" + e.id
+	}
+	o, err := oracle.Open(ctx, oracle.Config{URL: e.opts.PostgresURL, Table: table})
+	if err != nil {
+		return fmt.Errorf("oracle: %w", err)
 	}
 	e.col = newCollector(o)
 	tr := &http.Transport{
@@ -78,7 +106,7 @@ func newEnv(ctx context.Context, opts Options, id string, seed uint64) (*Env, er
 		DisableCompression:  true,
 	}
 	e.http = &http.Client{Transport: tr}
-	return e, nil
+	return nil
 }
 
 // logf writes a progress line.
@@ -152,6 +180,24 @@ func (e *Env) waitIssuing(s *service, timeout time.Duration) (time.Time, error) 
 		}
 		if err := pause(ctx, 2*time.Millisecond); err != nil {
 			return time.Time{}, fmt.Errorf("%s not issuing after %v", s.name, timeout)
+		}
+	}
+}
+
+// waitFenced polls s's /healthz until it answers anything but 200 (or s
+// stops serving) and returns when.
+func (e *Env) waitFenced(s *service, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		status, _, err := s.get(actx, "/healthz")
+		acancel()
+		if status != http.StatusOK && (err == nil || errors.Is(err, errNotServing)) {
+			return time.Now(), nil
+		}
+		if err := pause(ctx, 2*time.Millisecond); err != nil {
+			return time.Time{}, fmt.Errorf("%s still issuing after %v", s.name, timeout)
 		}
 	}
 }

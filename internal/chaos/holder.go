@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
 	"github.com/snowfence/snowfence/internal/wire"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
+	"github.com/snowfence/snowfence/pgstore"
 )
 
 // holderFlags configure a library holder: a process that embeds the
@@ -28,7 +30,11 @@ import (
 // own caller, minting at a paced rate and streaming every ID it got to the
 // harness.
 type holderFlags struct {
+	store      string // StoreEtcd, StorePostgres or StoreDynamoDB
 	etcd       string
+	pgURL      string
+	dynamo     string // DynamoDB endpoint
+	table      string // lease table of postgres or dynamodb
 	machines   string
 	generators int
 	rate       int // IDs per second per generator; 0: as fast as it goes
@@ -36,6 +42,7 @@ type holderFlags struct {
 	leaseTTL   time.Duration
 	renewEvery time.Duration
 	selfFence  time.Duration
+	margin     time.Duration // negative: the store's
 	noFence    bool
 }
 
@@ -43,7 +50,9 @@ type holderFlags struct {
 const flushEvery = 5 * time.Millisecond
 
 // HolderMain runs a library holder until ctx ends or standard input says
-// "quit": --generators keepers and generators on one etcd client, one wall
+// "quit": --generators keepers and generators on one store client (etcd,
+// or a PostgreSQL or DynamoDB lease table: --lease-store), with the
+// store's timings for those not given, one wall
 // clock the harness can step ("step <ms>" on standard input), frames on
 // stdout (see package internal/wire), logs on stderr.
 //
@@ -55,7 +64,11 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var f holderFlags
 	fs := flag.NewFlagSet("holder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&f.store, "lease-store", StoreEtcd, "etcd, postgres or dynamodb")
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd client URLs")
+	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the lease table (--lease-store postgres)")
+	fs.StringVar(&f.dynamo, "dynamodb-endpoint", "", "DynamoDB endpoint of the lease table (--lease-store dynamodb)")
+	fs.StringVar(&f.table, "table", "", "lease table (postgres, dynamodb)")
 	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range")
 	fs.IntVar(&f.generators, "generators", 1, "keeper+generator pairs")
 	fs.IntVar(&f.rate, "rate", 1000, "IDs per second per generator (0: as fast as possible)")
@@ -63,6 +76,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "lease TTL (0: the library default)")
 	fs.DurationVar(&f.renewEvery, "renew-every", 0, "renewal period (0: default)")
 	fs.DurationVar(&f.selfFence, "self-fence", 0, "self-fence (0: default)")
+	fs.DurationVar(&f.margin, "fence-margin", -1, "margin below the mark (negative: the store's)")
 	fs.BoolVar(&f.noFence, "unsafe-no-fence", false, "TEST ONLY: ignore the lease fence once a number was held")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,7 +92,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	store, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(f.etcd, ",")}, etcdstore.Config{Logger: log})
+	store, err := openStore(ctx, f, log)
 	if err != nil {
 		return err
 	}
@@ -126,17 +140,35 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return err
 }
 
+// openStore connects to the store the flags name.
+func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Store, error) {
+	switch f.store {
+	case StoreEtcd:
+		return etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(f.etcd, ",")}, etcdstore.Config{Logger: log})
+	case StorePostgres:
+		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log})
+	case StoreDynamoDB:
+		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log})
+	}
+	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres or dynamodb", f.store)
+}
+
 // startNode claims a number for one generator, waiting (as a supervisor
 // restarting the process would) while the whole range is taken.
 func startNode(ctx context.Context, f holderFlags, store lease.Store, clock snowfence.Clock, rng *lease.Range, log *slog.Logger) (*node.Node, error) {
 	for {
+		kc := lease.KeeperConfig{
+			Range: rng, LeaseFor: f.leaseTTL, RenewEvery: f.renewEvery, SelfFence: f.selfFence,
+			Clock: clock, Boottime: lease.Boottime,
+		}
+		storeTimings(f.store).Apply(&kc)
+		if f.margin >= 0 {
+			kc.Margin = f.margin
+		}
 		n, err := node.Start(ctx, node.Config{
-			Store:  store,
-			Logger: log,
-			Keeper: lease.KeeperConfig{
-				Range: rng, LeaseFor: f.leaseTTL, RenewEvery: f.renewEvery, SelfFence: f.selfFence,
-				Clock: clock, Boottime: lease.Boottime,
-			},
+			Store:     store,
+			Logger:    log,
+			Keeper:    kc,
 			Generator: snowfence.Config{ClockPolicy: snowfence.ClockOff},
 		})
 		if !errors.Is(err, lease.ErrNoFreeNumber) {

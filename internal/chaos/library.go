@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,8 +60,8 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 func (l *library) start() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	args := []string{"--etcd", strings.Join(l.env.cluster.Endpoints(), ","), "--machines", l.cfg.machines,
-		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch)}
+	args := append(l.env.holderStoreArgs(), "--machines", l.cfg.machines,
+		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch))
 	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence)...)
 	if l.cfg.noFence {
 		args = append(args, "--unsafe-no-fence")

@@ -21,7 +21,13 @@ type Check struct {
 type Row struct {
 	Scenario string `json:"scenario"`
 	Name     string `json:"name"`
-	Seed     uint64 `json:"seed"`
+	// Store is the lease store the row ran on (Options.Store).
+	Store string `json:"store,omitempty"`
+	// Skipped says why the scenario did not run on the store: it does not
+	// apply there ("n/a: …"), or the mode leaves it out. A skipped row
+	// passes and counts nothing.
+	Skipped string `json:"skipped,omitempty"`
+	Seed    uint64 `json:"seed"`
 	// IDs is every acknowledged ID: answered to a caller, or streamed by a
 	// library holder.
 	IDs int64 `json:"ids"`
@@ -57,9 +63,11 @@ type Row struct {
 
 // A Report is a run's rows.
 type Report struct {
-	Mode    string    `json:"mode"`
-	Seed    uint64    `json:"seed"`
-	NoFence bool      `json:"no_fence"`
+	Mode    string `json:"mode"`
+	Seed    uint64 `json:"seed"`
+	NoFence bool   `json:"no_fence"`
+	// Stores are the lease stores of the rows, in the order they ran.
+	Stores  []string  `json:"stores,omitempty"`
 	Started time.Time `json:"started"`
 	Elapsed string    `json:"elapsed"`
 	Machine string    `json:"machine,omitempty"`
@@ -67,14 +75,22 @@ type Report struct {
 	Rows    []Row     `json:"rows"`
 }
 
-// Pass reports whether every row passed.
+// Pass reports whether every row passed and at least one ran.
 func (r *Report) Pass() bool {
+	ran := false
 	for _, row := range r.Rows {
 		if !row.Pass {
 			return false
 		}
+		ran = ran || row.Skipped == ""
 	}
-	return len(r.Rows) > 0
+	return ran
+}
+
+// Merge appends other's rows and stores (a run on the next store) to r.
+func (r *Report) Merge(other *Report) {
+	r.Rows = append(r.Rows, other.Rows...)
+	r.Stores = append(r.Stores, other.Stores...)
 }
 
 // Totals sums the rows.
@@ -121,26 +137,37 @@ func (r *Report) Markdown() string {
 	if r.Machine != "" {
 		fmt.Fprintf(&b, " Machine: %s.", r.Machine)
 	}
-	b.WriteString("\n\n| scenario | IDs issued | duplicates (PK / memory) | requests refused | requests lost | time to recover | pass |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---|---|\n")
-	for _, row := range append(r.Rows, r.Totals()) {
-		name := row.Scenario
-		if row.Name != "" {
-			name += ". " + row.Name
+	groups := []string{""}
+	if len(r.Stores) > 0 {
+		groups = r.Stores
+	}
+	for _, store := range groups {
+		rows := r.Rows
+		if store != "" {
+			rows = nil
+			for _, row := range r.Rows {
+				if row.Store == store {
+					rows = append(rows, row)
+				}
+			}
+			fmt.Fprintf(&b, "\n\n### Store: %s", store)
 		}
-		rec := "—"
-		if row.RecoverMs >= 0 {
-			rec = fmt.Sprintf("%.0f ms (%s)", row.RecoverMs, row.RecoverWhat)
-		}
-		pass := "yes"
-		if !row.Pass {
-			pass = "**NO**"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d / %d | %s | %d | %s | %s |\n", name, thousands(row.IDs),
-			row.Duplicates, row.DuplicatesMemory, thousands(row.Refused), row.Lost, rec, pass)
+		writeTable(&b, append(rows, (&Report{Rows: rows}).Totals()))
+	}
+	if len(groups) > 1 {
+		t := r.Totals()
+		fmt.Fprintf(&b, "\nEvery store: %s IDs, %d / %d duplicates, %s refused, %d lost; pass: %v.\n",
+			thousands(t.IDs), t.Duplicates, t.DuplicatesMemory, thousands(t.Refused), t.Lost, r.Pass())
 	}
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "\n## %s. %s\n\n", row.Scenario, row.Name)
+		if row.Skipped != "" {
+			continue
+		}
+		if row.Store != "" {
+			fmt.Fprintf(&b, "\n## %s. %s (%s)\n\n", row.Scenario, row.Name, row.Store)
+		} else {
+			fmt.Fprintf(&b, "\n## %s. %s\n\n", row.Scenario, row.Name)
+		}
 		fmt.Fprintf(&b, "%s IDs in %.1f s; %s caller requests, %s refused attempts, %s attempts without an answer, %d lost; %d order violations, %d IDs ahead of the clock.\n\n",
 			thousands(row.IDs), row.Seconds, thousands(row.Requests), thousands(row.Refused), thousands(row.Failed), row.Lost, row.OrderViolations, row.AheadOfClock)
 		for _, c := range row.Checks {
@@ -164,6 +191,32 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// writeTable writes the table of rows, the last one their totals.
+func writeTable(b *strings.Builder, rows []Row) {
+	b.WriteString("\n\n| scenario | IDs issued | duplicates (PK / memory) | requests refused | requests lost | time to recover | pass |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|---|\n")
+	for _, row := range rows {
+		name := row.Scenario
+		if row.Name != "" {
+			name += ". " + row.Name
+		}
+		if row.Skipped != "" {
+			fmt.Fprintf(b, "| %s | — | — | — | — | — | %s |\n", name, row.Skipped)
+			continue
+		}
+		rec := "—"
+		if row.RecoverMs >= 0 {
+			rec = fmt.Sprintf("%.0f ms (%s)", row.RecoverMs, row.RecoverWhat)
+		}
+		pass := "yes"
+		if !row.Pass {
+			pass = "**NO**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d / %d | %s | %d | %s | %s |\n", name, thousands(row.IDs),
+			row.Duplicates, row.DuplicatesMemory, thousands(row.Refused), row.Lost, rec, pass)
+	}
 }
 
 // thousands formats n with thin separators: 1,234,567.

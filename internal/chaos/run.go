@@ -22,9 +22,17 @@ type Options struct {
 	// Seed makes a run repeatable: which process is killed when, and the
 	// like, derive from it. Zero: 1.
 	Seed uint64
-	// Scenarios to run, by id ("1", "5b") or number ("5" is 5a–5d). Empty:
-	// all.
+	// Scenarios to run, by id ("1", "5b") or number ("5" is 5a–5e). Empty:
+	// every scenario of the mode on the store (see scenario.shortOn); a
+	// scenario named here runs in either mode. One that does not apply to
+	// the store (an etcd fault on a table) gets a row marked n/a.
 	Scenarios []string
+	// Store is the lease store the holders lease from: StoreEtcd,
+	// StorePostgres or StoreDynamoDB. Empty: StoreEtcd. The harness runs
+	// the store's servers itself (a fresh etcd cluster per scenario; one
+	// PostgreSQL cluster or one dynalite per run, with a fresh table per
+	// scenario); only the oracle's PostgreSQL is given (PostgresURL).
+	Store string
 	// NoFence runs the library holders with the fence disabled
 	// (--unsafe-no-fence): the suite must then find duplicates.
 	NoFence bool
@@ -52,6 +60,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Seed == 0 {
 		opts.Seed = 1
 	}
+	if opts.Store == "" {
+		opts.Store = StoreEtcd
+	}
+	if !slices.Contains(Stores(), opts.Store) {
+		return nil, fmt.Errorf("chaos: store %q: use one of %s", opts.Store, strings.Join(Stores(), ", "))
+	}
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log}
 	}
@@ -59,15 +73,26 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Mode: "short", Seed: opts.Seed, Started: time.Now().UTC(), NoFence: opts.NoFence}
+	rep := &Report{Mode: "short", Seed: opts.Seed, Started: time.Now().UTC(), NoFence: opts.NoFence, Stores: []string{opts.Store}}
 	if opts.Long {
 		rep.Mode = "long"
+	}
+	var tables *tableServers
+	if opts.Store != StoreEtcd {
+		if tables, err = startTableServers(ctx, opts.Store); err != nil {
+			return nil, fmt.Errorf("chaos: the %s servers: %w", opts.Store, err)
+		}
+		defer tables.close()
 	}
 	for _, sc := range sel {
 		if ctx.Err() != nil {
 			break
 		}
-		row := runScenario(ctx, opts, sc)
+		if why := sc.skip(opts.Store, opts.Long, len(opts.Scenarios) > 0); why != "" {
+			rep.Rows = append(rep.Rows, Row{Scenario: sc.id, Name: sc.name, Store: opts.Store, Seed: opts.Seed, Skipped: why, RecoverMs: -1, Pass: true})
+			continue
+		}
+		row := runScenario(ctx, opts, tables, sc)
 		rep.Rows = append(rep.Rows, row)
 	}
 	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
@@ -85,22 +110,22 @@ func selectScenarios(ids []string) ([]scenario, error) {
 		id = strings.TrimSpace(id)
 		n := len(out)
 		for _, sc := range all {
-			if sc.id == id || strings.TrimRight(sc.id, "abcde") == id {
+			if sc.id == id || strings.TrimRight(sc.id, "abcdef") == id {
 				out = append(out, sc)
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5e)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5e, 9a–9d, 10a–10c)", id)
 		}
 	}
 	return out, nil
 }
 
 // runScenario sets a scenario up, runs it, stops everything and checks.
-func runScenario(ctx context.Context, opts Options, sc scenario) Row {
-	row := Row{Scenario: sc.id, Name: sc.name, Seed: opts.Seed}
+func runScenario(ctx context.Context, opts Options, tables *tableServers, sc scenario) Row {
+	row := Row{Scenario: sc.id, Name: sc.name, Store: opts.Store, Seed: opts.Seed}
 	start := time.Now()
-	env, err := newEnv(ctx, opts, sc.id, opts.Seed)
+	env, err := newEnv(ctx, opts, tables, sc.id, opts.Seed)
 	if err != nil {
 		row.Error = err.Error()
 		return row

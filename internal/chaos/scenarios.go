@@ -1,36 +1,75 @@
 package chaos
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // A scenario is one named, repeatable failure story.
 type scenario struct {
 	id, name string
 	run      func(*Env) error
+	// stores are the stores it applies to; nil: every store. On the
+	// others its row says n/a.
+	stores []string
+	// shortOn are the stores whose short mode runs it; nil: every store
+	// it applies to. Elsewhere it runs in the long mode, or when named.
+	shortOn []string
 }
+
+// skip says why sc does not run on store in this mode ("" if it runs):
+// it does not apply there, or the short mode leaves it out (unless the
+// run names it).
+func (sc scenario) skip(store string, long, named bool) string {
+	if sc.stores != nil && !slices.Contains(sc.stores, store) {
+		return "n/a (" + strings.Join(sc.stores, ", ") + " only)"
+	}
+	if !long && !named && sc.shortOn != nil && !slices.Contains(sc.shortOn, store) {
+		return "long mode only on " + store
+	}
+	return ""
+}
+
+// etcdOnly marks a scenario of etcd's own faults; onEtcd one the short
+// mode runs on etcd only (it runs on the tables in the long mode).
+var (
+	etcdOnly = []string{StoreEtcd}
+	onEtcd   = []string{StoreEtcd}
+)
 
 // scenarios lists the suite in order. Each family is in a file of its
 // own: scenarios_clock.go (1–3), scenarios_frozen.go (4),
 // scenarios_etcd.go (5a–5e), scenarios_crash.go (6), scenarios_burst.go
-// (7) and scenarios_network.go (8).
+// (7), scenarios_network.go (8) and scenarios_table.go (9a–9d PostgreSQL,
+// 10a–10c DynamoDB).
 func scenarios() []scenario {
 	return []scenario{
-		{"1", "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", clockStepUnderLoad},
-		{"2", "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", smallStepsBack},
-		{"3", "a forward jump of 10 minutes on one node", forwardJump},
-		{"4", "a holder frozen (SIGSTOP) past its lease while another takes its number", frozenHolder},
-		{"5a", "etcd: the leader killed (SIGKILL)", func(e *Env) error { return etcdFault(e, "leader") }},
-		{"5b", "etcd: quorum lost for 3 s", func(e *Env) error { return etcdFault(e, "quorum3") }},
-		{"5c", "etcd: quorum lost for 30 s", func(e *Env) error { return etcdFault(e, "quorum30") }},
-		{"5d", "etcd: the cluster restored from an old snapshot", func(e *Env) error { return etcdFault(e, "restore") }},
-		{"5e", "etcd: one member's data rolled back to an old copy", func(e *Env) error { return etcdFault(e, "rollback") }},
-		{"6", "crash loops: holders SIGKILLed and restarted 100 times", crashLoops},
-		{"7", "bursts past 4,096 IDs in one millisecond on one holder", bursts},
-		{"8", "a holder cut off from etcd while it still serves callers", cutOff},
+		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},
+		{id: "2", name: "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", run: smallStepsBack, shortOn: onEtcd},
+		{id: "3", name: "a forward jump of 10 minutes on one node", run: forwardJump, shortOn: onEtcd},
+		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder},
+		{id: "5a", name: "etcd: the leader killed (SIGKILL)", run: func(e *Env) error { return etcdFault(e, "leader") }, stores: etcdOnly},
+		{id: "5b", name: "etcd: quorum lost for 3 s", run: func(e *Env) error { return etcdFault(e, "quorum3") }, stores: etcdOnly},
+		{id: "5c", name: "etcd: quorum lost for 30 s", run: func(e *Env) error { return etcdFault(e, "quorum30") }, stores: etcdOnly},
+		{id: "5d", name: "etcd: the cluster restored from an old snapshot", run: func(e *Env) error { return etcdFault(e, "restore") }, stores: etcdOnly},
+		{id: "5e", name: "etcd: one member's data rolled back to an old copy", run: func(e *Env) error { return etcdFault(e, "rollback") }, stores: etcdOnly},
+		{id: "6", name: "crash loops: holders SIGKILLed and restarted 100 times", run: crashLoops, shortOn: onEtcd},
+		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
+		{id: "8", name: "a holder cut off from its store while it still serves callers", run: cutOff},
+		{id: "9a", name: "PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StorePostgres}},
+		{id: "9b", name: "PostgreSQL frozen (SIGSTOP of every server process) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StorePostgres}},
+		{id: "9c", name: "PostgreSQL frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StorePostgres}},
+		{id: "9d", name: "PostgreSQL restored from an old base backup, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: []string{StorePostgres}, shortOn: []string{}},
+		{id: "10a", name: "DynamoDB (dynalite) killed (SIGKILL) past the self-fence, then started on its data", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StoreDynamoDB}},
+		{id: "10b", name: "DynamoDB (dynalite) frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StoreDynamoDB}},
+		{id: "10c", name: "DynamoDB (dynalite) frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StoreDynamoDB}},
 	}
 }
 
 // Lease timings for scenarios that wait for a lease to expire: the
 // production ratios (TTL : renewal : self-fence = 10 : 2 : 5) shortened.
+// Every store accepts them (the keeper's checks are the same for all).
 const (
 	fastTTL       = 3 * time.Second
 	fastRenew     = 500 * time.Millisecond

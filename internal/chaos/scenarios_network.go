@@ -6,15 +6,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
 )
 
-// cutOff runs one service in its own network namespace, reaching etcd only
-// through proxies the harness holds, and cuts those while the service still
-// serves callers; another service waits for the same number.
+// cutOff runs one service in its own network namespace, reaching the
+// store (etcd's members, PostgreSQL, or the DynamoDB shim) only through
+// proxies the harness holds, and cuts those while the service still serves
+// callers; another service waits for the same number.
 func cutOff(e *Env) error {
 	var ns *netns.NS
 	if err := netns.Available(); err != nil {
@@ -25,12 +25,11 @@ func cutOff(e *Env) error {
 			return err
 		}
 		e.cleanups = append(e.cleanups, func() { ns.Close() })
-		e.note("the cut-off holder runs in network namespace %s; etcd reachable only through the harness's proxies", ns.Name)
+		e.note("the cut-off holder runs in network namespace %s; the store reachable only through the harness's proxies", ns.Name)
 	}
 	var proxies []*netns.Proxy
-	var eps []string
-	for _, ep := range e.cluster.Endpoints() {
-		target := strings.TrimPrefix(ep, "http://")
+	var addrs []string
+	for _, target := range e.storeTargets() {
 		var ln net.Listener
 		var err error
 		if ns != nil {
@@ -51,11 +50,11 @@ func cutOff(e *Env) error {
 		}
 		proxies = append(proxies, px)
 		e.cleanups = append(e.cleanups, func() { px.Close() })
-		eps = append(eps, "http://"+px.Addr().String())
+		addrs = append(addrs, px.Addr().String())
 	}
 	fast := serviceConfig{machines: "50-50", leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence}
 	hc := fast
-	hc.etcd, hc.ns = eps, ns
+	hc.storeAddrs, hc.ns = addrs, ns
 	h, err := e.addService(hc)
 	if err != nil {
 		return err
@@ -83,7 +82,7 @@ func cutOff(e *Env) error {
 	for _, px := range proxies {
 		px.Cut()
 	}
-	e.logf("cut the holder off from etcd")
+	e.logf("cut the holder off from the store")
 	if err := e.wait(fastSelfFence / 2); err != nil {
 		return err
 	}

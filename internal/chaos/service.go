@@ -48,7 +48,7 @@ type service struct {
 type serviceConfig struct {
 	machines                        string
 	leaseTTL, renewEvery, selfFence time.Duration
-	etcd                            []string  // client URLs; default the cluster's
+	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
 	ns                              *netns.NS // run inside this network namespace
 	supervise                       bool      // restart it when it exits by itself
 }
@@ -69,19 +69,18 @@ func (e *Env) addService(cfg serviceConfig) (*service, error) {
 func (s *service) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	eps := s.cfg.etcd
-	if eps == nil {
-		eps = s.env.cluster.Endpoints()
-	}
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--etcd-endpoints", strings.Join(eps, ","),
-		"--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
-		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s"}
+	args := append([]string{"serve", "--listen", "127.0.0.1:0"}, s.env.serveStoreArgs(s.cfg.storeAddrs)...)
+	args = append(args, "--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
+		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s")
 	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence)...)
 	var cmd *exec.Cmd
 	if s.cfg.ns != nil {
 		cmd = s.cfg.ns.Command(s.env.opts.Snowfence, args...)
 	} else {
 		cmd = exec.Command(s.env.opts.Snowfence, args...)
+	}
+	if env := s.env.storeEnv(); env != nil {
+		cmd.Env = append(cmd.Environ(), env...)
 	}
 	s.starts++
 	name := fmt.Sprintf("%s#%d", s.name, s.starts)
@@ -429,9 +428,14 @@ func (s *service) longestOutage() time.Duration {
 }
 
 // timingFlags are the lease-timing flags serve and HolderMain share, for
-// the timings that are set.
+// the timings that are set. A scenario that sets the lease's length keeps
+// no margin below the mark, as etcd's timings keep none: the tables'
+// 5 s margin would not fit under a lease of a few seconds.
 func timingFlags(leaseTTL, renewEvery, selfFence time.Duration) []string {
 	var args []string
+	if leaseTTL > 0 {
+		args = append(args, "--fence-margin", "0s")
+	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration

@@ -1,0 +1,274 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// shortTableTimings are the timings the short mode gives the holders of
+// the table stores' own faults, chosen so that a fault past the self-fence
+// costs seconds, not minutes: a 10 s lease renewed every second, a 5 s
+// self-fence, no margin. The keeper accepts them on every store
+// (RenewEvery < SelfFence, SelfFence×1.08 < LeaseFor×0.92, a restore
+// window of 11 s, far below the tables' 6 min). The long mode runs the
+// same faults on the store's own timings (lease.TableTimings: 5 min, 10 s,
+// 30 s, 5 s).
+var shortTableTimings = lease.Timings{LeaseFor: 10 * time.Second, RenewEvery: time.Second, SelfFence: 5 * time.Second}
+
+// tableFault runs services and a library holder on a lease table while
+// the table's server suffers fault: "stop" (PostgreSQL: pg_ctl stop -m
+// immediate; dynalite: SIGKILL) for longer than the self-fence, then a
+// start on the same data; "freeze-short" and "freeze-long" (every process
+// of the server SIGSTOPped) for less and for more than the self-fence;
+// "restore" (PostgreSQL only: back to a base backup taken mid-run, then
+// the runbook's raise-marks before the holders reach it).
+func tableFault(e *Env, fault string) error {
+	t, long := e.timings, !e.short
+	var sc serviceConfig
+	lc := libraryConfig{machines: "64-127", generators: 2, rate: 5000, batch: 50}
+	if e.short {
+		t = shortTableTimings
+		sc = serviceConfig{leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence}
+		lc.leaseTTL, lc.renewEvery, lc.selfFence = t.LeaseFor, t.RenewEvery, t.SelfFence
+	}
+	which := "the short mode's, chosen"
+	if long {
+		which = "the store's own"
+	}
+	e.note("timings (%s): lease %v, renewal every %v, self-fence %v, margin %v", which, t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin)
+	sc.machines = "0-63"
+	sc.supervise = fault == "restore" // serve exits while no number is free: restarted like a systemd unit
+	e.cleanups = append(e.cleanups, func() { e.tables.heal(context.WithoutCancel(e.ctx)) })
+
+	svcs, err := e.startServices(6, sc)
+	if err != nil {
+		return err
+	}
+	lib, err := e.addLibrary(lc)
+	if err != nil {
+		return err
+	}
+	if err := lib.waitReady(e.ctx, 60*time.Second); err != nil {
+		return err
+	}
+	lcfg := loadConfig{callers: 6, rate: 30000, count: 50}
+	if fault == "restore" {
+		// The holders refuse until the raised mark, the store's restore
+		// window (6 min) after the operator's step: no caller gives up
+		// sooner.
+		lcfg.deadline = 12 * time.Minute
+	}
+	load := e.startLoad(svcs, lcfg)
+	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
+		return err
+	}
+	refusedBefore, libBefore := load.refused.Load(), lib.refusals()
+	refusedSince := func() (int64, int64) {
+		return load.refused.Load() - refusedBefore, lib.refusals() - libBefore
+	}
+	what := e.tables.what()
+	switch fault {
+	case "stop", "freeze-long":
+		// Past the self-fence, within the lease: every holder must fence
+		// itself, and issue again once the store answers.
+		down := t.SelfFence + 2*t.RenewEvery
+		var err error
+		if fault == "stop" {
+			err = e.tables.stop(e.ctx)
+		} else {
+			err = e.tables.freeze()
+		}
+		if err != nil {
+			return err
+		}
+		at := time.Now()
+		if fault == "freeze-long" {
+			e.noteFrozen()
+		}
+		e.logf("%s %s for %v", what, map[string]string{"stop": "stopped", "freeze-long": "frozen"}[fault], down)
+		// The last acknowledged renewal was sent at most a renewal period
+		// before the fault: by then every holder is past its self-fence.
+		if err := e.wait(t.SelfFence + t.RenewEvery + 500*time.Millisecond); err != nil {
+			return err
+		}
+		var issuing []string
+		for _, s := range svcs {
+			if status, _ := e.healthz(s); status == http.StatusOK {
+				issuing = append(issuing, s.name)
+			}
+		}
+		e.check("every service fenced itself within self-fence + one renewal period", len(issuing) == 0,
+			"%v into the outage, still issuing: %v", time.Since(at).Round(time.Millisecond), issuing)
+		if err := e.wait(down - time.Since(at)); err != nil && e.ctx.Err() != nil {
+			return err
+		}
+		if fault == "stop" {
+			err = e.tables.start(e.ctx)
+		} else {
+			err = e.tables.thaw()
+		}
+		if err != nil {
+			return err
+		}
+		back := time.Now()
+		e.note("%s unavailable for %v", what, back.Sub(at).Round(time.Millisecond))
+		last, err := e.waitAllIssuing(svcs, 60*time.Second)
+		if err != nil {
+			return err
+		}
+		e.recovered(last.Sub(back), "every service issuing again after "+what+" came back")
+		e.note("every service issuing again %v after %s came back", last.Sub(back).Round(time.Millisecond), what)
+		if err := e.wait(2 * t.RenewEvery); err != nil {
+			return err
+		}
+		r, l := refusedSince()
+		e.check("the holders refused during the outage", r > 0 && l > 0, "%d refused requests, %d refused library calls", r, l)
+	case "freeze-short":
+		// The last acknowledged renewal is at most a renewal period old
+		// when the freeze starts; after it, a renewal succeeds within a
+		// quarter period (the retry) plus the request timeout (half a
+		// period). A freeze of self-fence − 2 periods − 1 s stays below the
+		// self-fence with a second to spare: nobody may refuse.
+		d := t.SelfFence - 2*t.RenewEvery - time.Second
+		if err := e.tables.freeze(); err != nil {
+			return err
+		}
+		at := time.Now()
+		e.noteFrozen()
+		e.logf("%s frozen for %v", what, d)
+		if err := e.wait(d); err != nil {
+			return err
+		}
+		if err := e.tables.thaw(); err != nil {
+			return err
+		}
+		e.note("%s frozen for %v", what, time.Since(at).Round(time.Millisecond))
+		if err := e.wait(2 * t.RenewEvery); err != nil {
+			return err
+		}
+		r, l := refusedSince()
+		e.check("no refusal while the store was frozen for less than the self-fence", r == 0 && l == 0,
+			"%d refused requests, %d refused library calls", r, l)
+	case "restore":
+		if err := tableRestore(e, t, sc, svcs, refusedSince); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("chaos: no table fault %q", fault)
+	}
+	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
+		return err
+	}
+	load.stop()
+	e.outageRecovery(svcs)
+	return nil
+}
+
+// noteFrozen says how many processes the freeze stopped.
+func (e *Env) noteFrozen() {
+	if pg := e.tables.pg; pg != nil {
+		e.note("froze %d processes: the postmaster and every backend and helper it started", pg.Frozen())
+	} else {
+		e.note("froze dynalite (one process)")
+	}
+}
+
+// tableRestore takes a base backup, lets the table move on (a holder claims
+// a number the backup does not know of), crashes the cluster and puts the
+// backup back: the same system identifier and timeline, so no holder can
+// tell (docs/runbook.md, "A lease store was restored"). It then does what
+// the runbook tells the operator to: keep the holders away (the cluster
+// answers on its Unix socket only), `snowfence leases raise-marks --to
+// now+<restore window>` over every number, and only then let them back
+// (TCP). Every holder must refuse until the raised mark, and nothing may
+// repeat.
+func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, refusedSince func() (int64, int64)) error {
+	pg := e.tables.pg
+	backup, err := pg.BaseBackup(e.ctx)
+	if err != nil {
+		return err
+	}
+	e.logf("base backup taken")
+	late := sc
+	late.machines = "200-200"
+	ls, err := e.addService(late) // its claim is not in the backup
+	if err != nil {
+		return err
+	}
+	if err := ls.waitServing(e.ctx, 60*time.Second); err != nil {
+		return err
+	}
+	svcs = append(svcs, ls)
+	lateLoad := e.startLoad([]*service{ls}, loadConfig{callers: 1, rate: 2000, count: 10, deadline: 12 * time.Minute})
+	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
+		return err
+	}
+	if err := pg.StopImmediate(e.ctx); err != nil {
+		return err
+	}
+	stopped := time.Now()
+	e.tables.socketOnly = true
+	if err := pg.Restore(e.ctx, backup, true); err != nil {
+		return err
+	}
+	e.logf("restored the base backup; the cluster answers on its Unix socket only")
+	window := pgstore.MaxRestoreWindow + 10*time.Second
+	out, err := exec.CommandContext(e.ctx, e.opts.Snowfence, "leases", "raise-marks", "--to", "now+"+window.String(),
+		"--lease-store", "postgres", "--postgres-url", pg.SocketURL(), "--postgres-table", e.table, "--machines", "0-1023", "--json").Output()
+	if err != nil {
+		return fmt.Errorf("snowfence leases raise-marks: %v: %s", err, out)
+	}
+	var raised struct {
+		Raised int   `json:"raised"`
+		MarkMs int64 `json:"mark_ms"`
+	}
+	if err := json.Unmarshal(out, &raised); err != nil {
+		return fmt.Errorf("raise-marks --json: %v: %s", err, out)
+	}
+	mark := time.UnixMilli(raised.MarkMs)
+	e.note("operator step: raise-marks --to now+%v raised %d marks to %s, %v after the crash", window, raised.Raised,
+		mark.UTC().Format(time.RFC3339), time.Since(stopped).Round(time.Millisecond))
+	if err := pg.Restart(e.ctx); err != nil {
+		return err
+	}
+	e.tables.socketOnly = false
+	back := time.Now()
+	e.logf("the holders may reach it again; they must refuse until %s", mark.UTC().Format(time.TimeOnly))
+	// raise-marks took every holder's number from it: its next renewal
+	// (within a renewal period, or a quarter of one after a failure, plus
+	// the request timeout) is refused, and the generator stops at once.
+	noticeBy := 2*t.RenewEvery + 2*time.Second
+	var missed []string
+	for _, s := range svcs {
+		if _, err := e.waitFenced(s, noticeBy); err != nil {
+			missed = append(missed, s.name)
+		}
+	}
+	e.check("every service stopped issuing at its first renewal after the operator's step", len(missed) == 0,
+		"still issuing %v after the store came back: %v", noticeBy, missed)
+	last, err := e.waitAllIssuing(svcs, window+3*time.Minute)
+	if err != nil {
+		return err
+	}
+	e.recovered(last.Sub(back), "every service issuing again after the restore and raise-marks")
+	e.note("every service issuing again %v after the store came back (the raised mark is %v after the operator's step)",
+		last.Sub(back).Round(time.Millisecond), window)
+	r, l := refusedSince()
+	e.check("the holders refused after the restore", r > 0 && l > 0, "%d refused requests, %d refused library calls", r, l)
+	lateLoad.stop()
+	// A holder cut off by the crash issues until its self-fence, at most
+	// self-fence (×1.08 for a slow clock) after its last renewal; the
+	// claims after the restore start at the raised mark.
+	quiet := stopped.Add(t.SelfFence*108/100 + time.Second)
+	n := e.col.countBetween(quiet, mark)
+	e.check("nothing issued between the cut-off holders' self-fence and the raised mark", n == 0,
+		"%d IDs stamped %s … %s", n, quiet.UTC().Format(time.TimeOnly), mark.UTC().Format(time.TimeOnly))
+	return nil
+}
