@@ -17,8 +17,10 @@
 #      of a run alternates too), p50 / p99 / p99.9 medians and the ratio of
 #      the p99 medians, snowfence over constant.
 #
-# Each run line ends with the 1-minute load average when it started, so a
-# run taken while the machine was busy shows as such.
+# Each run line ends with the 1-minute load average when it started and, for
+# open-loop runs, "waited": how long the server's threads were ready to run
+# but core 0 ran something else (/proc/PID/task/*/schedstat), so a run taken
+# while the machine was busy shows as such.
 #
 # Environment:
 #   SNOWFENCE_SERVE_CMD  the command that starts the server under test so that
@@ -39,6 +41,9 @@
 #   SERVER_GODEBUG       GODEBUG for both servers, e.g. gctrace=1 (default none)
 #   KEEP_LOGS            a directory to copy both servers' logs into (stderr,
 #                        where gctrace writes); default: not kept
+#   PROFILE_DIR          a directory where the built-in servers (consthttp and
+#                        the default staticserve) write a CPU profile of the
+#                        whole test each (consthttp.pprof, staticserve.pprof)
 #   ONLY_CONST=1         measure only the constant handler
 #   SKIP_BATCH=1         skip the batch case (3)
 #
@@ -58,6 +63,7 @@ SKIP_BATCH=${SKIP_BATCH:-0}
 OPEN_RATES=${OPEN_RATES:-"5000 10000 half"}
 SERVER_GODEBUG=${SERVER_GODEBUG:-}
 KEEP_LOGS=${KEEP_LOGS:-}
+PROFILE_DIR=${PROFILE_DIR:-}
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
@@ -95,7 +101,12 @@ trap cleanup EXIT
 
 echo "building the load tools…" >&2
 (cd "$here" && go build -o "$tmp/consthttp" ./consthttp && go build -o "$tmp/rate" ./rate && go build -o "$tmp/staticserve" ./staticserve)
-SNOWFENCE_SERVE_CMD=${SNOWFENCE_SERVE_CMD:-"$tmp/staticserve -addr $SNOWFENCE_ADDR -max-lifetime 30m"}
+const_flags="" static_flags=""
+if [ -n "$PROFILE_DIR" ]; then
+	mkdir -p "$PROFILE_DIR"
+	const_flags="-cpuprofile $PROFILE_DIR/consthttp.pprof" static_flags="-cpuprofile $PROFILE_DIR/staticserve.pprof"
+fi
+SNOWFENCE_SERVE_CMD=${SNOWFENCE_SERVE_CMD:-"$tmp/staticserve -addr $SNOWFENCE_ADDR -max-lifetime 30m $static_flags"}
 
 # start NAME CMD: run CMD on core 0 with GOMAXPROCS=1; sets $server_pid.
 start() {
@@ -140,6 +151,10 @@ to_us() {
 
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
+# runq PID: nanoseconds PID's threads have spent ready to run but waiting for
+# a core.
+runq() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%d", s }'; }
+
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 # wrk_once SCRIPT URL: one wrk run; prints "req/s p99_µs".
@@ -153,12 +168,14 @@ wrk_once() {
 	echo "$r $p"
 }
 
-# openloop_once ADDR RATE: one open-loop run; prints "p50 p99 p99.9 errors".
+# openloop_once ADDR RATE: one open-loop run; prints "p50 p99 p99.9 errors
+# behind" (behind: requests sent late because their connection was still busy,
+# timed from their due time).
 openloop_once() {
 	local out line
 	out=$(GOMAXPROCS=1 taskset -c 1 "$tmp/rate" -addr "$1" -path /v1/ids -rate "$2" -duration "${RATE_SECONDS}s" -conns "$CONNS")
 	line=$(grep '^RESULT' <<<"$out")
-	for k in p50_us p99_us p999_us errors; do
+	for k in p50_us p99_us p999_us errors behind; do
 		sed -E "s/.* $k=([^ ]+).*/\1/" <<<"$line"
 	done | paste -sd' '
 }
@@ -169,7 +186,7 @@ warmup() { taskset -c 1 wrk -t1 -c"$CONNS" -d2s -s "$1" "$2" >/dev/null; }
 # drift in what else the machine is doing falls on both alike. A server
 # without load costs next to nothing.
 echo "constant handler on $CONST_ADDR (core 0, GOMAXPROCS=1); load on core 1" >&2
-start consthttp "$tmp/consthttp -addr $CONST_ADDR -max-lifetime 30m"
+start consthttp "$tmp/consthttp -addr $CONST_ADDR -max-lifetime 30m $const_flags"
 const_pid=$server_pid
 ready "http://$CONST_ADDR/" consthttp
 warmup "$here/single.lua" "http://$CONST_ADDR"
@@ -214,13 +231,18 @@ fi
 # Open loop at each rate: the constant handler and the single-ID endpoint
 # at the same rate, runs alternating, and which goes first alternating too,
 # so drift in what else the machine does falls on both alike.
-# openloop_run LABEL ADDR RATE RUN: one run; appends to the arrays named
-# after LABEL (const or sf).
+# openloop_run LABEL ADDR RATE RUN PID: one run against the server PID;
+# appends to the arrays named after LABEL (const or sf).
 openloop_run() {
-	local a b c e la
+	local a b c e k la w0 w1
 	la=$(loadavg)
-	read -r a b c e < <(openloop_once "$2" "$3")
-	printf '  run %d  %-10s @ %6d req/s (open loop)  p50 %8.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d  load %s\n' "$4" "$1" "$3" "$a" "$b" "$c" "$e" "$la" >&2
+	w0=$(runq "$5")
+	read -r a b c e k < <(openloop_once "$2" "$3")
+	w1=$(runq "$5")
+	local name=$1
+	[ "$name" != sf ] || name=snowfence
+	printf '  run %d  %-9s @ %6d req/s (open loop)  p50 %7.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  errors %d  behind %d  load %s  waited %.1f ms\n' \
+		"$4" "$name" "$3" "$a" "$b" "$c" "$e" "$k" "$la" "$(awk -v a="$w0" -v b="$w1" 'BEGIN { print (b - a) / 1e6 }')" >&2
 	eval "${1}_p50+=(\"\$a\") ${1}_p99+=(\"\$b\") ${1}_p999+=(\"\$c\")"
 	[ "$e" = 0 ] || open_errors=$((open_errors + e))
 }
@@ -235,13 +257,13 @@ for r in $OPEN_RATES; do
 	const_p50=() const_p99=() const_p999=() sf_p50=() sf_p99=() sf_p999=()
 	for i in $(seq "$RUNS"); do
 		if [ "$ONLY_CONST" = 1 ]; then
-			openloop_run const "$CONST_ADDR" "$r" "$i"
+			openloop_run const "$CONST_ADDR" "$r" "$i" "$const_pid"
 		elif [ $((i % 2)) = 1 ]; then
-			openloop_run const "$CONST_ADDR" "$r" "$i"
-			openloop_run sf "$SNOWFENCE_ADDR" "$r" "$i"
+			openloop_run const "$CONST_ADDR" "$r" "$i" "$const_pid"
+			openloop_run sf "$SNOWFENCE_ADDR" "$r" "$i" "$sf_pid"
 		else
-			openloop_run sf "$SNOWFENCE_ADDR" "$r" "$i"
-			openloop_run const "$CONST_ADDR" "$r" "$i"
+			openloop_run sf "$SNOWFENCE_ADDR" "$r" "$i" "$sf_pid"
+			openloop_run const "$CONST_ADDR" "$r" "$i" "$const_pid"
 		fi
 	done
 	row=$(printf '%6d req/s   constant  p50 %7.1f  p99 %7.1f  p99.9 %7.1f µs' "$r" "$(median "${const_p50[@]}")" "$(median "${const_p99[@]}")" "$(median "${const_p999[@]}")")
