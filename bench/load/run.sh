@@ -153,7 +153,7 @@ loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # runq PID: nanoseconds PID's threads have spent ready to run but waiting for
 # a core.
-runq() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%d", s }'; }
+runq() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%.0f", s }'; }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
