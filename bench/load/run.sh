@@ -18,9 +18,11 @@
 #      the p99 medians, snowfence over constant.
 #
 # Each run line ends with the 1-minute load average when it started and, for
-# open-loop runs, "waited": how long the server's threads were ready to run
-# but core 0 ran something else (/proc/PID/task/*/schedstat), so a run taken
-# while the machine was busy shows as such.
+# open-loop runs, "behind" (requests that fell due while their connection was
+# still busy, timed from their due time, so the generator's own delays count
+# in them) and "waited": how long the server's threads were ready to run but
+# core 0 ran something else (/proc/PID/task/*/schedstat), so a run taken while
+# the machine was busy shows as such.
 #
 # Environment:
 #   SNOWFENCE_SERVE_CMD  the command that starts the server under test so that
