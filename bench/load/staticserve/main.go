@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/snowfence/snowfence/bench/load/internal/loopback"
+	"github.com/snowfence/snowfence/bench/load/internal/profile"
 	"log"
 	"log/slog"
 	"net"
@@ -29,9 +30,17 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "loopback address to listen on")
 	machine := flag.Int("machine", 1, "machine number (v1: 0..1023)")
 	policy := flag.String("clock-policy", "warn", "clock policy: require, warn or off")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	tracePath := flag.String("trace", "", "write an execution trace of the whole run to this file")
 	life := flag.Duration("max-lifetime", 10*time.Minute, "exit after this long (at most 1h)")
 	flag.Parse()
-	if err := run(*addr, *machine, *policy, min(*life, time.Hour)); err != nil {
+	stopProfile, err := profile.Start(*cpuProfile, *tracePath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = run(*addr, *machine, *policy, min(*life, time.Hour))
+	stopProfile()
+	if err != nil {
 		log.Fatal(err)
 	}
 }
