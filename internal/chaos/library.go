@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 	"github.com/snowfence/snowfence/internal/wire"
 )
 
@@ -39,6 +40,8 @@ type libraryConfig struct {
 	generators, rate, batch         int
 	leaseTTL, renewEvery, selfFence time.Duration
 	noFence                         bool
+	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
+	ns                              *netns.NS // run inside this network namespace
 }
 
 // addLibrary registers and starts a library holder.
@@ -60,7 +63,7 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 func (l *library) start() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	args := append(l.env.holderStoreArgs(), "--machines", l.cfg.machines,
+	args := append(l.env.holderStoreArgs(l.cfg.storeAddrs), "--machines", l.cfg.machines,
 		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch))
 	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence)...)
 	if l.cfg.noFence {
@@ -74,7 +77,13 @@ func (l *library) start() error {
 	name := fmt.Sprintf("%s#%d", l.name, l.starts)
 	ready, acks := make(chan struct{}), make(chan int64, 4)
 	l.ready, l.acks = ready, acks
-	p, err := startProc(name, l.env.opts.Command(RoleHolder, args...), func(r io.Reader) {
+	cmd := l.env.opts.Command(RoleHolder, args...)
+	if ns := l.cfg.ns; ns != nil {
+		inside := ns.Command(cmd.Path, cmd.Args[1:]...)
+		inside.Env, inside.Dir = cmd.Env, cmd.Dir
+		cmd = inside
+	}
+	p, err := startProc(name, cmd, func(r io.Reader) {
 		err := wire.Read(r, func(f wire.Frame) { l.frame(f, ready, acks) })
 		if err != nil {
 			l.env.fail("%s: %v", name, err)
