@@ -32,6 +32,10 @@ type library struct {
 	refused  []atomic.Int64 // per generator, this incarnation's last report
 	refusedB atomic.Int64   // refusals of earlier incarnations
 	machine  []atomic.Int64
+	// Per generator, this incarnation's last report: when its last
+	// acknowledged renewal was sent (ms since the epoch, 0: none) and its
+	// renewal failures.
+	renewed, renewFailures []atomic.Int64
 }
 
 // libraryConfig is what a library holder is started with.
@@ -54,7 +58,8 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 	}
 	l := &library{env: e, idx: len(e.libraries), name: fmt.Sprintf("lib%d", len(e.libraries)), cfg: cfg,
 		base:    int32(1000 + 100*len(e.libraries)),
-		refused: make([]atomic.Int64, cfg.generators), machine: make([]atomic.Int64, cfg.generators)}
+		refused: make([]atomic.Int64, cfg.generators), machine: make([]atomic.Int64, cfg.generators),
+		renewed: make([]atomic.Int64, cfg.generators), renewFailures: make([]atomic.Int64, cfg.generators)}
 	e.libraries = append(e.libraries, l)
 	return l, l.start()
 }
@@ -106,9 +111,13 @@ func (l *library) frame(f wire.Frame, ready chan struct{}, acks chan int64) {
 	case wire.KindIDs:
 		l.env.col.record(l.base+int32(f.Gen), -1, f.Vals, 0)
 	case wire.KindStats:
-		if len(f.Vals) == 3 {
+		if len(f.Vals) >= 3 {
 			l.refused[f.Gen].Store(f.Vals[0])
 			l.machine[f.Gen].Store(f.Vals[1])
+		}
+		if len(f.Vals) >= 5 {
+			l.renewed[f.Gen].Store(f.Vals[3])
+			l.renewFailures[f.Gen].Store(f.Vals[4])
 		}
 	case wire.KindReady:
 		close(ready)

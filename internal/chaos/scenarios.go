@@ -58,7 +58,7 @@ func scenarios() []scenario {
 		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
 		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong},
 		{id: "8b", name: "holders cut off from the store for less than the self-fence", run: cutShort},
-		{id: "8c", name: "the holders' link to the store degraded (netem 200 ms ± 50 ms, 5 % loss, reordering) under load", run: degradedLink},
+		{id: "8c", name: "the holders' link to the store degraded under load (netem 200 ms ± 50 ms, 5 % loss, reordering; tbf where the kernel lacks netem)", run: degradedLink},
 		{id: "9a", name: "PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StorePostgres}},
 		{id: "9b", name: "PostgreSQL frozen (SIGSTOP of every server process) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StorePostgres}},
 		{id: "9c", name: "PostgreSQL frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StorePostgres}},
