@@ -41,7 +41,8 @@ var (
 // scenarios lists the suite in order. Each family is in a file of its
 // own: scenarios_clock.go (1–3), scenarios_frozen.go (4),
 // scenarios_etcd.go (5a–5e), scenarios_crash.go (6), scenarios_burst.go
-// (7), scenarios_network.go, scenarios_partition.go and scenarios_degraded.go (8a–8c) and scenarios_table.go (9a–9d PostgreSQL,
+// (7), scenarios_network.go, scenarios_partition.go and
+// scenarios_degraded.go (8a–8c) and scenarios_table.go (9a–9d PostgreSQL,
 // 10a–10c DynamoDB).
 func scenarios() []scenario {
 	return []scenario{
