@@ -79,7 +79,8 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 4 5a 5b 5c 5d 5e 6 7 8 9a 9b 9c 9d 10a 10b 10c", false},
+		{nil, "1 2 3 4 5a 5b 5c 5d 5e 6 7 8a 8b 8c 9a 9b 9c 9d 10a 10b 10c", false},
+		{[]string{"8"}, "8a 8b 8c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e", false},
 		{[]string{"10"}, "10a 10b 10c", false},
 		{[]string{"1", "5b"}, "1 5b", false},
@@ -172,5 +173,18 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// The short cut of 8b stays within the fence by its own bound, with the
+// network scenarios' timings.
+func TestShortCut(t *testing.T) {
+	S, R := netTimings.SelfFence, netTimings.RenewEvery
+	d := shortCut(S, R)
+	if d <= 0 || R+2*d+200*time.Millisecond+R/4+500*time.Millisecond >= S {
+		t.Errorf("shortCut(%v, %v) = %v: outside (0, the bound)", S, R, d)
+	}
+	if got, want := d, 1500*time.Millisecond; got != want {
+		t.Errorf("shortCut(%v, %v) = %v, want %v", S, R, got, want)
 	}
 }

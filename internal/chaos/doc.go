@@ -1,7 +1,8 @@
 // Package chaos is snowfence's fault-injection suite: proof under fire that
 // no ID is issued twice. It runs the failure stories of docs/design.md
 // (clock steps, frozen and crashing holders, store faults and restores,
-// bursts, a holder cut off from its store) against real processes —
+// bursts, holders cut off from their store or on a degraded link to it)
+// against real processes —
 // services (`snowfence serve`) and library holders (this package's
 // HolderMain, a process embedding the library as a service does) — leasing
 // machine numbers from a real store whose servers are processes too,
@@ -30,7 +31,7 @@
 // do not apply to the tables, 9a–9d only to PostgreSQL and 10a–10c only to
 // DynamoDB: their rows say n/a elsewhere. The short mode runs every
 // scenario that applies on etcd, and 4, 8 and the store's own faults but
-// 9d on the tables; the long mode runs every one that applies:
+// 9d, and 8a–8c, on the tables; the long mode runs every one that applies:
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
@@ -43,7 +44,9 @@
 //	5e  etcd: one member's data rolled back to an old copy
 //	6   crash loops: holders SIGKILLed and restarted 100 times
 //	7   bursts past 4,096 IDs in one millisecond on one holder
-//	8   a holder cut off from its store (own network namespace) while it serves callers
+//	8a  holders in network namespaces cut off from the store by the kernel past the self-fence
+//	8b  the same cut for less than the self-fence (no refusal expected)
+//	8c  the holders' link to the store degraded (netem delay, loss, reordering) under load
 //	9a  PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started
 //	9b  PostgreSQL frozen (every server process SIGSTOPped) for less than the self-fence
 //	9c  PostgreSQL frozen for more than the self-fence
@@ -51,6 +54,14 @@
 //	10a DynamoDB (dynalite) killed past the self-fence, then started on its data
 //	10b DynamoDB (dynalite) frozen for less than the self-fence
 //	10c DynamoDB (dynalite) frozen for more than the self-fence
+//
+// The network scenarios run two services and a library holder each in a
+// network namespace of its own, joined to the harness's by two veth pairs
+// (one to the store, one for the callers; see scenarios_network.go), and
+// make their faults with the kernel on the store's pair only: netem loss
+// 100 % or the link taken down, netem delay/loss/reordering (a tbf token
+// bucket where the kernel lacks netem). They need root with CAP_NET_ADMIN
+// and the ip and tc commands, and fail without them.
 //
 // Clock faults go through a test-only wall-clock offset: services run with
 // `serve --test-clock-offset` (off by default) and are stepped through its

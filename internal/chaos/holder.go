@@ -245,10 +245,15 @@ func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *w
 		if i%10 == 0 {
 			for g, n := range nodes {
 				machine := int64(-1)
-				if st := n.Keeper.Status(); st.State == lease.StateHeld {
+				st := n.Keeper.Status()
+				if st.State == lease.StateHeld {
 					machine = int64(st.Machine)
 				}
-				out.Write(wire.KindStats, g, []int64{stats[g].refused.Load(), machine, stats[g].issued.Load()})
+				var renewed int64 // ms since the epoch, holder's wall clock; 0: none yet
+				if !st.LastRenewal.IsZero() {
+					renewed = st.LastRenewal.UnixMilli()
+				}
+				out.Write(wire.KindStats, g, []int64{stats[g].refused.Load(), machine, stats[g].issued.Load(), renewed, int64(st.RenewFailures)})
 			}
 		}
 		if out.Flush() != nil {

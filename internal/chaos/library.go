@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/chaos/netns"
 	"github.com/snowfence/snowfence/internal/wire"
 )
 
@@ -31,6 +32,10 @@ type library struct {
 	refused  []atomic.Int64 // per generator, this incarnation's last report
 	refusedB atomic.Int64   // refusals of earlier incarnations
 	machine  []atomic.Int64
+	// Per generator, this incarnation's last report: when its last
+	// acknowledged renewal was sent (ms since the epoch, 0: none) and its
+	// renewal failures.
+	renewed, renewFailures []atomic.Int64
 }
 
 // libraryConfig is what a library holder is started with.
@@ -39,6 +44,8 @@ type libraryConfig struct {
 	generators, rate, batch         int
 	leaseTTL, renewEvery, selfFence time.Duration
 	noFence                         bool
+	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
+	ns                              *netns.NS // run inside this network namespace
 }
 
 // addLibrary registers and starts a library holder.
@@ -51,7 +58,8 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 	}
 	l := &library{env: e, idx: len(e.libraries), name: fmt.Sprintf("lib%d", len(e.libraries)), cfg: cfg,
 		base:    int32(1000 + 100*len(e.libraries)),
-		refused: make([]atomic.Int64, cfg.generators), machine: make([]atomic.Int64, cfg.generators)}
+		refused: make([]atomic.Int64, cfg.generators), machine: make([]atomic.Int64, cfg.generators),
+		renewed: make([]atomic.Int64, cfg.generators), renewFailures: make([]atomic.Int64, cfg.generators)}
 	e.libraries = append(e.libraries, l)
 	return l, l.start()
 }
@@ -60,7 +68,7 @@ func (e *Env) addLibrary(cfg libraryConfig) (*library, error) {
 func (l *library) start() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	args := append(l.env.holderStoreArgs(), "--machines", l.cfg.machines,
+	args := append(l.env.holderStoreArgs(l.cfg.storeAddrs), "--machines", l.cfg.machines,
 		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch))
 	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence)...)
 	if l.cfg.noFence {
@@ -74,7 +82,13 @@ func (l *library) start() error {
 	name := fmt.Sprintf("%s#%d", l.name, l.starts)
 	ready, acks := make(chan struct{}), make(chan int64, 4)
 	l.ready, l.acks = ready, acks
-	p, err := startProc(name, l.env.opts.Command(RoleHolder, args...), func(r io.Reader) {
+	cmd := l.env.opts.Command(RoleHolder, args...)
+	if ns := l.cfg.ns; ns != nil {
+		inside := ns.Command(cmd.Path, cmd.Args[1:]...)
+		inside.Env, inside.Dir = cmd.Env, cmd.Dir
+		cmd = inside
+	}
+	p, err := startProc(name, cmd, func(r io.Reader) {
 		err := wire.Read(r, func(f wire.Frame) { l.frame(f, ready, acks) })
 		if err != nil {
 			l.env.fail("%s: %v", name, err)
@@ -97,9 +111,13 @@ func (l *library) frame(f wire.Frame, ready chan struct{}, acks chan int64) {
 	case wire.KindIDs:
 		l.env.col.record(l.base+int32(f.Gen), -1, f.Vals, 0)
 	case wire.KindStats:
-		if len(f.Vals) == 3 {
+		if len(f.Vals) >= 3 {
 			l.refused[f.Gen].Store(f.Vals[0])
 			l.machine[f.Gen].Store(f.Vals[1])
+		}
+		if len(f.Vals) >= 5 {
+			l.renewed[f.Gen].Store(f.Vals[3])
+			l.renewFailures[f.Gen].Store(f.Vals[4])
 		}
 	case wire.KindReady:
 		close(ready)

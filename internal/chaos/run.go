@@ -115,7 +115,7 @@ func selectScenarios(ids []string) ([]scenario, error) {
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–8, 5a–5e, 9a–9d, 10a–10c)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 5a–5e, 8a–8c, 9a–9d, 10a–10c)", id)
 		}
 	}
 	return out, nil

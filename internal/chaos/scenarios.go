@@ -41,7 +41,8 @@ var (
 // scenarios lists the suite in order. Each family is in a file of its
 // own: scenarios_clock.go (1–3), scenarios_frozen.go (4),
 // scenarios_etcd.go (5a–5e), scenarios_crash.go (6), scenarios_burst.go
-// (7), scenarios_network.go (8) and scenarios_table.go (9a–9d PostgreSQL,
+// (7), scenarios_network.go, scenarios_partition.go and
+// scenarios_degraded.go (8a–8c) and scenarios_table.go (9a–9d PostgreSQL,
 // 10a–10c DynamoDB).
 func scenarios() []scenario {
 	return []scenario{
@@ -56,7 +57,9 @@ func scenarios() []scenario {
 		{id: "5e", name: "etcd: one member's data rolled back to an old copy", run: func(e *Env) error { return etcdFault(e, "rollback") }, stores: etcdOnly},
 		{id: "6", name: "crash loops: holders SIGKILLed and restarted 100 times", run: crashLoops, shortOn: onEtcd},
 		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
-		{id: "8", name: "a holder cut off from its store while it still serves callers", run: cutOff},
+		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong},
+		{id: "8b", name: "holders cut off from the store for less than the self-fence", run: cutShort},
+		{id: "8c", name: "the holders' link to the store degraded under load (netem 200 ms ± 50 ms, 5 % loss, reordering; tbf where the kernel lacks netem)", run: degradedLink},
 		{id: "9a", name: "PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StorePostgres}},
 		{id: "9b", name: "PostgreSQL frozen (SIGSTOP of every server process) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StorePostgres}},
 		{id: "9c", name: "PostgreSQL frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StorePostgres}},

@@ -2,43 +2,98 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"net/http"
+	"net/netip"
 	"os"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/lease"
 )
 
-// cutOff runs one service in its own network namespace, reaching the
-// store (etcd's members, PostgreSQL, or the DynamoDB shim) only through
-// proxies the harness holds, and cuts those while the service still serves
-// callers; another service waits for the same number.
-func cutOff(e *Env) error {
-	var ns *netns.NS
-	if err := netns.Available(); err != nil {
-		e.note("no network namespace here (%v): the holder runs in the host namespace behind the same proxies", err)
-	} else {
-		var err error
-		if ns, err = netns.New(fmt.Sprintf("%s%d", NamespacePrefix, os.Getpid())); err != nil {
-			return err
-		}
-		e.cleanups = append(e.cleanups, func() { ns.Close() })
-		e.note("the cut-off holder runs in network namespace %s; the store reachable only through the harness's proxies", ns.Name)
+// The network scenarios (8a–8c) run holders in network namespaces of
+// their own, each joined to the harness's namespace by two virtual
+// Ethernet pairs on private /30s:
+//
+//	holder ──▶ ns 10.237.a.2 ══store veth══ host 10.237.a.1:P ──relay──▶ 127.0.0.1:<store port>
+//	caller ──▶ host ══caller veth══ ns 10.237.b.2:<holder HTTP port>
+//
+// The faults are the kernel's, on the store veth only: its host end's
+// link taken down, or a tc netem (or tbf) qdisc on both its ends; the
+// callers' veth is never touched, so callers still reach the holders. The
+// store's servers listen on the host's loopback, which no other namespace
+// can route to, so a relay on the host end of the store veth (a plain
+// byte copier, never cut) carries each connection the last hop.
+
+// NamespacePrefix starts the names of the network namespaces the suite
+// creates; netns.Cleanup(NamespacePrefix) removes those a crashed run
+// left, and with them their veth pairs.
+const NamespacePrefix = netns.Prefix + "run"
+
+// netTimings are the holders' timings in the network scenarios, on every
+// store and in both modes: a 10 s lease renewed every second, a 5 s
+// self-fence. A cut then costs seconds, and the TCP retransmission
+// back-off after a cut (doubling from 200 ms) stays within the fence for
+// a short cut. The keeper accepts them on every store.
+var netTimings = lease.Timings{LeaseFor: 10 * time.Second, RenewEvery: time.Second, SelfFence: 5 * time.Second}
+
+// zone is one holder's network namespace: its store link, on which the
+// faults are made, its callers' link, and the store addresses as the
+// holder inside dials them (relays on the store link's host end).
+type zone struct {
+	ns            *netns.NS
+	store, caller *netns.Veth
+	addrs         []string
+}
+
+// zoneBase is the first /30 of this process's block of 32 addresses in
+// 10.237.0.0/16 (by process ID, so concurrent runs rarely collide; a
+// collision fails at `ip addr add`, it does not misroute).
+func zoneBase() netip.Addr {
+	b := (os.Getpid() % 2048) * 32
+	return netip.AddrFrom4([4]byte{10, 237, byte(b >> 8), byte(b)})
+}
+
+// newZone creates zone i (0–3) of the scenario and registers its removal
+// (namespace, both pairs and their qdiscs, the relays) with the scenario's
+// cleanups, which run however the scenario ends, SIGINT included.
+func (e *Env) newZone(i int) (*zone, error) {
+	if i < 0 || i > 3 {
+		return nil, fmt.Errorf("chaos: zone %d: at most 4 per scenario", i)
 	}
-	var proxies []*netns.Proxy
-	var addrs []string
-	for _, target := range e.storeTargets() {
-		var ln net.Listener
-		var err error
-		if ns != nil {
-			ln, err = ns.Listen("tcp", "127.0.0.1:0")
-		} else {
-			ln, err = net.Listen("tcp", "127.0.0.1:0")
+	ns, err := netns.New(fmt.Sprintf("%s%d-%d", NamespacePrefix, os.Getpid(), i))
+	if err != nil {
+		return nil, err
+	}
+	e.cleanups = append(e.cleanups, func() {
+		if err := ns.Close(); err != nil {
+			e.note("cleanup: %v", err)
 		}
+	})
+	z := &zone{ns: ns}
+	base := zoneBase().As4()
+	pid := os.Getpid() % 100000
+	for k, v := range []**netns.Veth{&z.store, &z.caller} {
+		a := base
+		a[3] += byte(8*i + 4*k)
+		kind := []string{"s", "c"}[k]
+		vv, err := ns.AddVeth(fmt.Sprintf("%s%d-%d%s", netns.LinkPrefix, pid, i, kind), kind+"0", netip.PrefixFrom(netip.AddrFrom4(a), 30))
 		if err != nil {
-			return err
+			return nil, err
+		}
+		e.cleanups = append(e.cleanups, func() {
+			if err := vv.Close(); err != nil {
+				e.note("cleanup: %v", err)
+			}
+		})
+		*v = vv
+	}
+	for _, target := range e.storeTargets() {
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(z.store.HostAddr, 0).String())
+		if err != nil {
+			return nil, err
 		}
 		px, err := netns.NewProxy(ln, func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
@@ -46,80 +101,104 @@ func cutOff(e *Env) error {
 		})
 		if err != nil {
 			ln.Close()
-			return err
+			return nil, err
 		}
-		proxies = append(proxies, px)
 		e.cleanups = append(e.cleanups, func() { px.Close() })
-		addrs = append(addrs, px.Addr().String())
+		z.addrs = append(z.addrs, px.Addr().String())
 	}
-	fast := serviceConfig{machines: "50-50", leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence}
-	hc := fast
-	hc.storeAddrs, hc.ns = addrs, ns
-	h, err := e.addService(hc)
-	if err != nil {
-		return err
-	}
-	if err := h.waitServing(e.ctx, 60*time.Second); err != nil {
-		return err
-	}
-	oc := fast
-	oc.supervise = true // exits while 50 is taken; restarted like a systemd unit
-	o, err := e.addService(oc)
-	if err != nil {
-		return err
-	}
-	others, err := e.startServices(2, serviceConfig{machines: "51-60"})
-	if err != nil {
-		return err
-	}
-	load := e.startLoad(append([]*service{h, o}, others...), loadConfig{callers: 4, rate: 20000, count: 20})
-	if err := e.wait(scale(e, 2*time.Second, 20*time.Second)); err != nil {
-		return err
-	}
-
-	okBefore := h.ok.Load()
-	cut := time.Now()
-	for _, px := range proxies {
-		px.Cut()
-	}
-	e.logf("cut the holder off from the store")
-	if err := e.wait(fastSelfFence / 2); err != nil {
-		return err
-	}
-	e.check("the cut-off holder still serves callers", h.ok.Load() > okBefore, "%d requests answered in the first %v of the cut", h.ok.Load()-okBefore, fastSelfFence/2)
-	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
-	for {
-		if status, _ := e.healthz(h); status == http.StatusServiceUnavailable {
-			break
-		}
-		if err := pause(ctx, 5*time.Millisecond); err != nil {
-			cancel()
-			return fmt.Errorf("the cut-off holder still issuing 30 s into the cut")
-		}
-	}
-	cancel()
-	e.note("the cut-off holder fenced itself %v after the cut (self-fence %v after its last renewal)", time.Since(cut).Round(time.Millisecond), fastSelfFence)
-	if err := o.waitServing(e.ctx, 60*time.Second); err != nil {
-		return err
-	}
-	e.recovered(time.Since(cut), "the waiting holder took number 50")
-	if err := e.wait(2 * time.Second); err != nil {
-		return err
-	}
-	for _, px := range proxies {
-		px.Heal()
-	}
-	e.logf("healed")
-	if err := e.wait(scale(e, 3*time.Second, 20*time.Second)); err != nil {
-		return err
-	}
-	load.stop()
-	_, hMax, _ := e.col.span(int32(h.idx))
-	oMin, _, oOK := e.col.span(int32(o.idx))
-	e.check("the cut-off holder's IDs all precede the new holder's", oOK && hMax < oMin, "last of cut-off %d, first of new %d", hMax, oMin)
-	return nil
+	return z, nil
 }
 
-// NamespacePrefix starts the names of the network namespaces the suite
-// creates; netns.Cleanup(NamespacePrefix) removes those a crashed run left.
-const NamespacePrefix = netns.Prefix + "run"
+// zoneService starts a service in z on machines, with netTimings, that
+// callers reach over z's caller link.
+func (e *Env) zoneService(z *zone, machines string) (*service, error) {
+	t := netTimings
+	return e.addService(serviceConfig{machines: machines, leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence,
+		storeAddrs: z.addrs, ns: z.ns, listen: netip.AddrPortFrom(z.caller.InsideAddr, 0).String()})
+}
+
+// zoneLibrary starts a library holder in z on machines, with netTimings.
+func (e *Env) zoneLibrary(z *zone, machines string, generators int) (*library, error) {
+	t := netTimings
+	return e.addLibrary(libraryConfig{machines: machines, generators: generators, rate: 5000, batch: 50,
+		leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence, storeAddrs: z.addrs, ns: z.ns})
+}
+
+// netWorld is what every network scenario runs: a service in each of two
+// zones and a library holder in a third, two services in the host
+// namespace beside them, and callers on all four services.
+type netWorld struct {
+	zones []*zone
+	cut   []*service // the services in zones
+	host  []*service
+	lib   *library
+	load  *load
+}
+
+// startNetWorld checks that namespaces work here and starts a netWorld.
+func (e *Env) startNetWorld() (*netWorld, error) {
+	if err := netns.Available(); err != nil {
+		return nil, fmt.Errorf("the network scenarios need network namespaces (root with CAP_NET_ADMIN, the ip command): %w", err)
+	}
+	w := &netWorld{}
+	for i := range 3 {
+		z, err := e.newZone(i)
+		if err != nil {
+			return nil, err
+		}
+		w.zones = append(w.zones, z)
+	}
+	for i, z := range w.zones[:2] {
+		s, err := e.zoneService(z, fmt.Sprintf("%d-%d", 100+10*i, 109+10*i))
+		if err != nil {
+			return nil, err
+		}
+		w.cut = append(w.cut, s)
+	}
+	var err error
+	if w.lib, err = e.zoneLibrary(w.zones[2], "64-99", 2); err != nil {
+		return nil, err
+	}
+	t := netTimings
+	if w.host, err = e.startServices(2, serviceConfig{machines: "120-139", leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence}); err != nil {
+		return nil, err
+	}
+	if err := e.waitServices(w.cut, 60*time.Second); err != nil {
+		return nil, err
+	}
+	if err := w.lib.waitReady(e.ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
+	e.note("timings: lease %v, renewal every %v, self-fence %v; holders in namespaces: %s, %s (services, callers over their own veth), %s (library); %s, %s in the host namespace",
+		t.LeaseFor, t.RenewEvery, t.SelfFence, w.cut[0].name, w.cut[1].name, w.lib.name, w.host[0].name, w.host[1].name)
+	w.load = e.startLoad(append(append([]*service{}, w.cut...), w.host...), loadConfig{callers: 6, rate: 20000, count: 20})
+	return w, nil
+}
+
+// libIssued is the highest ID the zone's library holder's first
+// generator has streamed so far.
+func (w *netWorld) libIssued(e *Env) int64 {
+	_, hi, _ := e.col.span(w.lib.base)
+	return hi
+}
+
+// waitLibIssuing waits until the library holder streams an ID above
+// after, and returns when.
+func (w *netWorld) waitLibIssuing(e *Env, after int64, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	for w.libIssued(e) <= after {
+		if err := pause(ctx, 5*time.Millisecond); err != nil {
+			return time.Time{}, errors.New(w.lib.name + " not issuing again after " + timeout.String())
+		}
+	}
+	return time.Now(), nil
+}
+
+// refusals counts the zone holders' refused attempts and library calls.
+func (w *netWorld) refusals() (svc, lib int64) {
+	for _, s := range w.cut {
+		svc += s.refused.Load()
+	}
+	return svc, w.lib.refusals()
+}

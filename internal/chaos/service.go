@@ -50,6 +50,7 @@ type serviceConfig struct {
 	leaseTTL, renewEvery, selfFence time.Duration
 	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
 	ns                              *netns.NS // run inside this network namespace
+	listen                          string    // serve's --listen; default 127.0.0.1:0 (in ns: reached through a proxy)
 	supervise                       bool      // restart it when it exits by itself
 }
 
@@ -69,7 +70,11 @@ func (e *Env) addService(cfg serviceConfig) (*service, error) {
 func (s *service) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0"}, s.env.serveStoreArgs(s.cfg.storeAddrs)...)
+	listen := s.cfg.listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	args := append([]string{"serve", "--listen", listen}, s.env.serveStoreArgs(s.cfg.storeAddrs)...)
 	args = append(args, "--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
 		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s")
 	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence)...)
@@ -129,9 +134,9 @@ func (s *service) readStdout(r io.Reader, name string) {
 }
 
 // serving publishes addr to the callers, through a proxy into the
-// namespace if the service runs in one.
+// namespace if the service runs in one on its loopback.
 func (s *service) serving(addr string) error {
-	if ns := s.cfg.ns; ns != nil {
+	if ns := s.cfg.ns; ns != nil && s.cfg.listen == "" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err

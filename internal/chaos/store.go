@@ -176,15 +176,22 @@ func (e *Env) serveStoreArgs(addrs []string) []string {
 }
 
 // holderStoreArgs are the flags that point a library holder (HolderMain)
-// at the store.
-func (e *Env) holderStoreArgs() []string {
+// at the store, reached at addrs (nil: storeTargets).
+func (e *Env) holderStoreArgs(addrs []string) []string {
+	if addrs == nil {
+		addrs = e.storeTargets()
+	}
 	switch e.opts.Store {
 	case StorePostgres:
-		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URL(), "--table", e.table}
+		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--table", e.table}
 	case StoreDynamoDB:
-		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", e.tables.shim.URL(), "--table", e.table}
+		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--table", e.table}
 	}
-	return []string{"--etcd", strings.Join(e.cluster.Endpoints(), ",")}
+	var eps []string
+	for _, a := range addrs {
+		eps = append(eps, "http://"+a)
+	}
+	return []string{"--etcd", strings.Join(eps, ",")}
 }
 
 // storeEnv is the environment a service needs for the store: dynalite's

@@ -1,15 +1,30 @@
-// Package netns cuts a process off from etcd while it keeps serving its
-// callers: scenario 8 of the fault-injection suite. The holder under test
-// runs in a network namespace of its own, which has nothing but a loopback
-// interface, and the harness in the host namespace forwards the only paths
-// in and out of it through proxies it can partition:
+// Package netns puts a process in a network namespace of its own and cuts
+// or degrades its paths, for scenarios 8a–8c of the fault-injection suite.
+//
+// # Virtual Ethernet pairs
+//
+// AddVeth joins a namespace to the host namespace by a veth pair on a
+// private /30, and faults are the kernel's: Veth.Down takes the host end's
+// link down (SYNs and segments are dropped either way, as on a cut cable)
+// and Veth.Impair sets a tc queueing discipline on both ends (netem loss
+// 100 % for a cut, netem delay, loss and reordering for a degraded link;
+// a kernel without sch_netem answers ErrNoQdisc). Deleting the namespace,
+// or the host end, removes the pair and its qdiscs. Host-end names start
+// with LinkPrefix; CleanupLinks removes leftovers.
+//
+// # Proxies
+//
+// A harness can also forward a namespaced process's paths through
+// proxies in the host namespace, over the namespace's loopback:
 //
 //	holder ──▶ ns 127.0.0.1:P ──Proxy──▶ host 127.0.0.1:<etcd client port>
 //	caller ──▶ host 127.0.0.1:Q ──Proxy──▶ ns 127.0.0.1:<holder HTTP port>
 //
-// Cutting the etcd proxies leaves the holder alone with its callers. Every
-// byte travels over a loopback interface, of one namespace or the other, so
-// no virtual Ethernet pair, address or route is needed.
+// A Proxy's Cut is a black hole made in user space (a TCP handshake with
+// the proxy still completes); the suite now cuts with the kernel instead,
+// and uses proxies only to carry the callers of a service listening on
+// the namespace's loopback and, never cut, as relays from a veth's host
+// end to servers that listen on the host's loopback.
 //
 // # Namespaces
 //

@@ -18,3 +18,8 @@ var (
 	// ErrClosed says the namespace or proxy has been closed.
 	ErrClosed = errors.New("netns: closed")
 )
+
+// ErrNoQdisc says the kernel lacks a queueing discipline Impair asked for
+// (tc answers "Specified qdisc kind is unknown"), such as netem on a
+// kernel built without CONFIG_NET_SCH_NETEM.
+var ErrNoQdisc = errors.New("netns: the kernel lacks this queueing discipline")

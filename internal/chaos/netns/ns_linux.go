@@ -132,14 +132,14 @@ func Cleanup(prefix string) error {
 	return errors.Join(errs...)
 }
 
-// runIP runs the ip command with args and returns its output in the error
-// when it fails.
+// runIP runs the ip (or tc) command at path ip with args and returns its
+// output in the error when it fails.
 func runIP(ip string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ipTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, ip, args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s %s: %w: %s", filepath.Base(ip), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
