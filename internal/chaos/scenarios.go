@@ -39,8 +39,9 @@ var (
 )
 
 // scenarios lists the suite in order. Each family is in a file of its
-// own: scenarios_clock.go (1–3), scenarios_frozen.go (4),
-// scenarios_etcd.go (5a–5e), scenarios_crash.go (6), scenarios_burst.go
+// own: scenarios_clock.go (1–3), scenarios_leap.go (3b), scenarios_frozen.go (4),
+// scenarios_etcd.go (5a–5e), scenarios_etcdcrash.go (5f–5h),
+// scenarios_crash.go (6), scenarios_burst.go
 // (7), scenarios_network.go (8) and scenarios_table.go (9a–9d PostgreSQL,
 // 10a–10c DynamoDB).
 func scenarios() []scenario {

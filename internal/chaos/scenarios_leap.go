@@ -47,8 +47,15 @@ func leapSecond(e *Env) error {
 		return err
 	}
 
-	// Set the four clocks to read midnight at the instant at.
-	at := time.Now().Add(4*time.Second + over/2)
+	// Set the four clocks to read midnight at the instant at. The step
+	// forward costs refusals until each keeper raises its mark: well
+	// under a second on etcd, up to about 9 s on the tables; the settle
+	// leaves room for it before the smear begins.
+	settle := scale(e, 4*time.Second, 10*time.Second)
+	if e.opts.Store != StoreEtcd {
+		settle += 10 * time.Second
+	}
+	at := time.Now().Add(settle + over/2)
 	midnight := at.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	ahead := midnight.Sub(at).Truncate(time.Millisecond)
 	for _, s := range []*service{leapSvc, smearSvc} {
@@ -69,10 +76,12 @@ func leapSecond(e *Env) error {
 	e.note("clocks set %v ahead (midnight UTC of %s in %v of true time); the step forward cost %v of refusals",
 		ahead.Round(time.Second), midnight.Format("2006-01-02"), time.Until(at).Round(time.Millisecond), last.Sub(set).Round(time.Millisecond))
 
-	// The smear: -1 s over `over`, centred on the midnight.
+	// The smear: -1 s over `over`, centred on the midnight unless the
+	// step forward took longer than the settle (then it begins now).
 	if err := pause(e.ctx, time.Until(at.Add(-over/2))); err != nil {
 		return err
 	}
+	smearEnd := time.Now().Add(over)
 	smearBefore, smearLibBefore := smearSvc.refused.Load(), smearLib.refusals()
 	if err := smearSvc.setClock(e.ctx, fmt.Sprintf(`{"slew_ms":-1000,"over_ms":%d}`, over.Milliseconds())); err != nil {
 		return err
@@ -97,7 +106,7 @@ func leapSecond(e *Env) error {
 	if err := leapLib.step(e.ctx, -time.Second); err != nil {
 		return err
 	}
-	e.note("the leap holders stepped back 1 s %v after their clocks crossed midnight", stepped.Sub(at).Round(time.Millisecond))
+	e.note("the leap holders stepped back 1 s %v after their clocks crossed midnight", stepped.Sub(at).Round(100*time.Microsecond))
 	res, err := e.probe(leapSvc, 1)
 	if err != nil {
 		return err
@@ -114,7 +123,7 @@ func leapSecond(e *Env) error {
 		"issuing again %v after the step back", took.Round(time.Millisecond))
 
 	// The smear's end.
-	if err := pause(e.ctx, time.Until(at.Add(over/2+time.Second))); err != nil {
+	if err := pause(e.ctx, time.Until(smearEnd.Add(time.Second))); err != nil {
 		return err
 	}
 	off, err := clockOffset(e, smearSvc)
