@@ -67,7 +67,7 @@ func slowElection(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
+	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
 	refusedBefore, libBefore := load.refused.Load(), lib.refusals()
@@ -99,7 +99,7 @@ func slowElection(e *Env) error {
 	if err := e.cluster.Restart(e.ctx, leader); err != nil {
 		return err
 	}
-	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
+	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
 	load.stop()
