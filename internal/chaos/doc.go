@@ -27,7 +27,7 @@
 // # Scenarios
 //
 // Each is a named, repeatable run (its random choices derive from the
-// seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5e)
+// seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5h)
 // do not apply to the tables, 9a–9d only to PostgreSQL and 10a–10c only to
 // DynamoDB: their rows say n/a elsewhere. The short mode runs every
 // scenario that applies on etcd, and 4, 8 and the store's own faults but
@@ -36,12 +36,17 @@
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
 //	3   a forward jump of 10 minutes on one node
+//	3b  a leap second: holders whose clocks repeat 23:59:59 (a 1 s step back
+//	    at midnight UTC) refuse for about a second; smeared ones never refuse
 //	4   a holder frozen (SIGSTOP) past its lease while another takes its number
 //	5a  etcd: the leader killed (SIGKILL)
 //	5b  etcd: quorum lost for 3 s
 //	5c  etcd: quorum lost for 30 s
 //	5d  etcd: the cluster restored from an old snapshot
 //	5e  etcd: one member's data rolled back to an old copy
+//	5f  etcd: the leader killed in a cluster with a 3 s election timeout
+//	5g  etcd: a member's disk full (its data on a small tmpfs), then freed
+//	5h  etcd: a member re-added from an empty data directory
 //	6   crash loops: holders SIGKILLed and restarted 100 times
 //	7   bursts past 4,096 IDs in one millisecond on one holder
 //	8a  holders in network namespaces cut off from the store by the kernel past the self-fence
@@ -65,8 +70,8 @@
 //
 // Clock faults go through a test-only wall-clock offset: services run with
 // `serve --test-clock-offset` (off by default) and are stepped through its
-// endpoint; library holders read "step" commands on standard input. The
-// machine's clock is never touched.
+// endpoint; library holders read "step" (and "slew") commands on standard
+// input. The machine's clock is never touched.
 //
 // # What is counted
 //

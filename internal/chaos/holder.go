@@ -263,7 +263,8 @@ func report(ctx context.Context, nodes []*node.Node, stats []holderStats, out *w
 }
 
 // control reads commands from the harness: "step <ms> <seq>" steps the
-// wall clock, "quit" ends the holder. Each command is acknowledged with its
+// wall clock, "slew <ms> <over-ms> <seq>" slews it (offsetclock.Clock.Slew),
+// "quit" ends the holder. Each command is acknowledged with its
 // sequence number once done.
 func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out *wire.Writer) error {
 	lines := make(chan string)
@@ -290,15 +291,27 @@ func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out
 			return nil
 		}
 		fields := strings.Fields(line)
-		if len(fields) != 3 || fields[0] != "step" {
+		if !(len(fields) == 3 && fields[0] == "step" || len(fields) == 4 && fields[0] == "slew") {
 			return fmt.Errorf("holder: unknown command %q", line)
 		}
-		ms, err1 := strconv.ParseInt(fields[1], 10, 64)
-		seq, err2 := strconv.ParseInt(fields[2], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
+		nums := make([]int64, len(fields)-1)
+		var errs []error
+		for i, f := range fields[1:] {
+			var err error
+			nums[i], err = strconv.ParseInt(f, 10, 64)
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("holder: command %q: %w", line, err)
 		}
-		clock.Step(time.Duration(ms) * time.Millisecond)
+		ms, seq := time.Duration(nums[0])*time.Millisecond, nums[len(nums)-1]
+		if fields[0] == "slew" {
+			if err := clock.Slew(ms, time.Duration(nums[1])*time.Millisecond); err != nil {
+				return fmt.Errorf("holder: command %q: %w", line, err)
+			}
+		} else {
+			clock.Step(ms)
+		}
 		out.Write(wire.KindAck, 0, []int64{seq})
 		out.Flush()
 	}

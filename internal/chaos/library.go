@@ -160,11 +160,17 @@ func (l *library) waitReady(ctx context.Context, timeout time.Duration) error {
 // step steps the holder's wall clock by d and waits for the holder to
 // acknowledge it.
 func (l *library) step(ctx context.Context, d time.Duration) error {
+	return l.command(ctx, fmt.Sprintf("step %d", d.Milliseconds()))
+}
+
+// command sends a clock command ("step <ms>", "slew <ms> <over-ms>") and
+// waits for the holder to acknowledge it.
+func (l *library) command(ctx context.Context, cmd string) error {
 	l.mu.Lock()
 	l.seq++
 	seq, p, acks := l.seq, l.p, l.acks
 	l.mu.Unlock()
-	if _, err := fmt.Fprintf(p.Stdin(), "step %d %d\n", d.Milliseconds(), seq); err != nil {
+	if _, err := fmt.Fprintf(p.Stdin(), "%s %d\n", cmd, seq); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -176,7 +182,7 @@ func (l *library) step(ctx context.Context, d time.Duration) error {
 				return nil
 			}
 		case <-ctx.Done():
-			return fmt.Errorf("%s: clock step not acknowledged: %w", l.name, ctx.Err())
+			return fmt.Errorf("%s: clock command %q not acknowledged: %w", l.name, cmd, ctx.Err())
 		}
 	}
 }

@@ -110,12 +110,12 @@ func selectScenarios(ids []string) ([]scenario, error) {
 		id = strings.TrimSpace(id)
 		n := len(out)
 		for _, sc := range all {
-			if sc.id == id || strings.TrimRight(sc.id, "abcdef") == id {
+			if sc.id == id || strings.TrimRight(sc.id, "abcdefghijklmnopqrstuvwxyz") == id {
 				out = append(out, sc)
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 5a–5e, 8a–8c, 9a–9d, 10a–10c)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9d, 10a–10c)", id)
 		}
 	}
 	return out, nil

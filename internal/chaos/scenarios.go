@@ -39,22 +39,27 @@ var (
 )
 
 // scenarios lists the suite in order. Each family is in a file of its
-// own: scenarios_clock.go (1–3), scenarios_frozen.go (4),
-// scenarios_etcd.go (5a–5e), scenarios_crash.go (6), scenarios_burst.go
-// (7), scenarios_network.go, scenarios_partition.go and
-// scenarios_degraded.go (8a–8c) and scenarios_table.go (9a–9d PostgreSQL,
+// own: scenarios_clock.go (1–3), scenarios_leap.go (3b), scenarios_frozen.go (4),
+// scenarios_etcd.go (5a–5e), scenarios_etcdcrash.go (5f–5h),
+// scenarios_crash.go (6), scenarios_burst.go (7), scenarios_network.go,
+// scenarios_partition.go and scenarios_degraded.go (8a–8c) and
+// scenarios_table.go (9a–9d PostgreSQL,
 // 10a–10c DynamoDB).
 func scenarios() []scenario {
 	return []scenario{
 		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},
 		{id: "2", name: "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", run: smallStepsBack, shortOn: onEtcd},
 		{id: "3", name: "a forward jump of 10 minutes on one node", run: forwardJump, shortOn: onEtcd},
+		{id: "3b", name: "a leap second: one holder repeats 23:59:59 at midnight UTC, one is smeared", run: leapSecond},
 		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder},
 		{id: "5a", name: "etcd: the leader killed (SIGKILL)", run: func(e *Env) error { return etcdFault(e, "leader") }, stores: etcdOnly},
 		{id: "5b", name: "etcd: quorum lost for 3 s", run: func(e *Env) error { return etcdFault(e, "quorum3") }, stores: etcdOnly},
 		{id: "5c", name: "etcd: quorum lost for 30 s", run: func(e *Env) error { return etcdFault(e, "quorum30") }, stores: etcdOnly},
 		{id: "5d", name: "etcd: the cluster restored from an old snapshot", run: func(e *Env) error { return etcdFault(e, "restore") }, stores: etcdOnly},
 		{id: "5e", name: "etcd: one member's data rolled back to an old copy", run: func(e *Env) error { return etcdFault(e, "rollback") }, stores: etcdOnly},
+		{id: "5f", name: "etcd: the leader killed (SIGKILL) with a 3 s election timeout: holders fence in the gap", run: slowElection, stores: etcdOnly},
+		{id: "5g", name: "etcd: a member's disk full (a small tmpfs), then freed", run: diskFull, stores: etcdOnly},
+		{id: "5h", name: "etcd: a member re-added from an empty data directory, then the quorum rests on it", run: readdEmpty, stores: etcdOnly},
 		{id: "6", name: "crash loops: holders SIGKILLed and restarted 100 times", run: crashLoops, shortOn: onEtcd},
 		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
 		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong},

@@ -304,11 +304,15 @@ func (s *service) get(ctx context.Context, path string) (int, []byte, error) {
 
 // step steps the service's wall clock by d through its test endpoint.
 func (s *service) step(ctx context.Context, d time.Duration) error {
+	return s.setClock(ctx, fmt.Sprintf(`{"step_ms":%d}`, d.Milliseconds()))
+}
+
+// setClock posts body to the service's test clock endpoint.
+func (s *service) setClock(ctx context.Context, body string) error {
 	b := s.base.Load()
 	if b == nil {
 		return errNotServing
 	}
-	body := fmt.Sprintf(`{"step_ms":%d}`, d.Milliseconds())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *b+"/test/clock-offset", strings.NewReader(body))
 	if err != nil {
 		return err
@@ -320,7 +324,7 @@ func (s *service) step(ctx context.Context, d time.Duration) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: clock step: %d %s", s.name, resp.StatusCode, msg)
+		return fmt.Errorf("%s: clock %s: %d %s", s.name, body, resp.StatusCode, msg)
 	}
 	return nil
 }

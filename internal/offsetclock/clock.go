@@ -31,10 +31,12 @@ type Clock struct {
 	st atomic.Pointer[state]
 }
 
-// state is one offset value. Each change installs a new state and cancels
-// the old one's context, so waiters notice the change.
+// state is one offset value, or one slew (see Slew). Each change installs
+// a new state and cancels the old one's context, so waiters notice the
+// change.
 type state struct {
 	offMs int64
+	slew  *slew // nil: a fixed offset
 	// replaced is done once this state is no longer current.
 	replaced context.Context
 	cancel   context.CancelFunc
@@ -54,9 +56,10 @@ func newState(offMs int64) *state {
 	return &state{offMs: offMs, replaced: ctx, cancel: cancel}
 }
 
-// Offset returns the offset added to the base clock's wall readings.
+// Offset returns the offset added to the base clock's wall readings now
+// (during a slew, how far it has got).
 func (c *Clock) Offset() time.Duration {
-	return time.Duration(c.st.Load().offMs) * time.Millisecond
+	return time.Duration(c.st.Load().offsetMs(c.base.Now().Mono)) * time.Millisecond
 }
 
 // SetOffset sets the offset to d, truncated toward zero to whole
@@ -67,7 +70,7 @@ func (c *Clock) SetOffset(d time.Duration) {
 
 // Step adds d, truncated toward zero to whole milliseconds, to the offset and
 // returns the new offset, clamped to ±MaxOffset. A negative d steps the wall
-// clock back.
+// clock back. SetOffset and Step end a slew where it has got to.
 func (c *Clock) Step(d time.Duration) time.Duration {
 	ms := c.setMs(func(cur int64) int64 { return clampMs(cur + clampMs(int64(d/time.Millisecond))) })
 	return time.Duration(ms) * time.Millisecond
@@ -79,7 +82,7 @@ func (c *Clock) setMs(next func(cur int64) int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.st.Load()
-	st := newState(next(old.offMs))
+	st := newState(next(old.offsetMs(c.base.Now().Mono)))
 	c.st.Store(st)
 	old.cancel()
 	return st.offMs
@@ -92,9 +95,7 @@ func clampMs(ms int64) int64 {
 // Now reads the base clock and adds the offset to the wall reading; the
 // monotonic reading is the base clock's.
 func (c *Clock) Now() snowfence.Reading {
-	r := c.base.Now()
-	r.WallMs += c.st.Load().offMs
-	return r
+	return c.st.Load().read(c.base.Now())
 }
 
 // WaitUntil returns the first reading whose offset wall clock is at least
@@ -105,8 +106,7 @@ func (c *Clock) Now() snowfence.Reading {
 func (c *Clock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading, error) {
 	for {
 		st := c.st.Load()
-		r := c.base.Now()
-		r.WallMs += st.offMs
+		r := st.read(c.base.Now())
 		if r.WallMs >= wallMs {
 			return r, nil
 		}
@@ -121,7 +121,8 @@ func (c *Clock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading,
 			return r, nil
 		}
 		// The offset changed during the wait (err is the cancellation
-		// that said so), or after it and the target moved away: look again.
+		// that said so), or after it and the target moved away, or a slew
+		// held the clock back while the base clock ran: look again.
 	}
 }
 
@@ -133,9 +134,8 @@ func (c *Clock) waitOnce(ctx context.Context, st *state, wallMs int64) (snowfenc
 	defer cancel()
 	stop := context.AfterFunc(st.replaced, cancel)
 	defer stop()
-	r, err := c.base.WaitUntil(wctx, baseTarget(wallMs, st.offMs))
-	r.WallMs += c.st.Load().offMs
-	return r, err
+	r, err := c.base.WaitUntil(wctx, baseTarget(wallMs, st.offsetMs(c.base.Now().Mono)))
+	return c.st.Load().read(r), err
 }
 
 // baseTarget is wallMs-offMs, saturated at the ends of int64 so that an

@@ -138,3 +138,33 @@ func FuzzHandler(f *testing.F) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestHandlerSlew(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"slew", `{"slew_ms":-1000,"over_ms":12000}`, 200},
+		{"over alone", `{"over_ms":12000}`, 400},
+		{"slew alone", `{"slew_ms":-1000}`, 400},
+		{"too fast", `{"slew_ms":-1000,"over_ms":1000}`, 400},
+		{"no duration", `{"slew_ms":0,"over_ms":0}`, 400},
+		{"with a step", `{"slew_ms":-1,"over_ms":100,"step_ms":1}`, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, c := newClock()
+			rec := serve(c, "POST", tc.body)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d %s, want %d", rec.Code, rec.Body, tc.status)
+			}
+			base.Advance(6 * time.Second)
+			want := time.Duration(0)
+			if tc.status == 200 {
+				want = -500 * time.Millisecond
+			}
+			if got := c.Offset(); got != want {
+				t.Errorf("offset %v half way, want %v", got, want)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,12 @@ type Config struct {
 	// be ready, a leader, a write) on top of their context; zero means
 	// DefaultTimeout (1 minute).
 	Timeout time.Duration
+	// Heartbeat and Election are the members' raft heartbeat interval
+	// and election timeout (etcd's --heartbeat-interval and
+	// --election-timeout, whole milliseconds); zero means the package's
+	// Timing (50 ms and 500 ms). etcd wants Election at least five
+	// heartbeats, and raises every lease's TTL to at least 1.5 elections.
+	Heartbeat, Election time.Duration
 }
 
 // A Cluster is an etcd cluster of member processes, numbered 0..Size()-1,
@@ -131,6 +138,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("etcdproc: Config.Size is %d, want at least 1 (or 0 for %d)", cfg.Size, DefaultSize)
 	case cfg.Timeout < 0:
 		return cfg, fmt.Errorf("etcdproc: Config.Timeout is %v, want positive (or 0 for %v)", cfg.Timeout, DefaultTimeout)
+	case cfg.Heartbeat < 0 || cfg.Election < 0:
+		return cfg, fmt.Errorf("etcdproc: Config.Heartbeat %v and Election %v, want positive (or 0 for the package's timing)", cfg.Heartbeat, cfg.Election)
 	}
 	if cfg.Size == 0 {
 		cfg.Size = DefaultSize
@@ -208,6 +217,8 @@ func (c *Cluster) launch(i int, state string) (*proc, error) {
 		"--initial-cluster", c.initialCluster(),
 		"--initial-cluster-token", c.token,
 		"--initial-cluster-state", state,
+		"--heartbeat-interval", strconv.FormatInt(c.cfg.Heartbeat.Milliseconds(), 10),
+		"--election-timeout", strconv.FormatInt(c.cfg.Election.Milliseconds(), 10),
 	)
 	if cmd == nil {
 		return nil, errors.New("etcdproc: Config.Command returned nil")

@@ -16,7 +16,9 @@
 // Members tick every 50 ms and call an election after 500 ms without a
 // leader (etcd's defaults are 100 ms and 1 s), skip fsync (test data: speed
 // over durability), and log only errors, to the member's stderr. A killed
-// leader is replaced in roughly one election timeout.
+// leader is replaced in roughly one election timeout. Config.Heartbeat and
+// Config.Election set other timings for a cluster, as a WAN deployment's
+// slower failure detection does.
 //
 // # Readiness and writability
 //

@@ -23,6 +23,8 @@ const ReadyPrefix = "ready "
 type memberFlags struct {
 	name, dir, initialCluster, token, state string
 	client, peer                            url.URL
+	// heartbeatMs and electionMs override etcdmember's timing when set.
+	heartbeatMs, electionMs uint
 }
 
 // parseMemberFlags parses and checks MemberMain's arguments.
@@ -38,6 +40,8 @@ func parseMemberFlags(args []string, stderr io.Writer) (memberFlags, error) {
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "name=peer-url,… of every member (required)")
 	fs.StringVar(&f.token, "initial-cluster-token", "", "cluster token (required)")
 	fs.StringVar(&f.state, "initial-cluster-state", embed.ClusterStateFlagNew, "new or existing")
+	fs.UintVar(&f.heartbeatMs, "heartbeat-interval", 0, "raft heartbeat in milliseconds (0: etcdmember.TickMs)")
+	fs.UintVar(&f.electionMs, "election-timeout", 0, "raft election timeout in milliseconds (0: etcdmember.ElectionMs)")
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("etcdproc: member flags: %w", err)
 	}
@@ -77,7 +81,14 @@ func (f memberFlags) config(stderr io.Writer) *embed.Config {
 		zap.ErrorLevel,
 	)
 	m := etcdmember.Member{Name: f.name, Dir: f.dir, Client: f.client, Peer: f.peer}
-	return etcdmember.Config(m, f.initialCluster, f.token, f.state, zap.New(core).With(zap.String("member", f.name)))
+	cfg := etcdmember.Config(m, f.initialCluster, f.token, f.state, zap.New(core).With(zap.String("member", f.name)))
+	if f.heartbeatMs > 0 {
+		cfg.TickMs = f.heartbeatMs
+	}
+	if f.electionMs > 0 {
+		cfg.ElectionMs = f.electionMs
+	}
+	return cfg
 }
 
 // MemberMain runs one etcd member in this process until ctx ends (the
@@ -88,7 +99,9 @@ func (f memberFlags) config(stderr io.Writer) *embed.Config {
 // (http URLs it listens on and advertises), --initial-cluster
 // (name=peer-url,… of every member), --initial-cluster-token and
 // --initial-cluster-state (new, the default, or existing; etcd ignores the
-// initial-cluster flags when dir already holds a member).
+// initial-cluster flags when dir already holds a member), and optionally
+// --heartbeat-interval and --election-timeout in milliseconds, as etcd
+// spells them (the package's Timing when absent).
 //
 // Once the member serves (etcd's ReadyNotify) it prints exactly one line on
 // stdout, [ReadyPrefix] followed by the client URL, and nothing else ever;
