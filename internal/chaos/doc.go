@@ -30,8 +30,8 @@
 // seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5h)
 // do not apply to the tables, 9a–9d only to PostgreSQL and 10a–10c only to
 // DynamoDB: their rows say n/a elsewhere. The short mode runs every
-// scenario that applies on etcd, and 4, 8 and the store's own faults but
-// 9d, and 8a–8c, on the tables; the long mode runs every one that applies:
+// scenario that applies on etcd, and 4, 8a and the store's own faults but
+// 9d on the tables; the long mode runs every one that applies:
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
