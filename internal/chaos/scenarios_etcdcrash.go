@@ -40,6 +40,32 @@ func etcdHolders(e *Env, ttl, renew, fence time.Duration) ([]*service, *library,
 	return svcs, lib, e.startLoad(svcs, loadConfig{callers: 6, rate: 30000, count: 50}), nil
 }
 
+// refusalCount is how many requests of a scenario's callers and calls of
+// its library holder were refused so far, for the refusals since then.
+type refusalCount struct{ requests, library int64 }
+
+func countRefusals(load *load, lib *library) refusalCount {
+	return refusalCount{load.refused.Load(), lib.refusals()}
+}
+
+// since returns the refusals after c.
+func (c refusalCount) since(load *load, lib *library) refusalCount {
+	return refusalCount{load.refused.Load() - c.requests, lib.refusals() - c.library}
+}
+
+func (c refusalCount) String() string {
+	return fmt.Sprintf("%d refused requests, %d refused library calls", c.requests, c.library)
+}
+
+// aFollower returns a member other than the current leader.
+func aFollower(e *Env) (int, error) {
+	leader, err := e.cluster.Leader(e.ctx)
+	if err != nil {
+		return 0, err
+	}
+	return (leader + 1) % e.cluster.Size(), nil
+}
+
 // slowElection (5f) SIGKILLs the leader of a cluster whose members take
 // 3 s to suspect a dead leader (etcd's own flags; the members are
 // processes on loopback, and the machine has neither iptables nor nft to
@@ -70,7 +96,7 @@ func slowElection(e *Env) error {
 	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
-	refusedBefore, libBefore := load.refused.Load(), lib.refusals()
+	before := countRefusals(load, lib)
 	leader, err := e.cluster.Leader(e.ctx)
 	if err != nil {
 		return err
@@ -104,8 +130,8 @@ func slowElection(e *Env) error {
 	}
 	load.stop()
 	e.check("the election gap outlasted the self-fence", gap > fastSelfFence, "no write for %v, self-fence %v", gap.Round(time.Millisecond), fastSelfFence)
-	e.check("services and library refused in the gap, then issued again", load.refused.Load() > refusedBefore && lib.refusals() > libBefore,
-		"%d refused requests, %d refused library calls", load.refused.Load()-refusedBefore, lib.refusals()-libBefore)
+	refused := before.since(load, lib)
+	e.check("services and library refused in the gap, then issued again", refused.requests > 0 && refused.library > 0, "%v", refused)
 	e.outageRecovery(svcs)
 	return nil
 }
@@ -130,12 +156,11 @@ func diskFull(e *Env) error {
 	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
-	refusedBefore, libBefore := load.refused.Load(), lib.refusals()
-	leader, err := e.cluster.Leader(e.ctx)
+	before := countRefusals(load, lib)
+	m, err := aFollower(e)
 	if err != nil {
 		return err
 	}
-	m := (leader + 1) % e.cluster.Size()
 	dir, err := memberOnTmpfs(e, m)
 	if err != nil {
 		return err
@@ -194,8 +219,7 @@ func diskFull(e *Env) error {
 		return err
 	}
 	load.stop()
-	e.check("the other two members kept the holders going", load.refused.Load() == refusedBefore && lib.refusals() == libBefore,
-		"%d refused requests, %d refused library calls", load.refused.Load()-refusedBefore, lib.refusals()-libBefore)
+	e.check("the other two members kept the holders going", before.since(load, lib) == refusalCount{}, "%v", before.since(load, lib))
 	e.outageRecovery(svcs)
 	return nil
 }
@@ -269,12 +293,11 @@ func readdEmpty(e *Env) error {
 	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
-	refusedBefore, libBefore := load.refused.Load(), lib.refusals()
-	leader, err := e.cluster.Leader(e.ctx)
+	before := countRefusals(load, lib)
+	m, err := aFollower(e)
 	if err != nil {
 		return err
 	}
-	m := (leader + 1) % e.cluster.Size()
 	t := time.Now()
 	if err := e.cluster.Replace(e.ctx, m); err != nil {
 		return err
@@ -283,7 +306,8 @@ func readdEmpty(e *Env) error {
 	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
 		return err
 	}
-	if leader, err = e.cluster.Leader(e.ctx); err != nil {
+	leader, err := e.cluster.Leader(e.ctx)
+	if err != nil {
 		return err
 	}
 	if leader == m {
@@ -304,8 +328,7 @@ func readdEmpty(e *Env) error {
 		return err
 	}
 	load.stop()
-	e.check("no refusal while a member was replaced and the quorum rested on it", load.refused.Load() == refusedBefore && lib.refusals() == libBefore,
-		"%d refused requests, %d refused library calls", load.refused.Load()-refusedBefore, lib.refusals()-libBefore)
+	e.check("no refusal while a member was replaced and the quorum rested on it", before.since(load, lib) == refusalCount{}, "%v", before.since(load, lib))
 	e.outageRecovery(svcs)
 	return nil
 }
