@@ -507,77 +507,56 @@ func TestE2ELeasesCLI(t *testing.T) {
 // serve and leases on the lease tables: PostgreSQL and DynamoDB (dynalite),
 // started by scripts/test (scripts/services/*.sh).
 func TestE2ETableStores(t *testing.T) {
-	stores := []struct {
-		name, env string
-		flags     func(v string) []string
-	}{
-		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL", func(v string) []string {
-			return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", "e2e_leases"}
-		}},
-		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT", func(v string) []string {
-			return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", "e2e-leases", "--aws-region", "us-east-1"}
-		}},
-	}
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			v := os.Getenv(st.env)
-			if v == "" {
-				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name]))
+	forEachTableStore(t, "e2e", func(t *testing.T, flags []string) {
+		run := func(args ...string) string {
+			t.Helper()
+			out, err := exec.Command(binary(t), append(args, flags...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("snowfence %v: %v\n%s", args, err, out)
 			}
-			// dynalite takes any credentials; the SDK wants some.
-			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
-			flags := st.flags(v)
-			run := func(args ...string) string {
-				t.Helper()
-				out, err := exec.Command(binary(t), append(args, flags...)...).CombinedOutput()
-				if err != nil {
-					t.Fatalf("snowfence %v: %v\n%s", args, err, out)
-				}
-				return string(out)
-			}
-			run("leases", "init")
-			// Again, spelt as in the runbook: a no-op.
-			if out, err := exec.Command(binary(t), append([]string{"leases", "init", "--store", st.name}, flags[2:]...)...).CombinedOutput(); err != nil {
-				t.Fatalf("leases init --store %s: %v\n%s", st.name, err, out)
-			}
-			s := startService(t, t.TempDir(), append(flags, "--machines", "9-9")...)
-			r := call(t, "POST", s.url+"/v1/ids?count=10", "", "")
-			var b struct{ IDs []snowfence.ID }
-			if err := json.Unmarshal([]byte(r.body), &b); r.status != 200 || err != nil || len(b.IDs) != 10 {
-				t.Fatalf("POST: %d %s", r.status, r.body)
-			}
-			if d, _ := snowfence.Decode(b.IDs[0]); d.Machine != 9 {
-				t.Errorf("machine %d, want 9", d.Machine)
-			}
-			var recs []struct {
-				Machine int    `json:"machine"`
-				Holder  string `json:"holder"`
-				MarkMs  int64  `json:"mark_ms"`
-			}
-			if err := json.Unmarshal([]byte(run("leases", "show", "9", "--json")), &recs); err != nil || len(recs) != 1 || recs[0].Holder == "" {
-				t.Fatalf("leases show 9: %+v, %v", recs, err)
-			}
-			// A table lease reserves minutes ahead: the table stores'
-			// timings give a 5-minute lease, which is the reservation.
-			if ahead := time.Until(time.UnixMilli(recs[0].MarkMs)); ahead < 4*time.Minute {
-				t.Errorf("mark only %s ahead; table timings give 5 min", ahead)
-			}
-			s.stop(t)
-			recs = nil // absent fields would keep the old values
-			if err := json.Unmarshal([]byte(run("leases", "show", "9", "--json")), &recs); err != nil || recs[0].Holder != "" {
-				t.Fatalf("after SIGTERM: %+v, %v; want released", recs, err)
-			}
-			// The next holder starts above the released mark.
-			s2 := startService(t, t.TempDir(), append(flags, "--machines", "9-9")...)
-			r = call(t, "POST", s2.url+"/v1/ids", "", "")
-			var one struct{ ID snowfence.ID }
-			if err := json.Unmarshal([]byte(r.body), &one); err != nil || one.ID <= b.IDs[9] {
-				t.Fatalf("after restart: %s, want an ID above %d", r.body, b.IDs[9])
-			}
-			s2.stop(t)
-		})
-	}
+			return string(out)
+		}
+		run("leases", "init")
+		// Again, spelt as in the runbook: a no-op.
+		if out, err := exec.Command(binary(t), append([]string{"leases", "init", "--store", flags[1]}, flags[2:]...)...).CombinedOutput(); err != nil {
+			t.Fatalf("leases init --store %s: %v\n%s", flags[1], err, out)
+		}
+		s := startService(t, t.TempDir(), append(flags, "--machines", "9-9")...)
+		r := call(t, "POST", s.url+"/v1/ids?count=10", "", "")
+		var b struct{ IDs []snowfence.ID }
+		if err := json.Unmarshal([]byte(r.body), &b); r.status != 200 || err != nil || len(b.IDs) != 10 {
+			t.Fatalf("POST: %d %s", r.status, r.body)
+		}
+		if d, _ := snowfence.Decode(b.IDs[0]); d.Machine != 9 {
+			t.Errorf("machine %d, want 9", d.Machine)
+		}
+		var recs []struct {
+			Machine int    `json:"machine"`
+			Holder  string `json:"holder"`
+			MarkMs  int64  `json:"mark_ms"`
+		}
+		if err := json.Unmarshal([]byte(run("leases", "show", "9", "--json")), &recs); err != nil || len(recs) != 1 || recs[0].Holder == "" {
+			t.Fatalf("leases show 9: %+v, %v", recs, err)
+		}
+		// A table lease reserves minutes ahead: the table stores'
+		// timings give a 5-minute lease, which is the reservation.
+		if ahead := time.Until(time.UnixMilli(recs[0].MarkMs)); ahead < 4*time.Minute {
+			t.Errorf("mark only %s ahead; table timings give 5 min", ahead)
+		}
+		s.stop(t)
+		recs = nil // absent fields would keep the old values
+		if err := json.Unmarshal([]byte(run("leases", "show", "9", "--json")), &recs); err != nil || recs[0].Holder != "" {
+			t.Fatalf("after SIGTERM: %+v, %v; want released", recs, err)
+		}
+		// The next holder starts above the released mark.
+		s2 := startService(t, t.TempDir(), append(flags, "--machines", "9-9")...)
+		r = call(t, "POST", s2.url+"/v1/ids", "", "")
+		var one struct{ ID snowfence.ID }
+		if err := json.Unmarshal([]byte(r.body), &one); err != nil || one.ID <= b.IDs[9] {
+			t.Fatalf("after restart: %s, want an ID above %d", r.body, b.IDs[9])
+		}
+		s2.stop(t)
+	})
 }
 
 // serve and leases against an external etcd that requires TLS client

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence/embedetcd"
-	"github.com/snowfence/snowfence/internal/testenv"
 )
 
 // cli runs the binary with args and wants exit status want; it returns
@@ -157,61 +154,41 @@ func TestE2EScheduleCLI(t *testing.T) {
 // test's own and may hold a schedule from an earlier run, so each step is
 // checked against what show said before it.
 func TestE2EScheduleTableStores(t *testing.T) {
-	stores := []struct {
-		name, env string
-		flags     func(v string) []string
-	}{
-		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL", func(v string) []string {
-			return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", "e2e_schedule"}
-		}},
-		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT", func(v string) []string {
-			return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", "e2e-schedule", "--aws-region", "us-east-1"}
-		}},
-	}
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			v := os.Getenv(st.env)
-			if v == "" {
-				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, map[string]string{"postgres": "postgres", "dynamodb": "dynalite"}[st.name]))
+	forEachTableStore(t, "e2e_schedule", func(t *testing.T, flags []string) {
+		with := func(args ...string) []string { return append(args, flags...) }
+		cli(t, 0, with("leases", "init")...)
+		type fleet struct {
+			Schedule string `json:"schedule"`
+			Version  int64  `json:"version"`
+		}
+		show := func() fleet {
+			t.Helper()
+			out, _ := cli(t, 0, with("schedule", "show", "--json")...)
+			var f fleet
+			if err := json.Unmarshal([]byte(out), &f); err != nil {
+				t.Fatalf("schedule show --json: %q: %v", out, err)
 			}
-			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
-			flags := st.flags(v)
-			with := func(args ...string) []string { return append(args, flags...) }
-			cli(t, 0, with("leases", "init")...)
-			type fleet struct {
-				Schedule string `json:"schedule"`
-				Version  int64  `json:"version"`
+			return f
+		}
+		before := show()
+		far := "v1,v2@2099-01-01T00:00:00Z"
+		for _, text := range []string{far, "v1"} {
+			out, _ := cli(t, 0, with("schedule", "set", text, "--json")...)
+			var set fleet
+			if err := json.Unmarshal([]byte(out), &set); err != nil {
+				t.Fatalf("schedule set %s --json: %q: %v", text, out, err)
 			}
-			show := func() fleet {
-				t.Helper()
-				out, _ := cli(t, 0, with("schedule", "show", "--json")...)
-				var f fleet
-				if err := json.Unmarshal([]byte(out), &f); err != nil {
-					t.Fatalf("schedule show --json: %q: %v", out, err)
-				}
-				return f
+			want := fleet{text, before.Version + 1}
+			if before.Schedule == text {
+				want.Version = before.Version // nothing to change
 			}
-			before := show()
-			far := "v1,v2@2099-01-01T00:00:00Z"
-			for _, text := range []string{far, "v1"} {
-				out, _ := cli(t, 0, with("schedule", "set", text, "--json")...)
-				var set fleet
-				if err := json.Unmarshal([]byte(out), &set); err != nil {
-					t.Fatalf("schedule set %s --json: %q: %v", text, out, err)
-				}
-				want := fleet{text, before.Version + 1}
-				if before.Schedule == text {
-					want.Version = before.Version // nothing to change
-				}
-				if set != want || show() != want {
-					t.Fatalf("schedule set %s: %+v, then show %+v; want %+v", text, set, show(), want)
-				}
-				before = want
+			if set != want || show() != want {
+				t.Fatalf("schedule set %s: %+v, then show %+v; want %+v", text, set, show(), want)
 			}
-			if _, errOut := cli(t, 1, with("schedule", "set", "v1,v2@"+time.Now().Add(time.Minute).UTC().Format(time.RFC3339))...); !strings.Contains(errOut, "pick a later cutover") {
-				t.Errorf("a cutover a minute ahead: stderr %s", errOut)
-			}
-		})
-	}
+			before = want
+		}
+		if _, errOut := cli(t, 1, with("schedule", "set", "v1,v2@"+time.Now().Add(time.Minute).UTC().Format(time.RFC3339))...); !strings.Contains(errOut, "pick a later cutover") {
+			t.Errorf("a cutover a minute ahead: stderr %s", errOut)
+		}
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/etcdtest"
-	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -64,32 +62,12 @@ func TestE2EWho(t *testing.T) {
 		etcd := etcdtest.Start(t, 1)
 		whoScenario(t, []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}, timings)
 	})
-	tables := []struct {
-		name, env string
-		flags     func(string) []string
-	}{
-		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL", func(v string) []string {
-			return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", "who_leases"}
-		}},
-		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT", func(v string) []string {
-			return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", "who-leases", "--aws-region", "us-east-1"}
-		}},
-	}
-	for _, st := range tables {
-		t.Run(st.name, func(t *testing.T) {
-			v := os.Getenv(st.env)
-			if v == "" {
-				testenv.Missing(t, st.env+" is not set: start the server with scripts/services (scripts/test does)")
-			}
-			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
-			flags := st.flags(v)
-			if out, err := exec.Command(binary(t), append([]string{"leases", "init"}, flags...)...).CombinedOutput(); err != nil {
-				t.Fatalf("leases init: %v\n%s", err, out)
-			}
-			whoScenario(t, flags, timings)
-		})
-	}
+	forEachTableStore(t, "who", func(t *testing.T, flags []string) {
+		if out, err := exec.Command(binary(t), append([]string{"leases", "init"}, flags...)...).CombinedOutput(); err != nil {
+			t.Fatalf("leases init: %v\n%s", err, out)
+		}
+		whoScenario(t, flags, timings)
+	})
 }
 
 func whoScenario(t *testing.T, store, timings []string) {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/snowfence/snowfence/internal/testenv"
+)
+
+// forEachTableStore runs f as a subtest per lease table — PostgreSQL and
+// DynamoDB (dynalite), started by scripts/test (scripts/services/*.sh) —
+// with the store flags that point serve and the CLI at a table named
+// after table ("_" in PostgreSQL, "-" in DynamoDB). A server whose address
+// is not set is missing: a failure under CI=true, a skip elsewhere.
+func forEachTableStore(t *testing.T, table string, f func(t *testing.T, flags []string)) {
+	t.Helper()
+	for _, st := range []struct {
+		name, env, script string
+		flags             func(v string) []string
+	}{
+		{"postgres", "SNOWFENCE_TEST_POSTGRES_URL", "postgres", func(v string) []string {
+			return []string{"--lease-store", "postgres", "--postgres-url", v, "--postgres-table", table + "_leases"}
+		}},
+		{"dynamodb", "SNOWFENCE_TEST_DYNAMODB_ENDPOINT", "dynalite", func(v string) []string {
+			return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", v, "--dynamodb-table", table + "-leases", "--aws-region", "us-east-1"}
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			v := os.Getenv(st.env)
+			if v == "" {
+				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, st.script))
+			}
+			// dynalite takes any credentials; the SDK wants some.
+			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
+			f(t, st.flags(v))
+		})
+	}
+}
