@@ -56,10 +56,10 @@ const (
 	// heldWithEntry holds when the item is held, not quarantined, by the
 	// claim whose entry jcur is: an ending write may then set jcur's end.
 	heldWithEntry = "(attribute_exists(holder) AND holder <> :q AND jcur.#jt = lease_epoch)"
-	// endSet ends jcur's holding (:jend, lease.End*) at the store's clock
-	// (:jnow); endSetMark adds EndMs, the operand that follows it.
-	endSet     = "jcur.#je = :jend, jcur.#jed = :jnow"
-	endSetMark = endSet + ", jcur.#jem = "
+	// endSetMark ends jcur's holding (:jend, lease.End*) at the store's
+	// clock (:jnow) and at the mark the operand that follows it names
+	// (EndMs): every ending write knows the mark it ends at.
+	endSetMark = "jcur.#je = :jend, jcur.#jed = :jnow, jcur.#jem = "
 )
 
 // journalFields maps each expression attribute name of the journal to the
