@@ -66,10 +66,19 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	it, why := s.afterFailure(l, err)
 	switch {
 	case it.quarantined && it.epoch == l.Token+1:
-		// The quarantine that fenced l: l's reservation is what it keeps.
-		_, qerr := s.update(ctx, l.Machine, "SET quarantined_mark = :last",
-			"holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine AND "+aboveFloor,
-			map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))})
+		// The quarantine that fenced l: l's reservation is what it keeps,
+		// and l's entry, which the quarantine ended at the mark l held,
+		// ends where l says it stopped (as etcdstore's release after a
+		// quarantine does), or the next holder's interval, which starts at
+		// the mark kept here, would overlap it.
+		expr, cond := "SET quarantined_mark = :last", "holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine AND "+aboveFloor
+		qvals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))}
+		if it.hasJournal && it.journal.e.Token == l.Token {
+			expr += ", jcur.#jem = :last"
+			qvals[":my_epoch"] = num(int64(l.Token))
+			cond = withClaim(cond+" AND jcur.#jt = :my_epoch", qvals, l)
+		}
+		_, qerr := s.update(ctx, l.Machine, expr, cond, qvals)
 		if f, _ := conditionFailed(qerr); qerr != nil && !f {
 			return fmt.Errorf("dynamostore: release quarantined machine %d: %w", l.Machine, qerr)
 		}

@@ -1,6 +1,7 @@
 package leasetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -252,5 +253,44 @@ func checkJournalUnrenewed(t *testing.T, s *suite) {
 	}
 	if ivs[0].UntilMs > ivs[0].FromMs && ivs[0].UntilMs > next.StartMs {
 		t.Errorf("unrenewed claim's interval %d–%d reaches past the next claim's start %d", ivs[0].FromMs, ivs[0].UntilMs, next.StartMs)
+	}
+}
+
+// checkJournalQuarantinedRelease: a holder quarantined while it held a
+// reservation releases below it, at the end of what it issued (its keeper
+// stops and gives the number up). The store may keep either mark for the
+// next holder, the release's or the reservation, but the journal must
+// agree with it: after Unquarantine the next claim starts at or above the
+// end of the quarantined holder's interval, and the intervals stay
+// disjoint. A store that lowered the kept mark to the release's and left
+// the entry ending at the reservation fails here.
+func checkJournalQuarantinedRelease(t *testing.T, s *suite) {
+	st := s.store(t)
+	const m = 9
+	nowMs := now()
+	base := s.top(nowMs)
+	a := MustClaim(t, st, s.req("quarantined-then-releases", m, m, nowMs))
+	a = s.mustExtend(t, st, a, base+5000)
+	if err := st.Quarantine(ctxFor(t), m); err != nil {
+		t.Fatalf("Quarantine: %v", err)
+	}
+	stopped := base + 2000
+	if err := st.Release(ctxFor(t), a, stopped); err != nil && !errors.Is(err, lease.ErrQuarantined) && !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Release of the quarantined holder: %v", err)
+	}
+	if err := st.Unquarantine(ctxFor(t), m); err != nil {
+		t.Fatalf("Unquarantine: %v", err)
+	}
+	b := MustClaim(t, st, s.req("after-the-quarantine", m, m, nowMs))
+	if b.StartMs < stopped {
+		t.Fatalf("claim after the quarantine starts at %d, below %d where the quarantined holder stopped", b.StartMs, stopped)
+	}
+	ivs := MustIntervals(t, st, m)
+	if len(ivs) != 2 || ivs[0].Token != a.Token || ivs[1].Token != b.Token {
+		t.Fatalf("intervals = %+v, want the quarantined holder's and the next", ivs)
+	}
+	if q := ivs[0]; q.State != lease.EndQuarantined || q.UntilMs < stopped || q.UntilMs > a.MarkMs || q.UntilMs > b.StartMs {
+		t.Errorf("quarantined holder's interval = %+v; want quarantined, ending between %d (where it stopped) and its mark %d, at or below the next start %d",
+			q, stopped, a.MarkMs, b.StartMs)
 	}
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, h Harness) {
 		{"JournalRetention", checkJournalRetention},
 		{"JournalRace", checkJournalRace},
 		{"JournalUnrenewed", checkJournalUnrenewed},
+		{"JournalQuarantinedRelease", checkJournalQuarantinedRelease},
 		{"Cutover", checkCutover},
 	} {
 		t.Run(c.name, func(t *testing.T) {
