@@ -59,7 +59,9 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 	// copy2's address now reaches another cluster: a new embedded etcd on
 	// the same client URL.
 	s2.stop(t)
-	startService(t, t.TempDir(), "--machines", "40-40", "--embedded-etcd-url", url2)
+	// Its peer port is picked: the first one, url2 plus one, may have been
+	// taken since.
+	startService(t, t.TempDir(), "--machines", "40-40", "--embedded-etcd-url", url2, "--embedded-etcd-peer-url", "http://127.0.0.1:0")
 	for _, args := range [][]string{
 		append(with("regions", "add", "ap-south-1", "--home", "1"), "--copy", copy3),
 		append(with("regions", "sync"), "--copy", copy3),

@@ -22,6 +22,7 @@ type serveFlags struct {
 	perimeter       perimeterFlags
 	publicIDs       publicIDFlags
 	embeddedURL     string
+	embeddedPeerURL string
 	machines        string
 	schedule        string
 	clockPolicy     string
@@ -48,6 +49,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.perimeter.register(fs)
 	f.publicIDs.register(fs)
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
+	fs.StringVar(&f.embeddedPeerURL, "embedded-etcd-peer-url", "", "peer URL of the embedded etcd (loopback; port 0 picks one); empty: the client port plus one, or a free port when the client port is 0")
 	fs.StringVar(&f.machines, "machines", "", `machine-number range of this holder class: lo-hi for every layout, layout=lo-hi for one (e.g. "600-699,v2=0-99" across a cutover); empty: each layout's whole range (v1 0-1023, v2 0-511)`)
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)
 	fs.DurationVar(&f.lead, "lead", 0, "how long before a cutover of --schedule the holder claims its number for the next layout, beside its current one (0: max(10m, 20 x --lease-ttl))")
@@ -121,14 +123,16 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return cfg, usageError{err}
 	}
-	if len(cc.Endpoints) > 0 && f.embeddedURL != embedetcd.DefaultClientURL {
-		return cfg, usagef("--embedded-etcd-url has no effect with --etcd-endpoints; pass one or the other")
+	if len(cc.Endpoints) > 0 && (f.embeddedURL != embedetcd.DefaultClientURL || f.embeddedPeerURL != "") {
+		return cfg, usagef("--embedded-etcd-url and --embedded-etcd-peer-url have no effect with --etcd-endpoints; pass one or the other")
 	}
-	if u := f.embeddedURL; !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
-		return cfg, usagef("--embedded-etcd-url %q must be a loopback http URL: the embedded etcd has no authentication", u)
+	for _, fl := range []struct{ name, url string }{{"embedded-etcd-url", f.embeddedURL}, {"embedded-etcd-peer-url", f.embeddedPeerURL}} {
+		if u := fl.url; u != "" && !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
+			return cfg, usagef("--%s %q must be a loopback http URL: the embedded etcd has no authentication", fl.name, u)
+		}
 	}
 	cfg.Logger = log
-	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL})
+	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL, PeerURL: f.embeddedPeerURL})
 	cfg.TimingsChosen = true // storeTimings took the store's for the flags not given
 	// Keeper.Region is left 0, and the store configuration's region too (the
 	// Opener gives it the keeper's): serve resolves --region from the

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,32 @@ func TestServeExplicitZeroTimingStays(t *testing.T) {
 	}
 	if want := dynamostore.Timings().LeaseFor; cfg.Keeper.LeaseFor != want {
 		t.Fatalf("lease length %s, want the store's %s", cfg.Keeper.LeaseFor, want)
+	}
+}
+
+// The embedded etcd's URLs must be loopback (it has no authentication) and
+// mean nothing beside --etcd-endpoints: each is refused with the flag named.
+func TestServeEmbeddedURLFlags(t *testing.T) {
+	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; empty: accepted
+	}{
+		{[]string{"--embedded-etcd-url", "http://127.0.0.1:0", "--embedded-etcd-peer-url", "http://127.0.0.1:0"}, ""},
+		{[]string{"--embedded-etcd-peer-url", "http://10.0.0.1:2380"}, "--embedded-etcd-peer-url"},
+		{[]string{"--embedded-etcd-url", "http://10.0.0.1:2379"}, "--embedded-etcd-url"},
+		{[]string{"--etcd-endpoints", "http://127.0.0.1:2379", "--embedded-etcd-peer-url", "http://127.0.0.1:0"}, "no effect with --etcd-endpoints"},
+	} {
+		f, _, err := parseServeFlags(e, tc.args)
+		if err == nil {
+			_, err = f.nodeConfig(log)
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v, want accepted", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
 	}
 }
