@@ -20,7 +20,11 @@ import (
 // store or by hand, add one) and jcur's end (a release keeps the epoch, and
 // may keep the mark). So when the UpdateItem commits, the jcur it
 // overwrote is exactly the copy archived; when anything changed in between
-// it fails, and the number is passed over like any other lost race.
+// it fails, and the number is passed over like any other lost race. The
+// one write that changes an ended jcur, a quarantined holder's release
+// (its EndMs becomes where the holder stopped), is made only while the
+// number is quarantined and held by the quarantine, where no claim reads
+// it as claimable: any claim reads jcur after it.
 //
 // The copy never replaces one that is better: its condition lets it write
 // only where there is no entry of that number yet, or an entry of the same

@@ -116,9 +116,12 @@ func (s *Store) journalKey(n int) types.AttributeValue {
 // newest lease.JournalRetention of them, oldest claim first. Archived
 // entries older than those (a delete that failed, numbers skipped after a
 // restore) are never returned. Where the two places hold an entry of one
-// number, one claim, the copy with an end wins (jcur if both or neither
-// have one); where they hold different claims under one number (an edit by
-// hand), jcur wins.
+// number, one claim, the copy with an end wins; if both have one, the
+// archived copy, which the next claim made of jcur as it was then (jcur
+// is never changed after that: it can only differ after the lease table
+// alone was restored to an older backup, and then it is the stale copy);
+// if neither, jcur. Where they hold different claims under one number (an
+// edit by hand), jcur wins.
 func (s *Store) History(ctx context.Context, machine int) ([]lease.JournalEntry, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -140,7 +143,7 @@ func (s *Store) History(ctx context.Context, machine int) ([]lease.JournalEntry,
 	}
 	if it.hasJournal {
 		cur := it.journal
-		if old, ok := bySeq[cur.seq]; !ok || !old.sameClaim(cur) || cur.e.End != lease.EndNone || old.e.End == lease.EndNone {
+		if old, ok := bySeq[cur.seq]; !ok || !old.sameClaim(cur) || old.e.End == lease.EndNone {
 			bySeq[cur.seq] = cur
 		}
 	}

@@ -19,7 +19,8 @@ import (
 // someone raised the mark — it removes the holder and keeps the stored
 // mark. If the number was quarantined out from under l, it lowers
 // the mark the quarantine keeps to markMs, so the number is claimable sooner
-// once unquarantined, and returns nil.
+// once unquarantined, and the end of l's journal entry (which the
+// quarantine ended at l's reservation) with it, and returns nil.
 //
 // The same write ends the lease's journal entry (jcur, written by its
 // claim, which the condition on the claim's nonce pins): End released,
@@ -73,10 +74,14 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 		// the mark kept here, would overlap it.
 		expr, cond := "SET quarantined_mark = :last", "holder = :q AND lease_epoch = :qe AND quarantined_mark <= :mine AND "+aboveFloor
 		qvals := map[string]types.AttributeValue{":q": str(lease.QuarantineHolder), ":qe": num(int64(it.epoch)), ":last": num(last), ":mine": num(max(l.MarkMs, last))}
-		if it.hasJournal && it.journal.e.Token == l.Token {
+		if it.hasJournal && it.journal.e.Token == l.Token && it.journal.e.End == lease.EndQuarantined {
+			// Only an entry the quarantine ended: no claim has archived it
+			// (none is made on a quarantined number, and Unquarantine
+			// removes the holder this write is conditioned on), so its
+			// archived copy, made later, will hold this end too.
 			expr += ", jcur.#jem = :last"
-			qvals[":my_epoch"] = num(int64(l.Token))
-			cond = withClaim(cond+" AND jcur.#jt = :my_epoch", qvals, l)
+			qvals[":my_epoch"], qvals[":jq"] = num(int64(l.Token)), str(lease.EndQuarantined)
+			cond = withClaim(cond+" AND jcur.#jt = :my_epoch AND jcur.#je = :jq", qvals, l)
 		}
 		_, qerr := s.update(ctx, l.Machine, expr, cond, qvals)
 		if f, _ := conditionFailed(qerr); qerr != nil && !f {
