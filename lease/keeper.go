@@ -155,6 +155,11 @@ type Keeper struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// early wakes the renewal loop before its next renewal is due: a
+	// caller's clock reached a grant's LimitMs (GrantAt), as it does after
+	// a forward step of the wall clock, which the loop, sleeping on the
+	// monotonic clock, cannot see. One slot: wake-ups coalesce.
+	early chan struct{}
 }
 
 var _ snowfence.SteppedLease = (*Keeper)(nil)
@@ -178,7 +183,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{})}
+	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{}), early: make(chan struct{}, 1)}
 	if err := k.plan(); err != nil {
 		k.closeStores()
 		return nil, err
@@ -219,9 +224,13 @@ func (k *Keeper) run(ctx context.Context) {
 	c := &k.cfg
 	due := make([]time.Duration, len(k.holds))
 	live := make([]bool, len(k.holds))
+	// stepped is when each hold last renewed or claimed: an early renewal
+	// comes no sooner than RenewEvery/4 after it (the pace of retries
+	// while the store fails), however many callers reach the mark.
+	stepped := make([]time.Duration, len(k.holds))
 	now := c.Clock.Now().Mono
 	for i := range k.holds {
-		due[i], live[i] = now+c.RenewEvery, true
+		due[i], live[i], stepped[i] = now+c.RenewEvery, true, now
 	}
 	for {
 		next, any := time.Duration(math.MaxInt64), false
@@ -235,8 +244,18 @@ func (k *Keeper) run(ctx context.Context) {
 			return
 		}
 		if wait := next - c.Clock.Now().Mono; wait > 0 {
-			if err := c.Clock.Sleep(ctx, wait); err != nil {
+			woke, err := k.sleep(ctx, wait)
+			if err != nil {
 				return
+			}
+			if woke {
+				r := c.Clock.Now()
+				for i, h := range k.holds {
+					if g := h.grant.Load(); live[i] && g != nil && r.WallMs >= g.LimitMs {
+						due[i] = min(due[i], max(r.Mono, stepped[i]+c.RenewEvery/4))
+					}
+				}
+				continue
 			}
 		} else if ctx.Err() != nil {
 			return
@@ -259,9 +278,37 @@ func (k *Keeper) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			due[i] = c.Clock.Now().Mono + h.waitAfter(err)
+			stepped[i] = c.Clock.Now().Mono
+			due[i] = stepped[i] + h.waitAfter(err)
 		}
 	}
+}
+
+// sleep waits for d on the keeper's clock, or until a caller reaches a
+// grant's mark (early, which it reports as woke), or until ctx is done.
+func (k *Keeper) sleep(ctx context.Context, d time.Duration) (woke bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-k.early:
+			woke = true
+			cancel()
+		case <-stop:
+		}
+	}()
+	err = k.cfg.Clock.Sleep(sctx, d)
+	close(stop)
+	<-done // woke is the goroutine's; a wake-up taken after the sleep ended is not lost
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if woke {
+		return true, nil
+	}
+	return false, err
 }
 
 // plan makes one hold per schedule step from the one in force now on, each
@@ -463,6 +510,15 @@ func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
 	}
 	if g := h.grant.Load(); g != nil {
+		if wallMs >= g.LimitMs {
+			// The caller will be refused at the mark: renew now rather
+			// than at the next renewal, which may be RenewEvery away
+			// (the wall clock stepped forward, or renewals are failing).
+			select {
+			case k.early <- struct{}{}:
+			default:
+			}
+		}
 		return g, nil
 	}
 	if revert.Cutover && h != k.holds[0] {

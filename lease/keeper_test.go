@@ -446,3 +446,65 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 		t.Fatalf("ID timestamp %s, want the keeper's fake clock %s", got, t0)
 	}
 }
+
+// extendSignal is a store that tells the test of every renewal the store
+// acknowledged.
+type extendSignal struct {
+	lease.Store
+	extended chan *lease.Lease
+}
+
+func (s *extendSignal) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	nl, err := s.Store.Extend(ctx, l, markMs, leaseFor)
+	if err == nil {
+		s.extended <- nl
+	}
+	return nl, err
+}
+
+// A forward step of the wall clock past the reserved mark (an NTP step, a
+// VM resumed with its clock set) refuses callers at the mark until the
+// keeper renews. The keeper sleeps on the monotonic clock, which did not
+// move; it renews when the first caller reaches the mark — as soon as
+// RenewEvery/4 has passed since its last renewal, the pace of its retries —
+// not at its next renewal, RenewEvery away (10 s on the lease tables).
+func TestKeeperRenewsAtOnceAfterForwardStep(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := &extendSignal{Store: newStore(t, c.Endpoints()), extended: make(chan *lease.Lease, 16)}
+	clk := fakeclock.New(t0)
+	const renewEvery = 2 * time.Second
+	h := mustHolder(t, s, clk, "a", lease.Range{Lo: 9, Hi: 9}, func(kc *lease.KeeperConfig) {
+		kc.LeaseFor, kc.RenewEvery, kc.SelfFence = 10*time.Second, renewEvery, 5*time.Second
+	})
+	h.mint(10)
+	h.settle()
+	for len(s.extended) > 0 {
+		<-s.extended // the claim's first renewal
+	}
+	clk.Step(time.Hour)
+	if _, err := h.g.Next(context.Background()); !isFenced(err) {
+		t.Fatalf("an hour past the mark: err = %v, want ErrFenced (mark reached)", err)
+	}
+	if len(s.extended) > 0 {
+		t.Fatal("renewed before RenewEvery/4 had passed since the last renewal")
+	}
+	h.settle()
+	clk.Advance(renewEvery / 4)
+	select {
+	case l := <-s.extended:
+		if now := clk.Now().WallMs; l.MarkMs <= now {
+			t.Fatalf("renewal after the step: mark %d, not ahead of the clock %d", l.MarkMs, now)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("no renewal after a caller reached the mark: the keeper waits for its next renewal on the monotonic clock")
+	}
+	h.settle() // the renewal published, the keeper asleep again
+	for _, id := range h.mint(10) {
+		if ts := snowfence.V1().TimeOf(id); ts.Before(t0.Add(time.Hour)) {
+			t.Fatalf("ID %d at %s after the step, want an hour ahead of %s", id, ts, t0)
+		}
+	}
+	if st := h.g.Stats(); st.Refused["fenced"] != 1 {
+		t.Errorf("refusals: %+v, want the one call that reached the mark", st.Refused)
+	}
+}
