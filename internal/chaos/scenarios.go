@@ -72,6 +72,7 @@ func scenarios() []scenario {
 		{id: "10a", name: "DynamoDB (dynalite) killed (SIGKILL) past the self-fence, then started on its data", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StoreDynamoDB}},
 		{id: "10b", name: "DynamoDB (dynalite) frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StoreDynamoDB}},
 		{id: "10c", name: "DynamoDB (dynalite) frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StoreDynamoDB}},
+		{id: "11", name: "a lost region: region A (its etcd and every holder) SIGKILLed; Go clients fail over to region B, then come back", run: regionLoss, stores: etcdOnly},
 	}
 }
 
