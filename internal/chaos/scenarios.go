@@ -44,7 +44,7 @@ var (
 // scenarios_crash.go (6), scenarios_burst.go (7), scenarios_network.go,
 // scenarios_partition.go and scenarios_degraded.go (8a–8c) and
 // scenarios_table.go (9a–9d PostgreSQL,
-// 10a–10c DynamoDB).
+// 10a–10c DynamoDB) and scenarios_region.go (11).
 func scenarios() []scenario {
 	return []scenario{
 		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},

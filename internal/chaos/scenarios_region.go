@@ -75,9 +75,10 @@ const (
 	regionsApart regionSetup = iota
 	// regionsShared: no registry, and every holder of both regions starts
 	// with --region 0 (a number works as it is on a store without a
-	// registry). Both regions lease the same machine numbers of region 0
-	// from two stores that know nothing of each other: their IDs can
-	// repeat, and the suite must say so.
+	// registry), region B's each on the machine number of one of region
+	// A's. Both regions then hold the same machine numbers of region 0,
+	// from two stores that know nothing of each other: their IDs repeat
+	// whenever both mint in one millisecond, and the suite must say so.
 	regionsShared
 )
 
@@ -121,7 +122,9 @@ func lostRegion(e *Env, setup regionSetup) error {
 	}()
 	homedA := slices.DeleteFunc(slices.Clone(apps), func(app *regionApp) bool { return app.home != 0 })
 	homedB := slices.DeleteFunc(slices.Clone(apps), func(app *regionApp) bool { return app.home != 1 })
-	if err := e.wait(plan.steady); err != nil {
+	// The seed picks the instants of the loss and of the restart, within a
+	// second of the plan's.
+	if err := e.wait(plan.steady + time.Duration(e.rng.Int64N(int64(time.Second)))); err != nil {
 		return err
 	}
 	var early []string
@@ -160,7 +163,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 		waited = max(waited, time.Duration(app.longest.Load()))
 	}
 	e.note("the longest a region-A caller waited for one request across the failover: %v", waited.Round(time.Millisecond))
-	if err := e.wait(plan.held); err != nil {
+	if err := e.wait(plan.held + time.Duration(e.rng.Int64N(int64(time.Second)))); err != nil {
 		return err
 	}
 	idsDown := l.ids.Load() - idsAtLoss
@@ -242,7 +245,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 			e.note("%s: the last failed call: %v", app.name, app.lastErr.Load())
 		}
 	}
-	e.note("region %s is number %d, region %s number %d; lanes of the oracle: source 100000·(region number + 1) + machine number", a.name, a.number, b.name, b.number)
+	e.note("region %s is number %d, region %s number %d; the oracle's sources are the clients (app-a0 0, …, in this order), a lane caller·1,000,000 + (region number + 1)·1,000 + machine number", a.name, a.number, b.name, b.number)
 	return nil
 }
 
@@ -284,13 +287,23 @@ func (e *Env) startRegions(setup regionSetup, plan regionPlan) ([2]*chaosRegion,
 		region := r.name
 		if setup == regionsShared {
 			region = "0"
+			if i == 1 { // region B's holders on region A's holders' numbers
+				if err := e.waitServices(regions[0].svcs, 60*time.Second); err != nil {
+					return regions, err
+				}
+			}
 		}
-		for range plan.holders[i] {
+		for k := range plan.holders[i] {
 			addr, err := freeLoopbackAddr()
 			if err != nil {
 				return regions, err
 			}
-			s, err := e.addService(serviceConfig{machines: plan.machines, storeAddrs: r.targets(), listen: addr,
+			machines := plan.machines
+			if setup == regionsShared && i == 1 {
+				m := regions[0].svcs[k%len(regions[0].svcs)].machine.Load()
+				machines = fmt.Sprintf("%d-%d", m, m)
+			}
+			s, err := e.addService(serviceConfig{machines: machines, storeAddrs: r.targets(), listen: addr,
 				args: []string{"--schedule", "v2", "--region", region}})
 			if err != nil {
 				return regions, err
@@ -392,6 +405,7 @@ func freeLoopbackAddr() (string, error) {
 // and the callers on it.
 type regionApp struct {
 	name string
+	idx  int // the oracle's source number
 	home int // index of its home region
 	c    *client.Client
 	tr   *mintCounter
@@ -428,6 +442,9 @@ func (e *Env) startRegionApps(regions [2]*chaosRegion, plan regionPlan) (*load, 
 	for home := range 2 {
 		for k := range plan.apps[home] {
 			app, err := newRegionApp(fmt.Sprintf("app-%c%d", 'a'+home, k), home, regions, numbers, l)
+			if err == nil {
+				app.idx = len(apps)
+			}
 			if err != nil {
 				l.stop()
 				return nil, nil, err
@@ -438,8 +455,8 @@ func (e *Env) startRegionApps(regions [2]*chaosRegion, plan regionPlan) (*load, 
 	every := time.Duration(float64(time.Second) * float64(cfg.count*cfg.callers) / float64(cfg.rate))
 	for i, app := range apps {
 		for j := range plan.callers {
-			lane := int32(i*plan.callers + j)
-			l.wg.Go(func() { app.caller(ctx, l, lane, every, plan.maxRequests) })
+			caller := int32(i*plan.callers + j)
+			l.wg.Go(func() { app.caller(ctx, l, caller, every, plan.maxRequests) })
 		}
 	}
 	return l, apps, nil
@@ -480,7 +497,7 @@ func newRegionApp(name string, home int, regions [2]*chaosRegion, numbers map[in
 
 // caller takes IDs at its share of the rate until ctx ends or it has made
 // maxRequests requests.
-func (app *regionApp) caller(ctx context.Context, l *load, lane int32, every time.Duration, maxRequests int) {
+func (app *regionApp) caller(ctx context.Context, l *load, caller int32, every time.Duration, maxRequests int) {
 	next := time.Now()
 	for range maxRequests {
 		if ctx.Err() != nil {
@@ -494,14 +511,14 @@ func (app *regionApp) caller(ctx context.Context, l *load, lane int32, every tim
 		} else if now.Sub(next) > time.Second {
 			next = now // far behind: no burst to catch up
 		}
-		app.request(ctx, l, lane)
+		app.request(ctx, l, caller)
 	}
 }
 
 // request is one caller request: NextN, called again after a failure (the
 // client gave up after its MaxAttempts) until IDs come or the deadline
 // passes. A request that started is seen through after stop.
-func (app *regionApp) request(stopCtx context.Context, l *load, lane int32) {
+func (app *regionApp) request(stopCtx context.Context, l *load, caller int32) {
 	l.requests.Add(1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stopCtx), l.cfg.deadline)
 	defer cancel()
@@ -514,13 +531,13 @@ func (app *regionApp) request(stopCtx context.Context, l *load, lane int32) {
 					break
 				}
 			}
-			app.took(l.env, lane, ids)
+			app.took(l.env, caller, ids)
 			l.ids.Add(int64(len(ids)))
 			return
 		}
 		if ctx.Err() != nil {
 			l.lost.Add(1)
-			l.env.logf("%s caller %d: request lost after %v: %v", app.name, lane, l.cfg.deadline, err)
+			l.env.logf("%s caller %d: request lost after %v: %v", app.name, caller, l.cfg.deadline, err)
 			return
 		}
 		app.errs.Add(1)
@@ -529,20 +546,21 @@ func (app *regionApp) request(stopCtx context.Context, l *load, lane int32) {
 	}
 }
 
-// took records the IDs handed to a caller: in the collector, each run of
-// one (region, machine) as the lane of that machine number and this
-// caller, which must increase (the client hands out IDs in the order they
-// came, and one machine number's IDs increase across its holders).
-func (app *regionApp) took(e *Env, lane int32, ids []snowfence.ID) {
+// took records the IDs handed to a caller in the collector: the source is
+// the application process, so that a duplicate names the two that got it;
+// each run of one (region, machine) is the lane of that machine number and
+// this caller, which must increase (the client hands out IDs in the order
+// they came, and one machine number's IDs increase across its holders).
+func (app *regionApp) took(e *Env, caller int32, ids []snowfence.ID) {
 	v2 := snowfence.V2()
 	buf := make([]int64, len(ids))
-	srcs := make([]int32, len(ids))
+	lanes := make([]int32, len(ids))
 	ofA := 0
 	app.mu.Lock()
 	for i, id := range ids {
 		buf[i] = int64(id)
 		f := v2.Split(id)
-		srcs[i] = int32(100000*(f.Region+1) + f.Machine)
+		lanes[i] = regionLane(caller, f)
 		app.numbers[f.Region]++
 		if r, ok := app.regions[f.Region]; ok && r == 0 {
 			ofA++
@@ -554,12 +572,18 @@ func (app *regionApp) took(e *Env, lane int32, ids []snowfence.ID) {
 	app.mu.Unlock()
 	for i := 0; i < len(buf); {
 		j := i + 1
-		for j < len(buf) && srcs[j] == srcs[i] {
+		for j < len(buf) && lanes[j] == lanes[i] {
 			j++
 		}
-		e.col.record(srcs[i], lane, buf[i:j], 0)
+		e.col.record(int32(app.idx), lanes[i], buf[i:j], 0)
 		i = j
 	}
+}
+
+// regionLane is the collector's lane of a caller's IDs of one (region,
+// machine): caller·1,000,000 + (region + 1)·1,000 + machine.
+func regionLane(caller int32, f snowfence.Fields) int32 {
+	return caller*1_000_000 + int32((f.Region+1)*1000+f.Machine)
 }
 
 // idsOfA counts the IDs of region A's number handed out in [from, to).
