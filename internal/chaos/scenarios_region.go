@@ -150,7 +150,13 @@ func lostRegion(e *Env, setup regionSetup) error {
 	}
 	wg.Wait()
 	lost := time.Now()
-	idsAtLoss := l.ids.Load()
+	handedA := func() (n int64) {
+		for _, app := range homedA {
+			n += app.handed()
+		}
+		return n
+	}
+	idsAtLoss := handedA()
 	e.logf("region %s lost: %d etcd members and %d holders SIGKILLed", a.name, a.cluster.Size(), len(a.svcs))
 
 	over, late := waitSwitched(e, homedA, 1, lost, plan.within)
@@ -158,16 +164,11 @@ func lostRegion(e *Env, setup regionSetup) error {
 		"every region-A client took IDs from region B within %v of the loss (slowest %v)%s",
 		plan.within, over.Round(time.Millisecond), orNone(late, ""))
 	e.recovered(over, "the slowest region-A client's first IDs from region B after the loss, callers' view")
-	var waited time.Duration
-	for _, app := range homedA {
-		waited = max(waited, time.Duration(app.longest.Load()))
-	}
-	e.note("the longest a region-A caller waited for one request across the failover: %v", waited.Round(time.Millisecond))
 	if err := e.wait(plan.held + time.Duration(e.rng.Int64N(int64(time.Second)))); err != nil {
 		return err
 	}
-	idsDown := l.ids.Load() - idsAtLoss
-	e.check("callers kept getting IDs while region A was down", idsDown > 0, "%s IDs handed out in the %v region A was down",
+	idsDown := handedA() - idsAtLoss
+	e.check("region A's callers kept getting IDs while region A was down", idsDown > 0, "%s IDs handed out to them in the %v region A was down",
 		thousands(idsDown), time.Since(lost).Round(time.Millisecond))
 	var strays []string
 	for _, app := range homedA {
@@ -225,6 +226,11 @@ func lostRegion(e *Env, setup regionSetup) error {
 	}
 	e.check("region A's callers stayed on region A", len(away) == 0, "%s", orNone(away, "every region-A client's first endpoint in service is region A's"))
 	l.stop()
+	var waited time.Duration
+	for _, app := range homedA {
+		waited = max(waited, time.Duration(app.longest.Load()))
+	}
+	e.note("the longest a region-A caller waited for one request (across the failover): %v", waited.Round(time.Millisecond))
 
 	// Region B's own callers: never a refusal, never another region.
 	var touched []string
