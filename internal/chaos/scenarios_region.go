@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -116,12 +117,19 @@ func lostRegion(e *Env, setup regionSetup) error {
 		return err
 	}
 	defer func() {
+		l.stop() // done already, unless the scenario ended early
 		for _, app := range apps {
 			app.c.Close()
 		}
 	}()
 	homedA := slices.DeleteFunc(slices.Clone(apps), func(app *regionApp) bool { return app.home != 0 })
 	homedB := slices.DeleteFunc(slices.Clone(apps), func(app *regionApp) bool { return app.home != 1 })
+	handedA := func() (n int64) {
+		for _, app := range homedA {
+			n += app.handed()
+		}
+		return n
+	}
 	// The seed picks the instants of the loss and of the restart, within a
 	// second of the plan's.
 	if err := e.wait(plan.steady + time.Duration(e.rng.Int64N(int64(time.Second)))); err != nil {
@@ -134,7 +142,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 		}
 	}
 	e.check("before the loss, region A's callers were served by region A alone", len(early) == 0, "%s",
-		orNone(early, fmt.Sprintf("%d clients, %d IDs in all", len(homedA), l.ids.Load())))
+		orNone(early, fmt.Sprintf("%d clients, %s IDs handed out to them", len(homedA), thousands(handedA()))))
 
 	// Region A lost: its members and its holders SIGKILLed at once.
 	var wg sync.WaitGroup
@@ -150,12 +158,6 @@ func lostRegion(e *Env, setup regionSetup) error {
 	}
 	wg.Wait()
 	lost := time.Now()
-	handedA := func() (n int64) {
-		for _, app := range homedA {
-			n += app.handed()
-		}
-		return n
-	}
 	idsAtLoss := handedA()
 	e.logf("region %s lost: %d etcd members and %d holders SIGKILLed", a.name, a.cluster.Size(), len(a.svcs))
 
@@ -541,7 +543,7 @@ func (app *regionApp) request(stopCtx context.Context, l *load, caller int32) {
 			l.ids.Add(int64(len(ids)))
 			return
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
 			l.lost.Add(1)
 			l.env.logf("%s caller %d: request lost after %v: %v", app.name, caller, l.cfg.deadline, err)
 			return
