@@ -142,7 +142,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 		}
 	}
 	e.check("before the loss, region A's callers were served by region A alone", len(early) == 0, "%s",
-		orNone(early, fmt.Sprintf("%d clients, %s IDs handed out to them", len(homedA), thousands(handedA()))))
+		orNone(early, fmt.Sprintf("%d clients, %s IDs handed out to them", len(homedA), thousands(handedA())), ""))
 
 	// Region A lost: its members and its holders SIGKILLed at once.
 	var wg sync.WaitGroup
@@ -164,7 +164,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 	over, late := waitSwitched(e, homedA, 1, lost, plan.within)
 	e.check("region A's callers failed over to region B", len(late) == 0,
 		"every region-A client took IDs from region B within %v of the loss (slowest %v)%s",
-		plan.within, over.Round(time.Millisecond), orNone(late, ""))
+		plan.within, over.Round(time.Millisecond), orNone(late, "", ": "))
 	e.recovered(over, "the slowest region-A client's first IDs from region B after the loss, callers' view")
 	if err := e.wait(plan.held + time.Duration(e.rng.Int64N(int64(time.Second)))); err != nil {
 		return err
@@ -179,7 +179,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 		}
 	}
 	e.check("the IDs handed out while region A was down carry region B's number", len(strays) == 0,
-		"IDs decoding to region A's number %d handed out from 1 s (the client's MaxAge) after the loss: %s", a.number, orNone(strays, "none"))
+		"IDs decoding to region A's number %d handed out from 1 s (the client's MaxAge) after the loss: %s", a.number, orNone(strays, "none", ""))
 
 	// Region A back: its members on their data, its holders on their
 	// addresses.
@@ -215,7 +215,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 	back, late := waitSwitched(e, homedA, 0, issuing, plan.within)
 	e.check("region A's callers came back to region A", len(late) == 0,
 		"every region-A client took IDs from region A within %v of its holders issuing again (slowest %v, %v after the restart began)%s",
-		plan.within, back.Round(time.Millisecond), (issuing.Sub(restart) + back).Round(time.Millisecond), orNone(late, ""))
+		plan.within, back.Round(time.Millisecond), (issuing.Sub(restart) + back).Round(time.Millisecond), orNone(late, "", ": "))
 	e.recovered(back, "the slowest region-A client's first IDs from region A after its holders issued again, callers' view (recovery probes)")
 	if err := e.wait(plan.steady); err != nil {
 		return err
@@ -226,7 +226,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 			away = append(away, fmt.Sprintf("%s on endpoint %d", app.name, st.Endpoint))
 		}
 	}
-	e.check("region A's callers stayed on region A", len(away) == 0, "%s", orNone(away, "every region-A client's first endpoint in service is region A's"))
+	e.check("region A's callers stayed on region A", len(away) == 0, "%s", orNone(away, "every region-A client's first endpoint in service is region A's", ""))
 	l.stop()
 	var waited time.Duration
 	for _, app := range homedA {
@@ -241,7 +241,7 @@ func lostRegion(e *Env, setup regionSetup) error {
 			touched = append(touched, fmt.Sprintf("%s: %d failed and %d refused attempts on B, %d answers from A", app.name, f, r, o))
 		}
 	}
-	e.check("region B's own callers never noticed", len(touched) == 0, "%s", orNone(touched, "no failed or refused attempt, every answer from region B"))
+	e.check("region B's own callers never noticed", len(touched) == 0, "%s", orNone(touched, "no failed or refused attempt, every answer from region B", ""))
 
 	for _, app := range apps {
 		st := app.c.Stats()
@@ -257,12 +257,12 @@ func lostRegion(e *Env, setup regionSetup) error {
 	return nil
 }
 
-// orNone is the items joined, or none when there are none.
-func orNone(items []string, none string) string {
+// orNone is the items joined after lead, or none when there are none.
+func orNone(items []string, none, lead string) string {
 	if len(items) == 0 {
 		return none
 	}
-	return ": " + strings.Join(items, "; ")
+	return lead + strings.Join(items, "; ")
 }
 
 // startRegions starts region B's etcd cluster beside region A's (the
