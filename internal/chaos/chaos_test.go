@@ -79,7 +79,7 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 10a 10b 10c", false},
+		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 10a 10b 10c 11", false},
 		{[]string{"8"}, "8a 8b 8c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e 5f 5g 5h", false},
 		{[]string{"3"}, "3 3b", false},
@@ -87,7 +87,8 @@ func TestSelectScenarios(t *testing.T) {
 		{[]string{"1", "5b"}, "1 5b", false},
 		{[]string{"9"}, "9a 9b 9c 9d", false},
 		{[]string{"5z"}, "", true},
-		{[]string{"11"}, "", true},
+		{[]string{"11"}, "11", false},
+		{[]string{"12"}, "", true},
 	} {
 		got, err := selectScenarios(tc.in)
 		if (err != nil) != tc.err {
@@ -121,6 +122,8 @@ func TestScenarioSkips(t *testing.T) {
 		{"1", StorePostgres, false, true, ""},
 		{"9d", StorePostgres, false, false, "long mode only on postgres"},
 		{"4", StoreDynamoDB, false, false, ""},
+		{"11", StoreEtcd, false, false, ""},
+		{"11", StorePostgres, true, true, "n/a (etcd only)"},
 	} {
 		sel, err := selectScenarios([]string{tc.id})
 		if err != nil {

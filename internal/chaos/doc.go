@@ -28,8 +28,9 @@
 //
 // Each is a named, repeatable run (its random choices derive from the
 // seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5h)
-// do not apply to the tables, 9a–9d only to PostgreSQL and 10a–10c only to
-// DynamoDB: their rows say n/a elsewhere. The short mode runs every
+// and 11 (two regions, an etcd cluster each) do not apply to the tables,
+// 9a–9d only to PostgreSQL and 10a–10c only to DynamoDB: their rows say
+// n/a elsewhere. The short mode runs every
 // scenario that applies on etcd, and 4, 8a and the store's own faults but
 // 9d on the tables; the long mode runs every one that applies:
 //
@@ -59,6 +60,8 @@
 //	10a DynamoDB (dynalite) killed past the self-fence, then started on its data
 //	10b DynamoDB (dynalite) frozen for less than the self-fence
 //	10c DynamoDB (dynalite) frozen for more than the self-fence
+//	11  a lost region: region A's etcd and holders SIGKILLed; callers on the
+//	    Go client fail over to region B (its own etcd), then come back
 //
 // The network scenarios run two services and a library holder each in a
 // network namespace of its own, joined to the harness's by two veth pairs

@@ -115,7 +115,7 @@ func selectScenarios(ids []string) ([]scenario, error) {
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9d, 10a–10c)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9d, 10a–10c, 11)", id)
 		}
 	}
 	return out, nil

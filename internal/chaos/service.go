@@ -52,6 +52,7 @@ type serviceConfig struct {
 	ns                              *netns.NS // run inside this network namespace
 	listen                          string    // serve's --listen; default 127.0.0.1:0 (in ns: reached through a proxy)
 	supervise                       bool      // restart it when it exits by itself
+	args                            []string  // more serve flags (scenario 11: --schedule, --region)
 }
 
 // addService registers and starts a service.
@@ -78,6 +79,7 @@ func (s *service) start() error {
 	args = append(args, "--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
 		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s")
 	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence)...)
+	args = append(args, s.cfg.args...)
 	var cmd *exec.Cmd
 	if s.cfg.ns != nil {
 		cmd = s.cfg.ns.Command(s.env.opts.Snowfence, args...)
