@@ -32,6 +32,10 @@ type hold struct {
 	rng             Range
 
 	grant atomic.Pointer[snowfence.Grant]
+	// woken is the grant whose limit last made GrantAt wake the keeper's
+	// loop: one wake-up per grant published, however many callers reach
+	// its limit (each would cost the loop a turn).
+	woken atomic.Pointer[snowfence.Grant]
 	// why says why there is no grant, as an error (never nil when read).
 	why atomic.Pointer[error]
 

@@ -510,10 +510,13 @@ func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
 	}
 	if g := h.grant.Load(); g != nil {
-		if wallMs >= g.LimitMs {
+		if wallMs >= g.LimitMs && h.woken.Load() != g {
 			// The caller will be refused at the mark: renew now rather
 			// than at the next renewal, which may be RenewEvery away
 			// (the wall clock stepped forward, or renewals are failing).
+			// Once per grant: a renewal that fails publishes none, and
+			// the loop retries at its own pace.
+			h.woken.Store(g)
 			select {
 			case k.early <- struct{}{}:
 			default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,5 +507,85 @@ func TestKeeperRenewsAtOnceAfterForwardStep(t *testing.T) {
 	}
 	if st := h.g.Stats(); st.Refused["fenced"] != 1 {
 		t.Errorf("refusals: %+v, want the one call that reached the mark", st.Refused)
+	}
+}
+
+// countingClock counts Sleep calls: here only the keeper's loop sleeps.
+type countingClock struct {
+	*fakeclock.Clock
+	sleeps atomic.Int64
+}
+
+func (c *countingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.sleeps.Add(1)
+	return c.Clock.Sleep(ctx, d)
+}
+
+// downStore fails every Extend and Get once down is set: a store outage.
+type downStore struct {
+	lease.Store
+	down    atomic.Bool
+	extends atomic.Int64
+}
+
+func (s *downStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	s.extends.Add(1)
+	if s.down.Load() {
+		return nil, errors.New("store unavailable")
+	}
+	return s.Store.Extend(ctx, l, markMs, leaseFor)
+}
+
+func (s *downStore) Get(ctx context.Context, m int) (lease.Record, error) {
+	if s.down.Load() {
+		return lease.Record{}, errors.New("store unavailable")
+	}
+	return s.Store.Get(ctx, m)
+}
+
+// Callers refused at the mark — after a forward step, or in a store outage
+// that outlasted the reservation — wake the keeper once per grant, not once
+// per call: with the clock frozen, 20,000 refused calls neither renew (the
+// early renewal waits RenewEvery/4 after the last one) nor turn the loop
+// more than once or twice.
+func TestKeeperRefusedCallersDoNotSpinIt(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(map[bool]string{false: "forward step", true: "store down"}[down], func(t *testing.T) {
+			c := etcdtest.Start(t, 1)
+			s := &downStore{Store: newStore(t, c.Endpoints())}
+			clk := &countingClock{Clock: fakeclock.New(t0)}
+			h := mustHolder(t, s, clk.Clock, "a", lease.Range{Lo: 3, Hi: 3}, func(kc *lease.KeeperConfig) {
+				kc.Clock = clk
+				kc.LeaseFor, kc.RenewEvery, kc.SelfFence = 10*time.Second, 2*time.Second, 5*time.Second
+			})
+			h.mint(1)
+			if down {
+				// Renewals fail every RenewEvery/4 until the mark, the
+				// lease's length ahead, has passed.
+				s.down.Store(true)
+				for range 24 {
+					h.step(500 * time.Millisecond)
+				}
+			} else {
+				clk.Step(time.Hour)
+			}
+			h.settle()
+			sleeps, extends := clk.sleeps.Load(), s.extends.Load()
+			const calls = 20_000
+			for range calls {
+				if _, err := h.g.Next(context.Background()); !isFenced(err) {
+					t.Fatalf("err = %v, want fenced", err)
+				}
+			}
+			h.settle()
+			sleeps, extends = clk.sleeps.Load()-sleeps, s.extends.Load()-extends
+			t.Logf("%d refused calls, clock frozen: the keeper slept %d times, the store saw %d renewals", calls, sleeps, extends)
+			if extends > 0 {
+				t.Errorf("%d renewals with the clock frozen: refused callers make the keeper renew", extends)
+			}
+			if sleeps > 2 {
+				t.Errorf("the keeper's loop turned %d times for %d refused calls: it spins at the callers' rate", sleeps, calls)
+			}
+		})
 	}
 }
