@@ -24,6 +24,7 @@ func TestStore(t *testing.T) {
 		{"QuarantinedHolderReleases", checkQuarantinedHolderReleases},
 		{"HandQuarantine", checkHandQuarantine},
 		{"HandQuarantineKeepsFloor", checkHandQuarantineKeepsFloor},
+		{"HandQuarantineLongestReserve", checkHandQuarantineLongestReserve},
 		{"RegionsShareTable", checkRegions},
 		{"Invalid", checkInvalid},
 	}
@@ -105,6 +106,31 @@ func checkHandQuarantineKeepsFloor(t *testing.T) {
 	}
 	if l := leasetest.MustClaim(t, s, req("b", 8, 8, now)); l.StartMs < floor {
 		t.Fatalf("claim after unquarantine %+v starts below the floor %d", l, floor)
+	}
+}
+
+// checkHandQuarantineLongestReserve: a holder may reserve longer than the
+// store's MaxReserve (5 min): StartKeeper bounds a DynamoDB holder only by
+// MaxRestoreWindow (6 min), through its restore window. Quarantined by
+// hand (its mark not kept) and unquarantined at once, its number must go
+// to the next holder above that holder's mark, not at now + MaxReserve.
+func checkHandQuarantineLongestReserve(t *testing.T) {
+	s := newStore(t)
+	now := baseMs()
+	l := leasetest.MustClaim(t, s, req("a", 5, 5, now))
+	// The longest reservation a keeper on this store is allowed: its
+	// restore window, max(Reserve, SelfFence) × 1.1 + 1 s, within 6 min.
+	longest := (dynamostore.MaxRestoreWindow - time.Second) * 10 / 11
+	l = mustExtend(t, s, l, now+longest.Milliseconds())
+	if err := dynamostore.HandQuarantine(ctxFor(t), s, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unquarantine(ctxFor(t), 5); err != nil {
+		t.Fatal(err)
+	}
+	if b := leasetest.MustClaim(t, s, req("b", 5, 5, now)); b.StartMs < l.MarkMs {
+		t.Fatalf("claim after the hand quarantine starts at %d, below %d, the mark of the holder before (reserved %s ahead)",
+			b.StartMs, l.MarkMs, longest)
 	}
 }
 

@@ -59,12 +59,14 @@ type Config struct {
 	// unknown outcome, undoing a claim. Zero: 5 s.
 	RequestTimeout time.Duration
 	// MaxReserve is the longest any holder reserves ahead of its clock (the
-	// keeper's Reserve). Unquarantine of a number quarantined by hand (the
-	// runbook's update-item command, which keeps no pre-quarantine mark) restores
-	// the time of the unquarantine plus MaxReserve (or mark_floor, if
-	// higher); a claim without a RestoreWindow, after a restore was
-	// noticed, starts MaxReserve plus a tenth after the moment it was
-	// noticed. Zero: 5 minutes.
+	// keeper's Reserve), as this process knows it. Unquarantine of a number
+	// quarantined by hand (the runbook's update-item command, which keeps no
+	// pre-quarantine mark) restores the time of the unquarantine plus
+	// MaxReserve and a tenth, or MaxRestoreWindow if longer (every keeper on
+	// this store reserves less: StartKeeper refuses a longer restore
+	// window), or mark_floor if higher; a claim after a restore was
+	// noticed starts as long after the moment it was noticed. Zero: 5
+	// minutes.
 	MaxReserve time.Duration
 	// IdentityEvery is how often, at most, Extend compares the table's
 	// TableId (DescribeTable) with the one the store saw first, to notice a

@@ -73,7 +73,7 @@ const changeTries = 8
 // Unquarantine lifts a quarantine: it removes the holder and restores the
 // mark kept by Quarantine, so the next holder starts above everything the
 // old one could have issued. A number quarantined by hand (no
-// quarantined_mark) gets the time now plus Config.MaxReserve instead. The
+// quarantined_mark) gets the time now plus handReserve instead. The
 // mark given back is never below the floor raise-marks left (mark_floor).
 // It fails with lease.ErrNotHeld if the number is not quarantined.
 func (s *Store) Unquarantine(ctx context.Context, machine int) error {
@@ -92,7 +92,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	}
 	mark := it.preMarkMs
 	if !it.hasPreMark {
-		mark = time.Now().Add(s.cfg.MaxReserve).UnixMilli()
+		mark = time.Now().Add(s.handReserve()).UnixMilli()
 	}
 	mark = max(mark, it.floorMs)
 	// Conditioned on what the mark was computed from, not only the epoch:
@@ -118,6 +118,18 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 	}
 	s.log.Warn("unquarantined machine number", "machine", machine, "epoch", it.epoch, "mark", lease.FormatMs(mark))
 	return nil
+}
+
+// handReserve is how far ahead of now Unquarantine puts the mark of a
+// number quarantined by hand, whose holder's mark nobody kept: at least
+// the longest reservation any holder of a DynamoDB store can have. That is
+// not Config.MaxReserve, which nothing enforces on the holders (their
+// keepers may run with another value, or another process's), but
+// MaxRestoreWindow: StartKeeper refuses a keeper on this store whose
+// restore window, max(Reserve, SelfFence) × 1.1 + 1 s, is longer, so every
+// Reserve is below it, with clocks 8 % fast.
+func (s *Store) handReserve() time.Duration {
+	return max(s.cfg.MaxReserve+s.cfg.MaxReserve/10, MaxRestoreWindow)
 }
 
 // RaiseMarks raises the mark of every number in r to at least markMs and
