@@ -181,14 +181,20 @@ func TestThousands(t *testing.T) {
 }
 
 // The short cut of 8b stays within the fence by its own bound, with the
-// network scenarios' timings.
+// network scenarios' former timings and with every self-fence and renewal
+// netBox can draw.
 func TestShortCut(t *testing.T) {
-	S, R := netTimings.SelfFence, netTimings.RenewEvery
-	d := shortCut(S, R)
-	if d <= 0 || R+2*d+200*time.Millisecond+R/4+500*time.Millisecond >= S {
-		t.Errorf("shortCut(%v, %v) = %v: outside (0, the bound)", S, R, d)
+	if got, want := shortCut(5*time.Second, time.Second), 1500*time.Millisecond; got != want {
+		t.Errorf("shortCut(5s, 1s) = %v, want %v", got, want)
 	}
-	if got, want := d, 1500*time.Millisecond; got != want {
-		t.Errorf("shortCut(%v, %v) = %v, want %v", S, R, got, want)
+	b := netBox
+	for S := b.fenceLo; S <= b.fenceHi; S += 100 * time.Millisecond {
+		for _, frac := range []float64{b.renewLo, b.renewHi} {
+			R := max(b.renewMin, time.Duration(frac*float64(S)).Round(50*time.Millisecond))
+			d := shortCut(S, R)
+			if d <= 0 || R+2*d+200*time.Millisecond+R/4+500*time.Millisecond >= S {
+				t.Errorf("shortCut(%v, %v) = %v: outside (0, the bound)", S, R, d)
+			}
+		}
 	}
 }

@@ -37,6 +37,7 @@ type Env struct {
 	tables       *tableServers     // postgres and dynamodb only
 	table        string            // the scenario's lease table
 	timings      lease.Timings     // the store's (storeTimings)
+	draws        *drawer           // the scenario's varied configuration (config.go)
 	col          *collector
 	http         *http.Client
 	services     []*service
@@ -59,7 +60,8 @@ type Env struct {
 func newEnv(ctx context.Context, opts Options, tables *tableServers, id string, seed uint64) (*Env, error) {
 	e := &Env{ctx: ctx, opts: opts, id: id, short: !opts.Long, rng: rand.New(rand.NewPCG(seed, uint64(len(id))<<32|uint64(id[0]))),
 		dir: filepath.Join(opts.Dir, opts.Store, "s"+id), started: time.Now(), recover: -1,
-		tables: tables, table: tableName(opts.Store, id), timings: storeTimings(opts.Store)}
+		tables: tables, table: tableName(opts.Store, id), timings: storeTimings(opts.Store),
+		draws: newDrawer(opts.Store, id, seed)}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -107,6 +109,56 @@ func (e *Env) openOracle(ctx context.Context) error {
 	}
 	e.http = &http.Client{Transport: tr}
 	return nil
+}
+
+// drawTimings is the scenario's holders' timings drawn in box b (once per
+// scenario: every holder asking for b's gets the same), which the product's
+// checks accepted.
+func (e *Env) drawTimings(b timingBox) (lease.Timings, error) {
+	if b.name == steadyBox.name && e.tables != nil {
+		b = tableSteadyBox
+	}
+	_, seen := e.draws.timings[b.name]
+	t, err := e.draws.timingsFor(b, "holders")
+	if err == nil && !seen {
+		e.logf("timings (%s, drawn): lease %v, renewal every %v, self-fence %v, margin %v", b.name, t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin)
+	}
+	return t, err
+}
+
+// fixedTimings records timings the scenario's story keeps, and why.
+func (e *Env) fixedTimings(who string, t lease.Timings, why string) lease.Timings {
+	e.draws.fixedTimings(who, t, why)
+	return t
+}
+
+// machines draws a machine range of lo to hi numbers for the holders who,
+// apart from the scenario's other ranges. A range the product refuses
+// (none should: every range within 0–1023 fits the v1 layout) fails the
+// scenario, loudly, rather than fall back to a fixed one.
+func (e *Env) machines(who string, lo, hi int) string {
+	s, err := e.draws.machines(who, lo, hi)
+	if err != nil {
+		e.fail("%v", err)
+	}
+	return s
+}
+
+// fixedMachines records a range the story keeps (worker 17's) and returns
+// it.
+func (e *Env) fixedMachines(who, s string) string {
+	e.draws.fixedMachines(who, s)
+	return s
+}
+
+// count draws how many of who (services, generators) the scenario runs,
+// in [lo, hi].
+func (e *Env) count(who string, lo, hi int) int { return e.draws.count(who, lo, hi) }
+
+// fixedCount records a count the story keeps and returns it.
+func (e *Env) fixedCount(who string, n int) int {
+	e.draws.fixedCount(who, n)
+	return n
 }
 
 // logf writes a progress line.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
 	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // library is one library-holder process (HolderMain) seen from the
@@ -43,9 +44,16 @@ type libraryConfig struct {
 	machines                        string
 	generators, rate, batch         int
 	leaseTTL, renewEvery, selfFence time.Duration
+	margin                          time.Duration // --fence-margin, given with leaseTTL
 	noFence                         bool
 	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
 	ns                              *netns.NS // run inside this network namespace
+}
+
+// timed returns c with the timings t (every one given to the holder).
+func (c libraryConfig) timed(t lease.Timings) libraryConfig {
+	c.leaseTTL, c.renewEvery, c.selfFence, c.margin = t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin
+	return c
 }
 
 // addLibrary registers and starts a library holder.
@@ -70,7 +78,7 @@ func (l *library) start() error {
 	defer l.mu.Unlock()
 	args := append(l.env.holderStoreArgs(l.cfg.storeAddrs), "--machines", l.cfg.machines,
 		"--generators", strconv.Itoa(l.cfg.generators), "--rate", strconv.Itoa(l.cfg.rate), "--batch", strconv.Itoa(l.cfg.batch))
-	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence)...)
+	args = append(args, timingFlags(l.cfg.leaseTTL, l.cfg.renewEvery, l.cfg.selfFence, l.cfg.margin)...)
 	if l.cfg.noFence {
 		args = append(args, "--unsafe-no-fence")
 	}

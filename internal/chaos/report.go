@@ -28,6 +28,10 @@ type Row struct {
 	// passes and counts nothing.
 	Skipped string `json:"skipped,omitempty"`
 	Seed    uint64 `json:"seed"`
+	// Config is the configuration the scenario ran with: its drawn (and
+	// fixed) timings, machine ranges and holder counts. Nil when it did
+	// not run.
+	Config *Config `json:"config,omitempty"`
 	// IDs is every acknowledged ID: answered to a caller, or streamed by a
 	// library holder.
 	IDs int64 `json:"ids"`
@@ -170,6 +174,9 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "%s IDs in %.1f s; %s caller requests, %s refused attempts, %s attempts without an answer, %d lost; %d order violations, %d IDs ahead of the clock.\n\n",
 			thousands(row.IDs), row.Seconds, thousands(row.Requests), thousands(row.Refused), thousands(row.Failed), row.Lost, row.OrderViolations, row.AheadOfClock)
+		if row.Config != nil {
+			fmt.Fprintf(&b, "Configuration: %s.\n\n", row.Config)
+		}
 		for _, c := range row.Checks {
 			mark := "ok"
 			if !c.OK {

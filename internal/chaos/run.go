@@ -162,6 +162,8 @@ func runScenario(ctx context.Context, opts Options, tables *tableServers, sc sce
 		row.RecoverWhat = env.recWhat
 	}
 	row.Seconds = time.Since(start).Seconds()
+	cfg := env.draws.cfg
+	row.Config = &cfg
 	row.Checks = env.checks
 	row.Notes = env.notes
 	row.Failures = env.failures

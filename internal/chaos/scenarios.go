@@ -76,9 +76,11 @@ func scenarios() []scenario {
 	}
 }
 
-// Lease timings for scenarios that wait for a lease to expire: the
-// production ratios (TTL : renewal : self-fence = 10 : 2 : 5) shortened.
-// Every store accepts them (the keeper's checks are the same for all).
+// The former fixed lease timings of the scenarios that wait for a lease
+// to expire: the production ratios (TTL : renewal : self-fence =
+// 10 : 2 : 5) shortened. The suite's scenarios now draw theirs in fastBox
+// (config.go), around these; the constants stay for a scenario that needs
+// exactly them (and as fastBox's reference in its test).
 const (
 	fastTTL       = 3 * time.Second
 	fastRenew     = 500 * time.Millisecond

@@ -13,13 +13,21 @@ import (
 // sequences restarting at 0; node 5 must refuse until its clock has passed
 // the last timestamp it used, and callers must retry on other nodes.
 func clockStepUnderLoad(e *Env) error {
-	svcs, err := e.startServices(24, serviceConfig{machines: "0-63"})
+	t, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
+	// 24 services and 2 × 4 library generators at the rates below are the
+	// story; their ranges leave spares.
+	nSvc, nLib := e.fixedCount("services", 24), e.fixedCount("library holders (4 generators each)", 2)
+	svcM, libM := e.machines("services", nSvc+4, 64), e.machines("library holders", 4*nLib+2, 64)
+	svcs, err := e.startServices(nSvc, serviceConfig{machines: svcM}.timed(t))
 	if err != nil {
 		return err
 	}
 	var libs []*library
-	for range 2 {
-		l, err := e.addLibrary(libraryConfig{machines: "64-127", generators: 4, rate: 30000 / 8, batch: 100})
+	for range nLib {
+		l, err := e.addLibrary(libraryConfig{machines: libM, generators: 4, rate: 30000 / 8, batch: 100}.timed(t))
 		if err != nil {
 			return err
 		}
@@ -75,9 +83,13 @@ func clockStepUnderLoad(e *Env) error {
 // the clock is back past the last timestamp; 3 ms is waited out, and no
 // caller sees a refusal.
 func smallStepsBack(e *Env) error {
+	tm, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
 	var svcs []*service
-	for _, m := range []string{"16-16", "17-17", "18-18", "19-19"} {
-		s, err := e.addService(serviceConfig{machines: m})
+	for _, m := range []string{"16-16", "17-17", "18-18", "19-19"} { // worker 17 and its neighbours: the story
+		s, err := e.addService(serviceConfig{machines: e.fixedMachines("worker", m)}.timed(tm))
 		if err != nil {
 			return err
 		}
@@ -144,7 +156,12 @@ func smallStepsBack(e *Env) error {
 
 // forwardJump moves one node's clock 10 minutes ahead.
 func forwardJump(e *Env) error {
-	svcs, err := e.startServices(4, serviceConfig{machines: "0-63"})
+	t, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
+	n := e.count("services", 3, 6)
+	svcs, err := e.startServices(n, serviceConfig{machines: e.machines("services", n+1, 64)}.timed(t))
 	if err != nil {
 		return err
 	}
@@ -152,27 +169,27 @@ func forwardJump(e *Env) error {
 	if err := e.wait(scale(e, 2*time.Second, 20*time.Second)); err != nil {
 		return err
 	}
-	n := svcs[2]
+	jumped := svcs[2]
 	const metric = "snowfence_clock_forward_jumps_total"
-	before, err := n.metric(e.ctx, metric)
+	before, err := jumped.metric(e.ctx, metric)
 	if err != nil {
 		return err
 	}
-	if err := n.step(e.ctx, 10*time.Minute); err != nil {
+	if err := jumped.step(e.ctx, 10*time.Minute); err != nil {
 		return err
 	}
 	stepped := time.Now()
-	res, err := e.probe(n, 1)
+	res, err := e.probe(jumped, 1)
 	if err != nil {
 		return err
 	}
 	e.note("first request after the jump: %d %s", res.status, res.code)
-	back, err := e.waitIssuing(n, 30*time.Second)
+	back, err := e.waitIssuing(jumped, 30*time.Second)
 	if err != nil {
 		return err
 	}
 	e.recovered(back.Sub(stepped), "the jumped node issuing again")
-	res, err = e.probe(n, 1)
+	res, err = e.probe(jumped, 1)
 	if err != nil {
 		return err
 	}
@@ -182,12 +199,12 @@ func forwardJump(e *Env) error {
 	} else {
 		e.check("its IDs carry the jumped clock", false, "probe refused: %d %s", res.status, res.code)
 	}
-	after, err := n.metric(e.ctx, metric)
+	after, err := jumped.metric(e.ctx, metric)
 	if err != nil {
 		return err
 	}
 	e.check("forward jump alarmed (metric)", after >= before+1, "%s %v → %v", metric, before, after)
-	status, body := e.healthz(n)
+	status, body := e.healthz(jumped)
 	e.check("forward jump alarmed (/healthz warning)", strings.Contains(body, "jumped forward"), "/healthz %d %.200s", status, body)
 	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
 		return err

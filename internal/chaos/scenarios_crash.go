@@ -1,21 +1,42 @@
 package chaos
 
 import (
+	"math"
 	"sync"
 	"time"
 )
 
 // crashLoops kills a random holder and starts it again, 100 times.
 func crashLoops(e *Env) error {
-	sc := serviceConfig{machines: "0-11", leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence, supervise: true}
-	svcs, err := e.startServices(4, sc)
+	t, err := e.drawTimings(fastBox)
+	if err != nil {
+		return err
+	}
+	every := scale(e, 250*time.Millisecond, 1500*time.Millisecond)
+	const kills = 100
+	// A SIGKILLed holder's number stays taken until its etcd lease (the
+	// TTL, rounded up to whole seconds) runs out: each holder, killed
+	// about every every × victims, keeps 1 + TTL / (every × victims)
+	// numbers, and its range is that wide (it was 3 × 4 and 3 × 2 × 2 for
+	// a 3 s lease, 4 services, 2 holders of 2 generators); a few spares
+	// are drawn on top.
+	nSvc, gens := e.count("services", 3, 5), e.count("generators per library holder", 1, 3)
+	nLib := e.fixedCount("library holders", 2)
+	ttl := t.LeaseFor.Round(time.Second)
+	if ttl < t.LeaseFor {
+		ttl += time.Second
+	}
+	perHolder := 1 + ttl.Seconds()/(every.Seconds()*float64(nSvc+nLib))
+	svcN, libN := int(math.Ceil(float64(nSvc)*perHolder)), int(math.Ceil(float64(nLib*gens)*perHolder))
+	sc := serviceConfig{machines: e.machines("services", svcN, svcN+4), supervise: true}.timed(t)
+	svcs, err := e.startServices(nSvc, sc)
 	if err != nil {
 		return err
 	}
 	var libs []*library
-	for range 2 {
-		l, err := e.addLibrary(libraryConfig{machines: "12-23", generators: 2, rate: 5000, batch: 50,
-			leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence})
+	libM := e.machines("library holders", libN, libN+4)
+	for range nLib {
+		l, err := e.addLibrary(libraryConfig{machines: libM, generators: gens, rate: 5000, batch: 50}.timed(t))
 		if err != nil {
 			return err
 		}
@@ -25,8 +46,6 @@ func crashLoops(e *Env) error {
 	if err := e.wait(2 * time.Second); err != nil {
 		return err
 	}
-	every := scale(e, 250*time.Millisecond, 1500*time.Millisecond)
-	const kills = 100
 	var restarts sync.WaitGroup
 	var slowest struct {
 		sync.Mutex

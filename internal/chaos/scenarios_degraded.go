@@ -97,7 +97,10 @@ func (r *renewals) end(now time.Time) {
 // self-fence or more, and no refusal for any other reason. It reports the
 // renewals' rate, gaps and failures.
 func degradedLink(e *Env) error {
-	t := netTimings
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return err
+	}
 	w, err := e.startNetWorld()
 	if err != nil {
 		return err

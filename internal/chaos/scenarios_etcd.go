@@ -12,11 +12,16 @@ import (
 
 // etcdFault runs services and library holders while etcd suffers fault.
 func etcdFault(e *Env, fault string) error {
-	svcs, err := e.startServices(6, serviceConfig{machines: "0-63"})
+	t, err := e.drawTimings(steadyBox)
 	if err != nil {
 		return err
 	}
-	lib, err := e.addLibrary(libraryConfig{machines: "64-127", generators: 2, rate: 5000, batch: 50})
+	nSvc, gens := e.count("services", 4, 8), e.count("library generators", 1, 3)
+	svcs, err := e.startServices(nSvc, serviceConfig{machines: e.machines("services", nSvc+1, 64)}.timed(t))
+	if err != nil {
+		return err
+	}
+	lib, err := e.addLibrary(libraryConfig{machines: e.machines("library holder", gens+1, 64), generators: gens, rate: 5000, batch: 50}.timed(t))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // WAN timings of scenario 5f's cluster (etcd's --heartbeat-interval and
@@ -21,16 +22,20 @@ const (
 	wanHeartbeat = 300 * time.Millisecond
 	wanElection  = 3 * time.Second
 	wanTTL       = 6 * time.Second
+	wanRenew     = 500 * time.Millisecond
+	wanSelfFence = 1500 * time.Millisecond
 )
 
-// etcdHolders starts six services and a library holder on the store with
-// the given timings, and load on the services.
-func etcdHolders(e *Env, ttl, renew, fence time.Duration) ([]*service, *library, *load, error) {
-	svcs, err := e.startServices(6, serviceConfig{machines: "0-63", leaseTTL: ttl, renewEvery: renew, selfFence: fence})
+// etcdHolders starts services (four to eight, drawn) and a library holder
+// (one to three generators) on drawn ranges of the store with the timings
+// t, and load on the services.
+func etcdHolders(e *Env, t lease.Timings) ([]*service, *library, *load, error) {
+	nSvc, gens := e.count("services", 4, 8), e.count("library generators", 1, 3)
+	svcs, err := e.startServices(nSvc, serviceConfig{machines: e.machines("services", nSvc+1, 64)}.timed(t))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lib, err := e.addLibrary(libraryConfig{machines: "64-127", generators: 2, rate: 5000, batch: 50, leaseTTL: ttl, renewEvery: renew, selfFence: fence})
+	lib, err := e.addLibrary(libraryConfig{machines: e.machines("library holder", gens+1, 64), generators: gens, rate: 5000, batch: 50}.timed(t))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -88,8 +93,10 @@ func slowElection(e *Env) error {
 		return fmt.Errorf("etcd cluster with a %v election timeout: %w", wanElection, err)
 	}
 	e.cluster = c
-	e.note("cluster: heartbeat %v, election timeout %v; holders: lease %v, renewal %v, self-fence %v", wanHeartbeat, wanElection, wanTTL, fastRenew, fastSelfFence)
-	svcs, lib, load, err := etcdHolders(e, wanTTL, fastRenew, fastSelfFence)
+	e.note("cluster: heartbeat %v, election timeout %v; holders: lease %v, renewal %v, self-fence %v", wanHeartbeat, wanElection, wanTTL, wanRenew, wanSelfFence)
+	wan := e.fixedTimings("holders", lease.Timings{LeaseFor: wanTTL, RenewEvery: wanRenew, SelfFence: wanSelfFence},
+		"they must fence inside the 3 s election gap, and etcd raises a lease to 1.5 election timeouts")
+	svcs, lib, load, err := etcdHolders(e, wan)
 	if err != nil {
 		return err
 	}
@@ -129,7 +136,7 @@ func slowElection(e *Env) error {
 		return err
 	}
 	load.stop()
-	e.check("the election gap outlasted the self-fence", gap > fastSelfFence, "no write for %v, self-fence %v", gap.Round(time.Millisecond), fastSelfFence)
+	e.check("the election gap outlasted the self-fence", gap > wanSelfFence, "no write for %v, self-fence %v", gap.Round(time.Millisecond), wanSelfFence)
 	refused := before.since(load, lib)
 	e.check("services and library refused in the gap, then issued again", refused.requests > 0 && refused.library > 0, "%v", refused)
 	e.outageRecovery(svcs)
@@ -149,7 +156,11 @@ const tmpfsSize = 256 << 20
 // (or, should that fail, is replaced from an empty directory), any alarm
 // is disarmed, and the cluster must take writes again.
 func diskFull(e *Env) error {
-	svcs, lib, load, err := etcdHolders(e, 0, 0, 0)
+	tm, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
+	svcs, lib, load, err := etcdHolders(e, tm)
 	if err != nil {
 		return err
 	}
@@ -286,7 +297,11 @@ func fillUp(path string, leave int64) error {
 // must hold every holder's lease and mark. Neither step may cost a
 // refusal under etcd's timings (self-fence 5 s).
 func readdEmpty(e *Env) error {
-	svcs, lib, load, err := etcdHolders(e, 0, 0, 0)
+	tm, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
+	svcs, lib, load, err := etcdHolders(e, tm)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,13 @@ import "time"
 // number, then wakes them. With Options.NoFence only the library pair
 // runs, and the suite must find the duplicates that follow.
 func frozenHolder(e *Env) error {
-	lc := libraryConfig{machines: "40-40", generators: 1, rate: 20000, batch: 50,
-		leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence, noFence: e.opts.NoFence}
+	// Two library holders, then two services, each pair on one number:
+	// the story. Which number, and the timings, are drawn.
+	t, err := e.drawTimings(fastBox)
+	if err != nil {
+		return err
+	}
+	lc := libraryConfig{machines: e.machines("library pair", 1, 1), generators: 1, rate: 20000, batch: 50, noFence: e.opts.NoFence}.timed(t)
 	a, err := e.addLibrary(lc)
 	if err != nil {
 		return err
@@ -22,7 +27,7 @@ func frozenHolder(e *Env) error {
 	var s1, s2 *service
 	var load *load
 	if !e.opts.NoFence {
-		sc := serviceConfig{machines: "41-41", leaseTTL: fastTTL, renewEvery: fastRenew, selfFence: fastSelfFence}
+		sc := serviceConfig{machines: e.machines("service pair", 1, 1)}.timed(t)
 		if s1, err = e.addService(sc); err != nil {
 			return err
 		}
@@ -58,7 +63,7 @@ func frozenHolder(e *Env) error {
 			return err
 		}
 	}
-	if err := e.wait(fastTTL + 2*time.Second - time.Since(frozen)); err != nil && e.ctx.Err() != nil {
+	if err := e.wait(t.LeaseFor + 2*time.Second - time.Since(frozen)); err != nil && e.ctx.Err() != nil {
 		return err
 	}
 	e.logf("waking them after %v", time.Since(frozen).Round(time.Millisecond))

@@ -25,14 +25,24 @@ import (
 // Neither may repeat an ID, nor issue one below its lane's last.
 func leapSecond(e *Env) error {
 	over := scale(e, 12*time.Second, 5*time.Minute)
-	svcs, err := e.startServices(4, serviceConfig{machines: "0-63"})
+	t, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return err
+	}
+	// One leaping and one smeared service and library holder are the
+	// story; how many services run beside them, and how many generators
+	// each library holder has, are drawn.
+	nSvc, gens := e.count("services", 3, 6), e.count("generators per library holder", 1, 3)
+	e.fixedCount("library holders", 2)
+	svcs, err := e.startServices(nSvc, serviceConfig{machines: e.machines("services", nSvc+1, 64)}.timed(t))
 	if err != nil {
 		return err
 	}
 	leapSvc, smearSvc := svcs[0], svcs[1]
 	var libs [2]*library
+	libM := e.machines("library holders", 2*gens+1, 64)
 	for i := range libs {
-		if libs[i], err = e.addLibrary(libraryConfig{machines: "64-127", generators: 2, rate: 5000, batch: 50}); err != nil {
+		if libs[i], err = e.addLibrary(libraryConfig{machines: libM, generators: gens, rate: 5000, batch: 50}.timed(t)); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
-	"github.com/snowfence/snowfence/lease"
 )
 
 // The network scenarios (8a–8c) run holders in network namespaces of
@@ -32,12 +31,11 @@ import (
 // left, and with them their veth pairs.
 const NamespacePrefix = netns.Prefix + "run"
 
-// netTimings are the holders' timings in the network scenarios, on every
-// store and in both modes: a 10 s lease renewed every second, a 5 s
-// self-fence. A cut then costs seconds, and the TCP retransmission
-// back-off after a cut (doubling from 200 ms) stays within the fence for
-// a short cut. The keeper accepts them on every store.
-var netTimings = lease.Timings{LeaseFor: 10 * time.Second, RenewEvery: time.Second, SelfFence: 5 * time.Second}
+// The holders' timings in the network scenarios, on every store and in
+// both modes, are drawn in netBox (config.go): leases of 7–12 s, renewed
+// every 10–25 % of a self-fence of 3–6 s (they were 10 s, 1 s, 5 s). A cut
+// then costs seconds, and the TCP retransmission back-off after a cut
+// (doubling from 200 ms) stays within the fence for a short cut.
 
 // zone is one holder's network namespace: its store link, on which the
 // faults are made, its callers' link, and the store addresses as the
@@ -112,15 +110,21 @@ func (e *Env) newZone(i int) (*zone, error) {
 // zoneService starts a service in z on machines, with netTimings, that
 // callers reach over z's caller link.
 func (e *Env) zoneService(z *zone, machines string) (*service, error) {
-	t := netTimings
-	return e.addService(serviceConfig{machines: machines, leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence,
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return nil, err
+	}
+	return e.addService(serviceConfig{machines: machines, leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence, margin: t.Margin,
 		storeAddrs: z.addrs, ns: z.ns, listen: netip.AddrPortFrom(z.caller.InsideAddr, 0).String()})
 }
 
 // zoneLibrary starts a library holder in z on machines, with netTimings.
 func (e *Env) zoneLibrary(z *zone, machines string, generators int) (*library, error) {
-	t := netTimings
-	return e.addLibrary(libraryConfig{machines: machines, generators: generators, rate: 5000, batch: 50,
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return nil, err
+	}
+	return e.addLibrary(libraryConfig{machines: machines, generators: generators, rate: 5000, batch: 50, margin: t.Margin,
 		leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence, storeAddrs: z.addrs, ns: z.ns})
 }
 
@@ -149,18 +153,21 @@ func (e *Env) startNetWorld() (*netWorld, error) {
 		w.zones = append(w.zones, z)
 	}
 	for i, z := range w.zones[:2] {
-		s, err := e.zoneService(z, fmt.Sprintf("%d-%d", 100+10*i, 109+10*i))
+		s, err := e.zoneService(z, e.machines(fmt.Sprintf("zone %d service", i), 2, 10))
 		if err != nil {
 			return nil, err
 		}
 		w.cut = append(w.cut, s)
 	}
 	var err error
-	if w.lib, err = e.zoneLibrary(w.zones[2], "64-99", 2); err != nil {
+	if w.lib, err = e.zoneLibrary(w.zones[2], e.machines("zone 2 library holder", 3, 36), 2); err != nil {
 		return nil, err
 	}
-	t := netTimings
-	if w.host, err = e.startServices(2, serviceConfig{machines: "120-139", leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence}); err != nil {
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return nil, err
+	}
+	if w.host, err = e.startServices(2, serviceConfig{machines: e.machines("host services", 3, 20)}.timed(t)); err != nil {
 		return nil, err
 	}
 	if err := e.waitServices(w.cut, 60*time.Second); err != nil {

@@ -103,7 +103,10 @@ func (e *Env) renewedSince(ss []*service, since time.Time, timeout time.Duration
 // once the link is back. The long mode keeps the cut past the lease too:
 // the holders lose their numbers and claim again.
 func cutLong(e *Env) error {
-	t := netTimings
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return err
+	}
 	w, err := e.startNetWorld()
 	if err != nil {
 		return err
@@ -173,17 +176,22 @@ func cutLong(e *Env) error {
 // sent again at most about d + 200 ms after the link is back (TCP's
 // retransmission timeout doubles from 200 ms), a fresh attempt starts
 // within R/4, and half a second covers round trips and the store's work.
-// So R + 2d + 200 ms + R/4 + 500 ms must stay below the self-fence S.
+// So R + 2d + 200 ms + R/4 + 500 ms must stay below the self-fence S:
+// strictly, hence the nanosecond off before rounding down (timings on a
+// 100 ms grid would otherwise meet the bound exactly).
 func shortCut(S, R time.Duration) time.Duration {
 	d := (S - R - R/4 - 200*time.Millisecond - 500*time.Millisecond) / 2
-	return d.Truncate(100 * time.Millisecond)
+	return (d - 1).Truncate(100 * time.Millisecond)
 }
 
 // cutShort (8b) cuts the zones' holders off for less than the self-fence,
 // by the bound of shortCut: no holder may refuse, and each renews again.
 // The long mode repeats the cut.
 func cutShort(e *Env) error {
-	t := netTimings
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return err
+	}
 	w, err := e.startNetWorld()
 	if err != nil {
 		return err

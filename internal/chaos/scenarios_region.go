@@ -50,19 +50,29 @@ type regionPlan struct {
 	// maxRequests bounds each caller's requests (the time bound is the
 	// scenario's phases).
 	maxRequests int
+	timings     lease.Timings // every holder's, drawn (steady)
 	steady      time.Duration // load before the loss, and on each side after
 	held        time.Duration // region A kept down once every caller failed over
 	within      time.Duration // the most failing over, or back, may take
 }
 
-// regionPlanFor is the short or the long mode's plan.
-func regionPlanFor(e *Env) regionPlan {
+// regionPlanFor is the short or the long mode's plan. The holders'
+// timings and how many there are in each region are drawn; the range is
+// the story's: the same in both regions, and inside the v2 layout's
+// 0–511, which the drawer's ranges (v1's 0–1023) are not.
+func regionPlanFor(e *Env) (regionPlan, error) {
+	t, err := e.drawTimings(steadyBox)
+	if err != nil {
+		return regionPlan{}, err
+	}
 	return regionPlan{
-		holders: [2]int{3, 2}, machines: "0-31", apps: [2]int{3, 1}, callers: 2,
-		rate: scale(e, 20000, 40000), count: 10, maxRequests: 2_000_000,
+		holders:  [2]int{e.count("region A holders", 2, 4), e.count("region B holders", 2, 3)},
+		machines: e.fixedMachines("holders of both regions", "0-31"),
+		apps:     [2]int{3, 1}, callers: 2,
+		rate: scale(e, 20000, 40000), count: 10, maxRequests: 2_000_000, timings: t,
 		steady: scale(e, 3*time.Second, 30*time.Second), held: scale(e, 3*time.Second, 30*time.Second),
 		within: 30 * time.Second,
-	}
+	}, nil
 }
 
 // regionSetup is how the scenario's regions are set up: as the regions
@@ -106,7 +116,10 @@ func regionLoss(e *Env) error { return lostRegion(e, regionsApart) }
 
 // lostRegion runs scenario 11 on regions set up as setup says.
 func lostRegion(e *Env, setup regionSetup) error {
-	plan := regionPlanFor(e)
+	plan, err := regionPlanFor(e)
+	if err != nil {
+		return err
+	}
 	regions, err := e.startRegions(setup, plan)
 	if err != nil {
 		return err
@@ -312,7 +325,7 @@ func (e *Env) startRegions(setup regionSetup, plan regionPlan) ([2]*chaosRegion,
 				machines = fmt.Sprintf("%d-%d", m, m)
 			}
 			s, err := e.addService(serviceConfig{machines: machines, storeAddrs: r.targets(), listen: addr,
-				args: []string{"--schedule", "v2", "--region", region}})
+				args: []string{"--schedule", "v2", "--region", region}}.timed(plan.timings))
 			if err != nil {
 				return regions, err
 			}

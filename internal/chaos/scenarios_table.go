@@ -12,15 +12,14 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// shortTableTimings are the timings the short mode gives the holders of
-// the table stores' own faults, chosen so that a fault past the self-fence
-// costs seconds, not minutes: a 10 s lease renewed every second, a 5 s
-// self-fence, no margin. The keeper accepts them on every store
-// (RenewEvery < SelfFence, SelfFence×1.08 < LeaseFor×0.92, a restore
-// window of 11 s, far below the tables' 6 min). The long mode runs the
-// same faults on the store's own timings (lease.TableTimings: 5 min, 10 s,
+// The short mode gives the holders of the table stores' own faults timings
+// drawn in tableBox (config.go), so that a fault past the self-fence costs
+// seconds, not minutes: leases of 7–12 s, self-fences of 4–6 s renewed
+// every 10–25 % of it (they were 10 s, 1 s, 5 s), margins the draw allows.
+// The product's checks accept each draw on the store (a restore window of
+// 14 s at most, far below the tables' 6 min). The long mode runs the same
+// faults on the store's own timings (lease.TableTimings: 5 min, 10 s,
 // 30 s, 5 s).
-var shortTableTimings = lease.Timings{LeaseFor: 10 * time.Second, RenewEvery: time.Second, SelfFence: 5 * time.Second}
 
 // tableFault runs services and a library holder on a lease table while
 // the table's server suffers fault: "stop" (PostgreSQL: pg_ctl stop -m
@@ -30,24 +29,27 @@ var shortTableTimings = lease.Timings{LeaseFor: 10 * time.Second, RenewEvery: ti
 // "restore" (PostgreSQL only: back to a base backup taken mid-run, then
 // the runbook's raise-marks before the holders reach it).
 func tableFault(e *Env, fault string) error {
-	t, long := e.timings, !e.short
+	t := e.timings
+	nSvc, gens := e.count("services", 4, 8), e.count("library generators", 1, 3)
 	var sc serviceConfig
-	lc := libraryConfig{machines: "64-127", generators: 2, rate: 5000, batch: 50}
+	lc := libraryConfig{machines: e.machines("library holder", gens+1, 64), generators: gens, rate: 5000, batch: 50}
+	which := "the store's own"
 	if e.short {
-		t = shortTableTimings
-		sc = serviceConfig{leaseTTL: t.LeaseFor, renewEvery: t.RenewEvery, selfFence: t.SelfFence}
-		lc.leaseTTL, lc.renewEvery, lc.selfFence = t.LeaseFor, t.RenewEvery, t.SelfFence
-	}
-	which := "the short mode's, chosen"
-	if long {
-		which = "the store's own"
+		var err error
+		if t, err = e.drawTimings(tableBox); err != nil {
+			return err
+		}
+		sc, lc = sc.timed(t), lc.timed(t)
+		which = "the short mode's, drawn"
+	} else {
+		e.fixedTimings("holders", t, "the long mode runs the store's own timings (lease.TableTimings)")
 	}
 	e.note("timings (%s): lease %v, renewal every %v, self-fence %v, margin %v", which, t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin)
-	sc.machines = "0-63"
+	sc.machines = e.machines("services", nSvc+1, 64)
 	sc.supervise = fault == "restore" // serve exits while no number is free: restarted like a systemd unit
 	e.cleanups = append(e.cleanups, func() { e.tables.heal(context.WithoutCancel(e.ctx)) })
 
-	svcs, err := e.startServices(6, sc)
+	svcs, err := e.startServices(nSvc, sc)
 	if err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, re
 	}
 	e.logf("base backup taken")
 	late := sc
-	late.machines = "200-200"
+	late.machines = e.machines("late service", 1, 1)
 	ls, err := e.addService(late) // its claim is not in the backup
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // service is one `snowfence serve` process the callers reach over HTTP:
@@ -48,11 +49,18 @@ type service struct {
 type serviceConfig struct {
 	machines                        string
 	leaseTTL, renewEvery, selfFence time.Duration
-	storeAddrs                      []string  // host:port of the store; default Env.storeTargets
-	ns                              *netns.NS // run inside this network namespace
-	listen                          string    // serve's --listen; default 127.0.0.1:0 (in ns: reached through a proxy)
-	supervise                       bool      // restart it when it exits by itself
-	args                            []string  // more serve flags (scenario 11: --schedule, --region)
+	margin                          time.Duration // --fence-margin, given with leaseTTL
+	storeAddrs                      []string      // host:port of the store; default Env.storeTargets
+	ns                              *netns.NS     // run inside this network namespace
+	listen                          string        // serve's --listen; default 127.0.0.1:0 (in ns: reached through a proxy)
+	supervise                       bool          // restart it when it exits by itself
+	args                            []string      // more serve flags (scenario 11: --schedule, --region)
+}
+
+// timed returns c with the timings t (every one given to serve).
+func (c serviceConfig) timed(t lease.Timings) serviceConfig {
+	c.leaseTTL, c.renewEvery, c.selfFence, c.margin = t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin
+	return c
 }
 
 // addService registers and starts a service.
@@ -78,7 +86,7 @@ func (s *service) start() error {
 	args := append([]string{"serve", "--listen", listen}, s.env.serveStoreArgs(s.cfg.storeAddrs)...)
 	args = append(args, "--machines", s.cfg.machines, "--test-clock-offset", "--clock-policy", "off",
 		"--log-format", "json", "--log-level", "warn", "--shutdown-timeout", "5s")
-	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence)...)
+	args = append(args, timingFlags(s.cfg.leaseTTL, s.cfg.renewEvery, s.cfg.selfFence, s.cfg.margin)...)
 	args = append(args, s.cfg.args...)
 	var cmd *exec.Cmd
 	if s.cfg.ns != nil {
@@ -439,13 +447,13 @@ func (s *service) longestOutage() time.Duration {
 }
 
 // timingFlags are the lease-timing flags serve and HolderMain share, for
-// the timings that are set. A scenario that sets the lease's length keeps
-// no margin below the mark, as etcd's timings keep none: the tables'
-// 5 s margin would not fit under a lease of a few seconds.
-func timingFlags(leaseTTL, renewEvery, selfFence time.Duration) []string {
+// the timings that are set. A scenario that sets the lease's length sets
+// the margin below the mark too (margin, 0 for none): the tables' 5 s
+// margin would not fit under a lease of a few seconds.
+func timingFlags(leaseTTL, renewEvery, selfFence, margin time.Duration) []string {
 	var args []string
 	if leaseTTL > 0 {
-		args = append(args, "--fence-margin", "0s")
+		args = append(args, "--fence-margin", margin.String())
 	}
 	for _, d := range []struct {
 		flag string
