@@ -47,6 +47,11 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := lockMachine()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	work, err := os.MkdirTemp("", "snowfence-chaos-")
 	if err != nil {
 		return err
