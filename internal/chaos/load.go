@@ -89,13 +89,9 @@ func (l *load) caller(ctx context.Context, idx int) {
 	turn := idx
 	for ctx.Err() == nil {
 		if every > 0 {
-			next = next.Add(every)
-			if now := time.Now(); next.After(now) {
-				if pause(ctx, next.Sub(now)) != nil {
-					return
-				}
-			} else if now.Sub(next) > time.Second {
-				next = now // far behind: no burst to catch up
+			var err error
+			if next, err = paced(ctx, next, every); err != nil {
+				return
 			}
 		}
 		turn = l.request(ctx, idx, turn, buf)

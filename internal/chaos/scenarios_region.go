@@ -524,13 +524,9 @@ func (app *regionApp) caller(ctx context.Context, l *load, caller int32, every t
 		if ctx.Err() != nil {
 			return
 		}
-		next = next.Add(every)
-		if now := time.Now(); next.After(now) {
-			if pause(ctx, next.Sub(now)) != nil {
-				return
-			}
-		} else if now.Sub(next) > time.Second {
-			next = now // far behind: no burst to catch up
+		var err error
+		if next, err = paced(ctx, next, every); err != nil {
+			return
 		}
 		app.request(ctx, l, caller)
 	}

@@ -424,6 +424,22 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// paced waits for the next of a caller's requests, every apart from the
+// last one's slot next, and returns the slot it waited for. A caller far
+// behind (more than a second) starts again from now rather than burst to
+// catch up. It returns ctx's error if ctx ends first.
+func paced(ctx context.Context, next time.Time, every time.Duration) (time.Time, error) {
+	next = next.Add(every)
+	if now := time.Now(); next.After(now) {
+		if err := pause(ctx, next.Sub(now)); err != nil {
+			return next, err
+		}
+	} else if now.Sub(next) > time.Second {
+		next = now // far behind: no burst to catch up
+	}
+	return next, nil
+}
+
 // answered notes an attempt's outcome for the longest outage the callers
 // saw: the time from the first refused or failed attempt after a success
 // to the next success.
