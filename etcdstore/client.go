@@ -10,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/snowfence/snowfence/lease"
 )
@@ -36,6 +38,19 @@ type ClientConfig struct {
 	DialTimeout time.Duration
 }
 
+// reconnect is how the client dials a member again after losing it.
+// gRPC's default backoff grows to 120 s (1 s × 1.6 per failed dial) and
+// gives each dial 20 s: a holder cut off from etcd for half a minute
+// waited up to 16 s more after the network came back before a dial
+// reached it, refusing all the while. Dials now come at most a second
+// apart and each is given 5 s (DefaultDialTimeout: a TLS handshake across
+// regions fits), so the client is back within a few seconds of the
+// network; a member that stays away costs one dial a second.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: DefaultDialTimeout,
+}
+
 // Open connects to the cluster cc describes and checks that it answers
 // (a member list, which every user may read). The caller owns the client
 // and closes it after any Store using it.
@@ -56,6 +71,7 @@ func Open(ctx context.Context, cc ClientConfig) (*clientv3.Client, error) {
 		DialTimeout:          dial,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
+		DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnect)},
 		Logger:               zap.NewNop(),
 	})
 	if err != nil {
