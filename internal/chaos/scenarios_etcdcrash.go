@@ -272,21 +272,33 @@ func memberOnTmpfs(e *Env, m int) (string, error) {
 }
 
 // fillUp allocates a file at path taking all but leave bytes of its
-// filesystem's free space.
+// filesystem's free space. The member just restarted on it may still be
+// preallocating its next WAL segment (64 MB), so the free space can shrink
+// between the measure and the allocation: an allocation refused for space
+// (ENOSPC) is measured and tried again, a few times.
 func fillUp(path string, leave int64) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
-		return err
-	}
-	free := int64(st.Bavail) * st.Bsize
-	if free <= leave {
-		return nil
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	err = syscall.Fallocate(int(f.Fd()), 0, 0, free-leave)
+	for range 5 {
+		var st syscall.Statfs_t
+		if err = syscall.Statfs(filepath.Dir(path), &st); err != nil {
+			break
+		}
+		free := int64(st.Bavail) * st.Bsize
+		if free <= leave {
+			err = nil
+			break
+		}
+		var size int64
+		if fi, serr := f.Stat(); serr == nil {
+			size = fi.Size()
+		}
+		if err = syscall.Fallocate(int(f.Fd()), 0, 0, size+free-leave); !errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+	}
 	return errors.Join(err, f.Close())
 }
 
