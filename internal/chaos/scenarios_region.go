@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/snowfence/snowfence/client"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/internal/freeport"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -315,10 +317,13 @@ func (e *Env) startRegions(setup regionSetup, plan regionPlan) ([2]*chaosRegion,
 			}
 		}
 		for k := range plan.holders[i] {
-			addr, err := freeLoopbackAddr()
+			// A fixed address: its clients' endpoints name it, so a holder
+			// started again after the loss listens on it again.
+			ports, err := freeport.Loopback(1)
 			if err != nil {
 				return regions, err
 			}
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 			machines := plan.machines
 			if setup == regionsShared && i == 1 {
 				m := regions[0].svcs[k%len(regions[0].svcs)].machine.Load()
@@ -407,18 +412,6 @@ func (e *Env) snowfence(args ...string) ([]byte, error) {
 		return out, fmt.Errorf("snowfence %s: %v: %s", strings.Join(args[:min(2, len(args))], " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
-}
-
-// freeLoopbackAddr picks a free loopback TCP address for a holder to listen
-// on: its clients' endpoints name it, so a holder started again after a
-// crash listens on it again, as a service behind a fixed name does.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // regionApp is one application process of scenario 11: a client.Client
