@@ -448,19 +448,33 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 	}
 }
 
-// extendSignal is a store that tells the test of every renewal the store
-// acknowledged.
-type extendSignal struct {
+// watchedStore counts the renewals it is sent, tells the test of each one
+// the store acknowledged (on extended, if not nil), and fails every Extend
+// and Get once down is set, as a store outage.
+type watchedStore struct {
 	lease.Store
 	extended chan *lease.Lease
+	down     atomic.Bool
+	extends  atomic.Int64
 }
 
-func (s *extendSignal) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+func (s *watchedStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	s.extends.Add(1)
+	if s.down.Load() {
+		return nil, errors.New("store unavailable")
+	}
 	nl, err := s.Store.Extend(ctx, l, markMs, leaseFor)
-	if err == nil {
+	if err == nil && s.extended != nil {
 		s.extended <- nl
 	}
 	return nl, err
+}
+
+func (s *watchedStore) Get(ctx context.Context, m int) (lease.Record, error) {
+	if s.down.Load() {
+		return lease.Record{}, errors.New("store unavailable")
+	}
+	return s.Store.Get(ctx, m)
 }
 
 // A forward step of the wall clock past the reserved mark (an NTP step, a
@@ -471,7 +485,7 @@ func (s *extendSignal) Extend(ctx context.Context, l *lease.Lease, markMs int64,
 // not at its next renewal, RenewEvery away (10 s on the lease tables).
 func TestKeeperRenewsAtOnceAfterForwardStep(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := &extendSignal{Store: newStore(t, c.Endpoints()), extended: make(chan *lease.Lease, 16)}
+	s := &watchedStore{Store: newStore(t, c.Endpoints()), extended: make(chan *lease.Lease, 16)}
 	clk := fakeclock.New(t0)
 	const renewEvery = 2 * time.Second
 	h := mustHolder(t, s, clk, "a", lease.Range{Lo: 9, Hi: 9}, func(kc *lease.KeeperConfig) {
@@ -521,28 +535,6 @@ func (c *countingClock) Sleep(ctx context.Context, d time.Duration) error {
 	return c.Clock.Sleep(ctx, d)
 }
 
-// downStore fails every Extend and Get once down is set: a store outage.
-type downStore struct {
-	lease.Store
-	down    atomic.Bool
-	extends atomic.Int64
-}
-
-func (s *downStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
-	s.extends.Add(1)
-	if s.down.Load() {
-		return nil, errors.New("store unavailable")
-	}
-	return s.Store.Extend(ctx, l, markMs, leaseFor)
-}
-
-func (s *downStore) Get(ctx context.Context, m int) (lease.Record, error) {
-	if s.down.Load() {
-		return lease.Record{}, errors.New("store unavailable")
-	}
-	return s.Store.Get(ctx, m)
-}
-
 // Callers refused at the mark — after a forward step, or in a store outage
 // that outlasted the reservation — wake the keeper once per grant, not once
 // per call: with the clock frozen, 20,000 refused calls neither renew (the
@@ -552,7 +544,7 @@ func TestKeeperRefusedCallersDoNotSpinIt(t *testing.T) {
 	for _, down := range []bool{false, true} {
 		t.Run(map[bool]string{false: "forward step", true: "store down"}[down], func(t *testing.T) {
 			c := etcdtest.Start(t, 1)
-			s := &downStore{Store: newStore(t, c.Endpoints())}
+			s := &watchedStore{Store: newStore(t, c.Endpoints())}
 			clk := &countingClock{Clock: fakeclock.New(t0)}
 			h := mustHolder(t, s, clk.Clock, "a", lease.Range{Lo: 3, Hi: 3}, func(kc *lease.KeeperConfig) {
 				kc.Clock = clk
