@@ -25,6 +25,7 @@ func TestStore(t *testing.T) {
 		{"HandQuarantine", checkHandQuarantine},
 		{"HandQuarantineKeepsFloor", checkHandQuarantineKeepsFloor},
 		{"HandQuarantineLongestReserve", checkHandQuarantineLongestReserve},
+		{"HandQuarantineRaisedLow", checkHandQuarantineRaisedLow},
 		{"RegionsShareTable", checkRegions},
 		{"Invalid", checkInvalid},
 	}
@@ -131,6 +132,30 @@ func checkHandQuarantineLongestReserve(t *testing.T) {
 	if b := leasetest.MustClaim(t, s, req("b", 5, 5, now)); b.StartMs < l.MarkMs {
 		t.Fatalf("claim after the hand quarantine starts at %d, below %d, the mark of the holder before (reserved %s ahead)",
 			b.StartMs, l.MarkMs, longest)
+	}
+}
+
+// checkHandQuarantineRaisedLow: raise-marks over a number quarantined by
+// hand, to a mark below its holder's (lost) one, must not become the mark
+// Unquarantine gives back: the next holder still starts above the holder's
+// mark.
+func checkHandQuarantineRaisedLow(t *testing.T) {
+	s := newStore(t)
+	now := baseMs()
+	l := leasetest.MustClaim(t, s, req("a", 6, 6, now))
+	l = mustExtend(t, s, l, now+(5*time.Minute).Milliseconds())
+	if err := dynamostore.HandQuarantine(ctxFor(t), s, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RaiseMarks(ctxFor(t), lease.Range{Lo: 6, Hi: 6}, now+time.Minute.Milliseconds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unquarantine(ctxFor(t), 6); err != nil {
+		t.Fatal(err)
+	}
+	if b := leasetest.MustClaim(t, s, req("b", 6, 6, now)); b.StartMs < l.MarkMs {
+		t.Fatalf("claim after a hand quarantine and a raise to %d starts at %d, below %d, the mark of the holder before",
+			now+time.Minute.Milliseconds(), b.StartMs, l.MarkMs)
 	}
 }
 

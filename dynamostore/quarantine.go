@@ -138,7 +138,7 @@ func (s *Store) handReserve() time.Duration {
 // gets, in one write, lease_expiry = markMs (if lower), its holder removed
 // and one more epoch, so a holder whose claim survived in a restored table
 // gets lease.ErrLost at its next extension instead of extending above the
-// raised mark; a quarantined number gets quarantined_mark = markMs (its
+// raised mark; a quarantined number with a kept mark gets quarantined_mark = markMs (its
 // holder was fenced by the quarantine). Every item also gets mark_floor =
 // markMs, below which no release records a mark and no unquarantine gives
 // one back. It returns how many items it changed (a mark raised or a
@@ -172,8 +172,12 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		if fenced {
 			changed++
 		}
+		// Only a kept mark is raised: a number quarantined by hand has
+		// none, and Unquarantine gives it back at now + handReserve, above
+		// its holder's lost mark, or at the floor set below if higher. A
+		// kept mark written here would replace that bound with markMs.
 		_, err = s.update(ctx, n, "SET quarantined_mark = :m, mark_floor = :m",
-			"holder = :q AND (attribute_not_exists(quarantined_mark) OR quarantined_mark < :m)", map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder)})
+			"holder = :q AND quarantined_mark < :m", map[string]types.AttributeValue{":m": num(markMs), ":q": str(lease.QuarantineHolder)})
 		if err == nil {
 			changed++
 			continue
