@@ -1,14 +1,18 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/fakeclock"
 )
 
 // region is a fake server that can be taken down (mint 503, healthz 503)
@@ -134,4 +138,88 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("the client returned to the primary without 3 healthy probes first: %v", ev[:first+1])
 		}
 	}
+}
+
+// sleepLog is a clock whose Sleep records its duration and moves the clock
+// on at once, except the prober's ProbeInterval (an hour here), which
+// blocks: the test reads the refill's waits, not the prober's.
+type sleepLog struct {
+	*fakeclock.Clock
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (s *sleepLog) Sleep(ctx context.Context, d time.Duration) error {
+	if d >= time.Hour {
+		return s.Clock.Sleep(ctx, d)
+	}
+	s.mu.Lock()
+	s.waits = append(s.waits, d)
+	s.mu.Unlock()
+	s.Clock.Advance(d)
+	return ctx.Err()
+}
+
+func (s *sleepLog) taken() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.waits...)
+}
+
+// deadURL is the address of a server that is gone: connections are
+// refused, as from a region whose hosts were killed.
+func deadURL(t *testing.T) string {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	u := ts.URL
+	ts.Close()
+	return u
+}
+
+// TestFailoverBackoffRestarts: with a region's three endpoints dead, the
+// client's waits start small again on each endpoint it fails over to, so
+// the healthy endpoint behind them is reached after 3 × (100 + 200) ms, not
+// after waits grown to MaxBackoff (with the exponent counting every attempt
+// of the refill, the waits were 100, 200, 800, 1600, 2000, 2000 ms: 6.7 s).
+// Once every endpoint is out of service the waits grow again, so a fleet
+// that is down entirely is still backed off from.
+func TestFailoverBackoffRestarts(t *testing.T) {
+	ms := time.Millisecond
+	cfg := Config{BaseBackoff: 100 * ms, MaxBackoff: 2 * time.Second, ProbeInterval: time.Hour, MaxAttempts: 16}
+	t.Run("to a live endpoint", func(t *testing.T) {
+		var next atomic.Int64
+		live := newRegion(t, &next)
+		clk := &sleepLog{Clock: fakeclock.New(exampleTime)}
+		cfg := cfg
+		cfg.Endpoints, cfg.Clock = []string{deadURL(t), deadURL(t), deadURL(t), live.ts.URL}, clk
+		c := newClient(t, cfg)
+		c.jitter = func(d time.Duration) time.Duration { return d }
+		if _, err := c.Next(ctxT(t)); err != nil {
+			t.Fatalf("Next with a live fourth endpoint: %v", err)
+		}
+		want := []time.Duration{100 * ms, 200 * ms, 100 * ms, 200 * ms, 100 * ms, 200 * ms}
+		if got := clk.taken(); !slices.Equal(got, want) {
+			t.Errorf("waits before the live endpoint answered: %v, want %v", got, want)
+		}
+		if st := c.Stats(); st.Endpoint != 3 {
+			t.Errorf("stats %+v: want endpoint 3 in use", st)
+		}
+	})
+	t.Run("all down", func(t *testing.T) {
+		clk := &sleepLog{Clock: fakeclock.New(exampleTime)}
+		cfg := cfg
+		cfg.Endpoints, cfg.Clock = []string{deadURL(t), deadURL(t), deadURL(t)}, clk
+		c := newClient(t, cfg)
+		c.jitter = func(d time.Duration) time.Duration { return d }
+		if _, err := c.Next(ctxT(t)); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Next with every endpoint dead: %v, want ErrUnavailable", err)
+		}
+		// Two waits on each endpoint before it is taken out; the last
+		// one's third failure finds none in service, and from there the
+		// waits double up to MaxBackoff. No wait follows the last attempt.
+		want := []time.Duration{100 * ms, 200 * ms, 100 * ms, 200 * ms, 100 * ms, 200 * ms,
+			400 * ms, 800 * ms, 1600 * ms, 2000 * ms, 2000 * ms, 2000 * ms, 2000 * ms}
+		if got := clk.taken(); !slices.Equal(got, want) {
+			t.Errorf("waits with every endpoint dead: %v, want %v", got, want)
+		}
+	})
 }

@@ -101,10 +101,17 @@ func (c *Client) planLocked() int {
 // with a jittered exponential wait after each failure (at least the
 // Retry-After of a 503 or 429, up to MaxRetryAfter), and none after a
 // failure that took an endpoint out of service when another is in
-// service. A 4xx other than 429 is returned at once. It returns the IDs
+// service. The wait's exponent counts the failures since the client last
+// moved to another endpoint: a failure says how the endpoint it came from
+// is doing, not the next one, so a region with several dead endpoints
+// does not leave the last of them (and the healthy region behind it) to be
+// tried only after waits grown to seconds. Once no endpoint is in service
+// the exponent grows on, so a fleet that is down entirely is still backed
+// off from. A 4xx other than 429 is returned at once. It returns the IDs
 // and the clock's reading when their request was sent.
 func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 	var last error
+	step := 0 // failures since the last failover: the backoff's exponent
 	for a := range c.s.MaxAttempts {
 		i, base, mint := c.eps.pick()
 		ids, sent, err := c.attempt(base, mint, n)
@@ -129,22 +136,27 @@ func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 		if !isServer || se.Status != http.StatusTooManyRequests {
 			failover = c.eps.failed(i, err)
 		}
-		if failover || a == c.s.MaxAttempts-1 {
+		if failover {
+			step = 0
+			continue
+		}
+		if a == c.s.MaxAttempts-1 {
 			continue
 		}
 		var retryAfter time.Duration
 		if isServer {
 			retryAfter = se.RetryAfter
 		}
-		if err := c.clock.Sleep(c.ctx, c.backoff(a, retryAfter)); err != nil {
+		if err := c.clock.Sleep(c.ctx, c.backoff(step, retryAfter)); err != nil {
 			return nil, 0, ErrClosed
 		}
+		step++
 	}
 	return nil, 0, &UnavailableError{Attempts: c.s.MaxAttempts, Last: last}
 }
 
-// backoff is the wait after failed attempt a (from 0): between half and all
-// of BaseBackoff·2^a, at most MaxBackoff; and at least retryAfter (cut to
+// backoff is the wait after the a-th failure (from 0) since the last
+// failover: between half and all of BaseBackoff·2^a, at most MaxBackoff; and at least retryAfter (cut to
 // MaxRetryAfter) plus up to a tenth more, so that callers told the same
 // Retry-After do not all come back in the same instant.
 func (c *Client) backoff(a int, retryAfter time.Duration) time.Duration {
