@@ -185,7 +185,9 @@ func degradedLink(e *Env) error {
 			r.name, r.count, r.every().Round(time.Millisecond), r.longestGap.Round(time.Millisecond), w.lib.renewFailures[g].Load()-libFailures[g])
 	}
 	e.note("%s: %d refused library calls over the degraded link", w.lib.name, lib-libBefore)
-	e.check(w.lib.name+" kept issuing over the degraded link", w.libIssued(e) > libIssued, "%d refused library calls", lib-libBefore)
+	issuedAfter := w.libIssued(e)
+	e.check(w.lib.name+" kept issuing over the degraded link", issuedAfter > libIssued,
+		"highest ID streamed %d before the link degraded, %d at its end; %d refused library calls meanwhile", libIssued, issuedAfter, lib-libBefore)
 	e.check(w.lib.name+" refused only as the self-fence dictates", lib == libBefore || libGap >= t.SelfFence-fenceMargin,
 		"%d refused library calls; longest renewal gap of a generator %v (self-fence %v)", lib-libBefore, libGap.Round(time.Millisecond), t.SelfFence)
 	if _, err := e.waitAllIssuing(w.cut, 30*time.Second); err != nil {
