@@ -147,6 +147,8 @@ type sleepLog struct {
 	*fakeclock.Clock
 	mu    sync.Mutex
 	waits []time.Duration
+	// during, if set, runs inside each recorded wait (as the prober would).
+	during func()
 }
 
 func (s *sleepLog) Sleep(ctx context.Context, d time.Duration) error {
@@ -155,7 +157,11 @@ func (s *sleepLog) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	s.mu.Lock()
 	s.waits = append(s.waits, d)
+	during := s.during
 	s.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	s.Clock.Advance(d)
 	return ctx.Err()
 }
@@ -222,4 +228,35 @@ func TestFailoverBackoffRestarts(t *testing.T) {
 			t.Errorf("waits with every endpoint dead: %v, want %v", got, want)
 		}
 	})
+}
+
+// TestFlappingFleetBackoff: endpoints that pass their health probes but
+// fail every request are put back in service during each wait (here by
+// hand, as the prober would with RecoveryProbes 1) and taken out again by
+// the next failure. Each of those failures is a failover, but only the
+// first from each endpoint restarts the exponent: the waits still double
+// to MaxBackoff. (Restarting it on every failover kept them all at
+// 100 ms: a fleet issuing nothing retried at BaseBackoff.)
+func TestFlappingFleetBackoff(t *testing.T) {
+	ms := time.Millisecond
+	clk := &sleepLog{Clock: fakeclock.New(exampleTime)}
+	c := newClient(t, Config{Endpoints: []string{deadURL(t), deadURL(t)}, Clock: clk,
+		FailureThreshold: 1, RecoveryProbes: 1, ProbeInterval: time.Hour,
+		BaseBackoff: 100 * ms, MaxBackoff: 2 * time.Second, MaxAttempts: 12})
+	c.jitter = func(d time.Duration) time.Duration { return d }
+	clk.during = func() {
+		for i := range c.s.Endpoints {
+			c.eps.probed(i, true)
+		}
+	}
+	if _, err := c.Next(ctxT(t)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Next with every endpoint failing: %v, want ErrUnavailable", err)
+	}
+	// Attempt 0 fails over from endpoint 0 (no wait); attempt 1 takes
+	// endpoint 1 out with none left in service and waits; both are back
+	// after the wait, and so on: a wait after every second attempt.
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms}
+	if got := clk.taken(); !slices.Equal(got, want) {
+		t.Errorf("waits with the endpoints flapping: %v, want %v", got, want)
+	}
 }

@@ -105,13 +105,15 @@ func (c *Client) planLocked() int {
 // moved to another endpoint: a failure says how the endpoint it came from
 // is doing, not the next one, so a region with several dead endpoints
 // does not leave the last of them (and the healthy region behind it) to be
-// tried only after waits grown to seconds. Once no endpoint is in service
-// the exponent grows on, so a fleet that is down entirely is still backed
-// off from. A 4xx other than 429 is returned at once. It returns the IDs
+// tried only after waits grown to seconds. It restarts once per endpoint
+// left, and once no endpoint is in service it grows on, so a fleet that is
+// down entirely, or flapping in and out of service, is still backed off
+// from. A 4xx other than 429 is returned at once. It returns the IDs
 // and the clock's reading when their request was sent.
 func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 	var last error
-	step := 0 // failures since the last failover: the backoff's exponent
+	step := 0       // failures since the last failover: the backoff's exponent
+	var left []bool // endpoints this fetch has failed over from
 	for a := range c.s.MaxAttempts {
 		i, base, mint := c.eps.pick()
 		ids, sent, err := c.attempt(base, mint, n)
@@ -137,7 +139,17 @@ func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 			failover = c.eps.failed(i, err)
 		}
 		if failover {
-			step = 0
+			// Only the first failover from each endpoint restarts the
+			// exponent: endpoints that answer /healthz but fail every
+			// mint are put back by the prober and taken out again, and
+			// must not keep a fleet that issues nothing at BaseBackoff.
+			if left == nil {
+				left = make([]bool, len(c.s.Endpoints))
+			}
+			if !left[i] {
+				step = 0
+			}
+			left[i] = true
 			continue
 		}
 		if a == c.s.MaxAttempts-1 {
