@@ -120,9 +120,10 @@ type Config struct {
 	MaxAttempts int
 	// BaseBackoff and MaxBackoff bound the wait after a failed attempt:
 	// between half and all of BaseBackoff·2^k, at most MaxBackoff, where k
-	// counts the refill's failures since it last failed over to another
-	// endpoint (after the last endpoint in service is taken out, k keeps
-	// growing). Zero means DefaultBaseBackoff and DefaultMaxBackoff.
+	// counts a request's failures since it last failed over from an
+	// endpoint it had not failed over from before (after the last endpoint
+	// in service is taken out, k keeps growing). Zero means
+	// DefaultBaseBackoff and DefaultMaxBackoff.
 	BaseBackoff, MaxBackoff time.Duration
 	// MaxRetryAfter caps the Retry-After the client honours after a 503
 	// or 429. Zero means DefaultMaxRetryAfter.
