@@ -112,7 +112,7 @@ func (c *Client) planLocked() int {
 // and the clock's reading when their request was sent.
 func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 	var last error
-	step := 0       // failures since the last failover: the backoff's exponent
+	step := 0       // failures since the exponent last restarted
 	var left []bool // endpoints this fetch has failed over from
 	for a := range c.s.MaxAttempts {
 		i, base, mint := c.eps.pick()
@@ -167,10 +167,11 @@ func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 	return nil, 0, &UnavailableError{Attempts: c.s.MaxAttempts, Last: last}
 }
 
-// backoff is the wait after the a-th failure (from 0) since the last
-// failover: between half and all of BaseBackoff·2^a, at most MaxBackoff; and at least retryAfter (cut to
-// MaxRetryAfter) plus up to a tenth more, so that callers told the same
-// Retry-After do not all come back in the same instant.
+// backoff is the wait after the a-th failure (from 0) since the exponent
+// last restarted (see fetch): between half and all of BaseBackoff·2^a, at
+// most MaxBackoff; and at least retryAfter (cut to MaxRetryAfter) plus up
+// to a tenth more, so that callers told the same Retry-After do not all
+// come back in the same instant.
 func (c *Client) backoff(a int, retryAfter time.Duration) time.Duration {
 	d := c.s.MaxBackoff
 	if a < 30 {
