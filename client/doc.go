@@ -67,7 +67,8 @@
 // A failed request (503 or another 5xx, 429, a connection error or timeout,
 // a malformed answer) is retried after a jittered exponential wait that is
 // at least the answer's Retry-After (up to Config.MaxRetryAfter); the wait
-// starts small again on each endpoint the client fails over to; a 4xx
+// starts small again the first time a refill fails over from each
+// endpoint; a 4xx
 // other than 429 is not retried and is returned (matching ErrRejected).
 // After Config.MaxAttempts requests a refill gives up, and the callers
 // waiting on it get an *UnavailableError holding the last failure.

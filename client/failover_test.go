@@ -172,15 +172,6 @@ func (s *sleepLog) taken() []time.Duration {
 	return append([]time.Duration(nil), s.waits...)
 }
 
-// deadURL is the address of a server that is gone: connections are
-// refused, as from a region whose hosts were killed.
-func deadURL(t *testing.T) string {
-	ts := httptest.NewServer(http.NotFoundHandler())
-	u := ts.URL
-	ts.Close()
-	return u
-}
-
 // TestFailoverBackoffRestarts: with a region's three endpoints dead, the
 // client's waits start small again on each endpoint it fails over to, so
 // the healthy endpoint behind them is reached after 3 × (100 + 200) ms, not

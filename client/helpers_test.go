@@ -210,3 +210,11 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// deadURL is the address of a server that is gone: connections are
+// refused, as from a host that was killed.
+func deadURL(t testing.TB) string {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	ts.Close()
+	return ts.URL
+}

@@ -101,15 +101,14 @@ func (c *Client) planLocked() int {
 // with a jittered exponential wait after each failure (at least the
 // Retry-After of a 503 or 429, up to MaxRetryAfter), and none after a
 // failure that took an endpoint out of service when another is in
-// service. The wait's exponent counts the failures since the client last
-// moved to another endpoint: a failure says how the endpoint it came from
-// is doing, not the next one, so a region with several dead endpoints
-// does not leave the last of them (and the healthy region behind it) to be
-// tried only after waits grown to seconds. It restarts once per endpoint
-// left, and once no endpoint is in service it grows on, so a fleet that is
+// service. The wait's exponent restarts the first time the fetch fails
+// over from each endpoint: a failure says how the endpoint it came from is
+// doing, not the next one, so a region with several dead endpoints does not
+// leave the last of them (and the healthy region behind it) to be tried
+// only after waits grown to seconds. Otherwise it grows, so a fleet that is
 // down entirely, or flapping in and out of service, is still backed off
-// from. A 4xx other than 429 is returned at once. It returns the IDs
-// and the clock's reading when their request was sent.
+// from. A 4xx other than 429 is returned at once. It returns the IDs and
+// the clock's reading when their request was sent.
 func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 	var last error
 	step := 0       // failures since the exponent last restarted
@@ -139,10 +138,10 @@ func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 			failover = c.eps.failed(i, err)
 		}
 		if failover {
-			// Only the first failover from each endpoint restarts the
-			// exponent: endpoints that answer /healthz but fail every
-			// mint are put back by the prober and taken out again, and
-			// must not keep a fleet that issues nothing at BaseBackoff.
+			// Not again from the same endpoint: one that answers /healthz
+			// but fails every mint is put back by the prober and taken
+			// out again, and must not keep a fleet that issues nothing
+			// at BaseBackoff.
 			if left == nil {
 				left = make([]bool, len(c.s.Endpoints))
 			}

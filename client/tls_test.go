@@ -45,11 +45,9 @@ func TestTLS(t *testing.T) {
 // TestConnectionRefused: an endpoint that refuses connections is taken out
 // and the backup answers.
 func TestConnectionRefused(t *testing.T) {
-	dead := httptest.NewServer(http.NotFoundHandler())
-	dead.Close()
 	var s *scripted
 	s = newScripted(t, func(w http.ResponseWriter, r *http.Request) { s.ok(w, r) })
-	c := newClient(t, Config{Endpoints: []string{dead.URL, s.ts.URL}, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond, ProbeInterval: time.Hour})
+	c := newClient(t, Config{Endpoints: []string{deadURL(t), s.ts.URL}, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond, ProbeInterval: time.Hour})
 	if id, err := c.Next(ctxT(t)); err != nil || id != 1 {
 		t.Fatalf("Next = %d, %v; want 1 from the backup", id, err)
 	}
