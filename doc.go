@@ -64,8 +64,11 @@
 // and fences each holder in time: the store keeps, per number, a high-water
 // mark written before use, compared on a fencing token, so two holders of one
 // number — a paused one and its successor, or a process and its restarted
-// self — never issue the same timestamp. Static assigns a number by hand for
-// tests and single processes.
+// self — never issue the same timestamp. A keeper feeds one generator only
+// (ExclusiveLease: a second New on it fails with ErrLeaseBound), since the
+// generator's last tick and sequence are the only record of what it issued.
+// Static assigns a number by hand for tests and single processes; keeping
+// it to one generator is then the operator's part.
 //
 // # Concurrency
 //

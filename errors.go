@@ -41,6 +41,13 @@ var (
 	// and the kernel says the clock is not synchronised, or its maximum error
 	// is above the limit.
 	ErrClockUnsynchronized = errors.New("snowfence: clock not synchronized")
+	// ErrLeaseBound reports a second generator on a lease that feeds one
+	// already (an ExclusiveLease, such as a lease.Keeper): the first
+	// generator's last tick and sequence are the only record of what was
+	// issued on the number, so a second one would mint the same IDs. Give
+	// each generator a keeper of its own, or share one generator (it is
+	// safe for concurrent use).
+	ErrLeaseBound = errors.New("snowfence: the lease already feeds a generator")
 	// ErrClosed reports a call on a closed generator.
 	ErrClosed = errors.New("snowfence: generator closed")
 	// ErrInvalidUUID reports text or a database value that is not a UUID

@@ -21,7 +21,9 @@ type Config struct {
 	// Lease supplies the machine number and the fence. Required: use a
 	// lease.Keeper, or Static for a number assigned by hand. If it is a
 	// PlacedLease (both are), New refuses a machine range or region that a
-	// layout of the schedule in force from now on cannot hold.
+	// layout of the schedule in force from now on cannot hold. A keeper
+	// feeds one generator only (ExclusiveLease): a second New on it fails
+	// with ErrLeaseBound.
 	Lease LeaseView
 	// Schedule is the layout schedule. Zero means the Lease's if it has a
 	// Schedule() method (lease.Keeper does: it claims its numbers with it,
@@ -198,6 +200,12 @@ func New(cfg Config) (*Generator, error) {
 		lastTick:      -1,
 		stepUntil:     -1, // forces a layout choice on the first call
 		stats:         Stats{Refused: map[string]uint64{}},
+	}
+	// Last, so that a configuration refused above binds nothing.
+	if ex, ok := cfg.Lease.(ExclusiveLease); ok {
+		if err := ex.Bind(g.LastIssued); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	return g, nil
 }

@@ -57,6 +57,25 @@ type SteppedLease interface {
 	GrantAt(wallMs int64) (*Grant, error)
 }
 
+// An ExclusiveLease is a LeaseView that feeds one generator only. A
+// generator's last tick and sequence are the only record of what it issued
+// on its number: two generators on one lease would both start at sequence
+// 0 in the same tick and mint the same IDs. New binds the generator it
+// makes to such a lease (Bind), as its last step, and fails with the error
+// Bind returns; a lease.Keeper is one, and refuses a second binding for
+// the rest of its life, also after the first generator was closed.
+//
+// Static is not: a number assigned by hand is the operator's to keep to
+// one generator (see Static).
+type ExclusiveLease interface {
+	LeaseView
+	// Bind records that a generator mints on the lease, and how to learn
+	// the end of its last issued timestamp (Generator.LastIssued), which
+	// the lease's owner records as the mark when it releases the number.
+	// It fails, matching ErrLeaseBound, once a generator is bound.
+	Bind(lastIssued func() int64) error
+}
+
 // staticLease is a LeaseView that never expires.
 type staticLease struct{ g *Grant }
 
@@ -70,7 +89,8 @@ func (s staticLease) Placements() []Placement {
 
 // Static returns a LeaseView for a machine and region number assigned by hand,
 // with no expiry and no fence. Uniqueness then rests entirely on the operator
-// never running two generators with the same numbers, and on a restarted
+// never running two generators with the same numbers — in one process or
+// many: nothing binds a Static view to one generator —, and on a restarted
 // process not reusing its own earlier timestamps (the generator only guards
 // the latter within one process life). Use it for tests, tools and single
 // processes; fleets should lease their numbers.

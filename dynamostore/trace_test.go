@@ -47,7 +47,6 @@ func startTraceHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name st
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.SetLastIssued(g.LastIssued)
 	h := &traceHolder{k: k, g: g, clk: clk}
 	h.settle(t)
 	return h

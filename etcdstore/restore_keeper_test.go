@@ -118,7 +118,6 @@ func startKeeper(t *testing.T, cli *clientv3.Client, prefix string, clk *fakeclo
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.SetLastIssued(g.LastIssued)
 	h := &keeperHolder{t: t, cli: cli, clk: clk, k: k, g: g}
 	h.settle()
 	return h

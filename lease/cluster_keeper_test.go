@@ -72,7 +72,6 @@ func tryStartMinter(t *testing.T, s lease.Store, clk snowfence.Clock, name strin
 		k.Close(context.Background())
 		return nil, err
 	}
-	k.SetLastIssued(g.LastIssued)
 	m := &minter{name: name, k: k, g: g, started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), reasons: map[string]int{}}
 	go m.run(every, batch)
 	t.Cleanup(func() {

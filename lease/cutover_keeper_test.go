@@ -53,7 +53,6 @@ func TestCutoverWithoutNextNumberRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.SetLastIssued(g.LastIssued)
 		return k, g
 	}
 	kD, gD := start("d", 7, 9)

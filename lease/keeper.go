@@ -140,6 +140,10 @@ type KeeperConfig struct {
 // released with the end of the last ID issued on it as its mark. A holder
 // without a number for the new layout at the cutover refuses to issue until
 // it has one. It is safe for concurrent use.
+//
+// A Keeper feeds exactly one generator: snowfence.New binds the first
+// (Bind) and refuses a second with snowfence.ErrLeaseBound. A program that
+// wants several generators starts a keeper for each.
 type Keeper struct {
 	cfg  KeeperConfig
 	log  *slog.Logger
@@ -149,7 +153,9 @@ type Keeper struct {
 	// on, in step order; it does not change after StartKeeper.
 	holds []*hold
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// lastIssued is the bound generator's LastIssued (Bind); nil until
+	// one is bound.
 	lastIssued func() int64
 	closed     bool
 
@@ -162,7 +168,10 @@ type Keeper struct {
 	early chan struct{}
 }
 
-var _ snowfence.SteppedLease = (*Keeper)(nil)
+var (
+	_ snowfence.SteppedLease   = (*Keeper)(nil)
+	_ snowfence.ExclusiveLease = (*Keeper)(nil)
+)
 
 // errNotYet is the reason before the first claim.
 var errNotYet = errors.New("lease: no machine number claimed yet")
@@ -560,15 +569,22 @@ func (k *Keeper) current() *hold {
 	return k.holds[0]
 }
 
-// SetLastIssued tells the keeper how to learn the end of the last issued
-// timestamp (snowfence.Generator.LastIssued), so every release records an
-// exact mark. Without it a release records the whole reservation, which is
-// safe but makes the next holder of the number pass it over until the clock
-// catches up.
-func (k *Keeper) SetLastIssued(f func() int64) {
+// Bind implements snowfence.ExclusiveLease: snowfence.New calls it for the
+// one generator the keeper feeds, whose LastIssued it reads when it releases
+// a number, so that every release records an exact mark (a keeper no
+// generator was bound to releases the whole reservation: safe, but the next
+// holder of the number passes it over until the clock catches up). A second
+// binding fails with snowfence.ErrLeaseBound, for the life of the keeper:
+// another generator would not know the first one's last tick and sequence.
+func (k *Keeper) Bind(lastIssued func() int64) error {
 	k.mu.Lock()
-	k.lastIssued = f
-	k.mu.Unlock()
+	defer k.mu.Unlock()
+	if k.lastIssued != nil && !revert.Bind {
+		return fmt.Errorf("%w: keeper %s feeds one generator already; give each generator a keeper of its own (StartKeeper), or share the generator, which is safe for concurrent use",
+			snowfence.ErrLeaseBound, k.cfg.Holder)
+	}
+	k.lastIssued = lastIssued
+	return nil
 }
 
 // releaseMark is the mark to release l with: the end of the last timestamp

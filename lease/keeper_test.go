@@ -63,7 +63,6 @@ func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.SetLastIssued(g.LastIssued)
 	h := &holder{t: t, k: k, g: g, clk: clk}
 	t.Cleanup(func() { k.Close(context.Background()) })
 	// The keeper's loop is asleep on the clock once StartKeeper returns.

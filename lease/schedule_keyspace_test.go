@@ -78,7 +78,6 @@ func TestSetScheduleSeesLaterKeyspaceMarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.SetLastIssued(g.LastIssued)
 		return k, g
 	}
 	kF, gF := start("f", old)

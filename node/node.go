@@ -56,7 +56,9 @@ type Node struct {
 	// Generator mints IDs; it refuses whenever the keeper holds no valid
 	// lease.
 	Generator *snowfence.Generator
-	// Keeper holds the machine number.
+	// Keeper holds the machine number. It feeds Generator and no other:
+	// a second generator built on it is refused (snowfence.ErrLeaseBound),
+	// because it would not know the first one's last tick and sequence.
 	Keeper *lease.Keeper
 	// Store is the lease store the keeper uses.
 	Store lease.Store
@@ -107,7 +109,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.Keeper.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	n.Keeper.SetLastIssued(n.Generator.LastIssued)
 	return n, nil
 }
 

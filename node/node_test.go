@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -110,5 +111,20 @@ func TestStartFailsCleanly(t *testing.T) {
 	defer b.Close(ctx)
 	if b.Embedded != nil || b.Keeper.Status().Machine != 2 {
 		t.Fatalf("second node: embedded %v, status %+v", b.Embedded, b.Keeper.Status())
+	}
+}
+
+// A node's keeper feeds the node's generator only: a second generator
+// built on Node.Keeper would start at sequence 0 in the tick the first one
+// is using, on the same number, and is refused.
+func TestNodeKeeperFeedsOnlyItsGenerator(t *testing.T) {
+	ctx := context.Background()
+	n, err := node.Start(ctx, embedded(t.TempDir(), lease.Range{Lo: 423, Hi: 423}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(ctx)
+	if g, err := snowfence.New(snowfence.Config{Lease: n.Keeper, ClockPolicy: snowfence.ClockOff}); !errors.Is(err, snowfence.ErrLeaseBound) {
+		t.Fatalf("snowfence.New on Node.Keeper = %v, %v; want ErrLeaseBound", g, err)
 	}
 }

@@ -45,7 +45,6 @@ func Example_keeper() {
 		log.Fatal(err)
 	}
 	defer gen.Close()
-	keeper.SetLastIssued(gen.LastIssued)
 	id, err := gen.Next(ctx)
 	if err != nil {
 		log.Fatal(err)

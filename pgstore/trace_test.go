@@ -36,7 +36,6 @@ func traceKeeper(t *testing.T, s lease.Store, clk *fakeclock.Clock, holder strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.SetLastIssued(g.LastIssued)
 	settle(t, clk)
 	return k, g
 }

@@ -19,4 +19,5 @@
 //	snowfence_revert_cutover     across a layout cutover, grants bounded to their layout's instants and
 //	                             no issuing after the cutover without a number of the new layout (undone:
 //	                             the old number goes on, as a holder keeping its number across it did)
+//	snowfence_revert_bind        a keeper feeding one generator only (snowfence.ErrLeaseBound on a second)
 package revert

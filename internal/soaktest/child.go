@@ -233,7 +233,6 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 		out.Fatal(err)
 		return
 	}
-	k.SetLastIssued(g.LastIssued)
 	st := k.Status()
 	out.Claimed(idx, st.Machine, st.Token)
 	t := time.NewTicker(spec.Every) // pacing, not synchronisation

@@ -68,7 +68,6 @@ func checkCutover(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.SetLastIssued(g.LastIssued)
 		return k, g
 	}
 

@@ -66,7 +66,6 @@ func checkKeeperRace(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.SetLastIssued(g.LastIssued)
 		ids, err := g.NextN(ctx, 500)
 		if err != nil {
 			t.Fatalf("keeper %d: NextN: %v (status %+v)", i, err, k.Status())

@@ -327,7 +327,6 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched sn
 		w.log.add(w.step, "holder %d (process %d) refused by snowfence.New: %s", h.idx, p.idx, short(err))
 		return
 	}
-	k.SetLastIssued(g.LastIssued)
 	h.k, h.g, h.last = k, g, 0
 	h.gen++
 	w.holderNames[[2]int{h.idx, h.gen}] = k.Status().Holder
