@@ -19,4 +19,7 @@
 //	snowfence_revert_cutover     across a layout cutover, grants bounded to their layout's instants and
 //	                             no issuing after the cutover without a number of the new layout (undone:
 //	                             the old number goes on, as a holder keeping its number across it did)
+//	snowfence_revert_registry    the region registry's rules checked by every keeper at start (region known
+//	                             and in service, its home store, the registry's schedule) and the claim's
+//	                             compare of the store's fleet schedule record with the registry's
 package revert
