@@ -27,7 +27,9 @@
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
 //	                  and the floor claims start at after a restore was noticed (restore.go)
 //	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
-//	                  body the JSON of lease.Registry, written on version = :prev (registry.go)
+//	                  body the JSON of lease.Registry, written on version = :prev (registry.go); a claim
+//	                  reads it with the fleet schedule, in its scan and again after its write, and is
+//	                  refused (given back, after the write) while it records another fleet schedule
 //
 // lease_expiry is both the lease's expiry and its mark: the holder issues
 // only timestamps below it, and a claim succeeds only when the claimer's
