@@ -373,8 +373,8 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 // records no fleet schedule yet (one being created, or written before the
 // registry kept it) records the stores' — refused with lease.ErrSchedule,
 // naming the command that fixes it, when the stores' records differ; one
-// that records it is left as it is (serve refuses a holder whose store's
-// record differs from it).
+// that records it is left as it is (every keeper refuses a holder, and
+// every claim, where the store's record differs from it).
 func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
 	recs := make([]lease.FleetSchedule, len(r.copies))
 	for i, c := range r.copies {
