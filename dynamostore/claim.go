@@ -59,9 +59,13 @@ const (
 // other's.
 //
 // The same consistent scan reads the fleet schedule (lease.ErrSchedule
-// unless req.Schedule is the fleet's) and the table identity: after a
+// unless req.Schedule is the fleet's), the region registry's copy
+// (lease.ErrSchedule while it records a fleet schedule other than the
+// record: lease.CheckRecordedSchedule) and the table identity: after a
 // restore, claims start at least the restore window after it was noticed
-// (restore.go). It returns lease.ErrNoFreeNumber, saying why each number
+// (restore.go). The registry is read again after the claim committed
+// (confirmRegistry), and a claim made while it came to differ from the
+// record is given back. It returns lease.ErrNoFreeNumber, saying why each number
 // was passed over, when no number can be claimed.
 func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	if err := s.open(); err != nil {
@@ -81,6 +85,15 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	if err := checkFleet(req.Schedule, fleet); err != nil {
 		return nil, err
+	}
+	if !revert.Registry {
+		reg, err := parseRegistry(metas[registryKey])
+		if err != nil {
+			return nil, err
+		}
+		if err := lease.CheckRecordedSchedule(reg, fleet); err != nil {
+			return nil, err
+		}
 	}
 	floor, gen, err := s.claimFloor(ctx, req, metas[identityKey])
 	if err != nil {
@@ -104,6 +117,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if l != nil {
 			l.Schedule = req.Schedule
 			if err := s.remember(l, gen); err != nil {
+				return nil, err
+			}
+			if err := s.confirmRegistry(ctx, l); err != nil {
 				return nil, err
 			}
 		}
@@ -311,4 +327,53 @@ func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *
 	s.log.Info("claimed machine number", "machine", n, "holder", req.Holder, "epoch", it.epoch,
 		"start", lease.FormatMs(startMs), "mark", lease.FormatMs(it.expiryMs))
 	return l
+}
+
+// confirmRegistry reads the fleet schedule record and the registry's copy
+// again, consistently, after the claim of l committed, and gives l back
+// (Release, keeping its mark), with lease.ErrSchedule, if the registry now
+// records a fleet schedule other than the record. DynamoDB cannot
+// condition the claim's UpdateItem on other items, and the store writes no
+// transactions (dynalite, the test server, has no TransactWriteItems), so
+// the scan's check is a read before the write; this read after it closes
+// the gap: a lease is returned only if the two agreed after it was
+// claimed, before anything is issued on it. A registry written later is
+// one written after the claim, as it would be on any store.
+func (s *Store) confirmRegistry(ctx context.Context, l *lease.Lease) error {
+	if revert.Registry {
+		return nil
+	}
+	read := func(key int64) (map[string]types.AttributeValue, error) {
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: metaKey(key), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, err
+		}
+		return out.Item, nil
+	}
+	fleetItem, err := read(scheduleKey)
+	var regItem map[string]types.AttributeValue
+	if err == nil {
+		regItem, err = read(registryKey)
+	}
+	var cerr error
+	if err == nil {
+		var fleet lease.FleetSchedule
+		var reg lease.Registry
+		if fleet, cerr = parseSchedule(fleetItem); cerr == nil {
+			if reg, cerr = parseRegistry(regItem); cerr == nil {
+				cerr = lease.CheckRecordedSchedule(reg, fleet)
+			}
+		}
+	}
+	if err == nil && cerr == nil {
+		return nil
+	}
+	if rerr := s.Release(context.WithoutCancel(ctx), l, max(l.MarkMs, l.StartMs)); rerr != nil {
+		s.log.Warn("giving back a claim made while the registry came to differ failed; it frees itself at its mark", "machine", l.Machine, "epoch", l.Token, "error", rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: claim machine %d region %d: reading the region registry and the fleet schedule again after the claim failed: %w; the claim was given back; retry",
+			l.Machine, s.region, err)
+	}
+	return cerr
 }

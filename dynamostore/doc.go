@@ -27,7 +27,9 @@
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
 //	                  and the floor claims start at after a restore was noticed (restore.go)
 //	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
-//	                  body the JSON of lease.Registry, written on version = :prev (registry.go)
+//	                  body the JSON of lease.Registry, written on version = :prev (registry.go); a claim
+//	                  reads it with the fleet schedule, in its scan and again after its write, and is
+//	                  refused (given back, after the write) while it records another fleet schedule
 //
 // lease_expiry is both the lease's expiry and its mark: the holder issues
 // only timestamps below it, and a claim succeeds only when the claimer's
@@ -71,6 +73,14 @@
 // at least an hour ahead, longer than any mark a holder reserves: every
 // holder on the old schedule renews, and is refused, before then.
 //
+// The region registry's item is compared with the fleet schedule's too
+// (lease.CheckRecordedSchedule: a claim is refused while the registry
+// records another schedule than the table's record), read in the claim's
+// scan and again, both items with consistent GetItems, after the claim's
+// write: a claim made while they came to differ is given back (Release)
+// and refused, so a lease is handed out only if the two agreed after it
+// was claimed — as if the compare were part of the write.
+//
 // RaiseMarks fences every holder in the write that raises its mark (holder
 // removed, one more epoch), so a claim that survived in a restored table
 // cannot extend above the raised mark.
@@ -105,8 +115,9 @@
 //
 // The lease item thus holds one entry (about 160 bytes with a 45-character
 // holder) whatever the journal's length: a renewal stays one write unit. A
-// claim costs a PutItem (1 write unit), a consistent Query (1 read unit) and a
-// DeleteItem (1 write unit) more (docs/lease-stores.md).
+// claim costs a PutItem (1 write unit), a consistent Query (1 read unit), a
+// DeleteItem (1 write unit) and, for the registry's compare, two consistent
+// GetItems (1 read unit each at most) more (docs/lease-stores.md).
 //
 // # Permissions
 //

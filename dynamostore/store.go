@@ -324,8 +324,8 @@ func (s *Store) scanWith(ctx context.Context, r lease.Range, meta bool) ([]item,
 		":hi": num(int64(s.region*Machines + r.Hi)),
 	}
 	if meta {
-		filter += " OR machine_id IN (:sched, :ident)"
-		vals[":sched"], vals[":ident"] = num(scheduleKey), num(identityKey)
+		filter += " OR machine_id IN (:sched, :ident, :reg)"
+		vals[":sched"], vals[":ident"], vals[":reg"] = num(scheduleKey), num(identityKey), num(registryKey)
 	}
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),

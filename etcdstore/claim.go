@@ -44,7 +44,12 @@ import (
 // claim refused with lease.ErrSchedule unless req.Schedule equals it; the
 // claim transaction also compares the schedule key with the value read,
 // so a schedule set meanwhile is never missed. The lease carries
-// req.Schedule in canonical form.
+// req.Schedule in canonical form. The region registry's copy
+// (<prefix>/registry) is read with them, and the claim refused with
+// lease.ErrSchedule when the registry records a fleet schedule other than
+// the record's (lease.CheckRecordedSchedule); the transaction compares the
+// registry key with the value read too, so a registry written meanwhile is
+// checked again before the claim can commit.
 //
 // After an error of unknown outcome it re-reads the owner key and the
 // claim's journal entry: a claim that committed (the key is bound to this
@@ -76,6 +81,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	for _, b := range bases {
 		ops = append(ops, clientv3.OpGet(b+kindMark+"/", clientv3.WithPrefix()))
 	}
+	regAt := len(ops)
+	ops = append(ops, clientv3.OpGet(s.keys.registry))
 	resp, err := s.txn(ctx, nil, ops, nil)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: claim in %s: read the range: %w", req.Range, err)
@@ -90,9 +97,14 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 			s.sawMarks(epoch, b, rangeAt(2+i)) // what this read saw is known too, as in its own keyspace
 		}
 	}
-	sched := guardOf(kvAt(resp, 1))
+	sched, reg := guardOf(kvAt(resp, 1)), guardOf(kvAt(resp, regAt))
 	if !revert.Schedule {
 		if err := checkScheduleKV(req.Schedule, kvAt(resp, 1)); err != nil {
+			return nil, err
+		}
+	}
+	if !revert.Registry {
+		if err := checkRegistryKV(kvAt(resp, 1), kvAt(resp, regAt)); err != nil {
 			return nil, err
 		}
 	}
@@ -104,9 +116,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("etcdstore: claim in %s: %w", req.Range, err)
 		}
-		l, why, err := s.tryClaim(ctx, req, n, &sched)
+		l, why, err := s.tryClaim(ctx, req, n, &sched, &reg)
 		if why == skipRestored && err == nil && l == nil {
-			l, why, err = s.tryClaim(ctx, req, n, &sched) // once more, with the restore window
+			l, why, err = s.tryClaim(ctx, req, n, &sched, &reg) // once more, with the restore window
 		}
 		switch {
 		case err != nil:
@@ -266,7 +278,9 @@ func (s *Store) readForClaim(ctx context.Context, n int) (claimRead, error) {
 }
 
 // tryClaim claims number n, with the fleet schedule as sched guards it
-// (updated when the key was rewritten with the same schedule). It returns
+// (updated when the key was rewritten with the same schedule) and the
+// region registry's copy as reg guards it (updated when it was rewritten
+// with a schedule that still agrees with the record). It returns
 // the lease, or a reason to try the next number, or an error that ends the
 // claim.
 //
@@ -277,7 +291,7 @@ func (s *Store) readForClaim(ctx context.Context, n int) (claimRead, error) {
 // was taken, and its token (the entry key's create revision) the owner
 // key's. A number whose mark is too far ahead is passed over before it is
 // claimed, leaving no entry.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sched *scheduleGuard) (*lease.Lease, skipReason, error) {
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sched, reg *scheduleGuard) (*lease.Lease, skipReason, error) {
 	rd, err := s.readForClaim(ctx, n)
 	if err != nil {
 		return nil, 0, err
@@ -324,6 +338,9 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 		if !revert.Schedule {
 			cmps = append(cmps, sched.cmp(s.keys.schedule))
 		}
+		if !revert.Registry {
+			cmps = append(cmps, reg.cmp(s.keys.registry))
+		}
 		then := append([]clientv3.Op{
 			clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
 			clientv3.OpPut(entry, encode(entryValue{Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: mv.MarkMs, StartMs: startMs})),
@@ -334,6 +351,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 			clientv3.OpGet(quar, clientv3.WithKeysOnly()),
 			clientv3.OpGet(markKey),
 			clientv3.OpGet(s.keys.journalOf(n), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(s.keys.registry),
 		})
 		if err != nil || resp.Succeeded {
 			break
@@ -352,6 +370,17 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 			if schedTry++; schedTry >= scheduleTries {
 				s.revoke(ctx, id, n)
 				return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the fleet schedule key %s keeps changing under it; retry", n, s.keys.schedule)
+			}
+		case !revert.Registry && !reg.holds(kvAt(resp, 5)):
+			rk := kvAt(resp, 5)
+			if err := checkRegistryKV(sk, rk); err != nil {
+				s.revoke(ctx, id, n)
+				return nil, 0, err
+			}
+			*reg = guardOf(rk) // rewritten, still recording the record's schedule (or none)
+			if schedTry++; schedTry >= scheduleTries {
+				s.revoke(ctx, id, n)
+				return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the region registry key %s keeps changing under it; retry", n, s.keys.registry)
 			}
 		default:
 			// Free, but its mark or journal moved since the read (claimed

@@ -34,7 +34,7 @@ func TestTryClaimUndoesFarAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: now, LeaseFor: 10 * time.Second, MaxAhead: time.Second}
-	l, why, err := s.tryClaim(testCtx(t), r, 0, &scheduleGuard{})
+	l, why, err := s.tryClaim(testCtx(t), r, 0, &scheduleGuard{}, &scheduleGuard{})
 	if l != nil || err != nil || why != skipAhead {
 		t.Fatalf("tryClaim = %v, %v, %v; want nil, skipAhead, nil", l, why, err)
 	}

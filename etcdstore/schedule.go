@@ -98,6 +98,22 @@ func checkScheduleKV(holder string, kv *mvccpb.KeyValue) error {
 	return lease.CheckSchedule(holder, fleet)
 }
 
+// checkRegistryKV returns lease.ErrSchedule (lease.CheckRecordedSchedule)
+// when the region registry in reg (the registry key as read, nil if
+// absent) records a fleet schedule other than the record in sched (the
+// schedule key as read, nil if absent).
+func checkRegistryKV(sched, reg *mvccpb.KeyValue) error {
+	fleet, err := parseSchedule(sched)
+	if err != nil {
+		return err
+	}
+	r, err := parseRegistry(reg)
+	if err != nil {
+		return err
+	}
+	return lease.CheckRecordedSchedule(r, fleet)
+}
+
 // checkExtensionKV returns lease.ErrSchedule unless a lease claimed under
 // the holder's schedule may reserve up to markMs under the fleet schedule in
 // kv (nil if absent): see lease.CheckExtension.
@@ -111,7 +127,9 @@ func checkExtensionKV(holder string, kv *mvccpb.KeyValue, markMs int64) error {
 
 // scheduleGuard is the compare that keeps a claim or an extension from
 // committing once the fleet schedule differs from the one it was checked
-// against: the key still absent, or its value byte for byte the one read.
+// against — or a claim once the region registry's copy differs from the one
+// it was checked against: the key still absent, or its value byte for byte
+// the one read.
 type scheduleGuard struct {
 	present bool
 	value   string

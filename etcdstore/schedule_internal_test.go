@@ -26,7 +26,7 @@ func TestClaimComparesScheduleAtomically(t *testing.T) {
 	}
 	r := lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: time.Now().UnixMilli(),
 		LeaseFor: 10 * time.Second, MaxAhead: time.Second, Schedule: lease.DefaultFleetSchedule}
-	l, _, err := s.tryClaim(testCtx(t), r, 0, &read)
+	l, _, err := s.tryClaim(testCtx(t), r, 0, &read, &scheduleGuard{})
 	if l != nil || !errors.Is(err, lease.ErrSchedule) {
 		t.Fatalf("tryClaim after the schedule moved = %v, %v; want ErrSchedule", l, err)
 	}

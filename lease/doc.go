@@ -37,6 +37,13 @@
 //     sleeps.
 //   - schedule.go: the fleet schedule a store keeps, and the checks that
 //     keep holders of two schedules apart.
+//   - registry*.go: the region registry every region's store keeps a copy
+//     of (names, numbers, homes, the fleet's schedule) and the operator's
+//     changes to it; keeperregistry.go: its rules, which StartKeeper
+//     checks for every holder before its first claim (a region known and
+//     in service, its home store, the registry's schedule), and the
+//     compare of a store's fleet schedule record with its copy's schedule
+//     that every store makes in each claim (CheckRecordedSchedule).
 //   - holder.go, nonce.go: holder names and claim nonces, which tell two
 //     claims apart when holder strings repeat.
 //   - quarantine.go, format.go: the operator's quarantine values and the

@@ -59,7 +59,10 @@ type KeeperConfig struct {
 	// must be 0 while a layout without region bits (v1) is in force: the
 	// stores lease numbers per region, so two regions' holders may hold
 	// the same number. With a schedule of more than one step it must be
-	// below KeyspaceStride.
+	// below KeyspaceStride. When the store holds a region registry, it
+	// must be the number of a region the registry has, in service, whose
+	// home (if recorded) is this store (StartKeeper); with none, any
+	// number is taken as it is, as in a fleet of one region.
 	Region int
 	// Schedule is the layout schedule of this holder's generator. Every
 	// claim carries it (ClaimRequest.Schedule) and the store refuses it,
@@ -179,15 +182,28 @@ var errNotYet = errors.New("lease: no machine number claimed yet")
 // errClosed is the reason after Close.
 var errClosed = errors.New("lease: keeper closed")
 
-// StartKeeper checks cfg, claims a first number for the layout in force now
-// (retrying transient errors until ctx is done) and starts renewing it in
-// the background; numbers for later layouts of cfg.Schedule are claimed in
-// the background from Lead before their cutovers. It fails with ErrInvalid
-// for a configuration it cannot use (including a range or region that a
-// layout of cfg.Schedule in force from now on cannot hold: the error also
-// matches snowfence.ErrPlacement), with ErrSchedule if the store's fleet
-// schedule differs from cfg.Schedule, and with ErrNoFreeNumber if the whole
-// range is taken. A number claimed before it fails is released.
+// StartKeeper checks cfg, checks it against the store's copy of the region
+// registry, claims a first number for the layout in force now (retrying
+// transient errors of both until ctx is done) and starts renewing it in the
+// background; numbers for later layouts of cfg.Schedule are claimed in the
+// background from Lead before their cutovers. It fails with ErrInvalid for
+// a configuration it cannot use (including a range or region that a layout
+// of cfg.Schedule in force from now on cannot hold: the error also matches
+// snowfence.ErrPlacement), with ErrSchedule if the store's fleet schedule
+// differs from cfg.Schedule, and with ErrNoFreeNumber if the whole range is
+// taken.
+//
+// When the store holds a region registry (Store.Registry at a version
+// above 0), before any claim it also refuses cfg.Region if the registry
+// does not have it (ErrUnknownRegion) or it is retired (ErrRegionRetired),
+// a store that is not the region's home (ErrWrongHome: the store's
+// RegistryIdentity is not the one the registry records for the region's
+// home copy), and, when the registry records the fleet schedule,
+// cfg.Schedule or the store's fleet schedule record if either differs from
+// it (ErrSchedule: CheckHolderSchedule); each error names the command that
+// fixes it. A store with no registry is a fleet of one region
+// as far as the keeper can tell: cfg.Region is not checked (it logs so, at
+// Info). A number claimed before it fails is released.
 func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -196,6 +212,21 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := k.plan(); err != nil {
 		k.closeStores()
 		return nil, err
+	}
+	for !revert.Registry {
+		err := k.checkRegistry(ctx)
+		if err == nil {
+			break
+		}
+		if registryRefused(err) {
+			k.closeStores()
+			return nil, err
+		}
+		k.log.Warn("reading the region registry failed; retrying", "holder", cfg.Holder, "error", err)
+		if serr := cfg.Clock.Sleep(ctx, cfg.RenewEvery/4); serr != nil {
+			k.closeStores()
+			return nil, fmt.Errorf("lease: the region registry was not read before the context ended: last error: %w", err)
+		}
 	}
 	first := k.holds[0]
 	for {

@@ -16,7 +16,10 @@ import (
 // agree (ErrRegistryDiverged), be the ones recorded (ErrInvalid) and be
 // the stores recorded under their names (ErrCopyIdentity), and joining's
 // store must be none of theirs (ErrCopyIdentity) and hold no registry
-// (ErrRegistryDiverged otherwise). The registry, one version on, records
+// (ErrRegistryDiverged otherwise), and when the registry records the fleet
+// schedule, joining's store must keep it as its fleet schedule record
+// (ErrSchedule, naming the command that sets it: CheckStoreSchedule). The
+// registry, one version on, records
 // every copy with its identity, joining's included, and is written to
 // copies in name order, each with its version compare (the first decides
 // between the join and a change made at once, as in UpdateRegistry), then
@@ -26,7 +29,9 @@ import (
 // A join that stopped half way is finished by SyncRegistry with every
 // copy, joining's included; running the same JoinRegistry again finishes
 // it too once copies all record joining (joining's copy empty or equal to
-// theirs).
+// theirs), without comparing the schedules again: a store holding a copy
+// refuses every claim while its record differs from the copy's schedule,
+// which a store holding none could not do.
 func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCopy) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
 	if err != nil {
@@ -79,6 +84,9 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 			return cur, fmt.Errorf("%w: copy %s, joining, holds a region registry already (version %d, %d regions): a store joins with none; "+
 				"compare it with the others (snowfence regions list on each store) and, if it is left over from elsewhere, remove it from that store before joining",
 				ErrRegistryDiverged, joining.Name, theirs.Version, len(theirs.Regions))
+		}
+		if err := CheckStoreSchedule(ctx, joining.Store, joining.Name, cur); err != nil {
+			return cur, fmt.Errorf("%w; copy %s did not join, nothing was written", err, joining.Name)
 		}
 		next := Registry{Version: cur.Version + 1, Regions: slices.Clone(cur.Regions), Copies: allNames, CopyIdentities: allIDs, Schedule: cur.Schedule}
 		again, later, err := writeCopies(ctx, copies, next)

@@ -39,8 +39,8 @@ func (r Registry) WithSchedule(text string) (Registry, error) {
 // CheckHolderSchedule returns ErrSchedule, saying which command fixes it,
 // unless a holder may start on the schedule holder (its text, "" for the
 // default) in a region whose store keeps the fleet schedule record fleet
-// and the registry reg: the record must equal reg.Schedule (else a change
-// reached one and not the other) and so must holder. A registry that
+// and the registry reg: the record must equal reg.Schedule
+// (CheckRecordedSchedule) and so must holder. A registry that
 // records no schedule (written before it kept one, or through AddRegion)
 // is refused until ChangeFleetSchedule records one; with no registry at
 // all it returns nil: the store compares the holder with its record at
@@ -54,11 +54,8 @@ func CheckHolderSchedule(reg Registry, holder string, fleet FleetSchedule) error
 			"record it with snowfence schedule set '%s' naming every region's store (the store flags and --copy …)",
 			ErrSchedule, reg.Version, fleet.Text)
 	}
-	if fleet.Text != reg.Schedule {
-		return fmt.Errorf("%w: this region's store keeps the fleet schedule %q (version %d) but its copy of the region registry (version %d) records %q: "+
-			"a schedule change reached one and not the other; finish it with snowfence schedule set '%s' naming every region's store (the store flags and --copy, as for snowfence regions), "+
-			"or, if the registry's copies differ, snowfence regions sync",
-			ErrSchedule, fleet.Text, fleet.Version, reg.Version, reg.Schedule, reg.Schedule)
+	if err := CheckRecordedSchedule(reg, fleet); err != nil {
+		return err
 	}
 	canon, err := CanonicalSchedule(holder)
 	if err != nil {
@@ -68,6 +65,51 @@ func CheckHolderSchedule(reg Registry, holder string, fleet FleetSchedule) error
 		return fmt.Errorf("%w: this holder's schedule is %q but the fleet's, recorded in the region registry (version %d), is %q: "+
 			"restart it with --schedule '%s', or change the fleet's schedule with snowfence schedule set SCHEDULE naming every region's store (the store flags and --copy …)",
 			ErrSchedule, canon, reg.Version, reg.Schedule, reg.Schedule)
+	}
+	return nil
+}
+
+// CheckRecordedSchedule returns ErrSchedule, naming the command that
+// reconciles them, when reg records a fleet schedule (Registry.Schedule)
+// and a store's fleet schedule record fleet differs from it: two regions on
+// two schedules can put two layouts in force at one instant, and two
+// layouts can give the same bits to IDs of different machines. A registry
+// that records none (or none at all) refuses nothing here. It is the one
+// compare of the two: holders at start (CheckHolderSchedule), every
+// store's claim (on the registry and the record as its claim reads them),
+// and a store joining the registry or becoming a region's home
+// (CheckStoreSchedule) make it.
+func CheckRecordedSchedule(reg Registry, fleet FleetSchedule) error {
+	if reg.Schedule == "" || fleet.Text == reg.Schedule {
+		return nil
+	}
+	return fmt.Errorf("%w: the lease store keeps the fleet schedule %q (version %d) but the region registry (version %d) records %q, every region's: "+
+		"two regions on two schedules can issue the same IDs. Make the store's record the registry's with snowfence schedule set '%s' naming every region's store "+
+		"(the store flags and --copy, as for snowfence regions; a store that holds no copy of the registry yet alone, with its own store flags); "+
+		"if the registry's copies differ, run snowfence regions sync first",
+		ErrSchedule, fleet.Text, fleet.Version, reg.Version, reg.Schedule, reg.Schedule)
+}
+
+// CheckStoreSchedule reads the fleet schedule record of st, the store of
+// the registry's copy called name, and refuses with CheckRecordedSchedule's
+// ErrSchedule one that differs from the schedule reg records: how a store
+// joining the registry (JoinRegistry) or given a region's home (snowfence
+// regions add --home) is checked before the registry records it. A store
+// that keeps no fleet schedule record (a RegistryStore that is not a
+// Store) is not checked.
+func CheckStoreSchedule(ctx context.Context, st RegistryStore, name string, reg Registry) error {
+	fs, ok := st.(interface {
+		FleetSchedule(context.Context) (FleetSchedule, error)
+	})
+	if !ok || reg.Schedule == "" {
+		return nil
+	}
+	fleet, err := fs.FleetSchedule(ctx)
+	if err != nil {
+		return fmt.Errorf("read the fleet schedule record of copy %s's store: %w", name, err)
+	}
+	if err := CheckRecordedSchedule(reg, fleet); err != nil {
+		return fmt.Errorf("copy %s: %w", name, err)
 	}
 	return nil
 }

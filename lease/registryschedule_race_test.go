@@ -13,8 +13,9 @@ import (
 // fails if the sequence gets there again.
 
 // mayStart reports whether a holder on schedule holder may start in the
-// region whose store is s: serve's check against its store's copy of the
-// registry (CheckHolderSchedule) and the store's own claim check
+// region whose store is s: the start check against its store's copy of
+// the registry (CheckHolderSchedule, which StartKeeper makes when the
+// registry records a schedule) and the store's own claim check
 // (CheckSchedule).
 func mayStart(t *testing.T, s *fleetStore, holder string) bool {
 	t.Helper()

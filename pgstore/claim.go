@@ -41,7 +41,11 @@ import (
 //
 // The claim statement also refuses unless req.Schedule (canonical; ""
 // means "v1") is the fleet schedule stored in <table>_fleet ("v1" when
-// never set): lease.ErrSchedule. And it claims only while the server is
+// never set): lease.ErrSchedule; and, with lease.ErrSchedule too, while
+// the registry's copy in <table>_region records a fleet schedule other
+// than that record (lease.CheckRecordedSchedule) — both rows read FOR
+// SHARE in the statement, so neither can change before the claim commits
+// (the role claiming needs UPDATE on both tables for that lock). And it claims only while the server is
 // the cluster and timeline <table>_origin records; when it is not, the
 // claim records a restore first (see "Restores" in the package
 // documentation) and starts at or above req.NowMs + req.RestoreWindow.
@@ -212,16 +216,30 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row) (*l
 }
 
 // claimRefused says why a claim statement changed nothing: nil (the
-// number was taken meanwhile) or lease.ErrSchedule.
+// number was taken meanwhile) or lease.ErrSchedule — the claimer's
+// schedule is not the fleet schedule record, or the record is not the
+// schedule the registry's copy records.
 func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest) error {
-	if revert.Schedule {
+	if revert.Schedule && revert.Registry {
 		return nil
 	}
 	fs, err := s.why(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading why failed: %w; retry", req.Range, s.region, err)
 	}
-	return lease.CheckSchedule(req.Schedule, fs)
+	if !revert.Schedule {
+		if err := lease.CheckSchedule(req.Schedule, fs); err != nil {
+			return err
+		}
+	}
+	if revert.Registry {
+		return nil
+	}
+	reg, err := s.readRegistry(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading the region registry to learn why failed: %w; retry", req.Range, s.region, err)
+	}
+	return lease.CheckRecordedSchedule(reg, fs)
 }
 
 // adopt decides a claim attempt that failed with cause: it re-reads the

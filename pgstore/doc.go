@@ -38,7 +38,13 @@
 //	                    registry, version and body (JSON of lease.Registry);
 //	                    no row means none was written (version 0). Written
 //	                    with INSERT … ON CONFLICT DO NOTHING for version 1
-//	                    and UPDATE … WHERE version = next − 1 after.
+//	                    and UPDATE … WHERE version = next − 1 after. A claim
+//	                    reads it and the <table>_fleet row FOR SHARE in its
+//	                    statement and refuses, with lease.ErrSchedule, while
+//	                    the schedule it records ("schedule" in the body)
+//	                    differs from the fleet's: the rows cannot change
+//	                    until the claim commits (the claiming role needs
+//	                    UPDATE on both tables for the lock).
 //	<table>_claims      the lease journal: the newest 64 claims of each
 //	                    (region, machine number) (see The journal).
 //

@@ -63,6 +63,18 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 		}
 		return n + `::text IS NOT NULL` // compares nothing
 	}
+	// regLock and regAgrees are the claim's compare of the fleet schedule
+	// record with the schedule the registry's copy records (none: no
+	// compare): both rows read FOR SHARE, their newest committed versions,
+	// which no write can change until the claim commits — so the claim
+	// commits only while the two agree, whatever its statement's snapshot.
+	regLock, regAgrees := `,
+reg AS MATERIALIZED (SELECT body->>'schedule' AS schedule FROM {r} WHERE id = 1 FOR SHARE),
+rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
+		` AND NOT EXISTS (SELECT 1 FROM reg WHERE COALESCE(reg.schedule, '') <> '' AND reg.schedule <> COALESCE((SELECT schedule FROM rec), 'v1'))`
+	if revert.Registry {
+		regLock, regAgrees = "", ""
+	}
 	// claim compares the row's claim_nonce with the lease's ($n): an epoch
 	// can repeat once the table went back in time, and a holder name can
 	// be shared, so holder and epoch alone do not identify a claim.
@@ -147,7 +159,8 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 		// (ms), $7 this attempt's nonce, $8 the claimer's schedule, $9 its
 		// restore window (ms). It
 		// claims only while the server is the one the origin row records
-		// and the schedules agree; the origin's floor (set when a restore
+		// and the schedules agree — the claimer's with the fleet schedule
+		// record, and the record with the registry's (regAgrees); the origin's floor (set when a restore
 		// was noticed) is a floor of every claim. It always returns one
 		// row: the claim's columns (NULL if nothing was claimed), then the
 		// server's identity and the origin row's.
@@ -161,12 +174,12 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 		// under the row's lock, so two claims of one number never get one
 		// seq, whatever the statement's snapshot saw of the journal.
 		claim: q(`WITH ident AS MATERIALIZED ({ident}),
-same AS MATERIALIZED (` + same("$9::bigint") + `),
+same AS MATERIALIZED (` + same("$9::bigint") + `)` + regLock + `,
 c AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, claim_seq)
 	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7,
 	       (SELECT COALESCE(max(seq), 0) + 1 FROM {j} WHERE region = $1 AND machine_id = $2) FROM same
-	 WHERE ` + sched("$8") + `
+	 WHERE ` + sched("$8") + regAgrees + `
 	ON CONFLICT (region, machine_id) DO UPDATE
 	   SET holder = EXCLUDED.holder,
 	       lease_expiry = GREATEST(r.lease_expiry, EXCLUDED.lease_expiry),

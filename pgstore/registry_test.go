@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -78,5 +79,68 @@ func TestTableNameLeavesRoomForRegistry(t *testing.T) {
 	}
 	if _, err := pgstore.New(pool, pgstore.Config{Table: ok + "a"}); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("table name of %d characters: %v; want ErrInvalid", len(ok)+1, err)
+	}
+}
+
+// TestClaimWaitsForRegistryWrite: a registry write in flight — the row
+// updated, to record another fleet schedule than the store's record, in a
+// transaction not yet committed — holds the claim statement, which reads
+// the registry's row FOR SHARE, until it commits; the claim then sees it
+// and is refused with lease.ErrSchedule, claiming nothing. A claim reading
+// the row from its statement's snapshot would have committed beside the
+// write, as if the registry still agreed.
+func TestClaimWaitsForRegistryWrite(t *testing.T) {
+	t.Parallel()
+	const record, recorded = "v1,v2@2036-01-01T00:00:00Z", "v1,v2@2037-01-01T00:00:00Z"
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	s := openStore(t, pool, table)
+	if _, err := s.SetFleetSchedule(t.Context(), 0, record); err != nil {
+		t.Fatal(err)
+	}
+	agrees := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: record}
+	if err := s.SetRegistry(t.Context(), agrees); err != nil {
+		t.Fatal(err)
+	}
+	differs, err := agrees.WithSchedule(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := lease.EncodeRegistry(differs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var pid int
+	if err := tx.QueryRow(t.Context(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "UPDATE "+pgx.Identifier{table + "_region"}.Sanitize()+" SET version = 2, body = ($1::text)::jsonb WHERE id = 1", string(body)); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *lease.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := s.Claim(t.Context(), lease.ClaimRequest{Holder: "h", Range: lease.Range{Lo: 0, Hi: 0}, NowMs: time.Now().UnixMilli(),
+			LeaseFor: 10 * time.Second, MaxAhead: time.Second, Schedule: record})
+		done <- result{l, err}
+	}()
+	waitBlockedBy(t, pool, pid)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err == nil || !errors.Is(r.err, lease.ErrSchedule) || !strings.Contains(r.err.Error(), "snowfence schedule set '"+recorded+"'") {
+		t.Fatalf("Claim while the registry came to record %s, the record %s: %v, %v; want ErrSchedule naming snowfence schedule set '%s'", recorded, record, r.l, r.err, recorded)
+	}
+	if rec, err := s.Get(t.Context(), 0); err != nil || rec.Held() {
+		t.Errorf("machine 0 after the refused claim: %+v, %v; want it free", rec, err)
 	}
 }

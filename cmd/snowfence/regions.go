@@ -24,14 +24,17 @@ const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] | 
                 that a second registry, numbering its regions from 0 again, is never made.
                 --home COPY names the copy whose store the region's holders lease from (its
                 name as list shows it, or its number there: 1 is the store flags' store);
-                serve refuses the region's holders on any other store. Required when more
-                than one copy is given; with one, that copy is the home
+                every holder of the region (serve, node.Start, lease.StartKeeper) is refused
+                on any other store. Required when more than one copy is given; with one,
+                that copy is the home. Refused while the home store's fleet schedule record
+                is not the one the registry records
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
                 is brought to it
   add-copy SPEC give a new region's store (SPEC, which holds no registry) a copy of the registry,
-                recorded beside the others: every later change names it with --copy too
+                recorded beside the others: every later change names it with --copy too.
+                Refused while SPEC's fleet schedule record is not the one the registry records
 
 Every region keeps a copy of the registry in its own lease store, so its holders read it there and
 never call another region. The store named by the store flags is copy 1; name every other region's
@@ -43,8 +46,8 @@ ARN and ID), and refuses a copy whose name now reaches another store, or two cop
 store. add and retire write every copy, each with a version compare,
 and are refused while the copies differ (then run sync). The registry also records the fleet
 schedule: the first change records the one the copies' stores keep (refused while they differ),
-and serve refuses a --schedule that differs from it; change it with snowfence schedule set and the
-same copies. SPEC is one of:
+and every holder is refused a --schedule, and every claim a store record, that differs from it;
+change it with snowfence schedule set and the same copies. SPEC is one of:
 ` + copySpecHelp
 
 // copyFlags collects the repeatable --copy flag.
@@ -274,6 +277,12 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	var homeStore lease.Store
+	for _, c := range r.copies {
+		if c.name == home {
+			homeStore = c.store
+		}
+	}
 	var g lease.Region
 	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
 		if reg.Version == 0 && !r.create {
@@ -286,7 +295,13 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 		if err != nil {
 			return next, err
 		}
-		return record(next)
+		if next, err = record(next); err != nil {
+			return next, err
+		}
+		// The region's holders start only where the home store's record
+		// is the registry's schedule: refuse a home they could never
+		// start on, naming the command that makes it so.
+		return next, lease.CheckStoreSchedule(ctx, homeStore, home, next)
 	})
 	if err != nil {
 		return err
@@ -358,8 +373,8 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 // records no fleet schedule yet (one being created, or written before the
 // registry kept it) records the stores' — refused with lease.ErrSchedule,
 // naming the command that fixes it, when the stores' records differ; one
-// that records it is left as it is (serve refuses a holder whose store's
-// record differs from it).
+// that records it is left as it is (every keeper refuses a holder, and
+// every claim, where the store's record differs from it).
 func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
 	recs := make([]lease.FleetSchedule, len(r.copies))
 	for i, c := range r.copies {
@@ -399,17 +414,12 @@ func (r regionsRun) sync(ctx context.Context) error {
 }
 
 // addCopy joins the store of c to the registry kept in r's copies
-// (lease.JoinRegistry), and warns when its fleet schedule record is not
-// the one the registry records (its holders are refused at start until it
-// is).
+// (lease.JoinRegistry, which refuses a store whose fleet schedule record is
+// not the one the registry records, naming the command that sets it).
 func (r regionsRun) addCopy(ctx context.Context, c registryCopy) error {
 	reg, err := lease.JoinRegistry(ctx, r.stores(), lease.RegistryCopy{Name: c.name, Store: c.store})
 	if err != nil {
 		return err
-	}
-	if fs, err := c.store.FleetSchedule(ctx); err == nil && reg.Schedule != "" && fs.Text != reg.Schedule {
-		fmt.Fprintf(r.e.stderr, "snowfence regions: warning: copy %s's store keeps the fleet schedule %q, the registry records %q: its holders are refused at start until snowfence schedule set '%s' names every copy, this one included\n",
-			c.name, fs.Text, reg.Schedule, reg.Schedule)
 	}
 	return say(r.e, r.asJSON, reg, "copy %s joined the region registry, at version %d in %d copies: name it with --copy in every later change; add its region with snowfence regions add NAME and every copy",
 		c.name, reg.Version, len(reg.Copies))

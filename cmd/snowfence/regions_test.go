@@ -299,3 +299,47 @@ func TestRegionsAddRecordsSchedule(t *testing.T) {
 		t.Fatalf("second add: %v, schedule %q; want %q kept", err, ms[1].reg.Schedule, far)
 	}
 }
+
+// Issue 25, path 2: a store whose fleet schedule record is not the one the
+// registry records could not run the registry's regions without two
+// layouts in force at one instant, yet add-copy joined it with a warning
+// and add --home made it a region's home without a look. Both now refuse,
+// naming the command that sets the record, and write nothing.
+func TestRegionsRefuseStoreOffRegistrySchedule(t *testing.T) {
+	ctx := context.Background()
+	recorded, other := "v1,v2@2029-01-01T00:00:00Z", "v1,v2@2028-06-01T00:00:00Z"
+	r, ms, _, errb := regionsOn(2, recorded)
+	r.home = "1"
+	if err := r.add(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	before := ms[0].reg
+	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: other, Version: 2}
+	r.home = "copy-b"
+	err := r.add(ctx, "b")
+	if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "copy copy-b") || !strings.Contains(err.Error(), "snowfence schedule set '"+recorded+"'") {
+		t.Fatalf("add b --home copy-b, whose store keeps %s, the registry recording %s: %v; want ErrSchedule naming copy-b and snowfence schedule set '%s'",
+			other, recorded, err, recorded)
+	}
+	if !ms[0].reg.Equal(before) || !ms[1].reg.Equal(before) {
+		t.Fatalf("the refused add wrote %+v, %+v", ms[0].reg, ms[1].reg)
+	}
+
+	joining := &memStore{m: &memRegistry{}, fleet: lease.FleetSchedule{Text: other, Version: 1}}
+	r.copies[1].store.(*memStore).fleet = r.fleet
+	err = r.addCopy(ctx, registryCopy{name: "copy-j", store: joining})
+	if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "copy copy-j") || !strings.Contains(err.Error(), "snowfence schedule set '"+recorded+"'") {
+		t.Fatalf("add-copy of a store keeping %s, the registry recording %s: %v; want ErrSchedule naming copy-j and snowfence schedule set '%s'",
+			other, recorded, err, recorded)
+	}
+	if joining.m.reg.Version != 0 || !ms[0].reg.Equal(before) {
+		t.Fatalf("the refused add-copy wrote %+v (joining), %+v", joining.m.reg, ms[0].reg)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr: %s; want nothing (a refusal, not a warning)", errb)
+	}
+	joining.fleet = r.fleet
+	if err := r.addCopy(ctx, registryCopy{name: "copy-j", store: joining}); err != nil {
+		t.Fatalf("add-copy once the store keeps the registry's schedule: %v", err)
+	}
+}

@@ -293,7 +293,7 @@ func (s *idService) openStore(ctx context.Context, e env, cfg serveConfig) (hold
 	if open == nil {
 		open = node.EmbeddedEtcd(embedetcd.Config{}, cfg.etcdStore)
 	}
-	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.node.Generator.Schedule.String(), cfg.log)
+	hr, err := resolveHolderRegion(ctx, open, cfg.etcdStore, cfg.region, cfg.log)
 	if err != nil {
 		return hr, fmt.Errorf("start: %w", err)
 	}

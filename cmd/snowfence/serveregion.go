@@ -30,21 +30,20 @@ type holderRegion struct {
 // store before the node starts (embedded is the etcd store's configuration
 // should open start the embedded etcd) — opened by open at region 0, since the
 // registry is one per store beside every region's leases — and resolves
-// text (--region, a name or a number) with lease.Registry.Resolve: an
-// unknown or retired region is refused with the message Resolve gives,
-// which names the command that fixes it. With no registry written a number
-// is taken as it is. When the registry records the fleet schedule, the
-// holder's schedule (its text, "" for the default) and the store's fleet
-// schedule record must both equal it (lease.CheckHolderSchedule): a holder
-// never starts on a schedule the regions may disagree on.
-// When the region records its home (the copy whose store it leases
-// from), the store's own identity must be the one the registry records
-// for that copy (lease.CheckHome): a holder never leases a region's
-// numbers in another region's store.
+// text (--region, a name or a number) into the region's number with
+// lease.Registry.Resolve: a name is known only there, and an unknown or
+// retired region is refused with the message Resolve gives, which names
+// the command that fixes it. With no registry written a number is taken
+// as it is.
+//
+// The rest of the registry's rules — the region's home store, the
+// registry's schedule against the holder's and the store's record, and
+// the region again by number — are the keeper's (lease.StartKeeper), which
+// every holder passes, serve's included: the node refuses with its error.
 //
 // Nothing here calls another region's store: the store read is the one the
 // holder leases from.
-func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdstore.Config, text, schedule string, log *slog.Logger) (_ holderRegion, err error) {
+func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdstore.Config, text string, log *slog.Logger) (_ holderRegion, err error) {
 	o, err := open(ctx, 0, log)
 	if err != nil {
 		return holderRegion{}, err
@@ -82,25 +81,6 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	hr.registry = reg
 	if hr.region, err = reg.Resolve(text); err != nil {
 		return hr, fmt.Errorf("--region %s: %w", text, err)
-	}
-	if hr.region.Home != "" {
-		own, err := o.Store.RegistryIdentity(ctx)
-		if err != nil {
-			return hr, fmt.Errorf("read the lease store's identity, to check it is region %s's home: %w", hr.region.Name, err)
-		}
-		if err := lease.CheckHome(reg, hr.region, own); err != nil {
-			return hr, fmt.Errorf("--region %s: %w", text, err)
-		}
-	}
-	if reg.Schedule == "" {
-		return hr, nil
-	}
-	fleet, err := o.Store.FleetSchedule(ctx)
-	if err != nil {
-		return hr, fmt.Errorf("read the fleet schedule from the lease store: %w", err)
-	}
-	if err := lease.CheckHolderSchedule(reg, schedule, fleet); err != nil {
-		return hr, fmt.Errorf("--schedule: %w", err)
 	}
 	return hr, nil
 }

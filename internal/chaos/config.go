@@ -128,15 +128,18 @@ var errChecksPassed = errors.New("chaos: the keeper's checks passed")
 
 // checkStore is a lease store that answers only what StartKeeper asks before
 // and at its first claim: its restore window (the store's MaxRestoreWindow,
-// which the keeper checks its own against) and the claim itself, which it
-// refuses with errChecksPassed (wrapping lease.ErrNoFreeNumber, on which
-// StartKeeper gives up at once).
+// which the keeper checks its own against), its region registry (none: a
+// fleet of one region, as the scenarios' stores are) and the claim itself,
+// which it refuses with errChecksPassed (wrapping lease.ErrNoFreeNumber, on
+// which StartKeeper gives up at once).
 type checkStore struct {
 	lease.Store
 	window time.Duration
 }
 
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
+
+func (s checkStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
 
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)

@@ -20,4 +20,7 @@
 //	                             no issuing after the cutover without a number of the new layout (undone:
 //	                             the old number goes on, as a holder keeping its number across it did)
 //	snowfence_revert_bind        a keeper feeding one generator only (snowfence.ErrLeaseBound on a second)
+//	snowfence_revert_registry    the region registry's rules checked by every keeper at start (region known
+//	                             and in service, its home store, the registry's schedule) and the claim's
+//	                             compare of the store's fleet schedule record with the registry's
 package revert

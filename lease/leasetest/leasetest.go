@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"RegistryCopies", checkRegistryCopies},
 		{"RegistryIdentity", checkRegistryIdentity},
 		{"RegistryJoin", checkRegistryJoin},
+		{"RegistrySchedule", checkRegistrySchedule},
 		{"Keyspaces", checkKeyspaces},
 		{"Invalid", checkInvalid},
 		{"KeeperRace", checkKeeperRace},

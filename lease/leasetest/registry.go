@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -238,4 +239,72 @@ func (s *suite) list(t *testing.T, st lease.Store) []lease.Record {
 		recs[i] = s.stable(recs[i])
 	}
 	return recs
+}
+
+// checkRegistrySchedule: a claim refuses, with ErrSchedule naming the
+// command that reconciles them, while the store's fleet schedule record
+// differs from the schedule its copy of the registry records — a claim
+// carrying the record's schedule, through the store, another store value
+// and a keyspace sibling alike — since two regions on two schedules can put
+// two layouts in force at one instant. A registry that records no schedule,
+// or the record's, lets it claim; so does none at all. A lease claimed
+// before the registry changed still extends: the claim is where the two are
+// compared.
+func checkRegistrySchedule(t *testing.T, s *suite) {
+	const (
+		recorded = "v1,v2@2036-01-01T00:00:00Z" // the registry's
+		record   = "v1,v2@2037-01-01T00:00:00Z" // the store's
+	)
+	st := s.store(t)
+	other := s.reopen(t, st)
+	sib := mustKeyspace(t, st, regionOf(t, st)+1)
+	ctx := ctxFor(t)
+	if _, err := st.SetFleetSchedule(ctx, 0, record); err != nil {
+		t.Fatalf("SetFleetSchedule(%q): %v", record, err)
+	}
+	req := func(holder string, lo int) lease.ClaimRequest {
+		r := s.req(holder, lo, lo, now())
+		r.Schedule = record
+		return r
+	}
+	early := MustClaim(t, st, req("before-any-registry", 0))
+
+	reg := mustWith(t, lease.Registry{}, "a", 1000)
+	if err := st.SetRegistry(ctx, reg); err != nil {
+		t.Fatalf("SetRegistry(no schedule recorded): %v", err)
+	}
+	MustClaim(t, st, req("registry-without-schedule", 1))
+
+	differs, err := reg.WithSchedule(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRegistry(ctx, differs); err != nil {
+		t.Fatalf("SetRegistry(recording %q): %v", recorded, err)
+	}
+	for name, via := range map[string]lease.Store{"the store": st, "another store value": other, "a keyspace sibling": sib} {
+		l, err := via.Claim(ctx, req("registry-differs", 2))
+		if err == nil {
+			t.Errorf("Claim through %s with the record %q and the registry recording %q = %v; want ErrSchedule", name, record, recorded, l)
+			continue
+		}
+		if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "snowfence schedule set '"+recorded+"'") {
+			t.Errorf("Claim through %s with the record %q and the registry recording %q: %v; want ErrSchedule naming snowfence schedule set '%s'",
+				name, record, recorded, err, recorded)
+		}
+	}
+	if rec := MustGet(t, st, 2); rec.Held() {
+		t.Errorf("machine 2 after the refused claims: %+v; want it free", rec)
+	}
+	s.mustExtend(t, st, early, s.top(now())+1000)
+
+	agrees, err := differs.WithSchedule(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.SetRegistry(ctx, agrees); err != nil {
+		t.Fatalf("SetRegistry(recording %q): %v", record, err)
+	}
+	MustClaim(t, sib, req("registry-agrees", 2))
+	MustClaim(t, st, req("registry-agrees", 2))
 }

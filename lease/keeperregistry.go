@@ -1,0 +1,83 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The region registry's rules — a region is one the registry has and in
+// service, its holders lease from its home store, and every holder starts
+// on the registry's schedule where its store's record is that schedule too
+// — keep two holders from leasing one region's numbers apart. They are
+// checked where every holder passes, whatever started it (serve,
+// node.Start, a Go service calling StartKeeper): in StartKeeper, from the
+// keeper's own store's copy of the registry, before its first claim. The
+// last rule is also the stores' own: every claim compares the store's
+// fleet schedule record with the schedule its copy of the registry records
+// (CheckRecordedSchedule), in the claim's own atomic write where the store
+// can (etcd, PostgreSQL), so a registry written after a keeper started is
+// seen at its next claim.
+
+// checkRegistry reads the region registry from the keeper's store (every
+// keyspace of a store shares one copy) and refuses a holder the registry
+// keeps out: KeeperConfig.Region not in it (ErrUnknownRegion) or retired
+// (ErrRegionRetired), a store that is not the region's home (ErrWrongHome,
+// CheckHome with the store's RegistryIdentity), or, when the registry
+// records the fleet schedule, a schedule or store record that is not it
+// (ErrSchedule, CheckHolderSchedule). A registry that records none yet
+// (written before it kept one, or by AddRegion) is not compared, as serve
+// never compared it: its next change records the stores' schedule.
+// With no registry written it logs that the fleet is taken to be one
+// region and refuses nothing. Any other error is a failed read, to retry.
+func (k *Keeper) checkRegistry(ctx context.Context) error {
+	c := &k.cfg
+	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+	defer cancel()
+	reg, err := c.Store.Registry(cctx)
+	if err != nil {
+		return fmt.Errorf("lease: read the region registry from the lease store: %w", err)
+	}
+	if reg.Version == 0 {
+		k.log.Info("the lease store holds no region registry: the fleet is taken to be one region, and the region number is not checked "+
+			"(a fleet of more than one region keeps a registry in every region's store: snowfence regions add NAME --create)", "region", c.Region)
+		return nil
+	}
+	g, err := reg.Resolve(strconv.Itoa(c.Region))
+	if err != nil {
+		return fmt.Errorf("region %d: %w", c.Region, err)
+	}
+	if g.Home != "" {
+		own, err := c.Store.RegistryIdentity(cctx)
+		if err != nil {
+			return fmt.Errorf("lease: read the lease store's identity, to check it is region %s's home: %w", g.Name, err)
+		}
+		if err := CheckHome(reg, g, own); err != nil {
+			return fmt.Errorf("region %d: %w", c.Region, err)
+		}
+	}
+	if reg.Schedule != "" {
+		fleet, err := c.Store.FleetSchedule(cctx)
+		if err != nil {
+			return fmt.Errorf("lease: read the fleet schedule record from the lease store: %w", err)
+		}
+		if err := CheckHolderSchedule(reg, c.Schedule.String(), fleet); err != nil {
+			return fmt.Errorf("region %s (number %d): %w", g.Name, g.Number, err)
+		}
+	}
+	k.log.Info("region checked against the region registry", "region", g.Name, "number", g.Number, "home", g.Home,
+		"registry_version", reg.Version, "schedule", reg.Schedule)
+	return nil
+}
+
+// registryRefused reports whether err, from checkRegistry, is a refusal
+// (final) rather than a failed read (retried).
+func registryRefused(err error) bool {
+	for _, final := range []error{ErrUnknownRegion, ErrRegionRetired, ErrWrongHome, ErrSchedule, ErrInvalid} {
+		if errors.Is(err, final) {
+			return true
+		}
+	}
+	return false
+}
