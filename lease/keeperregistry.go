@@ -27,8 +27,13 @@ import (
 // CheckHome with the store's RegistryIdentity), or, when the registry
 // records the fleet schedule, a schedule or store record that is not it
 // (ErrSchedule, CheckHolderSchedule). A registry that records none yet
-// (written before it kept one, or by AddRegion) is not compared, as serve
-// never compared it: its next change records the stores' schedule.
+// (written before it kept one, or by AddRegion) is not compared while at
+// most one of its regions is in service, as serve never compared it (a
+// retired region's IDs are all in the past); with two or more in service
+// the holder is refused until the schedule is recorded (snowfence
+// schedule set naming every region's store), because nothing else keeps
+// the regions' stores on one schedule, and region 0 on v1 beside region 1
+// on v2 mint the same bits (v1 machine 128 is v2 region 1 machine 0).
 // With no registry written it logs that the fleet is taken to be one
 // region and refuses nothing. Any other error is a failed read, to retry.
 func (k *Keeper) checkRegistry(ctx context.Context) error {
@@ -57,7 +62,10 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 			return fmt.Errorf("region %d: %w", c.Region, err)
 		}
 	}
-	if reg.Schedule != "" {
+	if reg.Schedule != "" || inService(reg) > 1 {
+		// With none recorded, CheckHolderSchedule refuses: two regions
+		// in service must be kept on one schedule, and only the
+		// registry's record does that.
 		fleet, err := c.Store.FleetSchedule(cctx)
 		if err != nil {
 			return fmt.Errorf("lease: read the fleet schedule record from the lease store: %w", err)
@@ -69,6 +77,17 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 	k.log.Info("region checked against the region registry", "region", g.Name, "number", g.Number, "home", g.Home,
 		"registry_version", reg.Version, "schedule", reg.Schedule)
 	return nil
+}
+
+// inService counts the registry's regions that are not retired.
+func inService(reg Registry) int {
+	n := 0
+	for _, g := range reg.Regions {
+		if !g.Retired() {
+			n++
+		}
+	}
+	return n
 }
 
 // registryRefused reports whether err, from checkRegistry, is a refusal

@@ -108,6 +108,10 @@ func TestKeeperChecksRegistrySchedule(t *testing.T) {
 	reg := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}}, Schedule: far}
 	noSchedule := reg
 	noSchedule.Schedule = ""
+	twoNoSchedule := noSchedule
+	twoNoSchedule.Regions = []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2}}
+	oneLeft := twoNoSchedule
+	oneLeft.Regions = []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3}}
 	for _, c := range []struct {
 		name, schedule string
 		reg            lease.Registry
@@ -121,6 +125,12 @@ func TestKeeperChecksRegistrySchedule(t *testing.T) {
 		// Not recorded yet: nothing to compare with (its next change
 		// records the stores'), as serve never compared it.
 		{"registry records none", "v1,v2@2098-01-01T00:00:00Z", noSchedule, lease.FleetSchedule{Text: far, Version: 1}, ""},
+		// Two regions in service with none recorded: region 0 on v1 and
+		// region 1 on v2 would put v1 machine 128's bits in region 1
+		// machine 0's IDs. Nothing keeps their stores' schedules one.
+		{"two regions, none recorded", far, twoNoSchedule, lease.FleetSchedule{Text: far, Version: 1}, "records no fleet schedule"},
+		// One of them retired: its IDs are all in the past.
+		{"one in service, none recorded", far, oneLeft, lease.FleetSchedule{Text: far, Version: 1}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := &registryStore{reg: &memRegistry{reg: c.reg}, fleet: c.fleet}
