@@ -93,6 +93,7 @@ func Run(t *testing.T, h Harness) {
 		{"RollbackEpochRepeated", checkRollbackEpochRepeated},
 		{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
 		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
+		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
 		{"LossNotRestore", checkLossNotRestore},
 	} {
 		t.Run(c.name, func(t *testing.T) {

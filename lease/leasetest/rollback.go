@@ -1,10 +1,13 @@
 package leasetest
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -248,4 +251,72 @@ func checkLossNotRestore(t *testing.T, s *suite) {
 	}
 	// A lease claimed before all this still extends.
 	s.mustExtend(t, st, l, s.top(claimAt)+1000)
+}
+
+// checkRollbackFloorsEveryKeeper: two keepers of one process share a
+// Store value, each on a clock of its own. K1 renews after the copy is
+// taken, the copy is put back, and K1's next renewal notices (its own mark
+// fell). K2's row shows nothing — it wrote nothing since the copy — but
+// K2's lease is fenced at its next renewal all the same, and its next
+// lease starts at the store's floor, a whole restore window after K1
+// noticed: far above what K2's own restore window would give it, so that
+// whatever holder the restore cut off, however long its timings, has
+// stopped.
+func checkRollbackFloorsEveryKeeper(t *testing.T, s *suite) {
+	st := s.rollbackStore(t)
+	start := time.UnixMilli(now()).Truncate(time.Second)
+	type keeper struct {
+		k   *lease.Keeper
+		clk *fakeclock.Clock
+	}
+	settle := func(kp keeper) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		if err := kp.clk.BlockUntilWaiters(ctx, 1); err != nil {
+			t.Fatalf("keeper never went back to sleep: %v (status %+v)", err, kp.k.Status())
+		}
+	}
+	step := func(kp keeper, d time.Duration) {
+		t.Helper()
+		settle(kp)
+		kp.clk.Advance(d)
+		settle(kp)
+	}
+	run := func(name string, rng lease.Range) keeper {
+		t.Helper()
+		clk := fakeclock.New(start)
+		k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{Store: st, Holder: name, Range: &rng, Clock: clk,
+			LeaseFor: s.h.LeaseFor, RenewEvery: time.Second, SelfFence: s.h.LeaseFor / 2})
+		if err != nil {
+			t.Fatalf("StartKeeper(%s): %v", name, err)
+		}
+		t.Cleanup(func() { k.Close(context.Background()) })
+		kp := keeper{k, clk}
+		settle(kp)
+		return kp
+	}
+	k1 := run("k1", lease.Range{Lo: 0, Hi: 1})
+	k2 := run("k2", lease.Range{Lo: 2, Hi: 3})
+	put := s.rollback(t, st)
+	step(k1, time.Second)
+	put()
+	noticed := k1.clk.Now().WallMs + time.Second.Milliseconds()
+	step(k1, time.Second)
+	if st1 := k1.k.Status(); st1.Losses != 1 || !strings.Contains(st1.LastError, lease.ErrRestored.Error()) {
+		t.Fatalf("K1 after the restore: %+v, want one loss to ErrRestored (its own mark fell)", st1)
+	}
+	step(k2, time.Second)
+	st2 := k2.k.Status()
+	if st2.Losses != 1 || !strings.Contains(st2.LastError, lease.ErrRestored.Error()) {
+		t.Fatalf("K2, whose row the restore left as it was: %+v, want one loss to ErrRestored (the store fences every lease claimed before)", st2)
+	}
+	l := k2.k.Lease()
+	if l == nil {
+		t.Fatalf("K2 did not claim again: %+v", st2)
+	}
+	if want := noticed + st.MaxRestoreWindow().Milliseconds(); l.StartMs < want {
+		t.Errorf("K2's next lease starts at %d, want ≥ the moment K1 noticed + the store's restore window = %d "+
+			"(K2's own window would give %d)", l.StartMs, want, k2.clk.Now().WallMs+lease.RestoreWindow(s.h.LeaseFor, s.h.LeaseFor/2).Milliseconds())
+	}
 }
