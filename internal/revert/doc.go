@@ -5,7 +5,10 @@
 //
 // They exist to prove that the tests can fail: built with a tag, the search
 // in test/explore (and the test written for that path) must find a
-// duplicate. scripts/prove-search runs the search once per tag.
+// duplicate. scripts/prove-search runs the search once per tag — and, for
+// tablerestore, whose path the search's table restores never take (the
+// operator's raise-marks follows each), the test written for it
+// (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore).
 //
 //	tag                            undoes
 //	snowfence_revert_region        refusing a region other than 0 under a layout without region bits
