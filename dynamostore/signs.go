@@ -16,7 +16,10 @@ import (
 // lease.ErrRestored, and the next claim sets the restore floor and writes
 // it into the identity item for every other Store value. The call that
 // saw the sign fails with lease.ErrRestored too (Claim goes on, above the
-// floor). A higher epoch is no sign: another holder's claim, a quarantine
+// floor). A renewal also refuses to renew a mark found below the one last
+// seen under its claim; a release of such a claim still succeeds and
+// notices nothing: it writes the end of what the holder issued, which is
+// what the next claimer must start above. A higher epoch is no sign: another holder's claim, a quarantine
 // and raise-marks make one, and so would a restore followed by as many
 // claims — that one is not told apart from an ordinary loss.
 

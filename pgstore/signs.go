@@ -25,7 +25,10 @@ import (
 //
 // An extension also refuses to renew a mark found below the one the store
 // last saw under the lease's claim (the extend statement's $8), so that a
-// restored row is not renewed as if nothing happened. A higher epoch is no
+// restored row is not renewed as if nothing happened. A release of a claim
+// whose row came back with a lower mark still succeeds and notices
+// nothing: it writes the end of what the holder issued, which is what the
+// next claimer must start above. A higher epoch is no
 // sign: another holder's claim, a quarantine and raise-marks make one, and
 // so would a restore followed by as many claims — that one is not told
 // apart from an ordinary loss.
