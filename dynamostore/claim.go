@@ -63,10 +63,12 @@ const (
 // (lease.ErrSchedule while it records a fleet schedule other than the
 // record: lease.CheckRecordedSchedule) and the table identity: after a
 // restore, claims start at least the restore window after it was noticed
-// (restore.go). The registry is read again after the claim committed
-// (confirmRegistry), and a claim made while it came to differ from the
-// record is given back. It returns lease.ErrNoFreeNumber, saying why each number
-// was passed over, when no number can be claimed.
+// (restore.go), and so they do once the items showed that the table went
+// back in time (signs.go) — the items its scan reads included. The
+// registry is read again after the claim committed (confirmRegistry), and
+// a claim made while it came to differ from the record is given back. It
+// returns lease.ErrNoFreeNumber, saying why each number was passed over,
+// when no number can be claimed.
 func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -75,10 +77,14 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
+	sp := s.id.watch.Before(s.region, req.Range.Lo, req.Range.Hi)
 	items, metas, err := s.scanWith(ctx, req.Range, true)
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: claim in %s: %w; retry", req.Range, err)
 	}
+	// Before the floor: a sign in the scan floors this very claim, which
+	// goes on above it (signs.go).
+	_ = s.sawScan(sp, items)
 	fleet, err := parseSchedule(metas[scheduleKey])
 	if err != nil {
 		return nil, err
@@ -241,6 +247,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	expiry := max(req.NowMs+req.LeaseFor.Milliseconds(), start)
 	vals[":expiry"] = num(expiry)
 	vals[":entry"] = newEntry(seq, token, nonce, req, prevMarkMs, start)
+	sp := s.before(c.n)
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(c.n),
@@ -260,18 +267,26 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	// pinned everything the lease is built from.
 	it := item{exists: true, machine: c.n, holder: req.Holder, epoch: token, expiryMs: expiry, nonce: nonce}
 	if err == nil {
+		s.saw(sp, c.n, it)
 		s.trimJournal(ctx, c.n, seq)
 		return s.claimed(req, c.n, it, start), nil
 	}
 	if failed, old := conditionFailed(err); failed {
 		// An SDK retry of a claim that committed fails its own condition:
 		// the item returned then names this claim.
-		if it, _ = s.parseItem(old); !mine(it) {
+		var perr error
+		if it, perr = s.parseItem(old); perr == nil && len(old) > 0 {
+			s.saw(sp, c.n, it) // a sign is noticed; the claim goes on, and remember refuses it
+		}
+		if !mine(it) {
 			s.log.Debug("claim lost a race", "machine", c.n, "holder", req.Holder)
 			return nil, nil
 		}
 	} else {
 		it, rerr := s.reread(c.n)
+		if rerr == nil {
+			s.saw(sp, c.n, it)
+		}
 		if rerr != nil || !mine(it) {
 			if rerr != nil {
 				err = fmt.Errorf("%w (re-reading it failed too: %v)", err, rerr)

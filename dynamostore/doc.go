@@ -85,6 +85,14 @@
 // removed, one more epoch), so a claim that survived in a restored table
 // cannot extend above the raised mark.
 //
+// A restore is noticed by a new TableId (restore.go) and, for one that keeps
+// the TableId, by the items a Store value saw going back (signs.go): an
+// item gone, an epoch lower than one seen, the epoch seen under another
+// claim nonce, a mark lower than one seen under the same claim. Either
+// fences every lease claimed before (lease.ErrRestored) and starts claims a
+// restore window ahead, from a floor the first claim after writes into the
+// identity item for every process.
+//
 // Reads (Get, List, the scan a claim starts with) are consistent.
 //
 // # The journal

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -21,6 +22,7 @@ const (
 	renewUpdate  = "SET lease_expiry = :new_expiry"
 	renewCond    = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
 	claimMatches = " AND claim_nonce = :my_claim"
+	notBelow     = " AND lease_expiry >= :keep"
 )
 
 // withClaim adds the compare on l's claim nonce to a condition on l and its
@@ -45,8 +47,14 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 // checks the table's identity (lease.ErrRestored for a lease claimed before
 // a restore this store noticed; restore.go).
 //
-// Errors: lease.ErrLost if the item names another holder or epoch (or is
-// gone), lease.ErrQuarantined if the number is quarantined. After any other
+// It also refuses to renew a mark found below the one this Store value
+// last saw under l's claim (signs.go).
+//
+// Errors: lease.ErrLost if the item names another holder or epoch,
+// lease.ErrQuarantined if the number is quarantined, lease.ErrRestored if
+// the item shows the table went back in time since this Store value saw
+// it (gone, a lower epoch, l's epoch under another claim, a lower mark
+// under l's claim: signs.go). After any other
 // error the item is re-read with a consistent read to decide; if that fails
 // too the error is returned and the outcome is unknown.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
@@ -64,20 +72,29 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		return nil, err
 	}
 	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs)}
+	sp := s.before(l.Machine)
+	cond := withClaim(renewCond, vals, l)
+	if keep := sp.Held(l.Machine, l.Token, l.Claim); keep > 0 {
+		// Never renew a mark found below one this Store value saw under
+		// this claim: the table went back (signs.go).
+		cond += notBelow
+		vals[":keep"] = num(keep)
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(l.Machine),
 		UpdateExpression:                    aws.String(renewUpdate),
-		ConditionExpression:                 aws.String(withClaim(renewCond, vals, l)),
+		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
 		nl := *l
 		nl.MarkMs = markMs
+		s.saw(sp, l.Machine, item{exists: true, machine: l.Machine, holder: l.Holder, epoch: l.Token, expiryMs: markMs, nonce: l.Claim})
 		return &nl, nil
 	}
-	it, why := s.afterFailure(l, err)
+	it, why := s.afterFailure(sp, l, err)
 	if why == nil {
 		switch {
 		case it.expiryMs >= markMs:
@@ -89,7 +106,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 				l.Machine, l.Token, lease.FormatMs(markMs), err, lease.FormatMs(l.MarkMs))
 		}
 	}
-	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) {
+	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) || errors.Is(why, lease.ErrRestored) {
 		s.forget(l)
 	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
@@ -99,8 +116,10 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 
 // afterFailure reads the item after a failed conditional write on l (from
 // the failure itself, or with a consistent read) and returns it if it still
-// names l's holder and epoch, or the typed error saying why not.
-func (s *Store) afterFailure(l *lease.Lease, err error) (item, error) {
+// names l's holder and epoch, or the typed error saying why not:
+// lease.ErrRestored first if it shows the table went back in time since sp
+// was taken, before the write was sent (signs.go).
+func (s *Store) afterFailure(sp tablewatch.Span, l *lease.Lease, err error) (item, error) {
 	failed, old := conditionFailed(err)
 	var it item
 	var perr error
@@ -112,6 +131,9 @@ func (s *Store) afterFailure(l *lease.Lease, err error) (item, error) {
 	if perr != nil {
 		return item{}, fmt.Errorf("dynamostore: machine %d epoch %d: %w (and reading the item to decide failed: %v); the outcome is unknown: retry",
 			l.Machine, l.Token, err, perr)
+	}
+	if rerr := s.saw(sp, l.Machine, it); rerr != nil {
+		return it, rerr
 	}
 	return it, owns(l, it)
 }

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/internal/dynashim"
 	"github.com/snowfence/snowfence/internal/testenv"
@@ -133,4 +137,53 @@ func req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
 func mustExtend(t testing.TB, s lease.Store, l *lease.Lease, markMs int64) *lease.Lease {
 	t.Helper()
 	return leasetest.MustExtend(t, s, l, markMs, 10*time.Second)
+}
+
+// copyAside copies every item of s's lease table and of its journal table
+// aside and returns a function that writes them back in place of the items
+// there then — deleting the items the copy does not have — as putting back
+// a copy of dynalite's data does: the same tables with the same TableIds,
+// older items. (A point-in-time restore makes a new table: restoreTable.)
+func copyAside(t testing.TB, s *dynamostore.Store) (put func()) {
+	t.Helper()
+	type table struct {
+		name  string
+		keys  []string
+		items []map[string]types.AttributeValue
+	}
+	scan := func(name string) []map[string]types.AttributeValue {
+		var items []map[string]types.AttributeValue
+		p := dynamodb.NewScanPaginator(s.Client(), &dynamodb.ScanInput{TableName: aws.String(name), ConsistentRead: aws.Bool(true)})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctxFor(t))
+			if err != nil {
+				t.Fatalf("scan %s: %v", name, err)
+			}
+			items = append(items, out.Items...)
+		}
+		return items
+	}
+	tables := []*table{{name: s.Table(), keys: []string{"machine_id"}}, {name: s.JournalTable(), keys: []string{"pk", "n"}}}
+	for _, tb := range tables {
+		tb.items = scan(tb.name)
+	}
+	return func() {
+		t.Helper()
+		for _, tb := range tables {
+			for _, it := range scan(tb.name) {
+				key := map[string]types.AttributeValue{}
+				for _, k := range tb.keys {
+					key[k] = it[k]
+				}
+				if _, err := s.Client().DeleteItem(ctxFor(t), &dynamodb.DeleteItemInput{TableName: aws.String(tb.name), Key: key}); err != nil {
+					t.Fatalf("delete from %s: %v", tb.name, err)
+				}
+			}
+			for _, it := range tb.items {
+				if _, err := s.Client().PutItem(ctxFor(t), &dynamodb.PutItemInput{TableName: aws.String(tb.name), Item: it}); err != nil {
+					t.Fatalf("put back into %s: %v", tb.name, err)
+				}
+			}
+		}
+	}
 }

@@ -30,7 +30,8 @@ import (
 // whose first attempt committed recognises it; a second Release of the
 // same lease gets lease.ErrLost.
 //
-// Errors: lease.ErrLost if l no longer holds the number. After any other
+// Errors: lease.ErrLost if l no longer holds the number, lease.ErrRestored
+// if the item shows the table went back in time (signs.go). After any other
 // error the item is re-read to decide; if that fails the outcome is unknown,
 // and the number frees itself at its mark.
 func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
@@ -42,7 +43,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	last := max(markMs, l.StartMs)
 	err := s.release(ctx, l, last)
-	if err == nil || errors.Is(err, lease.ErrLost) {
+	if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
 		s.forget(l)
 	}
 	if err != nil {
@@ -58,13 +59,15 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	vals := map[string]types.AttributeValue{
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}
+	sp := s.before(l.Machine)
 	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn, "+endSetMark+":last",
 		withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), endVals(vals, lease.EndReleased))
 	if err == nil {
+		s.saw(sp, l.Machine, item{exists: true, machine: l.Machine, epoch: l.Token, expiryMs: last, nonce: l.Claim})
 		return nil
 	}
 	failed, _ := conditionFailed(err)
-	it, why := s.afterFailure(l, err)
+	it, why := s.afterFailure(sp, l, err)
 	switch {
 	case it.quarantined && it.epoch == l.Token+1:
 		// The quarantine that fenced l: l's reservation is what it keeps,

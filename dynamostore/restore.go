@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -38,6 +39,10 @@ import (
 // restore's effect on holders that neither claim nor reach an identity
 // check — which is why the runbook keeps a restored table unreachable to
 // holders until raise-marks has fenced them.
+//
+// A restore that keeps the TableId (a copy of dynalite's or DynamoDB
+// Local's data put back, items written back by hand) shows only in the
+// items; signs.go notices it there, with the same consequences.
 const (
 	attrTableID      = "table_id"
 	attrRestoreFloor = "restore_floor"
@@ -47,21 +52,20 @@ const (
 // Keyspace opened from one another share it: the TableId is the table's,
 // so a restore one of them notices fences the leases of every keyspace
 // and floors the claims of every keyspace, and a sibling opened later
-// knows of it; generated is keyed by claim nonce, unique across keyspaces.
+// knows of it.
 type identity struct {
 	mu      sync.Mutex
 	tableID string    // the TableId seen first ("" before the first check)
 	checked time.Time // when DescribeTable was last called (real time: it rates the calls)
-	gen     uint64    // restores noticed so far
-	pending bool      // noticed, but no claim has set a floor yet
-	floorMs int64     // claims start at or above this
 	// journalChecked: the journal table was found to exist
 	// (checkJournalTable).
 	journalChecked bool
-	// generated is, by lease.Lease.Claim, the restores noticed before each
-	// lease of this Store value was claimed (an epoch can repeat across a
-	// restore; a claim's nonce cannot).
-	generated map[string]uint64
+	// watch is what the Store values remember of the items they saw and
+	// the restores they noticed, by a new TableId or by the items
+	// themselves (signs.go): the generation each lease was claimed in (by
+	// claim nonce: an epoch can repeat across a restore, a nonce cannot),
+	// and the restore floor.
+	watch tablewatch.Watch
 }
 
 // restoreWindow is how long after noticing a restore claims start, on the
@@ -131,12 +135,17 @@ func notGlobal(table string, d *types.TableDescription) error {
 }
 
 // claimFloor checks the table's identity before a claim and returns the
-// floor every claim starts at or above (0: none), and the number of
-// restores noticed so far, for remember. stored is the identity item read by
-// the claim's scan (nil: none).
+// floor every claim starts at or above (0: none), and the generation of
+// the Watch the claim is made in, for remember. stored is the identity
+// item read by the claim's scan (nil: none). The first claim after a
+// restore was noticed — by a new TableId, or by the items (signs.go) —
+// sets the floor and writes it into the identity item, where every Store
+// value's claims find it.
 func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored map[string]types.AttributeValue) (int64, uint64, error) {
+	id := s.id
 	if revert.Restore {
-		return 0, 0, nil
+		floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
+		return floor, gen, nil
 	}
 	live, err := s.describeTableID(ctx)
 	if err != nil {
@@ -150,7 +159,6 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 	if itemFloor, _, err = getNum(stored, attrRestoreFloor); err != nil {
 		return 0, 0, err
 	}
-	id := s.id
 	id.mu.Lock()
 	switch {
 	case id.tableID != "" && id.tableID != live:
@@ -162,12 +170,9 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 		id.tableID = live
 	}
 	id.checked = time.Now()
-	if id.pending {
-		id.pending = false
-		id.floorMs = max(id.floorMs, req.NowMs+s.restoreWindow(req).Milliseconds())
-	}
-	floor, gen := max(id.floorMs, itemFloor), id.gen
 	id.mu.Unlock()
+	floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
+	floor = max(floor, itemFloor)
 	if itemID != live || floor > itemFloor {
 		if err := s.writeIdentity(ctx, live, floor); err != nil {
 			return 0, 0, err
@@ -176,14 +181,13 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored m
 	return floor, gen, nil
 }
 
-// noticeLocked records a restore (id.mu held): leases claimed so far are
-// fenced, and the next claim sets the floor.
+// noticeLocked records a restore seen by a new TableId (id.mu held):
+// leases claimed so far are fenced, and the next claim sets the floor.
 func (s *Store) noticeLocked(was, live string) {
 	id := s.id
 	s.log.Error("the lease table was restored (its TableId changed): every lease claimed before is fenced, and claims start after the restore window; run raise-marks before letting holders back",
 		"was", was, "now", live)
-	id.gen++
-	id.pending = true
+	id.watch.Notice(id.watch.Gen(), fmt.Sprintf("the table's TableId changed from %s to %s (a point-in-time restore)", was, live))
 	id.tableID = live
 }
 
@@ -219,19 +223,12 @@ func (s *Store) writeIdentity(ctx context.Context, live string, floor int64) err
 	return nil
 }
 
-// remember records a lease claimed after gen restores were noticed (as
-// claimFloor returned). If another was noticed since — the claim may have
-// started below the floor that restore sets — it returns an error, and the
-// lease is refused at its first extension.
+// remember records a lease claimed in generation gen of the Watch (as
+// claimFloor returned it). If a restore was noticed since — the claim may
+// have started below the floor that restore sets — it returns an error,
+// and the lease is refused at its first extension.
 func (s *Store) remember(l *lease.Lease, gen uint64) error {
-	id := s.id
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	if id.generated == nil {
-		id.generated = map[string]uint64{}
-	}
-	id.generated[l.Claim] = gen
-	if !revert.Restore && gen != id.gen {
+	if !s.id.watch.Remember(l.Claim, gen) {
 		return fmt.Errorf("dynamostore: machine %d epoch %d was claimed while a restore of the table was being noticed; claim again (it frees itself at %s)",
 			l.Machine, l.Token, lease.FormatMs(l.MarkMs))
 	}
@@ -239,45 +236,34 @@ func (s *Store) remember(l *lease.Lease, gen uint64) error {
 }
 
 // forget drops a lease that is over from what remember records.
-func (s *Store) forget(l *lease.Lease) {
-	id := s.id
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	delete(id.generated, l.Claim)
-}
+func (s *Store) forget(l *lease.Lease) { s.id.watch.Forget(l.Claim) }
 
 // extendIdentity is the restore check of Extend: it compares the TableId
 // if the last check is older than Config.IdentityEvery, and refuses with
-// lease.ErrRestored a lease claimed before a restore this Store noticed (or
-// not claimed through this Store value at all, once it noticed one).
+// lease.ErrRestored a lease claimed before a restore this Store noticed —
+// by the TableId or by the items (signs.go) — or not claimed through this
+// Store value at all, once it noticed one.
 func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
-	if revert.Restore {
-		return nil
-	}
 	id := s.id
-	id.mu.Lock()
-	due := s.cfg.IdentityEvery > 0 && id.tableID != "" && time.Since(id.checked) >= s.cfg.IdentityEvery
-	id.mu.Unlock()
-	if due {
-		live, err := s.describeTableID(ctx)
-		if err != nil {
-			return err
-		}
+	if !revert.Restore {
 		id.mu.Lock()
-		id.checked = time.Now()
-		if id.tableID != live {
-			s.noticeLocked(id.tableID, live)
-		}
+		due := s.cfg.IdentityEvery > 0 && id.tableID != "" && time.Since(id.checked) >= s.cfg.IdentityEvery
 		id.mu.Unlock()
+		if due {
+			live, err := s.describeTableID(ctx)
+			if err != nil {
+				return err
+			}
+			id.mu.Lock()
+			id.checked = time.Now()
+			if id.tableID != live {
+				s.noticeLocked(id.tableID, live)
+			}
+			id.mu.Unlock()
+		}
 	}
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	if id.gen == 0 {
-		return nil
+	if what, at, fenced := id.watch.Restored(l.Claim); fenced {
+		return tablewatch.Fenced(s.table, l, what, at)
 	}
-	if g, ok := id.generated[l.Claim]; ok && g == id.gen {
-		return nil
-	}
-	return fmt.Errorf("%w: the lease table %s was restored (its TableId changed) after machine %d epoch %d was claimed; stop issuing on it and claim again",
-		lease.ErrRestored, s.table, l.Machine, l.Token)
+	return nil
 }

@@ -274,7 +274,9 @@ func (s *Store) reread(n int) (item, error) {
 	return s.read(ctx, n)
 }
 
-// Get returns number machine's record (a zero record if it has no item).
+// Get returns number machine's record (a zero record if it has no item),
+// or lease.ErrRestored if the item shows the table went back in time since
+// this Store value last saw it (signs.go).
 func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := s.open(); err != nil {
 		return lease.Record{}, err
@@ -282,21 +284,30 @@ func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := lease.CheckMachine(machine, Machines); err != nil {
 		return lease.Record{}, err
 	}
+	sp := s.before(machine)
 	it, err := s.read(ctx, machine)
 	if err != nil {
+		return lease.Record{}, err
+	}
+	if err := s.saw(sp, machine, it); err != nil {
 		return lease.Record{}, err
 	}
 	return s.record(machine, it), nil
 }
 
 // List returns the record of every number of the region that has an item,
-// in order, from a consistent scan.
+// in order, from a consistent scan; lease.ErrRestored instead if the items
+// show the table went back in time (signs.go).
 func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	sp := s.id.watch.Before(s.region, 0, Machines-1)
 	items, err := s.scan(ctx, lease.Range{Lo: 0, Hi: Machines - 1})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.sawScan(sp, items); err != nil {
 		return nil, err
 	}
 	recs := make([]lease.Record, 0, len(items))

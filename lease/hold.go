@@ -253,12 +253,19 @@ func isFinal(err error) bool {
 
 // reread decides an extension whose outcome is unknown from the stored
 // record: it committed if the record still names this holder and token with
-// a mark at least the one asked for.
+// a mark at least the one asked for. A read that shows the store went back
+// in time (ErrRestored from Get) loses the lease as a restore.
 func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*Lease, error) {
 	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
 	rec, err := h.store.Get(cctx, l.Machine)
 	cancel()
 	switch {
+	case err != nil && errors.Is(err, ErrRestored) && !revert.TableRestore:
+		// The store saw, in the record it read, that it went back in time
+		// since it last saw it (the table stores compare every read with
+		// the rows they saw): the lease is gone, and what it reserved may
+		// be too.
+		return nil, fmt.Errorf("%w (re-reading the record after: %v)", err, cause)
 	case err != nil:
 		return nil, fmt.Errorf("%w (and re-reading the record failed: %v)", cause, err)
 	case rec.Quarantined:

@@ -25,7 +25,10 @@ var (
 	// cluster ID changed, a mark the holder wrote vanished or fell, or its
 	// owner key came back on another etcd lease; a PostgreSQL server's
 	// system identifier or timeline changed; a DynamoDB table's identity
-	// changed. Every lease claimed before is fenced.
+	// changed; a lease table's row went back from what the store saw (gone,
+	// a lower epoch, the epoch under another claim, a lower mark under one
+	// claim). Every lease claimed before is fenced. Get may return it too,
+	// when the record it read is such a sign.
 	ErrRestored = errors.New("lease: store restored from an earlier state")
 	// ErrNotFound: no record for that number.
 	ErrNotFound = errors.New("lease: no such machine number")

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -49,6 +50,11 @@ import (
 // the cluster and timeline <table>_origin records; when it is not, the
 // claim records a restore first (see "Restores" in the package
 // documentation) and starts at or above req.NowMs + req.RestoreWindow.
+// Likewise once the rows showed this Store value (or a Keyspace sibling)
+// that the table went back in time (signs.go) — the rows its scan reads
+// included: the first claim after sets the floor, its clock plus the
+// restore window, writes it into <table>_origin for every process, and
+// every claim starts at or above it.
 //
 // It returns lease.ErrNoFreeNumber, saying why numbers were passed over,
 // when none can be claimed.
@@ -60,21 +66,31 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
+	sp := s.watch.Before(s.region, req.Range.Lo, req.Range.Hi)
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: claim in %s region %d: read the range: %w; retry", req.Range, s.region, s.schemaErr(err))
 	}
+	// Before the floor: a sign in the rows read floors this very claim,
+	// which goes on above it (signs.go).
+	_ = s.sawScan(sp, rs)
+	floor, gen := s.watch.Floor(req.NowMs, s.restoreWindow(req))
 	cands, sk := candidates(req, rs)
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("pgstore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c)
+		l, err := s.tryClaim(ctx, req, c, floor)
 		switch {
 		case err != nil:
 			return nil, err
 		case l != nil:
+			if !s.watch.Remember(l.Claim, gen) {
+				return nil, fmt.Errorf("pgstore: claim in %s region %d: machine %d epoch %d was claimed while a restore of the table "+
+					"was being noticed, maybe below the floor it sets; claim again (it frees itself at %s)",
+					req.Range, s.region, l.Machine, l.Token, lease.FormatMs(l.MarkMs))
+			}
 			return l, nil
 		}
 		sk.taken++
@@ -144,10 +160,11 @@ type claimed struct {
 	same                 bool // the server is the one the origin row records
 }
 
-// claimArgs are the claim statement's arguments for number n.
-func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce string) []any {
+// claimArgs are the claim statement's arguments for number n, with
+// floorMs the floor of a restore the store noticed in the rows (0: none).
+func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce string, floorMs int64) []any {
 	return []any{s.region, n, req.Holder, req.NowMs, req.LeaseFor.Milliseconds(), req.MaxAhead.Milliseconds(), nonce, req.Schedule,
-		s.restoreWindow(req).Milliseconds()}
+		s.restoreWindow(req).Milliseconds(), floorMs}
 }
 
 // restoreWindow is the window a claim's floor keeps after a noticed
@@ -174,28 +191,32 @@ const MaxRestoreWindow = DefaultRestoreWindow
 // check at start.
 func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
 
-// tryClaim claims number c.machine, read with epoch c.epoch. It returns nil
-// and no error if the number was taken meanwhile, lease.ErrSchedule if the
-// claimer's schedule is not the fleet's. When the server is not the one
-// the origin row records, it records the change (noticeRestore) and tries
-// once more, so the claim starts above the restore floor.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row) (*lease.Lease, error) {
+// tryClaim claims number c.machine, read with epoch c.epoch, starting at
+// or above floorMs (the floor of a restore the rows showed; 0: none). It
+// returns nil and no error if the number was taken meanwhile,
+// lease.ErrSchedule if the claimer's schedule is not the fleet's. When the
+// server is not the one the origin row records, it records the change
+// (noticeRestore) and tries once more, so the claim starts above the
+// restore floor.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, floorMs int64) (*lease.Lease, error) {
 	n := c.machine
 	for attempt := 0; ; attempt++ {
 		nonce := lease.NewNonce()
 		var got claimed
-		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce)...).Scan(
+		sp := s.before(n)
+		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
 			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
 		var epoch, expiry, floor int64
 		switch {
 		case err != nil:
-			r, rerr := s.adopt(ctx, req, c, nonce, s.schemaErr(err))
+			r, rerr := s.adopt(ctx, req, c, nonce, sp, s.schemaErr(err))
 			if rerr != nil {
 				return nil, rerr
 			}
 			epoch, expiry, floor = r.epoch, r.expiryMs, r.floorMs
 		case got.epoch != nil:
 			epoch, expiry, floor = *got.epoch, *got.expiry, *got.floor
+			s.saw(sp, n, row{machine: n, holder: req.Holder, expiryMs: expiry, epoch: epoch, floorMs: floor, nonce: nonce}, true)
 		case !got.same && attempt == 0:
 			if err := s.noticeRestore(ctx, req, got.ident); err != nil {
 				return nil, err
@@ -252,7 +273,7 @@ func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest) error 
 // A holder name can be shared by two keepers of one process or two
 // processes given one --holder, and an epoch read back may be another
 // claimer's, so neither says whose claim committed.
-func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce string, cause error) (row, error) {
+func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce string, sp tablewatch.Span, cause error) (row, error) {
 	n := c.machine
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -261,6 +282,7 @@ func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce 
 		return row{}, fmt.Errorf("pgstore: claim machine %d region %d: %w; re-reading it failed too (%v), so it may have committed: "+
 			"if it did, the lease expires by itself at the claimer's now + LeaseFor; retry", n, s.region, cause, err)
 	}
+	s.saw(sp, n, r, ok) // a sign is noticed; the claim's Remember then refuses it
 	var mine bool
 	if !revert.Nonce {
 		mine = ok && r.nonce == nonce && r.holder == req.Holder

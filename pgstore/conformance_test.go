@@ -10,7 +10,9 @@ import (
 
 // TestConformance runs the lease-store conformance suite against a real
 // PostgreSQL, each check in a table of its own. Expiry is the claimer's
-// clock against lease_expiry, so the harness needs no Expire hook.
+// clock against lease_expiry, so the harness needs no Expire hook. Its
+// Rollback writes the table's rows back from a copy on the same server
+// (copyAside).
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	pool := testPool(t, 16)
@@ -20,5 +22,8 @@ func TestConformance(t *testing.T) {
 			return openStore(t, pool, s.(*pgstore.Store).Table())
 		},
 		ClockExpiry: true,
+		Rollback: func(t *testing.T, s lease.Store) func() {
+			return copyAside(t, pool, s.(*pgstore.Store).Table())
+		},
 	})
 }

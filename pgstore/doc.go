@@ -99,9 +99,20 @@
 // stopped issuing. A planned switchover changes the timeline too and costs
 // the same pause.
 //
-// Not detectable: a restore of a file-level copy or a lost asynchronous
-// commit on the same timeline of the same cluster, and anything a second
-// live primary accepts (split brain). The store therefore needs durable
+// A restore the server's identity does not show — a file-level copy of the
+// data directory put back on the same cluster and timeline, a table restored
+// with pg_restore into the same cluster, rows written back — shows in the
+// rows (signs.go): a Store value that saw a row at a later state (an epoch,
+// a claim under that epoch, a mark under that claim, the row itself) takes
+// an earlier one for a restore, with the same consequences, the floor
+// written into the origin row by its first claim after.
+//
+// Not detectable: such a restore before any Store value that saw the later
+// rows reads them again (a process started after it, a holder that held
+// nothing, trusts the restored marks until a holder that noticed has
+// claimed and written the floor), a number whose epoch climbed back past
+// the one seen (taken for an ordinary loss), and anything a second live
+// primary accepts (split brain). The store therefore needs durable
 // acknowledgements: Connect runs its sessions with synchronous_commit = on
 // (a pool given to New must not turn it off), and a failover must go to a
 // synchronous standby (synchronous_standby_names, synchronous_commit on or

@@ -29,7 +29,7 @@ func (s *Store) ClaimStatement(req lease.ClaimRequest, n int, nonce string) (str
 	if err != nil {
 		panic(err)
 	}
-	return s.queries.claim, s.claimArgs(req, n, nonce)
+	return s.queries.claim, s.claimArgs(req, n, nonce, 0)
 }
 
 // Pool returns the store's pool.

@@ -9,16 +9,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Extend raises the lease's mark (lease_expiry) to markMs with one
 // conditional update that succeeds only if the row still names l's holder
-// and epoch, the mark moves forward, the fleet schedule stored is still
-// l.Schedule, and the server is still the cluster and timeline the origin
-// row records. If no row changed it re-reads the row to say why:
+// and epoch, the mark moves forward (from no lower than the one this
+// Store value last saw under l's claim), the fleet schedule stored is
+// still l.Schedule, and the server is still the cluster and timeline the
+// origin row records. If no row changed it re-reads the row to say why:
 // lease.ErrRestored (the server changed: failover, recovery, another
-// cluster — or a restore another claimer recorded fenced this lease),
+// cluster — or a restore another claimer recorded fenced this lease, or
+// the row shows the table went back in time since this Store value saw it,
+// signs.go), lease.ErrRestored too without a write for a lease claimed
+// before this Store value noticed such a restore,
 // lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no row, or
 // fenced by RaiseMarks), lease.ErrSchedule, or — all still match and the
 // mark is already at or past markMs, as after RaiseMarks raised a free
@@ -35,7 +40,14 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err != nil {
 		return nil, fmt.Errorf("%w: lease of machine %d with schedule %q: %v", lease.ErrInvalid, l.Machine, l.Schedule, err)
 	}
-	return s.extend(ctx, l, max(markMs, l.MarkMs), schedule, schedule, false)
+	if what, at, fenced := s.watch.Restored(l.Claim); fenced {
+		return nil, s.renewFailed(l, markMs, tablewatch.Fenced(s.name, l, what, at))
+	}
+	nl, err := s.extend(ctx, l, max(markMs, l.MarkMs), schedule, schedule, false)
+	if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrQuarantined) || errors.Is(err, lease.ErrRestored) {
+		s.watch.Forget(l.Claim)
+	}
+	return nl, err
 }
 
 // extend runs the extension of l to target, the statement comparing the
@@ -46,7 +58,10 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	var got *int64
 	var same bool
 	var id identity
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim).Scan(
+	sp := s.before(l.Machine)
+	// The mark last seen under this claim: never renewed from below it.
+	keep := sp.Held(l.Machine, l.Token, l.Claim)
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, keep).Scan(
 		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
 	case err != nil:
@@ -55,6 +70,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	case got != nil:
 		nl := *l
 		nl.MarkMs = *got
+		s.saw(sp, l.Machine, row{machine: l.Machine, holder: l.Holder, expiryMs: *got, epoch: int64(l.Token), nonce: l.Claim}, true)
 		return &nl, nil
 	case !same:
 		return nil, s.renewFailed(l, target, restoredErr(l, id))
@@ -63,6 +79,9 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	if err != nil {
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, and re-reading "+
 			"the row to learn why failed: %w; retry", l.Machine, l.Token, err))
+	}
+	if err := s.saw(sp, l.Machine, r, ok); err != nil {
+		return nil, s.renewFailed(l, target, err)
 	}
 	if err := s.ownership(l, r, ok); err != nil {
 		return nil, s.renewFailed(l, target, err)
@@ -133,7 +152,8 @@ func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 // anyone else wrote. The number can be claimed at once; the next holder
 // starts at or above the recorded mark. The same statement ends the
 // claim's journal entry as released, at the recorded mark. Errors: lease.ErrLost if l no
-// longer holds the number, lease.ErrQuarantined if it was quarantined.
+// longer holds the number, lease.ErrQuarantined if it was quarantined,
+// lease.ErrRestored if the row shows the table went back in time (signs.go).
 // After any other error the release may or may not have committed; the
 // number frees itself when its lease expires.
 func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
@@ -141,15 +161,23 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		return err
 	}
 	var mark int64
+	sp := s.before(l.Machine)
 	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim).Scan(&mark)
 	switch {
 	case err == nil:
+		s.watch.Forget(l.Claim)
+		s.saw(sp, l.Machine, row{machine: l.Machine, expiryMs: mark, epoch: int64(l.Token), nonce: l.Claim}, true)
 		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(mark))
 		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		r, ok, rerr := s.read(ctx, l.Machine)
 		if rerr == nil {
-			err = s.ownership(l, r, ok)
+			if err = s.saw(sp, l.Machine, r, ok); err == nil {
+				err = s.ownership(l, r, ok)
+			}
+		}
+		if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
+			s.watch.Forget(l.Claim)
 		}
 		if rerr != nil || err == nil { // err nil: it matched a moment later; ask to retry
 			err = fmt.Errorf("pgstore: release machine %d epoch %d: the update changed nothing (%v); retry", l.Machine, l.Token, rerr)

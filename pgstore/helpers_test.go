@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +85,54 @@ func quietStore(t testing.TB, pool *pgxpool.Pool, table string) *pgstore.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// copySeq numbers the copies copyAside makes.
+var copySeq atomic.Int64
+
+// copyAside copies the rows of table, its journal (<table>_claims) and its
+// origin row (<table>_origin) aside, as of one moment, and returns a
+// function that writes them back in place of the rows there then: a
+// restore of a file-level copy of the server's data, as far as the table
+// can tell — the same server, system identifier and timeline, older rows.
+// The copies are dropped when t ends.
+func copyAside(t testing.TB, pool *pgxpool.Pool, table string) (put func()) {
+	t.Helper()
+	n := copySeq.Add(1)
+	var pairs [][2]string
+	for _, suffix := range []string{"", "_claims", "_origin"} {
+		pairs = append(pairs, [2]string{pgx.Identifier{table + suffix}.Sanitize(), pgx.Identifier{fmt.Sprintf("%s%s_copy%d", table, suffix, n)}.Sanitize()})
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, p := range pairs {
+			pool.Exec(ctx, "DROP TABLE IF EXISTS "+p[1])
+		}
+	})
+	err := pgx.BeginTxFunc(t.Context(), pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		for _, p := range pairs {
+			if _, err := tx.Exec(t.Context(), "CREATE TABLE "+p[1]+" AS SELECT * FROM "+p[0]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("copy %s aside: %v", table, err)
+	}
+	return func() {
+		t.Helper()
+		err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+			for _, p := range pairs {
+				if _, err := tx.Exec(t.Context(), "DELETE FROM "+p[0]+"; INSERT INTO "+p[0]+" SELECT * FROM "+p[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("put the copy of %s back: %v", table, err)
+		}
+	}
 }

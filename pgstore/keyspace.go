@@ -7,18 +7,26 @@ import "github.com/snowfence/snowfence/lease"
 // Config with Region index (lease.ErrInvalid for a negative one). The
 // tables beside the lease table — <table>_fleet, <table>_origin and
 // <table>_region — are the table's, so the sibling reads and writes the
-// same rows of them as s. A Store keeps no restore state of its own
-// between requests: every claim and extension compares the server's
+// same rows of them as s. Every claim and extension compares the server's
 // identity with <table>_origin in the statement itself, and a claim that
 // finds it changed fences the held rows of every region, so a sibling's
-// restore detection is exactly a second process's. Its Close leaves the
-// pool open even when s owns it (Connect); close the sibling before s.
-// After s's Close it fails like s's methods.
+// detection of a changed identity is exactly a second process's. What the
+// rows themselves show of a restore (signs.go) the sibling shares with s:
+// the rows either saw, and the restores either noticed — those fence the
+// leases of both and floor the claims of both, and a sibling opened after
+// s noticed one knows of it. Its Close leaves the pool open even when s
+// owns it (Connect); close the sibling before s. After s's Close it fails
+// like s's methods.
 func (s *Store) Keyspace(index int) (lease.Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
 	cfg := s.cfg
 	cfg.Region = index
-	return New(s.pool, cfg)
+	sib, err := New(s.pool, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sib.watch = s.watch
+	return sib, nil
 }

@@ -88,13 +88,14 @@ rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
 	// timeline it records: claims and extensions run only then.
 	// Its floor_ms is the restore floor: after a restore was noticed, the
 	// floor the noticing claim recorded, and at least win (the claim's own
-	// restore window) after the noticing claimer's clock.
-	same := func(win string) string {
+	// restore window) after the noticing claimer's clock; and at least own,
+	// the floor of a restore the store noticed in the rows (signs.go).
+	same := func(win, own string) string {
 		if !revert.Restore {
-			return `SELECT CASE WHEN o.restores > 0 THEN GREATEST(o.floor_ms, o.noticed_ms + ` + win + `) ELSE o.floor_ms END AS floor_ms
+			return `SELECT GREATEST(CASE WHEN o.restores > 0 THEN GREATEST(o.floor_ms, o.noticed_ms + ` + win + `) ELSE o.floor_ms END, ` + own + `) AS floor_ms
 	  FROM {o} o JOIN ident ON o.system_identifier = ident.sysid AND o.timeline = ident.tl WHERE o.id = 1`
 		}
-		return `SELECT 0 * ` + win + ` AS floor_ms`
+		return `SELECT GREATEST(0 * ` + win + `, ` + own + `) AS floor_ms`
 	}
 	return queries{
 		create: []string{q(`CREATE TABLE IF NOT EXISTS {t} (
@@ -157,11 +158,15 @@ rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
 		},
 		// $3 holder, $4 claimer's now, $5 lease length (ms), $6 MaxAhead
 		// (ms), $7 this attempt's nonce, $8 the claimer's schedule, $9 its
-		// restore window (ms). It
+		// restore window (ms), $10 the floor of a restore the store
+		// noticed in the rows (0: none; signs.go). It
 		// claims only while the server is the one the origin row records
 		// and the schedules agree — the claimer's with the fleet schedule
-		// record, and the record with the registry's (regAgrees); the origin's floor (set when a restore
-		// was noticed) is a floor of every claim. It always returns one
+		// record, and the record with the registry's (regAgrees); the
+		// origin's floor (set when a restore was noticed) is a floor of
+		// every claim. $10 is one too, and is written into the origin's
+		// floor (saved) if higher, so that every other process's claims
+		// start above it as well. It always returns one
 		// row: the claim's columns (NULL if nothing was claimed), then the
 		// server's identity and the origin row's.
 		//
@@ -174,7 +179,10 @@ rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
 		// under the row's lock, so two claims of one number never get one
 		// seq, whatever the statement's snapshot saw of the journal.
 		claim: q(`WITH ident AS MATERIALIZED ({ident}),
-same AS MATERIALIZED (` + same("$9::bigint") + `)` + regLock + `,
+same AS MATERIALIZED (` + same("$9::bigint", "$10::bigint") + `)` + regLock + `,
+saved AS (
+	UPDATE {o} SET floor_ms = $10::bigint WHERE id = 1 AND floor_ms < $10::bigint RETURNING 1
+),
 c AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, claim_seq)
 	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7,
@@ -203,14 +211,16 @@ entry AS (
 SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same)
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
 		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
-		// its claim nonce. One row: the new mark (NULL if nothing
-		// changed), and whether the server is still the one the origin
-		// row records.
+		// its claim nonce, $8 the lowest mark it may find (the one the
+		// store last saw under this claim, 0 if none: a lower one means
+		// the table went back; signs.go). One row: the new mark (NULL if
+		// nothing changed), and whether the server is still the one the
+		// origin row records.
 		extend: q(`WITH ident AS MATERIALIZED ({ident}),
-same AS MATERIALIZED (` + same("0::bigint") + `),
+same AS MATERIALIZED (` + same("0::bigint", "0::bigint") + `),
 u AS (
 	UPDATE {t} SET lease_expiry = $5, updated_at = now()
-	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5 AND lease_expiry >= $8::bigint
 	   AND ` + claim("$7") + ` AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
 	RETURNING lease_expiry
 )

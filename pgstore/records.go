@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -64,7 +65,8 @@ func (s *Store) read(ctx context.Context, n int) (r row, ok bool, err error) {
 // Get returns the record of one number: holder (lease.QuarantineHolder when
 // quarantined), epoch as token, mark, and the lease's expiry while held
 // (which, in a table, is the mark). A number without a row reads as a zero
-// record.
+// record. lease.ErrRestored instead if the row shows the table went back
+// in time since this Store value last saw it (signs.go).
 func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := s.open(); err != nil {
 		return lease.Record{}, err
@@ -72,23 +74,32 @@ func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
 	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
 		return lease.Record{}, err
 	}
-	r, _, err := s.read(ctx, machine)
+	sp := s.before(machine)
+	r, ok, err := s.read(ctx, machine)
 	if err != nil {
+		return lease.Record{}, err
+	}
+	if err := s.saw(sp, machine, r, ok); err != nil {
 		return lease.Record{}, err
 	}
 	return s.record(r), nil
 }
 
 // List returns the records of every row of the store's region, in order of
-// number, from one query.
+// number, from one query; lease.ErrRestored instead if the rows show the
+// table went back in time (signs.go).
 func (s *Store) List(ctx context.Context) ([]lease.Record, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	sp := s.watch.Before(s.region, 0, math.MaxInt32)
 	rows, _ := s.pool.Query(ctx, s.queries.list, s.region)
 	rs, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list region %d: %w", s.region, err)
+	}
+	if err := s.sawScan(sp, rs); err != nil {
+		return nil, err
 	}
 	recs := make([]lease.Record, 0, len(rs))
 	for _, r := range rs {

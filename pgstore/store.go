@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -66,6 +67,10 @@ type Store struct {
 	closed  atomic.Bool
 	queries queries
 	cfg     Config // as New completed it, for Keyspace
+	// watch is what this Store value and those Keyspace opened from it
+	// remember of the rows they saw and of the restores those showed
+	// (signs.go).
+	watch *tablewatch.Watch
 }
 
 // Suffixes of the tables kept beside the lease table: the fleet schedule,
@@ -122,7 +127,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	quoted := pgx.Identifier(parts).Sanitize()
 	s := &Store{pool: pool, table: quoted, name: cfg.Table, region: cfg.Region, window: cfg.RestoreWindow,
-		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table), cfg: cfg}
+		log: cfg.Logger.With("store", "pgstore", "table", cfg.Table), cfg: cfg, watch: new(tablewatch.Watch)}
 	s.queries = newQueries(quoted, beside(fleetSuffix), beside(originSuffix), beside(registrySuffix), beside(journalSuffix), cfg.ident)
 	return s, nil
 }

@@ -5,22 +5,28 @@
 //
 // They exist to prove that the tests can fail: built with a tag, the search
 // in test/explore (and the test written for that path) must find a
-// duplicate. scripts/prove-search runs the search once per tag.
+// duplicate. scripts/prove-search runs the search once per tag — and, for
+// tablerestore, whose path the search's table restores never take (the
+// operator's raise-marks follows each), the test written for it
+// (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore).
 //
-//	tag                          undoes
-//	snowfence_revert_region      refusing a region other than 0 under a layout without region bits
-//	snowfence_revert_nonce       recognising a claim only by its own nonce or etcd lease (adoption, Extend,
-//	                             Release, the keeper's re-read), unique default holders
-//	snowfence_revert_restore     noticing a restore by every sign a store can see (etcd: a mark that fell or
-//	                             vanished, the raft term, a changed etcd lease; PostgreSQL: system identifier
-//	                             and timeline; DynamoDB: the table's identity)
-//	snowfence_revert_window      the restore floor of the keeper's and the store's window, not a fixed 10 s
-//	snowfence_revert_schedule    the fleet schedule compared on every claim and extension
-//	snowfence_revert_cutover     across a layout cutover, grants bounded to their layout's instants and
-//	                             no issuing after the cutover without a number of the new layout (undone:
-//	                             the old number goes on, as a holder keeping its number across it did)
-//	snowfence_revert_bind        a keeper feeding one generator only (snowfence.ErrLeaseBound on a second)
-//	snowfence_revert_registry    the region registry's rules checked by every keeper at start (region known
-//	                             and in service, its home store, the registry's schedule) and the claim's
-//	                             compare of the store's fleet schedule record with the registry's
+//	tag                            undoes
+//	snowfence_revert_region        refusing a region other than 0 under a layout without region bits
+//	snowfence_revert_nonce         recognising a claim only by its own nonce or etcd lease (adoption, Extend,
+//	                               Release, the keeper's re-read), unique default holders
+//	snowfence_revert_restore       noticing a restore by every sign a store can see (etcd: a mark that fell or
+//	                               vanished, the raft term, a changed etcd lease; PostgreSQL: system identifier
+//	                               and timeline; DynamoDB: the table's identity)
+//	snowfence_revert_window        the restore floor of the keeper's and the store's window, not a fixed 10 s
+//	snowfence_revert_schedule      the fleet schedule compared on every claim and extension
+//	snowfence_revert_tablerestore  noticing, in the rows a lease table returns, a restore its server cannot
+//	                               show (an epoch that fell or repeated under another claim, a row gone, a mark
+//	                               that fell under one claim): pgstore and dynamostore, and the keeper's re-read
+//	snowfence_revert_cutover       across a layout cutover, grants bounded to their layout's instants and
+//	                               no issuing after the cutover without a number of the new layout (undone:
+//	                               the old number goes on, as a holder keeping its number across it did)
+//	snowfence_revert_bind          a keeper feeding one generator only (snowfence.ErrLeaseBound on a second)
+//	snowfence_revert_registry      the region registry's rules checked by every keeper at start (region known
+//	                               and in service, its home store, the registry's schedule) and the claim's
+//	                               compare of the store's fleet schedule record with the registry's
 package revert

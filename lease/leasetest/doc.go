@@ -31,6 +31,8 @@
 // those of a copy's identity and of a copy joining; keyspaces.go the check of
 // a store's siblings on other keyspaces (lease.Store.Keyspace, one per
 // layout step); keepers.go the checks of
-// real keepers on the store; helpers.go what they share (and what a
-// store's own tests may use).
+// real keepers on the store; rollback.go the checks of what a store
+// notices after its data was put back to an earlier state where the server
+// shows no sign of it (Harness.Rollback); helpers.go what they share (and
+// what a store's own tests may use).
 package leasetest

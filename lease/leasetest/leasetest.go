@@ -32,6 +32,16 @@ type Harness struct {
 	ClockExpiry bool
 	// LeaseFor is the lease length the suite claims with. Zero means 10 s.
 	LeaseFor time.Duration
+	// Rollback copies the data of s's store aside — its leases, of every
+	// keyspace, with what the store keeps beside them — and returns a
+	// function that writes that copy back in place of whatever is there
+	// then, as restoring a file-level copy of the server's data does: the
+	// same server, the same table, older rows, nothing in the server's
+	// identity that says so. The returned function may be called more than
+	// once. Nil skips the checks of what a store notices after such a
+	// restore (rollback.go), for stores whose own tests play their restores
+	// (etcdstore).
+	Rollback func(t *testing.T, s lease.Store) (put func())
 }
 
 // Run runs every check of the suite against stores from h, each as a
@@ -80,6 +90,12 @@ func Run(t *testing.T, h Harness) {
 		{"JournalUnrenewed", checkJournalUnrenewed},
 		{"JournalQuarantinedRelease", checkJournalQuarantinedRelease},
 		{"Cutover", checkCutover},
+		{"RollbackEpochFell", checkRollbackEpochFell},
+		{"RollbackEpochRepeated", checkRollbackEpochRepeated},
+		{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
+		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
+		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
+		{"LossNotRestore", checkLossNotRestore},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

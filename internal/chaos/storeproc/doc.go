@@ -17,7 +17,10 @@
 // backup (pg_basebackup) and later be restored from it: stopped, its data
 // directory replaced by the backup, started again, first reachable only on
 // its Unix socket (for the operator step that must run before holders
-// reach it, see docs/runbook.md) and then on TCP.
+// reach it, see docs/runbook.md) and then on TCP. Both can also be copied
+// cold (stopped, the data directory copied as files: CopyData) and later
+// put back on that copy (Restore), which nothing in the server shows
+// (copy.go).
 //
 // # Durability
 //

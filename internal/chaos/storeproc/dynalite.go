@@ -25,6 +25,7 @@ type Dynalite struct {
 	mu     sync.Mutex
 	p      *spawn.Proc
 	starts int
+	copies int // CopyData's
 }
 
 // StartDynalite starts dynalite, under node, from the npm cache that
@@ -73,6 +74,9 @@ func dynaliteCache() string {
 	return filepath.Join(home, ".cache", "snowfence", "dynalite")
 }
 
+// data is the server's data directory (--path).
+func (d *Dynalite) data() string { return filepath.Join(d.dir, "data") }
+
 // URL is the server's endpoint, http://127.0.0.1:port.
 func (d *Dynalite) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.port) }
 
@@ -86,7 +90,7 @@ func (d *Dynalite) Start(ctx context.Context) error {
 	}
 	d.starts++
 	cmd := exec.Command(d.node, d.script, "--host", "127.0.0.1", "--port", strconv.Itoa(d.port),
-		"--path", filepath.Join(d.dir, "data"), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+		"--path", d.data(), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	p, err := spawn.Start(cmd, spawn.Config{Name: fmt.Sprintf("dynalite#%d", d.starts)})
 	if err != nil {
 		return err

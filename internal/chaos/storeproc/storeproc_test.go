@@ -113,6 +113,31 @@ func TestPostgresFaults(t *testing.T) {
 	if got := count(t, p.URL()); got != 1 {
 		t.Errorf("restored, on TCP: %d rows, want 1", got)
 	}
+
+	// A cold copy put back: the row written after it is gone.
+	if err := p.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := p.CopyData(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, p.URL(), "INSERT INTO t VALUES (3)")
+	if _, err := p.CopyData(t.Context()); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("CopyData of a running cluster: %v, want ErrNotRunning", err)
+	}
+	if err := p.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Restore(t.Context(), cp, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, p.URL()); got != 1 {
+		t.Errorf("back on the cold copy: %d rows, want 1 (the copy's)", got)
+	}
 }
 
 // dynalite keeps its tables across a SIGKILL, and a frozen one answers
@@ -160,5 +185,60 @@ func TestDynaliteFaults(t *testing.T) {
 	out, err := db.ListTables(t.Context(), &dynamodb.ListTablesInput{})
 	if err != nil || len(out.TableNames) != 1 {
 		t.Fatalf("after a SIGKILL and a start: tables %v, %v; want [tbl]", out, err)
+	}
+
+	// A cold copy put back: the item written after it is gone, and the
+	// table keeps its TableId. (Killed right after CreateTable above, tbl
+	// may have been kept as CREATING: a table of its own, made active.)
+	if _, err := db.CreateTable(t.Context(), &dynamodb.CreateTableInput{
+		TableName:            aws.String("tbl2"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("k"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("k"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 20 * time.Millisecond }).
+		Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String("tbl2")}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	idOf := func() string {
+		t.Helper()
+		out, err := db.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String("tbl2")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.Table.TableId)
+	}
+	before := idOf()
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := d.CopyData(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CopyData(t.Context()); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("CopyData of a running dynalite: %v, want ErrNotRunning", err)
+	}
+	if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("tbl2"),
+		Item: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "after"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Restore(t.Context(), cp); err != nil {
+		t.Fatal(err)
+	}
+	scan, err := db.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String("tbl2")})
+	if err != nil || len(scan.Items) != 0 {
+		t.Errorf("back on the cold copy: %v items, %v; want none", scan, err)
+	}
+	if after := idOf(); after != before {
+		t.Errorf("TableId %s after the restore, %s before: a cold copy keeps it", after, before)
 	}
 }

@@ -1,0 +1,109 @@
+package tablewatch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/internal/revert"
+)
+
+func held(epoch uint64, claim string, mark int64) Row {
+	return Row{Exists: true, Epoch: epoch, Claim: claim, Holder: "h", MarkMs: mark}
+}
+
+// TestAfterJudgesAgainstBefore: an answer is judged against what was known
+// when its request was sent, never against what a later answer brought:
+// answers to requests in flight together arrive in any order.
+func TestAfterJudgesAgainstBefore(t *testing.T) {
+	if revert.TableRestore {
+		t.Skip("built with snowfence_revert_tablerestore: no signs")
+	}
+	var w Watch
+	early := w.Before(0, 5, 5) // sent first, answered last
+	late := w.Before(0, 5, 5)
+	if what := w.After(late, map[int]Row{5: held(2, "b", 300)}, false); what != "" {
+		t.Fatalf("first answer: %q", what)
+	}
+	if what := w.After(early, map[int]Row{5: held(1, "a", 100)}, false); what != "" {
+		t.Fatalf("an older answer to an earlier request taken for a restore: %q", what)
+	}
+	if got := w.seen[Key{0, 5}]; got != held(2, "b", 300) {
+		t.Errorf("kept %v, want the later row", got)
+	}
+	// A request sent now is judged against the later row.
+	sp := w.Before(0, 5, 5)
+	if what := w.After(sp, map[int]Row{5: held(1, "a", 100)}, false); what == "" || w.Gen() != 1 {
+		t.Fatalf("epoch fell from 2 to 1 in an answer to a request sent after 2 was seen: %q, generation %d", what, w.Gen())
+	}
+}
+
+// TestAfterScan: a scan (complete) finds a number seen before and now
+// without a row; answers of a request sent before a notice are ignored.
+func TestAfterScan(t *testing.T) {
+	if revert.TableRestore {
+		t.Skip("built with snowfence_revert_tablerestore: no signs")
+	}
+	var w Watch
+	w.After(w.Before(0, 0, 9), map[int]Row{3: held(1, "a", 100), 4: held(2, "b", 100)}, true)
+	old := w.Before(0, 0, 9)
+	// A row outside the span is not judged missing.
+	if what := w.After(w.Before(0, 0, 3), map[int]Row{3: held(1, "a", 100)}, true); what != "" {
+		t.Fatalf("scan of 0-3: %q", what)
+	}
+	sp := w.Before(0, 0, 9)
+	if what := w.After(sp, map[int]Row{3: held(1, "a", 100)}, true); what == "" {
+		t.Fatal("a scan without machine 4's row, seen before: no sign")
+	}
+	// The answer to old, sent before the notice, is of either history.
+	if what := w.After(old, map[int]Row{3: held(0, "", 0)}, true); what != "" {
+		t.Errorf("an answer to a request sent before the notice was judged: %q", what)
+	}
+	if len(w.seen) != 0 {
+		t.Errorf("rows seen before the notice, or in an answer to a request sent before it, are kept: %v", w.seen)
+	}
+	// Other regions are other rows.
+	w.After(w.Before(1, 4, 4), map[int]Row{4: held(9, "x", 1)}, false)
+	if what := w.After(w.Before(0, 4, 4), map[int]Row{4: held(1, "y", 1)}, false); what != "" {
+		t.Errorf("region 1's row judged with region 0's: %q", what)
+	}
+}
+
+// TestFloorAndFence: the first claim after a notice sets the floor, which
+// every later one keeps; leases claimed before are fenced, and so is one
+// claimed while the notice came.
+func TestFloorAndFence(t *testing.T) {
+	var w Watch
+	f, gen := w.Floor(1000, time.Minute)
+	if f != 0 || gen != 0 || !w.Remember("a", gen) {
+		t.Fatalf("before any notice: floor %d, generation %d", f, gen)
+	}
+	_, gen = w.Floor(1000, time.Minute) // a claim in flight when…
+	if !w.Notice(0, "a sign") || w.Notice(0, "the same sign, seen by an answer sent before") {
+		t.Fatal("Notice")
+	}
+	if w.Remember("b", gen) {
+		t.Error("a claim made while a restore was noticed is not fenced")
+	}
+	if _, _, fenced := w.Restored("a"); !fenced {
+		t.Error("a lease claimed before the notice is not fenced")
+	}
+	if _, _, fenced := w.Restored("never-seen"); !fenced {
+		t.Error("a lease not claimed through the watch is not fenced once a restore was noticed")
+	}
+	f, gen = w.Floor(5000, time.Minute)
+	if f != 5000+60_000 || gen != 1 {
+		t.Fatalf("first claim after the notice: floor %d generation %d, want %d and 1", f, gen, 5000+60_000)
+	}
+	if !w.Remember("c", gen) {
+		t.Error("a claim after the notice is refused")
+	}
+	if _, _, fenced := w.Restored("c"); fenced {
+		t.Error("a lease claimed after the notice is fenced")
+	}
+	if f2, _ := w.Floor(9000, time.Minute); f2 != f {
+		t.Errorf("a later claim's floor %d, want the first one's %d", f2, f)
+	}
+	if what, _ := w.Noticed(); what != "a sign" {
+		t.Errorf("Noticed = %q", what)
+	}
+}
