@@ -19,10 +19,9 @@ const (
 	themeCutoff    = "cut-off"
 	themeSchedules = "schedules"
 	themeCutovers  = "cutovers"
-	themeHomes     = "homes"
 )
 
-var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules, themeCutovers, themeHomes}
+var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules, themeCutovers}
 
 // timing is one process's keeper timings; zero fields take the keeper's
 // defaults.
@@ -81,9 +80,6 @@ type procConfig struct {
 	// Lead is the keepers' lead before a cutover (zero: the default).
 	Lead        time.Duration
 	MintBiggest bool // batches of 1000 more often
-	// Space is the store the process leases from: 0 the world's, 1 the
-	// second region's store of a homes world (config.Homes).
-	Space int
 }
 
 // config is one world, all drawn from the seed.
@@ -110,22 +106,19 @@ type config struct {
 	// pauses, restarts or lost replies — with the two processes' timings
 	// drawn apart (see focus).
 	Focused bool
-	// Homes: two regions, each with its own store and its home recorded
-	// in the region registry both stores keep (see homes).
-	Homes bool
 }
 
 func (c *config) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s focused %v homes %v\n",
-		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter, c.Focused, c.Homes)
+	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s focused %v\n",
+		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter, c.Focused)
 	for i, p := range c.Procs {
 		v2 := "as v1"
 		if p.V2Range != nil {
 			v2 = p.V2Range.String()
 		}
-		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d on store %d, range %s (v2 %s, lead %s), schedule %q, clock offset %s rate %.3f\n      %s\n",
-			i, p.Keepers, p.HolderMode, p.Region, p.Space, p.Range, v2, p.Lead, p.Schedule, p.Offset, p.Rate, p.Timing)
+		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s (v2 %s, lead %s), schedule %q, clock offset %s rate %.3f\n      %s\n",
+			i, p.Keepers, p.HolderMode, p.Region, p.Range, v2, p.Lead, p.Schedule, p.Offset, p.Rate, p.Timing)
 	}
 	return b.String()
 }
@@ -135,10 +128,6 @@ func draw(seed uint64, store string, steps int) *config {
 	r := rand.New(rand.NewPCG(seed, 0x5eedf00d))
 	c := &config{Seed: seed, Store: store, Steps: steps}
 	c.Theme = drawTheme(r, store)
-	if c.Theme == themeHomes {
-		homes(c, r)
-		return c
-	}
 	chance := func(p float64) bool { return r.Float64() < p }
 	bias := func(theme string, yes, no float64) float64 {
 		if c.Theme == theme {
@@ -307,7 +296,7 @@ func draw(seed uint64, store string, steps int) *config {
 // claimer that notices a restore must keep clear of what the holders it
 // cannot reach still issue.
 func drawTheme(r *rand.Rand, store string) string {
-	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1, themeCutovers: 1, themeHomes: 1}
+	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1, themeCutovers: 1}
 	if store == storeEtcd {
 		weights[themeRestore], weights[themeCutoff] = 2, 3
 	}
@@ -444,37 +433,6 @@ func cutovers(c *config, r *rand.Rand) {
 	if total < 3 && len(c.Procs) > 0 {
 		c.Procs[0].Keepers += 3 - total // more keepers than some v2 ranges hold
 	}
-}
-
-// homes draws a world of two regions, each leasing from a store of its
-// own: region 0 at home in the world's store (space 0), region 1 in a
-// second one (space 1), both stores keeping the region registry that
-// records the homes and the fleet schedule, v2 from the start. Every
-// process leases from its region's home but the last, the odd one out,
-// given the store of the other region for its own — a misconfiguration
-// (a Go service starting node.Start on the wrong store) that every
-// keeper refuses at start. Were it let through, it would lease its
-// region's numbers a second time, independently of the holders at home,
-// and mint their IDs: one or two numbers per region, clocks in step and
-// the default timings, so that it would soon.
-func homes(c *config, r *rand.Rand) {
-	c.Fleet, c.Homes, c.Restores, c.SnapshotFirst = "v2", true, false, false
-	rng := []lease.Range{{Lo: 0, Hi: 0}, {Lo: 0, Hi: 1}}[r.IntN(2)]
-	n := 3 + r.IntN(2)
-	for i := range n {
-		p := procConfig{Rate: 1, Keepers: 1, Range: rng, Schedule: c.Fleet, HolderMode: holdersUnique, Region: i % 2, MintBiggest: r.IntN(2) == 0}
-		p.Space = p.Region
-		if r.IntN(4) == 0 && rng.Size() > 1 {
-			p.Keepers = 2
-		}
-		if r.IntN(6) == 0 {
-			p.Rate = 0.92 + 0.16*r.Float64()
-		}
-		c.Procs = append(c.Procs, p)
-	}
-	odd := &c.Procs[n-1]
-	odd.Region = c.Procs[r.IntN(n-1)].Region
-	odd.Space = 1 - odd.Region
 }
 
 // focus reduces a restores or cut-off world to two processes of one keeper

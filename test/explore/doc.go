@@ -21,8 +21,7 @@
 //     left empty — or each have a unique one;
 //   - regions 0 to 2, one store object per process and region, and machine
 //     ranges that overlap (0–1, 0–3, 1–4, 0–7) so holders fight for
-//     numbers (in the homes theme, below, two regions each in a store of
-//     its own);
+//     numbers;
 //   - the fleet schedule written in the store before any holder claims
 //     (lease.SetSchedule on an operator clock two hours before the world
 //     starts, so that its notice is over when T comes), mostly the default
@@ -136,13 +135,6 @@
 //     v1,v2@T ones, whose v2 machine 4m+j shares its low 22 bits with v1
 //     machine m), every number of the range 1-4 or 0-7 held, and more
 //     restarts, which move holders between numbers;
-//   - homes: two regions on v2, each leasing from a store (space) of its
-//     own — a second prefix or table of the same server — with the region
-//     registry in both recording each region's home and the schedule,
-//     one or two numbers per region, and one process given the other
-//     region's store for its own, which every keeper must refuse at start
-//     (lease.ErrWrongHome); no restores (the journal oracle reads each
-//     region's numbers in its home store);
 //   - anything.
 //
 // On etcd, the restores and cut-off themes come up more often (the table

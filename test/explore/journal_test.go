@@ -329,7 +329,7 @@ func (jr *journalReader) store(ctx context.Context, ks int) (lease.Store, error)
 	root, ok := jr.roots[region]
 	if !ok {
 		var err error
-		if root, err = jr.w.home(region).open(ctx, region); err != nil {
+		if root, err = jr.w.sp.open(ctx, region); err != nil {
 			return nil, err
 		}
 		jr.roots[region] = root

@@ -147,18 +147,7 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 		return fmt.Sprintf("%s: seed %d: a fresh %s space: %v", setupMarker, cfg.Seed, cfg.Store, err), ""
 	}
 	defer sp.close()
-	spaces := []space{sp}
-	if cfg.Homes {
-		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-		sp2, err := svc.space(ctx, cfg.Seed)
-		cancel()
-		if err != nil {
-			return fmt.Sprintf("%s: seed %d: a second fresh %s space: %v", setupMarker, cfg.Seed, cfg.Store, err), ""
-		}
-		defer sp2.close()
-		spaces = append(spaces, sp2)
-	}
-	w, err := newWorld(t, cfg, spaces, fig)
+	w, err := newWorld(t, cfg, sp, fig)
 	if err != nil {
 		return fmt.Sprintf("%s: seed %d: %v", setupMarker, cfg.Seed, err), ""
 	}

@@ -22,20 +22,17 @@ const settleTimeout = 30 * time.Second
 
 // world is one seed's run.
 type world struct {
-	t   *testing.T
-	cfg *config
-	r   *rand.Rand
-	sp  space
-	// spaces are the stores processes lease from (procConfig.Space): sp,
-	// and in a homes world the second region's.
-	spaces []space
-	start  time.Time
-	procs  []*proc
-	all    []*holder
-	led    *ledger
-	log    actionLog
-	fig    *figures
-	step   int
+	t     *testing.T
+	cfg   *config
+	r     *rand.Rand
+	sp    space
+	start time.Time
+	procs []*proc
+	all   []*holder
+	led   *ledger
+	log   actionLog
+	fig   *figures
+	step  int
 	// stepNow is step, for the keepers' log lines.
 	stepNow atomic.Int64
 	// failure is set once the world found something; the run stops.
@@ -102,12 +99,9 @@ func (p *proc) running() int {
 	return n
 }
 
-// newWorld sets a world up on spaces (the first the world's, the second a
-// homes world's second region's store): clocks, stores, the fleet
-// schedule, and in a homes world the region registry.
-func newWorld(t *testing.T, cfg *config, spaces []space, fig *figures) (*world, error) {
-	sp := spaces[0]
-	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, spaces: spaces, led: newLedger(), fig: fig,
+// newWorld sets a world up on sp: clocks, stores, the fleet schedule.
+func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error) {
+	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
 		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{},
 		jr: rand.New(rand.NewPCG(cfg.Seed, 0x10c4a1))}
 	w.start = time.Now().Truncate(time.Millisecond)
@@ -115,7 +109,7 @@ func newWorld(t *testing.T, cfg *config, spaces []space, fig *figures) (*world, 
 	defer cancel()
 	for i, pc := range cfg.Procs {
 		p := &proc{idx: i, cfg: pc, clk: newProcClock(w.start, pc.Offset, pc.Rate), stores: map[int]*faultyStore{}}
-		st, err := spaces[pc.Space].open(ctx, pc.Region)
+		st, err := sp.open(ctx, pc.Region)
 		if err != nil {
 			return nil, fmt.Errorf("open the store of process %d: %w", i, err)
 		}
@@ -142,69 +136,22 @@ func newWorld(t *testing.T, cfg *config, spaces []space, fig *figures) (*world, 
 	}
 	if cfg.Fleet != "" {
 		text := w.scheduleText(cfg.Fleet)
-		for si, s := range spaces {
-			for _, region := range w.regions {
-				st, err := s.open(ctx, region)
-				if err != nil {
-					return nil, err
-				}
-				fs, err := setFleet(ctx, st, text, w.start)
-				st.Close()
-				if err != nil {
-					w.log.add(0, "fleet schedule %q not stored in region %d of store %d: %v", text, region, si, err)
-					fig.add("fleet schedule not stored", 1)
-					continue
-				}
-				w.log.add(0, "fleet schedule of region %d in store %d: %q version %d", region, si, fs.Text, fs.Version)
+		for _, region := range w.regions {
+			st, err := sp.open(ctx, region)
+			if err != nil {
+				return nil, err
 			}
-		}
-	}
-	if cfg.Homes {
-		if err := w.recordHomes(ctx); err != nil {
-			return nil, err
+			fs, err := setFleet(ctx, st, text, w.start)
+			st.Close()
+			if err != nil {
+				w.log.add(0, "fleet schedule %q not stored in region %d: %v", text, region, err)
+				fig.add("fleet schedule not stored", 1)
+				continue
+			}
+			w.log.add(0, "fleet schedule of region %d: %q version %d", region, fs.Text, fs.Version)
 		}
 	}
 	return w, nil
-}
-
-// recordHomes writes the region registry of a homes world into both of its
-// stores, copies copy-0 and copy-1: region r0 (number 0) at home in store
-// 0, r1 (number 1) in store 1, and the fleet schedule — as snowfence
-// regions add r0 --create --home 1 and add r1 --home 2 would.
-func (w *world) recordHomes(ctx context.Context) error {
-	canon, err := lease.CanonicalSchedule(w.scheduleText(w.cfg.Fleet))
-	if err != nil {
-		return err
-	}
-	cs := make([]lease.RegistryCopy, len(w.spaces))
-	for i, s := range w.spaces {
-		st, err := s.open(ctx, 0)
-		if err != nil {
-			return fmt.Errorf("open store %d for the registry: %w", i, err)
-		}
-		defer st.Close()
-		cs[i] = lease.RegistryCopy{Name: fmt.Sprintf("copy-%d", i), Store: st}
-	}
-	for i := range cs {
-		if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) {
-			next, _, err := r.WithRegionHome(fmt.Sprintf("r%d", i), cs[i].Name, w.start.UnixMilli(), 8)
-			next.Schedule = canon
-			return next, err
-		}); err != nil {
-			return fmt.Errorf("add region r%d to the registry: %w", i, err)
-		}
-	}
-	w.log.add(0, "region registry: r0 (0) at home in store 0, r1 (1) in store 1, schedule %q", canon)
-	return nil
-}
-
-// home is the store region's holders lease from: its own in a homes
-// world, the world's otherwise.
-func (w *world) home(region int) space {
-	if w.cfg.Homes && region < len(w.spaces) {
-		return w.spaces[region]
-	}
-	return w.sp
 }
 
 // setFleet writes the world's fleet schedule before any holder claims. A
@@ -486,9 +433,6 @@ func classify(err error) string {
 		name string
 	}{
 		{lease.ErrNoFreeNumber, "no free number"},
-		{lease.ErrWrongHome, "wrong home"},
-		{lease.ErrRegionRetired, "region retired"},
-		{lease.ErrUnknownRegion, "unknown region"},
 		{lease.ErrSchedule, "schedule"},
 		{lease.ErrInvalid, "invalid"},
 		{lease.ErrRestored, "restored"},
