@@ -24,19 +24,25 @@ var actions = []action{
 	{"pass on one", func(w *world) int { return w.themed(themeRestore, 18, w.themed(themeCutoff, 14, 10)) }, (*world).passOne},
 	{"mint on one", func(w *world) int { return 14 }, (*world).mintOne},
 	{"mint on all", func(w *world) int { return w.themed(themeRestore, 30, w.themed(themeCutoff, 30, 22)) }, (*world).mintAll},
-	{"step a clock", func(w *world) int { return w.unfocused(4) }, (*world).stepClock},
+	{"step a clock", func(w *world) int { return w.unfocused(w.themed(themeRegistry, 2, 4)) }, (*world).stepClock},
 	{"change a rate", func(w *world) int { return w.unfocused(1) }, (*world).changeRate},
 	// A restores world keeps its holders mostly running and reachable, so
-	// that two of them hold numbers when the restore comes.
-	{"pause or resume", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, w.themed(themeCutoff, 1, 4))) }, (*world).pauseOrResume},
-	{"lose replies", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, 4)) }, (*world).loseReplies},
+	// that two of them hold numbers when the restore comes; so does a
+	// registry world, whose holders of two stores collide only while both
+	// mint.
+	{"pause or resume", func(w *world) int {
+		return w.unfocused(w.themed(themeRestore, 2, w.themed(themeCutoff, 1, w.themed(themeRegistry, 1, 4))))
+	}, (*world).pauseOrResume},
+	{"lose replies", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, w.themed(themeRegistry, 1, 4))) }, (*world).loseReplies},
 	// (The cut-off theme cuts a process off at each restore, for long; a
 	// second process cut off too would leave none to notice it.)
-	{"cut off", func(w *world) int { return w.unfocused(w.themed(themeCutoff, 2, w.themed(themeRestore, 1, 3))) }, (*world).cutOff},
+	{"cut off", func(w *world) int {
+		return w.unfocused(w.themed(themeCutoff, 2, w.themed(themeRestore, 1, w.themed(themeRegistry, 1, 3))))
+	}, (*world).cutOff},
 	// Restarts move holders to other numbers (in a mixed-schedule world,
 	// onto the numbers whose IDs another schedule's holder mints).
 	{"restart a process", func(w *world) int { return w.unfocused(w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2))) }, (*world).restart},
-	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, 3) }, (*world).startIdle},
+	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, w.themed(themeRegistry, 6, 3)) }, (*world).startIdle},
 	{"stop a holder", func(w *world) int { return w.unfocused(1) }, (*world).stopOne},
 	{"snapshot", func(w *world) int {
 		if w.snapshotAt >= 0 || !w.cfg.Restores {
@@ -52,6 +58,32 @@ var actions = []action{
 		// restart, claim again) between the snapshot and the restore.
 		return w.themed(themeRestore, 3, w.themed(themeCutoff, 8, 2))
 	}, (*world).restore},
+	// Every entry point: a program building a second generator on a
+	// keeper (entry_test.go).
+	{"another generator on a keeper", func(w *world) int { return w.unfocused(2) }, (*world).anotherGenerator},
+	// A registry world's operators (registry_test.go), while holders run.
+	{"operator: regions add", func(w *world) int { return w.registryActive(1) }, (*world).opRegionsAdd},
+	{"operator: regions add-copy", func(w *world) int {
+		switch {
+		case w.reg == nil || len(w.reg.copies) == w.cfg.Registry.Stores:
+			return 0
+		case w.reg.joinTried:
+			return 1 // refused before: now and then again
+		}
+		return 5
+	}, (*world).opRegionsAddCopy},
+	{"operator: regions retire", func(w *world) int {
+		if w.reg == nil || w.reg.retiredDuring {
+			return 0
+		}
+		return 1
+	}, (*world).opRegionsRetire},
+	{"operator: schedule set on one copy", func(w *world) int {
+		if w.reg == nil || w.reg.setAlone || w.step < w.cfg.Steps/2 {
+			return 0
+		}
+		return 1
+	}, (*world).opScheduleSetAlone},
 }
 
 func (w *world) themed(theme string, yes, no int) int {
@@ -298,12 +330,12 @@ func (w *world) restart() {
 	var hs []*holder
 	for _, h := range p.holders {
 		w.stop(h)
-		if h.refused == "" {
+		if h.refused == "" || w.retryable(h) {
 			hs = append(hs, h)
 		}
 	}
 	w.fig.add("restarts", 1)
-	w.startHolders(p, hs)
+	w.startHolders(p, w.startable(p, hs))
 }
 
 func (w *world) startIdle() {
@@ -313,11 +345,11 @@ func (w *world) startIdle() {
 	}
 	var hs []*holder
 	for _, h := range p.holders {
-		if !h.running() && h.refused == "" {
+		if !h.running() && (h.refused == "" || w.retryable(h)) {
 			hs = append(hs, h)
 		}
 	}
-	if len(hs) == 0 {
+	if hs = w.startable(p, hs); len(hs) == 0 {
 		return
 	}
 	w.catchUp(p)
@@ -438,7 +470,7 @@ func (w *world) followRestore() {
 func (w *world) raiseMarks(ctx context.Context) {
 	mark := w.raiseMark()
 	for _, region := range w.regions {
-		st, err := w.sp.open(ctx, region)
+		st, err := w.sp.open(ctx, 0, region)
 		if err != nil {
 			w.fail(setupMarker, "operator store for region %d: %v", region, err)
 			return

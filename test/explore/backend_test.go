@@ -41,19 +41,24 @@ const dynamoEndpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
 
 // A service is one store kind's server, shared by the worlds of one run.
 type service interface {
-	// space makes a fresh key space (prefix, table) for one world.
-	space(ctx context.Context, seed uint64) (space, error)
+	// space makes a fresh key space for one world: stores independent
+	// lease stores of the kind (etcd: key prefixes of their own;
+	// PostgreSQL and DynamoDB: tables of their own), each with its own
+	// registry copy, fleet schedule record and identity
+	// (lease.RegistryStore's RegistryIdentity).
+	space(ctx context.Context, seed uint64, stores int) (space, error)
 	close()
 }
 
-// A space is one world's part of a service.
+// A space is one world's part of a service: one store, or in a registry
+// world (registry_test.go) two or three independent ones.
 type space interface {
 	// open returns a new store object (its own connection where the kind
-	// has one) on the space for one region.
-	open(ctx context.Context, region int) (lease.Store, error)
-	// snapshot saves the space's data; restore writes the last snapshot
-	// back. detectable says whether the store must notice the restore by
-	// itself (if not, the operator step follows).
+	// has one) on store number store of the space, for one region.
+	open(ctx context.Context, store, region int) (lease.Store, error)
+	// snapshot saves the data of every store of the space; restore writes
+	// the last snapshot back. detectable says whether the store must
+	// notice the restore by itself (if not, the operator step follows).
 	snapshot(ctx context.Context) error
 	restore(ctx context.Context, how restoreHow) (detectable bool, err error)
 	// dropReplies loses the replies of the next n writes of every holder,
@@ -124,20 +129,27 @@ type etcdService struct {
 
 func (s *etcdService) close() {}
 
-func (s *etcdService) space(ctx context.Context, seed uint64) (space, error) {
-	return &etcdSpace{svc: s, prefix: fmt.Sprintf("/explore/%d-%s", seed, randomSuffix())}, nil
+func (s *etcdService) space(ctx context.Context, seed uint64, stores int) (space, error) {
+	e := &etcdSpace{svc: s}
+	base := fmt.Sprintf("/explore/%d-%s", seed, randomSuffix())
+	for i := range stores {
+		// Two prefixes of one cluster are two stores: their keys, registry
+		// copies and identities (cluster ID and registry key) are apart.
+		e.prefixes = append(e.prefixes, fmt.Sprintf("%s/s%d", base, i))
+	}
+	return e, nil
 }
 
 type etcdSpace struct {
-	svc    *etcdService
-	prefix string
-	snap   string
-	stores []*etcdstore.Store
+	svc      *etcdService
+	prefixes []string // by store
+	snap     string
+	stores   []*etcdstore.Store
 }
 
-func (e *etcdSpace) open(ctx context.Context, region int) (lease.Store, error) {
+func (e *etcdSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
 	s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: e.svc.c.Endpoints()},
-		etcdstore.Config{Prefix: e.prefix, Region: region, RequestTimeout: 2 * time.Second})
+		etcdstore.Config{Prefix: e.prefixes[store], Region: region, RequestTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +161,7 @@ func (e *etcdSpace) snapshot(ctx context.Context) error {
 	if e.snap != "" {
 		os.Remove(e.snap)
 	}
-	e.snap = e.svc.c.Snapshot(e.svc.t)
+	e.snap = e.svc.c.Snapshot(e.svc.t) // the whole cluster: every store of the space
 	return nil
 }
 
@@ -181,35 +193,50 @@ type pgService struct{ pool *pgxpool.Pool }
 
 func (s *pgService) close() { s.pool.Close() }
 
-func (s *pgService) space(ctx context.Context, seed uint64) (space, error) {
-	p := &pgSpace{pool: s.pool, table: fmt.Sprintf("explore_%d_%s", seed, randomSuffix())}
-	p.snap = p.table + "_snap"
-	st, err := pgstore.New(s.pool, pgstore.Config{Table: p.table})
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Migrate(ctx); err != nil {
-		return nil, err
+func (s *pgService) space(ctx context.Context, seed uint64, stores int) (space, error) {
+	p := &pgSpace{pool: s.pool}
+	base := fmt.Sprintf("explore_%d_%s", seed, randomSuffix())
+	for i := range stores {
+		// A table of its own per store: its own <table>_region copy of the
+		// registry, <table>_fleet record, and identity (the table's name
+		// is part of it).
+		table := fmt.Sprintf("%s_s%d", base, i)
+		p.tables = append(p.tables, table)
+		st, err := pgstore.New(s.pool, pgstore.Config{Table: table})
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Migrate(ctx); err != nil {
+			p.close()
+			return nil, err
+		}
 	}
 	return p, nil
 }
 
 type pgSpace struct {
-	pool        *pgxpool.Pool
-	table, snap string
-	haveSnap    bool
+	pool     *pgxpool.Pool
+	tables   []string // by store
+	haveSnap bool
 }
 
-func (p *pgSpace) open(ctx context.Context, region int) (lease.Store, error) {
-	return pgstore.New(p.pool, pgstore.Config{Table: p.table, Region: region})
+func (p *pgSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+	return pgstore.New(p.pool, pgstore.Config{Table: p.tables[store], Region: region})
 }
 
-// pgTables are the tables of a pgSpace a snapshot copies: the lease table
-// and its journal (<table>_claims), as a restore of the database brings
-// both back to one moment.
+// pgTables are the tables of a pgSpace a snapshot copies, with their
+// copies: each store's lease table and its journal (<table>_claims), as a
+// restore of the database brings both back to one moment.
 func (p *pgSpace) pgTables() [][2]string {
-	return [][2]string{{p.table, p.snap}, {p.table + "_claims", p.snap + "_claims"}}
+	var ts [][2]string
+	for _, t := range p.tables {
+		ts = append(ts, [2]string{t, t + "_snap"}, [2]string{t + "_claims", t + "_snap_claims"})
+	}
+	return ts
 }
+
+// pgSuffixes are the tables pgstore's Migrate creates beside a lease table.
+var pgSuffixes = []string{"", "_claims", "_fleet", "_origin", "_region", "_snap", "_snap_claims"}
 
 func (p *pgSpace) snapshot(ctx context.Context) error {
 	// One repeatable-read transaction: both tables as of one moment.
@@ -249,8 +276,10 @@ func (p *pgSpace) dropped() int         { return 0 }
 func (p *pgSpace) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, ts := range p.pgTables() {
-		p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{ts[0]}.Sanitize()+", "+pgx.Identifier{ts[1]}.Sanitize())
+	for _, t := range p.tables {
+		for _, suffix := range pgSuffixes {
+			p.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t + suffix}.Sanitize())
+		}
 	}
 }
 
@@ -273,46 +302,62 @@ func dynamoClient(ctx context.Context, endpoint string) (*dynamodb.Client, error
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
 }
 
-func (s *dynamoService) space(ctx context.Context, seed uint64) (space, error) {
+func (s *dynamoService) space(ctx context.Context, seed uint64, stores int) (space, error) {
 	raw, err := dynamoClient(ctx, s.upstream)
 	if err != nil {
 		return nil, err
 	}
-	d := &dynamoSpace{svc: s, raw: raw, table: fmt.Sprintf("explore-%d-%s", seed, randomSuffix())}
+	d := &dynamoSpace{svc: s, raw: raw}
 	d.droppedAt, _ = s.shim.Stats()
-	st, err := d.open(ctx, 0)
-	if err != nil {
-		return nil, err
+	base := fmt.Sprintf("explore-%d-%s", seed, randomSuffix())
+	for i := range stores {
+		// A table of its own per store: its registry item, fleet record
+		// and identity (the table's ARN and ID) are apart.
+		d.tables = append(d.tables, fmt.Sprintf("%s-s%d", base, i))
+		st, err := d.open(ctx, i, 0)
+		if err == nil {
+			err = st.(*dynamostore.Store).CreateTable(ctx)
+			st.Close()
+		}
+		if err != nil {
+			d.close()
+			return nil, err
+		}
 	}
-	return d, st.(*dynamostore.Store).CreateTable(ctx)
+	return d, nil
 }
 
 type dynamoSpace struct {
 	svc       *dynamoService
-	raw       *dynamodb.Client // straight to dynalite, for snapshots
-	table     string
+	raw       *dynamodb.Client                    // straight to dynalite, for snapshots
+	tables    []string                            // by store
 	snap      [][]map[string]types.AttributeValue // per table of dynamoTables
 	haveSnap  bool
 	droppedAt int
 }
 
-func (d *dynamoSpace) open(ctx context.Context, region int) (lease.Store, error) {
+func (d *dynamoSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
 	return dynamostore.Connect(ctx, dynamostore.ClientConfig{
 		Endpoint: d.svc.shim.URL(), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
-	}, dynamostore.Config{Table: d.table, Region: region, RequestTimeout: 2 * time.Second})
+	}, dynamostore.Config{Table: d.tables[store], Region: region, RequestTimeout: 2 * time.Second})
 }
 
 // dynamoTables are the tables of a dynamoSpace a snapshot copies, with
-// their key attributes: the lease table and its journal table, restored
-// together to one point in time as docs/lease-stores.md tells operators.
-func (d *dynamoSpace) dynamoTables() []struct {
+// their key attributes: each store's lease table and its journal table,
+// restored together to one point in time as docs/lease-stores.md tells
+// operators.
+func (d *dynamoSpace) dynamoTables() []dynamoTable {
+	var ts []dynamoTable
+	for _, t := range d.tables {
+		ts = append(ts, dynamoTable{t, []string{"machine_id"}}, dynamoTable{t + dynamostore.JournalTableSuffix, []string{"pk", "n"}})
+	}
+	return ts
+}
+
+// dynamoTable is a table and its key attributes.
+type dynamoTable struct {
 	name string
 	keys []string
-} {
-	return []struct {
-		name string
-		keys []string
-	}{{d.table, []string{"machine_id"}}, {d.table + dynamostore.JournalTableSuffix, []string{"pk", "n"}}}
 }
 
 func (d *dynamoSpace) scanAll(ctx context.Context, table string) ([]map[string]types.AttributeValue, error) {

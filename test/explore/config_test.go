@@ -3,6 +3,7 @@ package explore
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,9 +20,17 @@ const (
 	themeCutoff    = "cut-off"
 	themeSchedules = "schedules"
 	themeCutovers  = "cutovers"
+	themeRegistry  = "registry"
 )
 
-var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules, themeCutovers}
+var themes = []string{themeAny, themeRegions, themeShared, themeRestore, themeCutoff, themeSchedules, themeCutovers, themeRegistry}
+
+// Entry points: how a process starts its holders (see entry_test.go).
+const (
+	entryKeeper  = "keeper"  // lease.StartKeeper, then snowfence.New
+	entryNode    = "node"    // node.Start with Config.Store
+	entryService = "service" // node.Start, and package server's handler in front (minting over HTTP)
+)
 
 // timing is one process's keeper timings; zero fields take the keeper's
 // defaults.
@@ -80,6 +89,12 @@ type procConfig struct {
 	// Lead is the keepers' lead before a cutover (zero: the default).
 	Lead        time.Duration
 	MintBiggest bool // batches of 1000 more often
+	// Store is the store (of the world's space) the process leases from:
+	// 0 but in a registry world.
+	Store int
+	// Entry is how the process starts its holders (entryKeeper when
+	// empty).
+	Entry string
 }
 
 // config is one world, all drawn from the seed.
@@ -106,19 +121,33 @@ type config struct {
 	// pauses, restarts or lost replies — with the two processes' timings
 	// drawn apart (see focus).
 	Focused bool
+	// Registry, in a registry world, is its stores and their region
+	// registry (registry_test.go); nil: one store and no registry.
+	Registry *registryConfig
+}
+
+// stores is how many independent stores the world's space holds.
+func (c *config) stores() int {
+	if c.Registry != nil {
+		return c.Registry.Stores
+	}
+	return 1
 }
 
 func (c *config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d store %s theme %s steps %d restores %v (snapshot first %v) fleet schedule %q cutover at start+%s focused %v\n",
 		c.Seed, c.Store, c.Theme, c.Steps, c.Restores, c.SnapshotFirst, c.Fleet, c.CutoverAfter, c.Focused)
+	if c.Registry != nil {
+		b.WriteString(c.Registry.String())
+	}
 	for i, p := range c.Procs {
 		v2 := "as v1"
 		if p.V2Range != nil {
 			v2 = p.V2Range.String()
 		}
-		fmt.Fprintf(&b, "  process %d: %d keeper(s), holders %s, region %d, range %s (v2 %s, lead %s), schedule %q, clock offset %s rate %.3f\n      %s\n",
-			i, p.Keepers, p.HolderMode, p.Region, p.Range, v2, p.Lead, p.Schedule, p.Offset, p.Rate, p.Timing)
+		fmt.Fprintf(&b, "  process %d: %d keeper(s) started through %s, holders %s, region %d on store %s, range %s (v2 %s, lead %s), schedule %q, clock offset %s rate %.3f\n      %s\n",
+			i, p.Keepers, p.entry(), p.HolderMode, p.Region, storeName(p.Store), p.Range, v2, p.Lead, p.Schedule, p.Offset, p.Rate, p.Timing)
 	}
 	return b.String()
 }
@@ -128,6 +157,9 @@ func draw(seed uint64, store string, steps int) *config {
 	r := rand.New(rand.NewPCG(seed, 0x5eedf00d))
 	c := &config{Seed: seed, Store: store, Steps: steps}
 	c.Theme = drawTheme(r, store)
+	if only := themeFilter(); len(only) > 0 && !slices.Contains(only, c.Theme) {
+		c.Theme = only[r.IntN(len(only))] // -explore.theme
+	}
 	chance := func(p float64) bool { return r.Float64() < p }
 	bias := func(theme string, yes, no float64) float64 {
 		if c.Theme == theme {
@@ -246,6 +278,7 @@ func draw(seed uint64, store string, steps int) *config {
 			}
 		}
 		p.MintBiggest = chance(0.5)
+		p.Entry = drawEntry(r)
 		total += p.Keepers
 		if total > 8 {
 			p.Keepers -= total - 8
@@ -272,6 +305,10 @@ func draw(seed uint64, store string, steps int) *config {
 		cutovers(c, r)
 		return c
 	}
+	if c.Theme == themeRegistry {
+		drawRegistry(c, r)
+		return c
+	}
 	if fit {
 		// As many numbers as holders, give or take one (in the restores
 		// theme mostly exactly as many: a holder that lost its number
@@ -291,12 +328,20 @@ func draw(seed uint64, store string, steps int) *config {
 	return c
 }
 
+// themeFilter is the themes -explore.theme names (nil: every theme).
+func themeFilter() []string {
+	if *flagTheme == "" {
+		return nil
+	}
+	return strings.Split(*flagTheme, ",")
+}
+
 // drawTheme draws a world's theme. On etcd, which notices a restore by
 // itself, restores and cut-off holders come up more often: there the
 // claimer that notices a restore must keep clear of what the holders it
 // cannot reach still issue.
 func drawTheme(r *rand.Rand, store string) string {
-	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1, themeCutovers: 1}
+	weights := map[string]int{themeAny: 1, themeRegions: 1, themeShared: 1, themeRestore: 1, themeCutoff: 1, themeSchedules: 1, themeCutovers: 1, themeRegistry: 1}
 	if store == storeEtcd {
 		weights[themeRestore], weights[themeCutoff] = 2, 3
 	}
@@ -312,6 +357,26 @@ func drawTheme(r *rand.Rand, store string) string {
 		x -= weights[t]
 	}
 	return themeAny
+}
+
+// drawEntry draws how a process starts its holders: mostly as the search
+// always did (StartKeeper and New), now and then through node.Start, or
+// through node.Start with the service in front.
+func drawEntry(r *rand.Rand) string {
+	switch x := r.Float64(); {
+	case x < 0.2:
+		return entryNode
+	case x < 0.3:
+		return entryService
+	}
+	return entryKeeper
+}
+
+func (p procConfig) entry() string {
+	if p.Entry == "" {
+		return entryKeeper
+	}
+	return p.Entry
 }
 
 // drawTiming draws keeper timings: the defaults, the long timings of a

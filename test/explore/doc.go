@@ -19,9 +19,11 @@
 //     keepers of a process share its timings and its holder string when
 //     the process says so — an explicit KeeperConfig.Holder, or the default
 //     left empty — or each have a unique one;
+//   - an entry point per process, through which it starts its holders
+//     (see Entry points below);
 //   - regions 0 to 2, one store object per process and region, and machine
 //     ranges that overlap (0–1, 0–3, 1–4, 0–7) so holders fight for
-//     numbers;
+//     numbers; one store (a registry world has two or three, see below);
 //   - the fleet schedule written in the store before any holder claims
 //     (lease.SetSchedule on an operator clock two hours before the world
 //     starts, so that its notice is over when T comes), mostly the default
@@ -31,7 +33,8 @@
 //     SelfFence, Reserve, Margin, MaxAhead, RestoreMargin), sometimes just
 //     outside it: a configuration the product refuses at start (keeper,
 //     generator or store) is counted as refused, which is the outcome
-//     wanted, and the holder sits the world out.
+//     wanted, and the holder sits the world out (in a registry world a
+//     refusal that depends on the registry is tried again, see below).
 //
 // Then a bounded number of steps, each an action drawn from the seed:
 // let true time pass on every clock or one (a clock's wall reading is
@@ -56,10 +59,91 @@
 // restore is one the store must detect, so no operator step follows it
 // (now and then it is run anyway).
 //
+// Every world may also build a second generator on a running holder's
+// keeper (see Entry points).
+//
 // Synchronisation uses no sleeps: after moving a clock the test waits
 // (fakeclock.BlockUntilWaiters, bounded in real time) until every keeper
 // on it is asleep again; the generators mint on a clock that, instead of
 // blocking for the next millisecond, moves its fake clock there.
+//
+// # Entry points
+//
+// A process starts its holders through one of the ways the product
+// exports, drawn per process (entry_test.go): mostly lease.StartKeeper
+// followed by snowfence.New, as a program embedding the library does;
+// a fifth of the time node.Start with Config.Store set to the process's
+// store object (Start then opens nothing and applies no store timings,
+// so the keeper gets the same KeeperConfig, and lease.ShareClock gives it
+// the generator's clock, the one that moves instead of waiting); a tenth
+// of the time node.Start with the service in front — package server's
+// handler over the node's generator, on an httptest server on loopback —
+// where the holder's batches are POSTs to /v1/ids (?count=N). The action
+// "another generator on a keeper" calls snowfence.New once more on a
+// running holder's keeper (the one StartKeeper returned, or
+// node.Node.Keeper): it must be refused with snowfence.ErrLeaseBound,
+// which counts as refused; if it is accepted (the revert tag
+// snowfence_revert_bind), the holder mints on both generators at once and
+// on the new one whenever it mints from then on, its IDs in the ledger
+// like any other. Not driven: node.Start opening a store of its own
+// (Config.Open, the embedded etcd), snowfence serve's command line and
+// flags, the client package, and the service's other routes.
+//
+// # Registry worlds
+//
+// A world of the registry theme (registry_test.go) runs two or three
+// independent stores of its kind — key prefixes of their own on the one
+// etcd cluster (a store's identity, RegistryIdentity, is the cluster ID
+// with the registry key under its prefix), tables of their own on
+// PostgreSQL and DynamoDB (the identity names the table) — named store-a,
+// store-b, store-c, and the region registry kept across them, written
+// with package lease's own functions as snowfence regions and schedule
+// set write it (the commands' few lines of their own, such as recording
+// the stores' schedule, are mirrored in the test, which cannot import
+// package main):
+//
+//   - before the start, on an operator clock two hours before it: every
+//     store's fleet schedule record, v1,v2@T with T 6 to 30 seconds into the
+//     world or half an hour before it; the registry created over all
+//     stores or all but the last (a late store), regions r0, r1, r2 added
+//     with their homes (UpdateRegistry with Registry.WithRegionHome,
+//     regions add --create --home), r2 sometimes retired (RetireRegion);
+//     and, in most worlds, one store's record set apart — a copy's alone
+//     with lease.SetSchedule after the registry recorded the fleet's, or
+//     the late store's own — to v2 from half an hour before the start or
+//     a second or so into it, or v1 until T when the fleet's T is past;
+//   - processes in regions 0 to 2, now and then 3 (the next region an
+//     operator adds) or 5 to 7 (never added), on their region's home store
+//     mostly, else another; on their own store's record as schedule
+//     mostly, else the registry's; and, in most worlds, the first two
+//     drawn into one of two paths to a duplicate: one region's holders on
+//     two stores, each store handing out the same v2 numbers; or a holder
+//     of region t on v2 number 0 on the store whose v2 comes first beside
+//     one of region 0 on v1 number 128t on a store still on v1 (v1 number
+//     128t's first 1024 IDs of a millisecond have v2 region t number 0's
+//     bits);
+//   - operators while holders run, as actions: regions add (with a home:
+//     a process's store, a late store joined or not, or any copy),
+//     regions add-copy of the late store (JoinRegistry; its record may
+//     differ) followed mostly by regions add --home it, one regions
+//     retire, and one schedule set on one copy alone in the second half
+//     (lease.SetSchedule; within the world its difference is never
+//     reached, as the notice puts it an hour away, but the copy's record
+//     and its registry differ from then on). The product's refusals are
+//     counted (operator refused: …), and the world goes on.
+//
+// A holder starts only on a store that holds a copy of the registry (a
+// store outside it is another fleet, whose IDs nothing can keep apart
+// from this one's); until its store joins it waits, and so does a holder
+// of a region other than 0 until its schedule has v2 in force on its
+// clock. A refusal that depends on the registry or the schedules (an
+// unknown or retired region, a store that is not the region's home, a
+// schedule the registry or the store does not have) may be tried again
+// by a later start, since operators change both. Registry worlds keep
+// their clocks mostly in step, pause and cut processes off less, and
+// never snapshot or restore (a restore of the registry's copies with the
+// leases is not searched). Their ledger spans every store: the IDs of a
+// world are one ID space.
 //
 // # The journal oracle
 //
@@ -73,8 +157,8 @@
 // decodes each under its minter's schedule, reads the journal and record
 // of its number in the keyspace that leased it (lease.KeyspaceOf of the
 // layout step and the holder's region, or the region for a schedule of
-// one step) on a store object of its own, and fails with EXPLORE JOURNAL
-// if
+// one step) of the store the minter leased from, on a store object of its
+// own, and fails with EXPLORE JOURNAL if
 //
 //   - a number's intervals (lease.Intervals) overlap (lease.CheckIntervals);
 //   - lease.Who names a holder whose string is not the minter's (holders
@@ -107,6 +191,12 @@
 // journal is not built yet") has its journal checks skipped, with a note
 // in the world's log and the figures.
 //
+// In a registry world the oracle reads the store the minter leased from,
+// which is not always the store snowfence who would ask (the home of the
+// ID's region): a holder on another region's store is checked against
+// the journal that store kept of it. That the two stores handed out the
+// same numbers is the ledger's finding, not the oracle's.
+//
 // # Where the search looks harder
 //
 // The draws are biased, not scripted, towards the regions of the space
@@ -135,6 +225,11 @@
 //     v1,v2@T ones, whose v2 machine 4m+j shares its low 22 bits with v1
 //     machine m), every number of the range 1-4 or 0-7 held, and more
 //     restarts, which move holders between numbers;
+//   - cutovers: a fleet crossing v1 → v2 in region 0, with v1 ranges
+//     beyond, across or within v2's machine bits and v2 ranges too small
+//     for some keepers (cutovers in config_test.go);
+//   - registry: two or three stores and their region registry (see
+//     Registry worlds);
 //   - anything.
 //
 // On etcd, the restores and cut-off themes come up more often (the table
@@ -159,9 +254,19 @@
 //	go test ./test/explore -short
 //
 // A failure prints the seed, the store, the whole configuration and the
-// last 50 actions, and the line to run that seed alone:
+// last 50 actions, and the line to run that seed alone; a duplicate names
+// both minters (process, entry point, region, store, schedule, layout)
+// and the path it looks like: two generators on one keeper, one region
+// leased in two stores, a v1 and a v2 ID with the same bits, or another.
 //
 //	go test ./test/explore -run TestSearch -seed 17 -store etcd -v
+//
+// -explore.theme draws worlds only in the themes it names (a seed that
+// draws another takes one of them), in the fixed list, one seed or the
+// long mode:
+//
+//	go test ./test/explore -run TestSearch -timeout 0 -v -explore.theme registry \
+//	    -explore.duration 5m -explore.stores postgres -explore.seed 1
 //
 // The long mode runs seeds, one world after another per store, until the
 // time is up, and prints its figures (seeds run, configurations by theme,

@@ -180,6 +180,23 @@ func (f *faultyStore) List(ctx context.Context) ([]lease.Record, error) {
 	return f.Store.List(ctx)
 }
 
+// Registry and RegistryIdentity are reads a keeper may make at start (its
+// region's entry, its store's identity): a process cut off cannot make
+// them either.
+func (f *faultyStore) Registry(ctx context.Context) (lease.Registry, error) {
+	if err := f.enter(); err != nil {
+		return lease.Registry{}, err
+	}
+	return f.Store.Registry(ctx)
+}
+
+func (f *faultyStore) RegistryIdentity(ctx context.Context) (string, error) {
+	if err := f.enter(); err != nil {
+		return "", err
+	}
+	return f.Store.RegistryIdentity(ctx)
+}
+
 func (f *faultyStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
 	if err := f.enter(); err != nil {
 		return lease.FleetSchedule{}, err

@@ -80,7 +80,7 @@ func (w *world) checkJournal(at string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	jr := &journalReader{w: w, roots: map[int]lease.Store{}, spaces: map[int]lease.Store{}, ivs: map[[2]int]numberJournal{}}
+	jr := &journalReader{w: w, roots: map[[2]int]lease.Store{}, spaces: map[[2]int]lease.Store{}, ivs: map[[3]int]numberJournal{}}
 	defer jr.close()
 	w.fig.add("journal: checks", 1)
 	for _, s := range w.journalSample() {
@@ -166,10 +166,10 @@ func (w *world) checkID(ctx context.Context, jr *journalReader, s sampled, at st
 			at, s.id, decode(s.id), h.idx, d.RegionNumber, p.cfg.Region)
 		return false
 	}
-	nj, err := jr.read(ctx, ks, d.Machine)
+	nj, err := jr.read(ctx, p.cfg.Store, ks, d.Machine)
 	switch {
 	case err != nil:
-		w.fail(setupMarker, "%s: reading the journal of machine %d keyspace %d: %v", at, d.Machine, ks, err)
+		w.fail(setupMarker, "%s: reading the journal of machine %d keyspace %d of store %d: %v", at, d.Machine, ks, p.cfg.Store, err)
 		return false
 	case w.failure != "":
 		return false // its intervals overlap
@@ -198,7 +198,7 @@ func (w *world) checkID(ctx context.Context, jr *journalReader, s sampled, at st
 			at, s.id, decode(s.id), h.idx, s.by.gen, s.by.step, d.Machine, ks, err, nj)
 		return false
 	}
-	why := w.notInJournalWhy(nj, ks, d.Machine, ms, s.by.step)
+	why := w.notInJournalWhy(nj, p.cfg.Store, ks, d.Machine, ms, s.by.step)
 	if why == "" {
 		w.fail(journalMarker, "%s: ID %d (%s, %s) minted by holder %d (generator %d, holder %q) at step %d is not in the journal of machine %d keyspace %d, and nothing in this world took history away: %v\n%s",
 			at, s.id, decode(s.id), lease.FormatMs(ms), h.idx, s.by.gen, want, s.by.step, d.Machine, ks, err, nj)
@@ -209,9 +209,9 @@ func (w *world) checkID(ctx context.Context, jr *journalReader, s sampled, at st
 }
 
 // notInJournalWhy returns the reason (a not* constant) an ID of timestamp ms
-// on machine in keyspace ks, minted at step, may be missing from the
-// journal nj, or "" if the world gives none.
-func (w *world) notInJournalWhy(nj numberJournal, ks, machine int, ms int64, step int) string {
+// on machine in keyspace ks of store, minted at step, may be missing from
+// the journal nj, or "" if the world gives none.
+func (w *world) notInJournalWhy(nj numberJournal, store, ks, machine int, ms int64, step int) string {
 	if len(nj.hist) >= lease.JournalRetention && len(nj.ivs) > 0 && ms < nj.ivs[0].FromMs {
 		return notRetention
 	}
@@ -229,6 +229,9 @@ func (w *world) notInJournalWhy(nj numberJournal, ks, machine int, ms int64, ste
 		return notLostClaim
 	}
 	for _, p := range w.procs {
+		if p.cfg.Store != store {
+			continue
+		}
 		for _, st := range p.stores {
 			if st.lostClaimOn(ks, machine) {
 				return notLostClaim
@@ -273,20 +276,23 @@ func (nj numberJournal) String() string {
 
 // journalReader reads, once per check, the journal and record of each
 // number looked up, on store objects of its own (no faults, no cut-off).
+// In a world of several stores (a registry world) it reads the store the
+// minter leased from, which is not always its region's home (what
+// snowfence who would ask): see the package doc.
 type journalReader struct {
 	w      *world
-	roots  map[int]lease.Store // by region
-	spaces map[int]lease.Store // by keyspace, siblings of a root
-	ivs    map[[2]int]numberJournal
+	roots  map[[2]int]lease.Store // by (store, region)
+	spaces map[[2]int]lease.Store // by (store, keyspace), siblings of a root
+	ivs    map[[3]int]numberJournal
 }
 
-// read returns the journal of machine in keyspace ks, failing the world if
+// read returns the journal of machine in keyspace ks of store, failing the world if
 // its intervals overlap (the error is then nil and the world's failure
 // set; the caller sees it through w.failure on its next look-up). Store
 // calls are retried until ctx ends: a store just restored may refuse the
 // first ones while it reconnects.
-func (jr *journalReader) read(ctx context.Context, ks, machine int) (numberJournal, error) {
-	key := [2]int{ks, machine}
+func (jr *journalReader) read(ctx context.Context, store, ks, machine int) (numberJournal, error) {
+	key := [3]int{store, ks, machine}
 	if nj, ok := jr.ivs[key]; ok {
 		return nj, nil
 	}
@@ -294,7 +300,7 @@ func (jr *journalReader) read(ctx context.Context, ks, machine int) (numberJourn
 	var err error
 	for {
 		var st lease.Store
-		if st, err = jr.store(ctx, ks); err == nil {
+		if st, err = jr.store(ctx, store, ks); err == nil {
 			if nj.hist, err = st.History(ctx, machine); err == nil {
 				nj.rec, err = st.Get(ctx, machine)
 			}
@@ -313,26 +319,26 @@ func (jr *journalReader) read(ctx context.Context, ks, machine int) (numberJourn
 	nj.ivs = lease.Intervals(nj.hist, nj.rec)
 	jr.w.fig.add("journal: numbers read", 1)
 	if err := lease.CheckIntervals(nj.ivs); err != nil {
-		jr.w.fail(journalMarker, "the intervals of machine %d keyspace %d overlap: %v\n%s", machine, ks, err, nj)
+		jr.w.fail(journalMarker, "the intervals of machine %d keyspace %d of store %d overlap: %v\n%s", machine, ks, store, err, nj)
 	}
 	jr.ivs[key] = nj
 	return nj, nil
 }
 
-// store returns the store of keyspace ks: a new store on its region, or
-// that store's sibling for a later layout step's keyspace.
-func (jr *journalReader) store(ctx context.Context, ks int) (lease.Store, error) {
-	if st, ok := jr.spaces[ks]; ok {
+// store returns keyspace ks of store: a new store object on its region, or
+// that object's sibling for a later layout step's keyspace.
+func (jr *journalReader) store(ctx context.Context, store, ks int) (lease.Store, error) {
+	if st, ok := jr.spaces[[2]int{store, ks}]; ok {
 		return st, nil
 	}
 	region := ks % lease.KeyspaceStride
-	root, ok := jr.roots[region]
+	root, ok := jr.roots[[2]int{store, region}]
 	if !ok {
 		var err error
-		if root, err = jr.w.sp.open(ctx, region); err != nil {
+		if root, err = jr.w.sp.open(ctx, store, region); err != nil {
 			return nil, err
 		}
-		jr.roots[region] = root
+		jr.roots[[2]int{store, region}] = root
 	}
 	st := root
 	if ks != region {
@@ -341,14 +347,14 @@ func (jr *journalReader) store(ctx context.Context, ks int) (lease.Store, error)
 			return nil, err
 		}
 	}
-	jr.spaces[ks] = st
+	jr.spaces[[2]int{store, ks}] = st
 	return st, nil
 }
 
 // close closes the siblings, then the stores they were opened from.
 func (jr *journalReader) close() {
-	for ks, st := range jr.spaces {
-		if ks >= lease.KeyspaceStride {
+	for key, st := range jr.spaces {
+		if key[1] >= lease.KeyspaceStride {
 			st.Close()
 		}
 	}

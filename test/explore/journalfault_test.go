@@ -14,8 +14,8 @@ import (
 // worlds run as they would; only the journal oracle sees the fault.
 type journalFaultService struct{ service }
 
-func (s journalFaultService) space(ctx context.Context, seed uint64) (space, error) {
-	sp, err := s.service.space(ctx, seed)
+func (s journalFaultService) space(ctx context.Context, seed uint64, stores int) (space, error) {
+	sp, err := s.service.space(ctx, seed, stores)
 	if err != nil {
 		return nil, err
 	}
@@ -24,8 +24,8 @@ func (s journalFaultService) space(ctx context.Context, seed uint64) (space, err
 
 type journalFaultSpace struct{ space }
 
-func (s journalFaultSpace) open(ctx context.Context, region int) (lease.Store, error) {
-	st, err := s.space.open(ctx, region)
+func (s journalFaultSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+	st, err := s.space.open(ctx, store, region)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,11 @@ const orderMarker = "EXPLORE ORDER"
 // minted says who minted an ID.
 type minted struct {
 	holder int // index in the world's holders
-	gen    int // which generator of that holder (a restart makes a new one)
-	step   int
+	gen    int // which generation of that holder (a restart makes a new one)
+	// extra is 0 for the generation's own generator, i for the i-th
+	// generator built on its keeper after it (holder.extras).
+	extra int
+	step  int
 }
 
 // ledger holds every ID minted in one world.
@@ -43,14 +46,14 @@ func newLedger() *ledger {
 	return &ledger{ids: make(map[snowfence.ID]minted), ends: make(map[[2]int]*[2]snowfence.ID)}
 }
 
-// record adds the IDs minted by one batch. It returns a description of the
-// first ID seen before, or "".
-func (l *ledger) record(ids []snowfence.ID, by minted) string {
+// record adds the IDs minted by one batch, whichever store's holder minted
+// them: a world's IDs are one ID space. If one was seen before, it stops
+// there and returns it and its first minter, with dup true.
+func (l *ledger) record(ids []snowfence.ID, by minted) (prev minted, id snowfence.ID, dup bool) {
 	for _, id := range ids {
 		l.checked++
 		if prev, ok := l.ids[id]; ok {
-			return fmt.Sprintf("ID %d (%s) minted by holder %d (generator %d) at step %d was minted before by holder %d (generator %d) at step %d",
-				id, decode(id), by.holder, by.gen, by.step, prev.holder, prev.gen, prev.step)
+			return prev, id, true
 		}
 		l.ids[id] = by
 	}
@@ -63,7 +66,7 @@ func (l *ledger) record(ids []snowfence.ID, by minted) string {
 			l.ends[key] = &[2]snowfence.ID{ids[0], ids[len(ids)-1]}
 		}
 	}
-	return ""
+	return minted{}, 0, false
 }
 
 // decode describes an ID under both layouts, since the world's schedules

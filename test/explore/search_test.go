@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ var (
 	flagSteps    = flag.Int("explore.steps", 0, "steps per world (0: 200 for the fixed list, 250 in the long mode)")
 	flagJournal  = flag.Bool("explore.journal", true, "run the journal oracle (journal_test.go); scripts/prove-search turns it off, since a revert's duplicate path often breaks the journal first and the proof is that the duplicate is found")
 	flagFirst    = flag.Bool("explore.first", false, "stop every store once one has found a duplicate (scripts/prove-search), in the fixed list and the long mode")
+	flagTheme    = flag.String("explore.theme", "", "draw worlds only in these themes, comma-separated (any, regions, shared-holders, restores, cut-off, schedules, cutovers, registry): a seed that draws another takes one of these; empty: every theme")
 )
 
 // shortSeeds is the fixed list of seeds each store runs by default and
@@ -50,6 +52,11 @@ const worldBudget = 45 * time.Second
 // TestSearch searches for a duplicate ID: for each store, worlds drawn from
 // seeds (see the package doc), every ID checked against every other.
 func TestSearch(t *testing.T) {
+	for _, th := range themeFilter() {
+		if !slices.Contains(themes, th) {
+			t.Fatalf("-explore.theme %s: no such theme; the themes are %s", th, strings.Join(themes, ", "))
+		}
+	}
 	fig := newFigures()
 	keptActions = *flagKeep
 	stores := strings.Split(*flagStores, ",")
@@ -141,7 +148,7 @@ func runSeed(t *testing.T, svc service, seed uint64, store string, steps int, fi
 // and returns its finding ("" for none) and its action log.
 func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	sp, err := svc.space(ctx, cfg.Seed)
+	sp, err := svc.space(ctx, cfg.Seed, cfg.stores())
 	cancel()
 	if err != nil {
 		return fmt.Sprintf("%s: seed %d: a fresh %s space: %v", setupMarker, cfg.Seed, cfg.Store, err), ""
@@ -156,7 +163,7 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 		w.snapshot()
 	}
 	for _, p := range w.procs {
-		w.startHolders(p, p.holders)
+		w.startHolders(p, w.startable(p, p.holders))
 	}
 	deadline := time.Now().Add(worldBudget)
 	for w.step = 1; w.step <= cfg.Steps && w.failure == ""; w.step++ {
@@ -173,6 +180,7 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 			continue
 		}
 		w.pick().do(w)
+		w.startWaiting()
 		if w.step%journalEvery == 0 {
 			w.checkJournal(fmt.Sprintf("at step %d", w.step))
 		}

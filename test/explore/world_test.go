@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/node"
 )
 
 // settleTimeout bounds, in real time, every wait for keepers to go back to
@@ -60,6 +61,8 @@ type world struct {
 	// leave the actions' unchanged).
 	restoreEvents []restoreEvent
 	jr            *rand.Rand
+	// reg is the state of a registry world's registry (nil in others).
+	reg *registryState
 }
 
 // proc is one process: a clock, its stores, its holders.
@@ -67,7 +70,7 @@ type proc struct {
 	idx     int
 	cfg     procConfig
 	clk     *procClock
-	stores  map[int]*faultyStore // by region
+	stores  map[int]*faultyStore // by region (one: the process's, on store cfg.Store)
 	holders []*holder
 	paused  bool
 	cutLeft int // steps left cut off from the stores
@@ -75,14 +78,27 @@ type proc struct {
 
 // holder is one keeper+generator pair of a process.
 type holder struct {
-	idx     int
-	p       *proc
-	name    string // KeeperConfig.Holder ("" for the default)
-	k       *lease.Keeper
-	g       *snowfence.Generator
+	idx  int
+	p    *proc
+	name string // KeeperConfig.Holder ("" for the default)
+	k    *lease.Keeper
+	g    *snowfence.Generator
+	// node is the node when the process starts its holders through
+	// node.Start (k and g are then its Keeper and Generator); svc, the
+	// service in front of it (entryService).
+	node *node.Node
+	svc  *idService
+	// extras are generators built on k after g (the action "another
+	// generator on a keeper", accepted only where a revert lets New bind
+	// a keeper twice); each mints whenever the holder does.
+	extras  []*extraGen
 	gen     int
 	last    snowfence.ID
 	refused string // why the product refused this holder's configuration
+	// waiting says why a registry world has not started the holder yet
+	// (its store is no copy of the registry, or its region needs its
+	// cutover); startWaiting starts it once that is over.
+	waiting string
 	lastErr atomic.Pointer[string]
 }
 
@@ -109,7 +125,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 	defer cancel()
 	for i, pc := range cfg.Procs {
 		p := &proc{idx: i, cfg: pc, clk: newProcClock(w.start, pc.Offset, pc.Rate), stores: map[int]*faultyStore{}}
-		st, err := sp.open(ctx, pc.Region)
+		st, err := sp.open(ctx, pc.Store, pc.Region)
 		if err != nil {
 			return nil, fmt.Errorf("open the store of process %d: %w", i, err)
 		}
@@ -137,7 +153,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 	if cfg.Fleet != "" {
 		text := w.scheduleText(cfg.Fleet)
 		for _, region := range w.regions {
-			st, err := sp.open(ctx, region)
+			st, err := sp.open(ctx, 0, region)
 			if err != nil {
 				return nil, err
 			}
@@ -149,6 +165,11 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 				continue
 			}
 			w.log.add(0, "fleet schedule of region %d: %q version %d", region, fs.Text, fs.Version)
+		}
+	}
+	if cfg.Registry != nil {
+		if err := w.setupRegistry(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return w, nil
@@ -176,6 +197,10 @@ func setFleet(ctx context.Context, st lease.Store, text string, start time.Time)
 func (w *world) scheduleText(s string) string {
 	at := func(d time.Duration) string { return w.start.Add(d).UTC().Format(time.RFC3339Nano) }
 	s = strings.ReplaceAll(s, "CUTOVER2", at(w.cfg.CutoverAfter+15*time.Second))
+	if rc := w.cfg.Registry; rc != nil {
+		s = strings.ReplaceAll(s, "PAST", at(pastCutover))
+		s = strings.ReplaceAll(s, "EARLY", at(rc.EarlyAfter))
+	}
 	return strings.ReplaceAll(s, "CUTOVER", at(w.cfg.CutoverAfter))
 }
 
@@ -244,6 +269,7 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 	type result struct {
 		h   *holder
 		k   *lease.Keeper
+		n   *node.Node
 		err error
 	}
 	sched, err := w.schedule(p.cfg.Schedule)
@@ -260,8 +286,8 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 	for _, h := range hs {
 		kc := w.keeperConfig(p, h, sched)
 		go func() {
-			k, err := lease.StartKeeper(ctx, kc)
-			results <- result{h, k, err}
+			k, n, err := w.startEntry(ctx, p, kc, sched)
+			results <- result{h, k, n, err}
 		}()
 	}
 	pending := len(hs)
@@ -272,7 +298,7 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 			cancel()
 			res := <-results
 			pending--
-			w.started(p, res.h, res.k, res.err, sched)
+			w.started(p, res.h, res.k, res.n, res.err, sched)
 			continue
 		}
 		bctx, bcancel := context.WithCancel(ctx)
@@ -284,7 +310,7 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 			bcancel()
 			<-blocked
 			pending--
-			w.started(p, res.h, res.k, res.err, sched)
+			w.started(p, res.h, res.k, res.n, res.err, sched)
 		case err := <-blocked:
 			bcancel()
 			if err != nil {
@@ -300,15 +326,16 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 	w.settle(p)
 }
 
-// started handles the outcome of one StartKeeper.
-func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched snowfence.Schedule) {
+// started handles the outcome of one start (StartKeeper, or node.Start
+// when n is set: see startEntry).
+func (w *world) started(p *proc, h *holder, k *lease.Keeper, n *node.Node, err error, sched snowfence.Schedule) {
 	if err != nil {
 		why := classify(err)
 		if last := h.lastErr.Load(); why == "no claim" && last != nil && classify(errors.New(*last)) != "other" {
 			// StartKeeper gave up; its claims failed for this reason.
 			why = classify(errors.New(*last))
 		}
-		w.log.add(w.step, "holder %d (process %d) not started: %s: %s", h.idx, p.idx, why, short(err))
+		w.log.add(w.step, "holder %d (process %d, %s) not started: %s: %s", h.idx, p.idx, p.cfg.entry(), why, short(err))
 		if why == "no free number" || why == "no claim" || why == "deadline" || why == "other" {
 			w.fig.add("start: "+why, 1)
 			return
@@ -317,8 +344,10 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched sn
 		w.fig.add("refused: "+why, 1)
 		return
 	}
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: mintClock{p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched})
-	if err != nil {
+	var g *snowfence.Generator
+	if n != nil {
+		g = n.Generator
+	} else if g, err = snowfence.New(w.generatorConfig(p, k, sched)); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 		k.Close(ctx)
 		cancel()
@@ -327,14 +356,34 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, err error, sched sn
 		w.log.add(w.step, "holder %d (process %d) refused by snowfence.New: %s", h.idx, p.idx, short(err))
 		return
 	}
-	h.k, h.g, h.last = k, g, 0
+	if p.cfg.entry() == entryService {
+		svc, err := startIDService(n, sched, p.clk)
+		if err != nil {
+			n.Close(context.Background())
+			w.fail(setupMarker, "the service of holder %d: %v", h.idx, err)
+			return
+		}
+		h.svc = svc
+	}
+	h.k, h.g, h.node, h.last, h.refused = k, g, n, 0, ""
 	h.gen++
 	w.holderNames[[2]int{h.idx, h.gen}] = k.Status().Holder
 	w.fig.add("keepers started", 1)
+	w.fig.add("keepers started: "+p.cfg.entry(), 1)
 	l := k.Lease()
 	if l != nil {
-		w.log.add(w.step, "holder %d (process %d, holder %q) started: machine %d region %d token %d start %d", h.idx, p.idx, h.name, l.Machine, l.Region, l.Token, l.StartMs)
+		w.log.add(w.step, "holder %d (process %d, holder %q, %s) started: machine %d region %d token %d start %d", h.idx, p.idx, h.name, p.cfg.entry(), l.Machine, l.Region, l.Token, l.StartMs)
 	}
+}
+
+// generatorConfig is the generator configuration of a holder of p on k
+// (k nil for node.Start, which fills the lease in).
+func (w *world) generatorConfig(p *proc, k *lease.Keeper, sched snowfence.Schedule) snowfence.Config {
+	c := snowfence.Config{Clock: mintClock{p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched}
+	if k != nil {
+		c.Lease = k
+	}
+	return c
 }
 
 // keeperConfig is the KeeperConfig of h.
@@ -354,16 +403,28 @@ func (w *world) keeperConfig(p *proc, h *holder, sched snowfence.Schedule) lease
 	return kc
 }
 
-// stop closes h's keeper and generator.
+// stop closes h's keeper and generators (through its node and service
+// when it was started so).
 func (w *world) stop(h *holder) {
 	if !h.running() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	h.g.Close()
-	err := h.k.Close(ctx)
-	h.k, h.g = nil, nil
+	if h.svc != nil {
+		h.svc.close()
+	}
+	for _, x := range h.extras {
+		x.g.Close()
+	}
+	var err error
+	if h.node != nil {
+		err = h.node.Close(ctx) // the generator, then the keeper; the store is the world's
+	} else {
+		h.g.Close()
+		err = h.k.Close(ctx)
+	}
+	h.k, h.g, h.node, h.svc, h.extras = nil, nil, nil, nil, nil
 	if err != nil {
 		w.log.add(w.step, "holder %d closed; release failed: %s", h.idx, short(err))
 	}
@@ -387,22 +448,41 @@ func (w *world) pass(p *proc, d time.Duration) {
 	}
 }
 
-// mint takes a batch from h and checks it.
+// mint takes a batch from h (and from each generator built on its keeper
+// after its own, extras) and checks it.
 func (w *world) mint(h *holder, n int, single bool) {
 	if !h.running() || w.failure != "" {
 		return
 	}
+	w.mintOn(h, 0, n, single)
+	for i := range h.extras {
+		w.mintOn(h, i+1, n, single)
+	}
+}
+
+// mintOn takes a batch from generator extra of h (0: its own; i: extras[i-1]).
+func (w *world) mintOn(h *holder, extra, n int, single bool) {
+	if w.failure != "" {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
+	g, last := h.g, &h.last
+	if extra > 0 {
+		g, last = h.extras[extra-1].g, &h.extras[extra-1].last
+	}
 	var ids []snowfence.ID
 	var err error
-	if single {
+	switch {
+	case extra == 0 && h.svc != nil:
+		ids, err = h.svc.mint(ctx, n, single)
+	case single:
 		var id snowfence.ID
-		if id, err = h.g.Next(ctx); err == nil {
+		if id, err = g.Next(ctx); err == nil {
 			ids = []snowfence.ID{id}
 		}
-	} else {
-		ids, err = h.g.NextN(ctx, n)
+	default:
+		ids, err = g.NextN(ctx, n)
 	}
 	if err != nil {
 		w.fig.add("mint refused: "+classify(err), 1)
@@ -410,20 +490,21 @@ func (w *world) mint(h *holder, n int, single bool) {
 	}
 	w.fig.add("batches", 1)
 	for i, id := range ids {
-		if id <= h.last || (i > 0 && id <= ids[i-1]) {
-			prev := h.last
+		if id <= *last || (i > 0 && id <= ids[i-1]) {
+			prev := *last
 			if i > 0 {
 				prev = ids[i-1]
 			}
-			w.fail(orderMarker, "holder %d (generator %d) minted %d after %d", h.idx, h.gen, id, prev)
+			w.fail(orderMarker, "holder %d (generator %d, extra %d) minted %d after %d", h.idx, h.gen, extra, id, prev)
 			return
 		}
 	}
-	if dup := w.led.record(ids, minted{holder: h.idx, gen: h.gen, step: w.step}); dup != "" {
-		w.fail(duplicateMarker, "%s", dup)
+	by := minted{holder: h.idx, gen: h.gen, extra: extra, step: w.step}
+	if prev, id, dup := w.led.record(ids, by); dup {
+		w.fail(duplicateMarker, "%s", w.describeDuplicate(id, by, prev))
 		return
 	}
-	h.last = ids[len(ids)-1]
+	*last = ids[len(ids)-1]
 }
 
 // classify names an error for the figures.
@@ -433,6 +514,15 @@ func classify(err error) string {
 		name string
 	}{
 		{lease.ErrNoFreeNumber, "no free number"},
+		// The registry's refusals first: they may wrap ErrSchedule or
+		// ErrInvalid too.
+		{lease.ErrUnknownRegion, "unknown region"},
+		{lease.ErrRegionRetired, "region retired"},
+		{lease.ErrWrongHome, "wrong home"},
+		{lease.ErrRegistryDiverged, "registry diverged"},
+		{lease.ErrCopyIdentity, "copy identity"},
+		{lease.ErrRegistryConflict, "registry conflict"},
+		{snowfence.ErrLeaseBound, "lease bound"},
 		{lease.ErrSchedule, "schedule"},
 		{lease.ErrInvalid, "invalid"},
 		{lease.ErrRestored, "restored"},
