@@ -38,7 +38,8 @@
 //   - schedule.go: the fleet schedule a store keeps, and the checks that
 //     keep holders of two schedules apart.
 //   - holder.go, nonce.go: holder names and claim nonces, which tell two
-//     claims apart when holder strings repeat.
+//     claims apart when holder strings repeat; renewal.go: the renewal
+//     values that tell two copies of one holder process apart.
 //   - quarantine.go, format.go: the operator's quarantine values and the
 //     one time format of logs and errors.
 //

@@ -20,4 +20,6 @@
 //	                             no issuing after the cutover without a number of the new layout (undone:
 //	                             the old number goes on, as a holder keeping its number across it did)
 //	snowfence_revert_bind        a keeper feeding one generator only (snowfence.ErrLeaseBound on a second)
+//	snowfence_revert_clone       the renewal value every extension writes and the next extension and the
+//	                             release compare (a cloned holder process renews beside the original for ever)
 package revert
