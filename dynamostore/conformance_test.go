@@ -18,5 +18,11 @@ func TestConformance(t *testing.T) {
 			return connect(t, s.(*dynamostore.Store).Table(), 0)
 		},
 		ClockExpiry: true,
+		// Behind a shim of its own that drops the next write's reply, with
+		// no SDK retry: the store decides by a re-read.
+		LoseReply: func(t *testing.T) (lease.Store, func()) {
+			s, sh := storeBehind(t, 1)
+			return s, func() { sh.DropNextReplies(1) }
+		},
 	})
 }

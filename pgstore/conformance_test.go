@@ -20,5 +20,12 @@ func TestConformance(t *testing.T) {
 			return openStore(t, pool, s.(*pgstore.Store).Table())
 		},
 		ClockExpiry: true,
+		// Behind a proxy that drops the answer to the next statement
+		// after the server committed it.
+		LoseReply: func(t *testing.T) (lease.Store, func()) {
+			s, _, arm := cutStore(t, newTable(t, pool))
+			arm.sql = "" // the next statement, whichever
+			return s, func() { arm.mode.Store(cutResponse) }
+		},
 	})
 }

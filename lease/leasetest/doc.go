@@ -31,6 +31,7 @@
 // those of a copy's identity and of a copy joining; keyspaces.go the check of
 // a store's siblings on other keyspaces (lease.Store.Keyspace, one per
 // layout step); keepers.go the checks of
-// real keepers on the store; helpers.go what they share (and what a
-// store's own tests may use).
+// real keepers on the store; clone.go those of a cloned holder process (two
+// copies of one lease, each renewing through its own Store value);
+// helpers.go what they share (and what a store's own tests may use).
 package leasetest

@@ -32,6 +32,11 @@ type Harness struct {
 	ClockExpiry bool
 	// LeaseFor is the lease length the suite claims with. Zero means 10 s.
 	LeaseFor time.Duration
+	// LoseReply returns a store on a fresh keyspace of its own (as New)
+	// and lose: after lose, the store's next write (the next extension's)
+	// reaches the server and commits, and its reply is lost, as on a
+	// network failure. Nil skips the check that needs it.
+	LoseReply func(t *testing.T) (st lease.Store, lose func())
 }
 
 // Run runs every check of the suite against stores from h, each as a
@@ -79,6 +84,10 @@ func Run(t *testing.T, h Harness) {
 		{"JournalUnrenewed", checkJournalUnrenewed},
 		{"JournalQuarantinedRelease", checkJournalQuarantinedRelease},
 		{"Cutover", checkCutover},
+		{"CloneIsLost", checkCloneIsLost},
+		{"CloneReleaseKeepsMark", checkCloneReleaseKeepsMark},
+		{"CloneUnknownOutcome", checkCloneUnknownOutcome},
+		{"CloneMintsOnce", checkCloneMints},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
