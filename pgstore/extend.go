@@ -14,13 +14,16 @@ import (
 
 // Extend raises the lease's mark (lease_expiry) to markMs with one
 // conditional update that succeeds only if the row still names l's holder
-// and epoch, the mark moves forward, the fleet schedule stored is still
-// l.Schedule, and the server is still the cluster and timeline the origin
-// row records. If no row changed it re-reads the row to say why:
-// lease.ErrRestored (the server changed: failover, recovery, another
-// cluster — or a restore another claimer recorded fenced this lease),
-// lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no row, or
-// fenced by RaiseMarks), lease.ErrSchedule, or — all still match and the
+// and epoch, the mark moves forward, the row's renewal value is one this
+// Store value wrote or sent for l (lease.Renewals), the fleet schedule
+// stored is still l.Schedule, and the server is still the cluster and
+// timeline the origin row records; it writes a fresh renewal value,
+// returned in the lease's Renewal. If no row changed it re-reads the row
+// to say why: lease.ErrRestored (the server changed: failover, recovery,
+// another cluster — or a restore another claimer recorded fenced this
+// lease), lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no
+// row, fenced by RaiseMarks, or another renewal value: a second process
+// renews the same claim), lease.ErrSchedule, or — all still match and the
 // mark is already at or past markMs, as after RaiseMarks raised a free
 // row's mark — success with that mark.
 //
@@ -46,15 +49,18 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	var got *int64
 	var same bool
 	var id identity
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim).Scan(
+	accepted := s.renewals.Accepted(l)
+	renewal := s.renewals.Next(l)
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, renewal, accepted).Scan(
 		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
 	case err != nil:
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
 			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, lease.FormatMs(target), s.schemaErr(err)))
 	case got != nil:
+		s.renewals.Acked(l, renewal)
 		nl := *l
-		nl.MarkMs = *got
+		nl.MarkMs, nl.Renewal = *got, renewal
 		return &nl, nil
 	case !same:
 		return nil, s.renewFailed(l, target, restoredErr(l, id))
@@ -65,6 +71,10 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 			"the row to learn why failed: %w; retry", l.Machine, l.Token, err))
 	}
 	if err := s.ownership(l, r, ok); err != nil {
+		return nil, s.renewFailed(l, target, err)
+	}
+	if err := s.renewals.Check(l, r.renewal); err != nil {
+		s.renewals.Forget(l)
 		return nil, s.renewFailed(l, target, err)
 	}
 	if !revert.Schedule {
@@ -85,8 +95,10 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 			}
 		}
 	}
+	s.renewals.Acked(l, r.renewal)
 	nl := *l
 	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
+	nl.Renewal = r.renewal
 	return &nl, nil
 }
 
@@ -127,10 +139,12 @@ func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 	return err
 }
 
-// Release gives l's number up with one conditional update on holder and
-// epoch: holder ” and lease_expiry = max(markMs, floor_ms), so the mark
-// may fall to the end of what this holder issued but never below a mark
-// anyone else wrote. The number can be claimed at once; the next holder
+// Release gives l's number up with one conditional update on holder,
+// epoch, claim and renewal value (as Extend's): holder ” and lease_expiry
+// = max(markMs, floor_ms), so the mark may fall to the end of what this
+// holder issued but never below a mark anyone else wrote, and a second
+// process renewing the same claim (a clone) makes it fail with
+// lease.ErrLost, leaving the mark that process holds. The number can be claimed at once; the next holder
 // starts at or above the recorded mark. The same statement ends the
 // claim's journal entry as released, at the recorded mark. Errors: lease.ErrLost if l no
 // longer holds the number, lease.ErrQuarantined if it was quarantined.
@@ -141,15 +155,22 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 		return err
 	}
 	var mark int64
-	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim).Scan(&mark)
+	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Accepted(l)).Scan(&mark)
 	switch {
 	case err == nil:
+		s.renewals.Forget(l)
 		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(mark))
 		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		r, ok, rerr := s.read(ctx, l.Machine)
 		if rerr == nil {
 			err = s.ownership(l, r, ok)
+		}
+		if rerr == nil && err == nil {
+			err = s.renewals.Check(l, r.renewal) // a clone's renewal: the mark stays
+		}
+		if errors.Is(err, lease.ErrLost) {
+			s.renewals.Forget(l)
 		}
 		if rerr != nil || err == nil { // err nil: it matched a moment later; ask to retry
 			err = fmt.Errorf("pgstore: release machine %d epoch %d: the update changed nothing (%v); retry", l.Machine, l.Token, rerr)

@@ -66,6 +66,9 @@ type Store struct {
 	closed  atomic.Bool
 	queries queries
 	cfg     Config // as New completed it, for Keyspace
+	// renewals are the renewal values this Store value wrote or sent for
+	// its leases (lease.Renewals).
+	renewals lease.Renewals
 }
 
 // Suffixes of the tables kept beside the lease table: the fleet schedule,
