@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,9 +17,11 @@ import (
 
 // The renewal: holder and epoch must match and the expiry move forward;
 // claimMatches adds the claim's own nonce, since an epoch can repeat once
-// the table went back in time and a holder name can be shared.
+// the table went back in time and a holder name can be shared, and
+// withRenewal the renewal value, since a cloned holder process shares the
+// nonce too. Each renewal writes a fresh renewal value.
 const (
-	renewUpdate  = "SET lease_expiry = :new_expiry"
+	renewUpdate  = "SET lease_expiry = :new_expiry, renewal = :renewal"
 	renewCond    = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
 	claimMatches = " AND claim_nonce = :my_claim"
 )
@@ -33,11 +36,37 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 	return cond + claimMatches
 }
 
+// withRenewal adds to a condition on l the compare of the item's renewal
+// value with accepted (lease.Renewals.Accepted; "" stands for none, as
+// after a claim or in an item written before renewal values), their values
+// to vals (nothing under revert.Clone).
+func withRenewal(cond string, vals map[string]types.AttributeValue, accepted []string) string {
+	if revert.Clone {
+		return cond
+	}
+	var alts, in []string
+	for i, v := range accepted {
+		if v == "" {
+			alts = append(alts, "attribute_not_exists(renewal)")
+			continue
+		}
+		k := fmt.Sprintf(":renewal%d", i)
+		vals[k] = str(v)
+		in = append(in, k)
+	}
+	if len(in) > 0 {
+		alts = append(alts, "renewal IN ("+strings.Join(in, ", ")+")")
+	}
+	return cond + " AND (" + strings.Join(alts, " OR ") + ")"
+}
+
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
-// the table's renewal: a conditional UpdateItem on holder and epoch. In a
-// lease table the lease lives exactly as long as its mark, so leaseFor is
-// not used: the keeper's Reserve (default LeaseFor) sets how far ahead
-// markMs is. A mark already at or above markMs (an SDK retry that
+// the table's renewal: a conditional UpdateItem on holder, epoch, claim
+// nonce and renewal value (one this Store value wrote or sent for l,
+// lease.Renewals), writing a fresh renewal value, returned in the lease's
+// Renewal. In a lease table the lease lives exactly as long as its mark,
+// so leaseFor is not used: the keeper's Reserve (default LeaseFor) sets
+// how far ahead markMs is. A mark already at or above markMs (an SDK retry that
 // committed, RaiseMarks) is kept, not lowered, and returned in MarkMs.
 //
 // Before the write it reads the fleet schedule (lease.ErrSchedule once it
@@ -46,9 +75,11 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 // a restore this store noticed; restore.go).
 //
 // Errors: lease.ErrLost if the item names another holder or epoch (or is
-// gone), lease.ErrQuarantined if the number is quarantined. After any other
-// error the item is re-read with a consistent read to decide; if that fails
-// too the error is returned and the outcome is unknown.
+// gone) or holds another renewal value (a second process renews the same
+// claim: a clone), lease.ErrQuarantined if the number is quarantined.
+// After any other error the item is re-read with a consistent read to
+// decide; if that fails too the error is returned and the outcome is
+// unknown.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -63,26 +94,36 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		s.forget(l)
 		return nil, err
 	}
-	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs)}
+	accepted := s.renewals.Accepted(l)
+	renewal := s.renewals.Next(l)
+	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs), ":renewal": str(renewal)}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(l.Machine),
 		UpdateExpression:                    aws.String(renewUpdate),
-		ConditionExpression:                 aws.String(withClaim(renewCond, vals, l)),
+		ConditionExpression:                 aws.String(withRenewal(withClaim(renewCond, vals, l), vals, accepted)),
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
+		s.renewals.Acked(l, renewal)
 		nl := *l
-		nl.MarkMs = markMs
+		nl.MarkMs, nl.Renewal = markMs, renewal
 		return &nl, nil
 	}
 	it, why := s.afterFailure(l, err)
 	if why == nil {
+		// This renewal's own value (an SDK retry or a re-read of a write
+		// that committed), an earlier one's of this Store value, or
+		// another process's renewing the same claim.
+		why = s.renewals.Check(l, it.renewal)
+	}
+	if why == nil {
 		switch {
 		case it.expiryMs >= markMs:
+			s.renewals.Acked(l, it.renewal)
 			nl := *l
-			nl.MarkMs = it.expiryMs
+			nl.MarkMs, nl.Renewal = it.expiryMs, it.renewal
 			return &nl, nil
 		default:
 			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
@@ -91,6 +132,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	}
 	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) {
 		s.forget(l)
+		s.renewals.Forget(l)
 	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
 		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", why)
