@@ -56,7 +56,7 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 		return prefixes[s]
 	}
 	leasetest.Run(t, leasetest.Harness{
-		New: func(t *testing.T) lease.Store { return open(t, newPrefix(t)) },
+		New:    func(t *testing.T) lease.Store { return open(t, newPrefix(t)) },
 		Reopen: func(t *testing.T, s lease.Store) lease.Store { return open(t, prefixOf(s)) },
 		Expire: func(t *testing.T, s lease.Store, l *lease.Lease) {
 			revokeOwner(t, cli, prefixOf(s), l.Machine)

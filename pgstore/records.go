@@ -19,7 +19,7 @@ type row struct {
 	// attempt that wrote it may adopt the row as its claim.
 	nonce string
 	// renewal is the renewal value the holder's last extension wrote
-	// (lease.Renewals); '' after a claim.
+	// (lease.Renewals); empty after a claim.
 	renewal string
 }
 

@@ -16,7 +16,7 @@ import (
 // TestRenewalMigratesOldTable: a lease table made by the version before
 // renewal values (no renewal column), with a holder on it. Until Migrate
 // runs, extensions and claims fail and say to run it; Migrate adds the
-// column, '' in every row — what a claim writes — so the holder from
+// column, empty in every row — what a claim writes — so the holder from
 // before renews (its first renewal writes a value) and a copy of its
 // lease that renews second is refused as a clone.
 func TestRenewalMigratesOldTable(t *testing.T) {
