@@ -121,7 +121,9 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if why == nil {
 		switch {
 		case it.expiryMs >= markMs:
-			s.renewals.Acked(l, it.renewal)
+			if it.renewal == renewal {
+				s.renewals.Acked(l, renewal) // this renewal's write had committed
+			}
 			nl := *l
 			nl.MarkMs, nl.Renewal = it.expiryMs, it.renewal
 			return &nl, nil

@@ -127,7 +127,9 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			// it: by an extension of l whose reply was lost, or by another
 			// copy of l (a clone), which must not extend from it.
 			if err := s.renewals.Check(l, mv.Renewal); err != nil {
-				s.forget(l)
+				if errors.Is(err, lease.ErrLost) {
+					s.forget(l) // a lease fenced by a restore is kept (forget)
+				}
 				return nil, s.renewFailed(l, target, err)
 			}
 		}

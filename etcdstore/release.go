@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -106,7 +107,9 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			// could go below what that copy issued. The etcd lease is the
 			// other copy's too: it is not revoked.
 			if err := s.renewals.Check(l, mv.Renewal); err != nil {
-				s.forget(l)
+				if errors.Is(err, lease.ErrLost) {
+					s.forget(l) // a lease fenced by a restore is kept (forget)
+				}
 				return err
 			}
 		}

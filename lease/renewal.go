@@ -15,6 +15,10 @@ import (
 // availability, never uniqueness.
 const maxPending = 16
 
+// maxEarlier bounds the renewal values a Renewals keeps per lease from
+// before its last acknowledged one (Check's sign of a restore).
+const maxEarlier = 32
+
 // Renewals is what one Store value remembers of the renewal values it
 // wrote for the leases it renews (Lease.Renewal), so that a cloned holder
 // process is caught within one renewal.
@@ -51,10 +55,13 @@ type renewalKey struct {
 }
 
 // renewalMemo is what is known of one claim's renewal values: the last
-// acknowledged and those sent since, whose outcome is unknown.
+// acknowledged, those sent since, whose outcome is unknown, and those
+// written or sent before the last acknowledged one (the claim's none
+// among them).
 type renewalMemo struct {
 	acked   string
 	pending []string
+	earlier []string
 }
 
 func keyOf(l *Lease) renewalKey { return renewalKey{l.Region, l.Machine, l.Token, l.Claim} }
@@ -75,11 +82,20 @@ func (r *Renewals) Next(l *Lease) string {
 }
 
 // Acked records that the store holds v for l: a write of v was
-// acknowledged, or the record was read back with v, a value Accepts took.
+// acknowledged, or the record was read back with v, a value Check took.
+// The values l's claim held before are remembered as earlier ones.
 func (r *Renewals) Acked(l *Lease, v string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memo(l)
+	for _, was := range append([]string{l.Renewal, m.acked}, m.pending...) {
+		if was != v && !slices.Contains(m.earlier, was) {
+			m.earlier = append(m.earlier, was)
+		}
+	}
+	if len(m.earlier) > maxEarlier {
+		m.earlier = slices.Delete(m.earlier, 0, len(m.earlier)-maxEarlier)
+	}
 	m.acked, m.pending = v, nil
 }
 
@@ -110,11 +126,22 @@ func (r *Renewals) Accepted(l *Lease) []string {
 }
 
 // Check says whether stored, the renewal value a record of l's claim
-// holds, is one this process wrote or sent for it (Accepted): nil, or
-// ErrLost saying that a second process renews the same claim.
+// holds, is one this process wrote or sent for it (Accepted): nil; or a
+// value it wrote before its last acknowledged one — the record went back
+// in time, which no clone can make it do: ErrRestored; or ErrLost saying
+// that a second process renews the same claim (CloneError).
 func (r *Renewals) Check(l *Lease, stored string) error {
 	if revert.Clone || slices.Contains(r.Accepted(l), stored) {
 		return nil
+	}
+	r.mu.Lock()
+	m := r.m[keyOf(l)]
+	earlier := m != nil && slices.Contains(m.earlier, stored)
+	r.mu.Unlock()
+	if earlier {
+		return fmt.Errorf("%w: machine %d region %d token %d: the store holds renewal value %q, which this process wrote before "+
+			"its last acknowledged extension: the record went back to an earlier state (a restore, a failover that lost writes); "+
+			"stop issuing on it, and claim again no earlier than the restore window", ErrRestored, l.Machine, l.Region, l.Token, stored)
 	}
 	return CloneError(l, stored)
 }

@@ -74,7 +74,6 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 		return nil, s.renewFailed(l, target, err)
 	}
 	if err := s.renewals.Check(l, r.renewal); err != nil {
-		s.renewals.Forget(l)
 		return nil, s.renewFailed(l, target, err)
 	}
 	if !revert.Schedule {
@@ -95,7 +94,6 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 			}
 		}
 	}
-	s.renewals.Acked(l, r.renewal)
 	nl := *l
 	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
 	nl.Renewal = r.renewal
@@ -132,8 +130,13 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	return nil
 }
 
-// renewFailed logs a failed renewal and returns err.
+// renewFailed logs a failed renewal and returns err. After lease.ErrLost,
+// lease.ErrQuarantined or lease.ErrRestored the lease renews no more: its
+// renewal values are forgotten.
 func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
+	if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrQuarantined) || errors.Is(err, lease.ErrRestored) {
+		s.renewals.Forget(l)
+	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token,
 		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", err)
 	return err

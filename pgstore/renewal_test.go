@@ -55,3 +55,34 @@ func TestRenewalMigratesOldTable(t *testing.T) {
 	}
 	leasetest.MustRelease(t, st, renewed, now+16000)
 }
+
+// TestRenewalWrittenBackIsRestored: the row of a held number goes back to
+// an earlier renewal of its own holder (a restore of the table, a failover
+// that lost the last commits, on the same timeline: nothing else shows
+// it). No clone can write a value the holder wrote before, so the next
+// extension says lease.ErrRestored — the keeper then waits the restore
+// window — and does not extend from the old row.
+func TestRenewalWrittenBackIsRestored(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	s := openStore(t, pool, table)
+	now := time.Now().UnixMilli()
+	l := leasetest.MustExtend(t, s, leasetest.MustClaim(t, s, journalReq("h", 1, now)), now+20_000, 10*time.Second)
+	var expiry int64
+	var renewal string
+	quoted := pgx.Identifier{table}.Sanitize()
+	if err := pool.QueryRow(t.Context(), "SELECT lease_expiry, renewal FROM "+quoted+" WHERE machine_id = 1").Scan(&expiry, &renewal); err != nil {
+		t.Fatal(err)
+	}
+	l = leasetest.MustExtend(t, s, l, now+30_000, 10*time.Second)
+	if _, err := pool.Exec(t.Context(), "UPDATE "+quoted+" SET lease_expiry = $1, renewal = $2 WHERE machine_id = 1", expiry, renewal); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Extend(t.Context(), l, now+40_000, 10*time.Second); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("extension of a row written back to the holder's earlier renewal: %v, want ErrRestored", err)
+	}
+	if rec := leasetest.MustGet(t, s, 1); rec.MarkMs != expiry {
+		t.Errorf("record after the refused extension = %+v, want the written-back mark %d kept", rec, expiry)
+	}
+}
