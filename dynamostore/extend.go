@@ -67,7 +67,9 @@ func withRenewal(cond string, vals map[string]types.AttributeValue, accepted []s
 // Renewal. In a lease table the lease lives exactly as long as its mark,
 // so leaseFor is not used: the keeper's Reserve (default LeaseFor) sets
 // how far ahead markMs is. A mark already at or above markMs (an SDK retry that
-// committed, RaiseMarks) is kept, not lowered, and returned in MarkMs.
+// committed, RaiseMarks) is kept, not lowered, and returned in MarkMs; the
+// renewal value is then written alone, in a second UpdateItem, since every
+// renewal must change it.
 //
 // Before the write it reads the fleet schedule (lease.ErrSchedule once it
 // differs from l.Schedule; see extendSchedule for why a read is enough) and
@@ -120,13 +122,20 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	}
 	if why == nil {
 		switch {
-		case it.expiryMs >= markMs:
-			if it.renewal == renewal {
-				s.renewals.Acked(l, renewal) // this renewal's write had committed
-			}
+		case it.expiryMs >= markMs && it.renewal == renewal:
+			s.renewals.Acked(l, renewal) // this renewal's write had committed
 			nl := *l
-			nl.MarkMs, nl.Renewal = it.expiryMs, it.renewal
+			nl.MarkMs, nl.Renewal = it.expiryMs, renewal
 			return &nl, nil
+		case it.expiryMs >= markMs:
+			// The mark is already past the one asked for (RaiseMarks of a
+			// free number, an earlier renewal): every renewal must still
+			// change the value, or two copies of this holder could both go
+			// on renewing unseen.
+			var nl *lease.Lease
+			if nl, why = s.renewValue(ctx, l, accepted, renewal); why == nil {
+				return nl, nil
+			}
 		default:
 			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
 				l.Machine, l.Token, lease.FormatMs(markMs), err, lease.FormatMs(l.MarkMs))
@@ -139,6 +148,45 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
 		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", why)
 	return nil, why
+}
+
+// renewValue writes renewal as l's renewal value and nothing else, on the
+// renewal's condition but the mark's: the item still names l's holder,
+// epoch and claim and holds one of accepted. It returns the lease with the
+// item's mark.
+func (s *Store) renewValue(ctx context.Context, l *lease.Lease, accepted []string, renewal string) (*lease.Lease, error) {
+	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":renewal": str(renewal)}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(l.Machine),
+		UpdateExpression:                    aws.String("SET renewal = :renewal"),
+		ConditionExpression:                 aws.String(withRenewal(withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), vals, accepted)),
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var it item
+	if err == nil {
+		if it, err = s.parseItem(out.Attributes); err != nil {
+			return nil, err
+		}
+	} else {
+		var why error
+		if it, why = s.afterFailure(l, err); why != nil {
+			return nil, why
+		}
+		if it.renewal != renewal { // not this write's, committed with its reply lost
+			if why = s.renewals.Check(l, it.renewal); why != nil {
+				return nil, why
+			}
+			return nil, fmt.Errorf("dynamostore: renew machine %d epoch %d: writing its renewal value: %w; the outcome is unknown: retry, "+
+				"and stop issuing at the mark %s", l.Machine, l.Token, err, lease.FormatMs(l.MarkMs))
+		}
+	}
+	s.renewals.Acked(l, renewal)
+	nl := *l
+	nl.MarkMs, nl.Renewal = it.expiryMs, renewal
+	return &nl, nil
 }
 
 // afterFailure reads the item after a failed conditional write on l (from

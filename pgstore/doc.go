@@ -58,9 +58,9 @@
 //	claim     INSERT … ON CONFLICT DO UPDATE SET holder, lease_expiry = now + LeaseFor,
 //	          lease_epoch + 1 WHERE holder <> 'QUARANTINED' AND (lease_expiry < now
 //	          OR (holder = '' AND lease_expiry ≤ now + MaxAhead)) RETURNING …
-//	extend    UPDATE … SET lease_expiry = mark, renewal = new WHERE holder = me AND
-//	          lease_epoch = my epoch AND claim_nonce = mine AND renewal = ANY(mine)
-//	          AND lease_expiry < mark
+//	extend    UPDATE … SET lease_expiry = GREATEST(lease_expiry, mark), renewal = new
+//	          WHERE holder = me AND lease_epoch = my epoch AND claim_nonce = mine
+//	          AND renewal = ANY(mine)
 //	release   UPDATE … SET holder = '', lease_expiry = max(mark, floor_ms)
 //	          WHERE holder = me AND lease_epoch = my epoch AND claim_nonce = mine
 //	          AND renewal = ANY(mine)

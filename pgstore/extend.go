@@ -12,20 +12,21 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Extend raises the lease's mark (lease_expiry) to markMs with one
-// conditional update that succeeds only if the row still names l's holder
-// and epoch, the mark moves forward, the row's renewal value is one this
-// Store value wrote or sent for l (lease.Renewals), the fleet schedule
+// Extend raises the lease's mark (lease_expiry) to markMs, never lowering
+// it, with one conditional update that succeeds only if the row still
+// names l's holder, epoch and claim nonce, the row's renewal value is one
+// this Store value wrote or sent for l (lease.Renewals), the fleet schedule
 // stored is still l.Schedule, and the server is still the cluster and
-// timeline the origin row records; it writes a fresh renewal value,
-// returned in the lease's Renewal. If no row changed it re-reads the row
-// to say why: lease.ErrRestored (the server changed: failover, recovery,
-// another cluster — or a restore another claimer recorded fenced this
-// lease), lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no
-// row, fenced by RaiseMarks, or another renewal value: a second process
-// renews the same claim), lease.ErrSchedule, or — all still match and the
-// mark is already at or past markMs, as after RaiseMarks raised a free
-// row's mark — success with that mark.
+// timeline the origin row records; it writes a fresh renewal value, even
+// when the mark is already past markMs, returned in the lease's Renewal
+// with the mark. If no row changed it re-reads the row to say why:
+// lease.ErrRestored (the server changed: failover, recovery, another
+// cluster — or a restore another claimer recorded fenced this lease, or
+// the row holds a renewal value from before this Store value's last one),
+// lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no row,
+// fenced by RaiseMarks, or another renewal value: a second process renews
+// the same claim), lease.ErrSchedule, or — all match now — an error to
+// retry.
 //
 // leaseFor is not used: a table's lease lasts as far as its mark, so the
 // mark asked for is the new expiry. After any other error the update may
@@ -94,10 +95,8 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 			}
 		}
 	}
-	nl := *l
-	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
-	nl.Renewal = r.renewal
-	return &nl, nil
+	return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, yet the row read "+
+		"after it still belongs to the lease (it changed in between); retry", l.Machine, l.Token))
 }
 
 // ownership says whether row r (ok false: no row) still belongs to l:

@@ -203,13 +203,15 @@ SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.syste
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
 		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
 		// its claim nonce, $8 the renewal value to write, $9 those the row
-		// may hold. One row: the new mark (NULL if nothing changed), and
-		// whether the server is still the one the origin row records.
+		// may hold. One row: the mark after it, never lowered (NULL if
+		// nothing changed), and whether the server is still the one the
+		// origin row records. It writes the renewal value even when the
+		// mark is already past $5, so that every renewal changes it.
 		extend: q(`WITH ident AS MATERIALIZED ({ident}),
 same AS MATERIALIZED (` + same("0::bigint") + `),
 u AS (
-	UPDATE {t} SET lease_expiry = $5, renewal = $8, updated_at = now()
-	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5
+	UPDATE {t} SET lease_expiry = GREATEST(lease_expiry, $5::bigint), renewal = $8, updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4
 	   AND ` + claim("$7") + ` AND ` + renewal("$9") + ` AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
 	RETURNING lease_expiry
 )

@@ -25,20 +25,24 @@ import (
 // checkCloneIsLost: of two copies of one lease, each renewing through its
 // own Store value, the one whose extension lands second gets ErrLost and
 // changes nothing, whichever copy it is and whether the clone was taken
-// after the claim or after an extension; the one that extended first keeps
-// extending. A copy's Release after the other's extension gets ErrLost too
-// and leaves the mark and the holder. Each extension writes a new renewal
-// value, which Get shows.
+// after the claim or after an extension, and whether the extensions move
+// the mark or not (a clock stepped back, a mark raised); the one that
+// extended first keeps extending. A copy's Release after the other's
+// extension gets ErrLost too and leaves the mark and the holder. Each
+// extension writes a new renewal value, which Get shows.
 func checkCloneIsLost(t *testing.T, s *suite) {
 	for _, c := range []struct {
 		name             string
 		afterClaim       bool // the clone is taken before the first extension
 		cloneRenewsFirst bool
+		earlier          bool // both copies extend to a mark below the stored one
 	}{
-		{"after an extension, original renews first", false, false},
-		{"after an extension, clone renews first", false, true},
-		{"after the claim, original renews first", true, false},
-		{"after the claim, clone renews first", true, true},
+		{"after an extension, original renews first", false, false, false},
+		{"after an extension, clone renews first", false, true, false},
+		{"after the claim, original renews first", true, false, false},
+		{"after the claim, clone renews first", true, true, false},
+		{"to an earlier mark, original renews first", false, false, true},
+		{"to an earlier mark, clone renews first", false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := s.store(t)
@@ -52,7 +56,17 @@ func checkCloneIsLost(t *testing.T, s *suite) {
 			if c.cloneRenewsFirst {
 				first, second = 1, 0
 			}
-			won := s.mustExtend(t, copies[first], l, s.top(nowMs)+2000)
+			next := s.top(nowMs) + 2000
+			if c.earlier {
+				next = nowMs + 1 // below the mark: an extension that moves nothing
+			}
+			won, err := copies[first].Extend(ctxFor(t), l, next, s.h.LeaseFor)
+			if err != nil {
+				t.Fatalf("the copy whose extension lands first: %v", err)
+			}
+			if won.MarkMs < max(next, l.MarkMs) {
+				t.Fatalf("the first copy's extension returned mark %d, below %d", won.MarkMs, max(next, l.MarkMs))
+			}
 			if won.Renewal == "" || won.Renewal == l.Renewal {
 				t.Errorf("extension returned renewal value %q, want a new one (the lease had %q)", won.Renewal, l.Renewal)
 			}
@@ -61,7 +75,10 @@ func checkCloneIsLost(t *testing.T, s *suite) {
 				t.Errorf("Get(5).Renewal = %q, want the last extension's %q", stored.Renewal, won.Renewal)
 			}
 			cl := *l // the other copy's lease: as it was at the clone
-			_, err := copies[second].Extend(ctxFor(t), &cl, s.top(nowMs)+3000, s.h.LeaseFor)
+			if !c.earlier {
+				next = s.top(nowMs) + 3000
+			}
+			_, err = copies[second].Extend(ctxFor(t), &cl, next, s.h.LeaseFor)
 			if !errors.Is(err, lease.ErrLost) {
 				t.Fatalf("the copy whose extension lands second: %v, want ErrLost (a second process renews the same claim)", err)
 			}
