@@ -60,6 +60,8 @@ type world struct {
 	// leave the actions' unchanged).
 	restoreEvents []restoreEvent
 	jr            *rand.Rand
+	// clones are the holders cloned (clone_test.go).
+	clones []*clone
 }
 
 // proc is one process: a clock, its stores, its holders.
@@ -104,6 +106,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
 		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{},
 		jr: rand.New(rand.NewPCG(cfg.Seed, 0x10c4a1))}
+	w.led.tolerate = w.cloneWindow
 	w.start = time.Now().Truncate(time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
@@ -212,7 +215,9 @@ func (w *world) settle(p *proc) {
 	if err := p.clk.BlockUntilWaiters(ctx, n); err != nil {
 		w.fail(stuckMarker, "the %d keeper(s) of process %d did not go back to sleep within %s (%d asleep): %s",
 			n, p.idx, settleTimeout, p.clk.Waiters(), w.statuses(p))
+		return
 	}
+	w.renewClones(p)
 }
 
 // stuckMarker starts the failure of a keeper that never went back to sleep.
@@ -392,6 +397,7 @@ func (w *world) mint(h *holder, n int, single bool) {
 	if !h.running() || w.failure != "" {
 		return
 	}
+	defer w.mintClones(h, n, single) // a clone mints when its original does, refused or not
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	var ids []snowfence.ID
@@ -419,7 +425,7 @@ func (w *world) mint(h *holder, n int, single bool) {
 			return
 		}
 	}
-	if dup := w.led.record(ids, minted{holder: h.idx, gen: h.gen, step: w.step}); dup != "" {
+	if dup := w.led.record(ids, minted{holder: h.idx, gen: h.gen, step: w.step, window: w.windowTag(h)}); dup != "" {
 		w.fail(duplicateMarker, "%s", dup)
 		return
 	}
