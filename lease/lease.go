@@ -208,12 +208,13 @@ type Store interface {
 	// Extend raises the lease's mark to markMs (never lowers it) and keeps
 	// the lease alive for leaseFor, comparing on the lease's holder and
 	// token: ErrLost if they no longer match, ErrQuarantined if the number
-	// was quarantined. It writes a fresh renewal value, returned in the
-	// lease's Renewal, and compares on the record still holding one this
-	// Store value wrote or sent for the claim (Renewals: l.Renewal, or a
-	// write whose reply was lost): ErrLost otherwise, since a second
-	// process renews the same claim. Only after it returns may timestamps
-	// below markMs be issued.
+	// was quarantined. Every call writes a fresh renewal value, even one
+	// that moves no mark, returned in the lease's Renewal, and compares on
+	// the record still holding one this Store value wrote or sent for the
+	// claim (Renewals: l.Renewal, or a write whose reply was lost):
+	// ErrLost otherwise, since a second process renews the same claim, or
+	// ErrRestored for one it wrote before its last (Renewals.Check). Only
+	// after it returns may timestamps below markMs be issued.
 	Extend(ctx context.Context, l *Lease, markMs int64, leaseFor time.Duration) (*Lease, error)
 	// Release gives the number up, recording markMs (the end of the last
 	// timestamp issued) as the mark so the next holder starts above it. It
