@@ -34,6 +34,14 @@ const maxEarlier = 32
 // the other's value and gets ErrLost. Release compares the same way, or a
 // clone's release would lower the mark below what the original issued.
 //
+// Only the holder writes the value. Every other write that changes a held
+// lease's record fences the lease — RaiseMarks and a quarantine change the
+// token or remove the owner, a table store's restore fence changes the
+// epoch, etcd's restore repair writes back a mark only for a lease it has
+// already fenced — and every store compares token, claim and owner before
+// the renewal value, so those writes leave the value as it was (a claim
+// resets it: none until the first extension). A release writes none.
+//
 // The values come from crypto/rand (NewNonce), not math/rand: a clone
 // copies a user-space generator's state with the rest of the process, and
 // both copies would then draw the same "fresh" value. Even the kernel's
