@@ -137,7 +137,7 @@ func (r *Renewals) Accepted(l *Lease) []string {
 // holds, is one this process wrote or sent for it (Accepted): nil; or a
 // value it wrote before its last acknowledged one — the record went back
 // in time, which no clone can make it do: ErrRestored; or ErrLost saying
-// that a second process renews the same claim (CloneError).
+// that a second process renews the same claim (cloneError).
 func (r *Renewals) Check(l *Lease, stored string) error {
 	if revert.Clone || slices.Contains(r.Accepted(l), stored) {
 		return nil
@@ -151,13 +151,13 @@ func (r *Renewals) Check(l *Lease, stored string) error {
 			"its last acknowledged extension: the record went back to an earlier state (a restore, a failover that lost writes); "+
 			"stop issuing on it, and claim again no earlier than the restore window", ErrRestored, l.Machine, l.Region, l.Token, stored)
 	}
-	return CloneError(l, stored)
+	return cloneError(l, stored)
 }
 
-// CloneError is the error for a lease whose record holds renewal value
+// cloneError is the error for a lease whose record holds renewal value
 // stored, which its holder never wrote: ErrLost, saying that a second
 // process renewed the same claim and what to do.
-func CloneError(l *Lease, stored string) error {
+func cloneError(l *Lease, stored string) error {
 	return fmt.Errorf("%w: machine %d region %d token %d: the store holds renewal value %q, which this process did not write: "+
 		"a second process renewed this same claim — a cloned process (a VM snapshot restored while the original runs, a live clone, "+
 		"a forked image) — or the store went back to an earlier write of it; stop issuing on it and claim another number, then find "+
