@@ -17,15 +17,16 @@ import (
 )
 
 // The claim writes the holder, the new expiry and epoch, its nonce and its
-// journal entry (journal.go). Its condition pins the state the scan read —
-// no item; or the epoch, the mark and jcur (number, token, nonce, end),
-// with the mark below the claimer's clock (absent or expired) or, for a
-// released number whose mark is still ahead of the claimer's clock, no
-// holder — so the token and the previous mark the entry names are those in
-// force when the write commits, and the jcur it overwrites is the one the
-// claimer archived (archive.go).
+// journal entry (journal.go), and removes the renewal value the last
+// holder's renewals left (lease.Renewals: none until the first). Its
+// condition pins the state the scan read — no item; or the epoch, the mark
+// and jcur (number, token, nonce, end), with the mark below the claimer's
+// clock (absent or expired) or, for a released number whose mark is still
+// ahead of the claimer's clock, no holder — so the token and the previous
+// mark the entry names are those in force when the write commits, and the
+// jcur it overwrites is the one the claimer archived (archive.go).
 const (
-	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = :tok, claim_nonce = :nonce, jcur = :entry"
+	claimUpdate    = "SET holder = :me, lease_expiry = :expiry, lease_epoch = :tok, claim_nonce = :nonce, jcur = :entry REMOVE renewal"
 	claimAbsent    = "attribute_not_exists(machine_id)"
 	claimExpired   = "lease_expiry = :seen AND lease_expiry < :now"
 	claimFreeAhead = "attribute_not_exists(holder) AND lease_expiry = :seen"

@@ -22,5 +22,11 @@ func TestConformance(t *testing.T) {
 		Rollback: func(t *testing.T, s lease.Store) func() {
 			return copyAside(t, s.(*dynamostore.Store))
 		},
+		// Behind a shim of its own that drops the next write's reply, with
+		// no SDK retry: the store decides by a re-read.
+		LoseReply: func(t *testing.T) (lease.Store, func()) {
+			s, sh := storeBehind(t, 1)
+			return s, func() { sh.DropNextReplies(1) }
+		},
 	})
 }

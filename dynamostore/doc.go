@@ -18,6 +18,8 @@
 //	mark_floor        N  set by RaiseMarks: no release records, and no unquarantine gives back, a mark below it
 //	claim_nonce       S  128 random bits written by each claim attempt: a claim of unknown outcome is adopted only by it
 //	release_nonce     S  the same for each release, so a retried release that had committed is not reported lost
+//	renewal           S  128 random bits written by each renewal, removed by each claim: renewals and releases require
+//	                     one their Store value wrote or sent, so a cloned holder process is refused (lease.Renewals)
 //	jcur              M  the lease journal's newest entry: the last claim's (below)
 //
 // Beside them, at machine_ids below every region's (machine_id is never
@@ -40,14 +42,18 @@
 //
 //	claim     PutItem (journal table) jcur as read IF attribute_not_exists(pk) OR (t = :t AND c = :c AND attribute_not_exists(e))
 //	          UpdateItem SET holder = :me, lease_expiry = :expiry, claim_nonce = :nonce,
-//	                         lease_epoch = :epoch + 1, jcur = :entry
+//	                         lease_epoch = :epoch + 1, jcur = :entry REMOVE renewal
 //	          IF attribute_not_exists(machine_id)
 //	          OR (lease_expiry = :seen AND lease_expiry < :now AND lease_epoch = :epoch
 //	              AND jcur.n = :n AND jcur.t = :t AND jcur.c = :c AND <jcur.e as read>)
-//	renew     UpdateItem SET lease_expiry = :new_expiry
+//	renew     UpdateItem SET lease_expiry = :new_expiry, renewal = :renewal
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry
+//	          AND claim_nonce = :my_claim AND lease_expiry >= :keep (the mark last seen, signs.go)
+//	          AND (attribute_not_exists(renewal) OR renewal IN (:mine …))
+//	          (the mark already past: UpdateItem SET renewal = :renewal on the rest of it)
 //	release   UpdateItem REMOVE holder SET lease_expiry = :last, jcur.e = "released", jcur.em = :last
 //	          IF holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :my_mark
+//	          AND claim_nonce = :my_claim AND <renewal as in renew>
 //	quarantine UpdateItem SET holder = "QUARANTINED", lease_expiry = 4102444800000,
 //	                          quarantined_mark = lease_expiry ADD lease_epoch 1
 //	                          (and jcur.e = "quarantined" when held: IF jcur.t = lease_epoch …)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,9 +18,13 @@ import (
 
 // The renewal: holder and epoch must match and the expiry move forward;
 // claimMatches adds the claim's own nonce, since an epoch can repeat once
-// the table went back in time and a holder name can be shared.
+// the table went back in time and a holder name can be shared; notBelow
+// (notBelowKeep) that the mark is no lower than the one last seen under the
+// claim (signs.go); and withRenewal the renewal value, since a cloned
+// holder process shares the nonce too. Each renewal writes a fresh renewal
+// value.
 const (
-	renewUpdate  = "SET lease_expiry = :new_expiry"
+	renewUpdate  = "SET lease_expiry = :new_expiry, renewal = :renewal"
 	renewCond    = "holder = :me AND lease_epoch = :my_epoch AND lease_expiry < :new_expiry"
 	claimMatches = " AND claim_nonce = :my_claim"
 	notBelow     = " AND lease_expiry >= :keep"
@@ -35,12 +40,52 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 	return cond + claimMatches
 }
 
+// notBelowKeep adds to a renewal's condition on l that the item's mark is
+// not below keep, the one this Store value last saw under l's claim
+// (tablewatch.Span.Held; 0: none, no compare), and its value to vals: a
+// lower one means the table went back (signs.go).
+func notBelowKeep(cond string, vals map[string]types.AttributeValue, keep int64) string {
+	if keep <= 0 {
+		return cond
+	}
+	vals[":keep"] = num(keep)
+	return cond + notBelow
+}
+
+// withRenewal adds to a condition on l the compare of the item's renewal
+// value with accepted (lease.Renewals.Accepted; "" stands for none, as
+// after a claim or in an item written before renewal values), their values
+// to vals (nothing under revert.Clone).
+func withRenewal(cond string, vals map[string]types.AttributeValue, accepted []string) string {
+	if revert.Clone {
+		return cond
+	}
+	var alts, in []string
+	for i, v := range accepted {
+		if v == "" {
+			alts = append(alts, "attribute_not_exists(renewal)")
+			continue
+		}
+		k := fmt.Sprintf(":renewal%d", i)
+		vals[k] = str(v)
+		in = append(in, k)
+	}
+	if len(in) > 0 {
+		alts = append(alts, "renewal IN ("+strings.Join(in, ", ")+")")
+	}
+	return cond + " AND (" + strings.Join(alts, " OR ") + ")"
+}
+
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
-// the table's renewal: a conditional UpdateItem on holder and epoch. In a
-// lease table the lease lives exactly as long as its mark, so leaseFor is
-// not used: the keeper's Reserve (default LeaseFor) sets how far ahead
-// markMs is. A mark already at or above markMs (an SDK retry that
-// committed, RaiseMarks) is kept, not lowered, and returned in MarkMs.
+// the table's renewal: a conditional UpdateItem on holder, epoch, claim
+// nonce and renewal value (one this Store value wrote or sent for l,
+// lease.Renewals), writing a fresh renewal value, returned in the lease's
+// Renewal. In a lease table the lease lives exactly as long as its mark,
+// so leaseFor is not used: the keeper's Reserve (default LeaseFor) sets
+// how far ahead markMs is. A mark already at or above markMs (an SDK retry that
+// committed, RaiseMarks) is kept, not lowered, and returned in MarkMs; the
+// renewal value is then written alone, in a second UpdateItem, since every
+// renewal must change it.
 //
 // Before the write it reads the fleet schedule (lease.ErrSchedule once it
 // differs from l.Schedule; see extendSchedule for why a read is enough) and
@@ -48,13 +93,17 @@ func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease
 // a restore this store noticed; restore.go).
 //
 // It also refuses to renew a mark found below the one this Store value
-// last saw under l's claim (signs.go).
+// last saw under l's claim (signs.go), in the renewal and in the write of
+// the value alone.
 //
-// Errors: lease.ErrLost if the item names another holder or epoch,
+// Errors: lease.ErrLost if the item names another holder or epoch (or is
+// gone, and this Store value never saw it) or holds another renewal value
+// (a second process renews the same claim: a clone),
 // lease.ErrQuarantined if the number is quarantined, lease.ErrRestored if
 // the item shows the table went back in time since this Store value saw
 // it (gone, a lower epoch, l's epoch under another claim, a lower mark
-// under l's claim: signs.go). After any other
+// under l's claim: signs.go) or holds a renewal value this Store value
+// wrote before its last one (lease.Renewals.Check). After any other
 // error the item is re-read with a consistent read to decide; if that fails
 // too the error is returned and the outcome is unknown.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
@@ -71,36 +120,49 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		s.forget(l)
 		return nil, err
 	}
-	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs)}
+	accepted := s.renewals.Accepted(l)
+	renewal := s.renewals.Next(l)
+	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":new_expiry": num(markMs), ":renewal": str(renewal)}
 	sp := s.before(l.Machine)
-	cond := withClaim(renewCond, vals, l)
-	if keep := sp.Held(l.Machine, l.Token, l.Claim); keep > 0 {
-		// Never renew a mark found below one this Store value saw under
-		// this claim: the table went back (signs.go).
-		cond += notBelow
-		vals[":keep"] = num(keep)
-	}
+	keep := sp.Held(l.Machine, l.Token, l.Claim)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(l.Machine),
 		UpdateExpression:                    aws.String(renewUpdate),
-		ConditionExpression:                 aws.String(cond),
+		ConditionExpression:                 aws.String(withRenewal(notBelowKeep(withClaim(renewCond, vals, l), vals, keep), vals, accepted)),
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
+		s.renewals.Acked(l, renewal)
 		nl := *l
-		nl.MarkMs = markMs
-		s.saw(sp, l.Machine, item{exists: true, machine: l.Machine, holder: l.Holder, epoch: l.Token, expiryMs: markMs, nonce: l.Claim})
+		nl.MarkMs, nl.Renewal = markMs, renewal
+		s.saw(sp, l.Machine, item{exists: true, machine: l.Machine, holder: l.Holder, epoch: l.Token, expiryMs: markMs, nonce: l.Claim, renewal: renewal})
 		return &nl, nil
 	}
 	it, why := s.afterFailure(sp, l, err)
 	if why == nil {
+		// This renewal's own value (an SDK retry or a re-read of a write
+		// that committed), an earlier one's of this Store value, or
+		// another process's renewing the same claim.
+		why = s.renewals.Check(l, it.renewal)
+	}
+	if why == nil {
 		switch {
-		case it.expiryMs >= markMs:
+		case it.expiryMs >= markMs && it.renewal == renewal:
+			s.renewals.Acked(l, renewal) // this renewal's write had committed
 			nl := *l
-			nl.MarkMs = it.expiryMs
+			nl.MarkMs, nl.Renewal = it.expiryMs, renewal
 			return &nl, nil
+		case it.expiryMs >= markMs:
+			// The mark is already past the one asked for (RaiseMarks of a
+			// free number, an earlier renewal): every renewal must still
+			// change the value, or two copies of this holder could both go
+			// on renewing unseen.
+			var nl *lease.Lease
+			if nl, why = s.renewValue(ctx, sp, l, keep, accepted, renewal); why == nil {
+				return nl, nil
+			}
 		default:
 			why = fmt.Errorf("dynamostore: renew machine %d epoch %d to %s: %w; the outcome is unknown: retry, and stop issuing at the mark %s",
 				l.Machine, l.Token, lease.FormatMs(markMs), err, lease.FormatMs(l.MarkMs))
@@ -108,10 +170,52 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	}
 	if errors.Is(why, lease.ErrLost) || errors.Is(why, lease.ErrQuarantined) || errors.Is(why, lease.ErrRestored) {
 		s.forget(l)
+		s.renewals.Forget(l)
 	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token,
 		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", why)
 	return nil, why
+}
+
+// renewValue writes renewal as l's renewal value and nothing else, on the
+// renewal's condition but the mark's moving forward: the item still names
+// l's holder, epoch and claim, holds one of accepted, and its mark is not
+// below keep (the one last seen under l's claim, sp's: signs.go). It
+// returns the lease with the item's mark.
+func (s *Store) renewValue(ctx context.Context, sp tablewatch.Span, l *lease.Lease, keep int64, accepted []string, renewal string) (*lease.Lease, error) {
+	vals := map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":renewal": str(renewal)}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(l.Machine),
+		UpdateExpression:                    aws.String("SET renewal = :renewal"),
+		ConditionExpression:                 aws.String(withRenewal(notBelowKeep(withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), vals, keep), vals, accepted)),
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var it item
+	if err == nil {
+		if it, err = s.parseItem(out.Attributes); err != nil {
+			return nil, err
+		}
+		s.saw(sp, l.Machine, it)
+	} else {
+		var why error
+		if it, why = s.afterFailure(sp, l, err); why != nil {
+			return nil, why
+		}
+		if it.renewal != renewal { // not this write's, committed with its reply lost
+			if why = s.renewals.Check(l, it.renewal); why != nil {
+				return nil, why
+			}
+			return nil, fmt.Errorf("dynamostore: renew machine %d epoch %d: writing its renewal value: %w; the outcome is unknown: retry, "+
+				"and stop issuing at the mark %s", l.Machine, l.Token, err, lease.FormatMs(l.MarkMs))
+		}
+	}
+	s.renewals.Acked(l, renewal)
+	nl := *l
+	nl.MarkMs, nl.Renewal = it.expiryMs, renewal
+	return &nl, nil
 }
 
 // afterFailure reads the item after a failed conditional write on l (from

@@ -13,11 +13,13 @@ import (
 )
 
 // Release gives l's number up: it removes the holder and records markMs
-// (at least l.StartMs) as lease_expiry, conditioned on holder and epoch and
-// on the stored mark being no higher than l's own (l.MarkMs) and markMs
-// being at or above the floor RaiseMarks leaves (mark_floor). Otherwise —
-// someone raised the mark — it removes the holder and keeps the stored
-// mark. If the number was quarantined out from under l, it lowers
+// (at least l.StartMs) as lease_expiry, conditioned on holder, epoch,
+// claim nonce and renewal value (as Extend's) and on the stored mark being
+// no higher than l's own (l.MarkMs) and markMs being at or above the floor
+// RaiseMarks leaves (mark_floor). Otherwise — someone raised the mark — it
+// removes the holder and keeps the stored mark; but if the item holds a
+// renewal value this Store value did not write (a second process renews
+// the same claim: a clone), it changes nothing and returns lease.ErrLost. If the number was quarantined out from under l, it lowers
 // the mark the quarantine keeps to markMs, so the number is claimable sooner
 // once unquarantined, and the end of l's journal entry (which the
 // quarantine ended at l's reservation) with it, and returns nil.
@@ -45,6 +47,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	err := s.release(ctx, l, last)
 	if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
 		s.forget(l)
+		s.renewals.Forget(l)
 	}
 	if err != nil {
 		s.log.Warn("release failed", "machine", l.Machine, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(last), "error", err)
@@ -56,12 +59,14 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 
 func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	nonce := lease.NewNonce()
+	accepted := s.renewals.Accepted(l)
 	vals := map[string]types.AttributeValue{
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}
 	sp := s.before(l.Machine)
 	_, err := s.update(ctx, l.Machine, "REMOVE holder SET lease_expiry = :last, release_nonce = :rn, "+endSetMark+":last",
-		withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), endVals(vals, lease.EndReleased))
+		withRenewal(withClaim("holder = :me AND lease_epoch = :my_epoch AND lease_expiry <= :mine AND "+aboveFloor, vals, l), vals, accepted),
+		endVals(vals, lease.EndReleased))
 	if err == nil {
 		s.saw(sp, l.Machine, item{exists: true, machine: l.Machine, epoch: l.Token, expiryMs: last, nonce: l.Claim})
 		return nil
@@ -101,10 +106,13 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	case !failed:
 		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, lease.FormatMs(it.expiryMs))
 	}
+	if err := s.renewals.Check(l, it.renewal); err != nil {
+		return err // another copy of l's holder renewed it: its mark stays, and so does it
+	}
 	// Still l's, with a mark someone raised above l's own: keep it.
 	vals = map[string]types.AttributeValue{":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":rn": str(nonce)}
 	_, err = s.update(ctx, l.Machine, "REMOVE holder SET release_nonce = :rn, "+endSetMark+"lease_expiry",
-		withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), endVals(vals, lease.EndReleased))
+		withRenewal(withClaim("holder = :me AND lease_epoch = :my_epoch", vals, l), vals, accepted), endVals(vals, lease.EndReleased))
 	if failed, old := conditionFailed(err); failed {
 		if it, perr := s.parseItem(old); perr == nil && it.holder == "" && it.epoch == l.Token && it.releaseNonce == nonce {
 			return nil // an SDK retry of this write, which had committed

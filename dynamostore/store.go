@@ -27,6 +27,7 @@ const (
 	attrFloor       = "mark_floor"
 	attrNonce       = "claim_nonce"
 	attrRelNonce    = "release_nonce"
+	attrRenewal     = "renewal"
 )
 
 // A Store keeps leases in one DynamoDB table for one region. It is safe for
@@ -42,6 +43,9 @@ type Store struct {
 	log    *slog.Logger
 	closed atomic.Bool
 	id     *identity
+	// renewals are the renewal values this Store value wrote or sent for
+	// its leases (lease.Renewals).
+	renewals lease.Renewals
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -145,6 +149,9 @@ type item struct {
 	// hasJournal says jcur is present; journal is it (journal.go).
 	hasJournal bool
 	journal    entry
+	// renewal is the renewal value the holder's last renewal wrote
+	// (lease.Renewals); absent, "", after a claim.
+	renewal string
 }
 
 func (s *Store) key(n int) map[string]types.AttributeValue {
@@ -215,6 +222,9 @@ func (s *Store) parseItem(m map[string]types.AttributeValue) (item, error) {
 	if v, ok := m[attrRelNonce].(*types.AttributeValueMemberS); ok {
 		it.releaseNonce = v.Value
 	}
+	if v, ok := m[attrRenewal].(*types.AttributeValueMemberS); ok {
+		it.renewal = v.Value
+	}
 	if err := s.parseJournalHead(&it, m); err != nil {
 		return item{}, err
 	}
@@ -238,7 +248,7 @@ func (s *Store) record(n int, it item) lease.Record {
 			r.MarkMs = it.preMarkMs
 		}
 	case it.holder != "":
-		r.Holder, r.ExpiresMs, r.Claim = it.holder, it.expiryMs, it.nonce
+		r.Holder, r.ExpiresMs, r.Claim, r.Renewal = it.holder, it.expiryMs, it.nonce, it.renewal
 	}
 	return r
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
@@ -29,7 +31,7 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 	var mu sync.Mutex
 	prefixes := map[lease.Store]string{}
 	seq := 0 // New's keyspaces, so that two in one check differ
-	open := func(t *testing.T, prefix string) lease.Store {
+	openOn := func(t *testing.T, cli *clientv3.Client, prefix string) lease.Store {
 		s, err := etcdstore.New(cli, etcdstore.Config{Prefix: prefix, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 		if err != nil {
 			t.Fatalf("etcdstore.New: %v", err)
@@ -40,22 +42,34 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 		mu.Unlock()
 		return s
 	}
+	open := func(t *testing.T, prefix string) lease.Store { return openOn(t, cli, prefix) }
+	newPrefix := func(t *testing.T) string {
+		mu.Lock()
+		seq++
+		n := seq
+		mu.Unlock()
+		return fmt.Sprintf("/conformance/%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), n)
+	}
 	prefixOf := func(s lease.Store) string {
 		mu.Lock()
 		defer mu.Unlock()
 		return prefixes[s]
 	}
 	leasetest.Run(t, leasetest.Harness{
-		New: func(t *testing.T) lease.Store {
-			mu.Lock()
-			seq++
-			n := seq
-			mu.Unlock()
-			return open(t, fmt.Sprintf("/conformance/%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), n))
-		},
+		New:    func(t *testing.T) lease.Store { return open(t, newPrefix(t)) },
 		Reopen: func(t *testing.T, s lease.Store) lease.Store { return open(t, prefixOf(s)) },
 		Expire: func(t *testing.T, s lease.Store, l *lease.Lease) {
 			revokeOwner(t, cli, prefixOf(s), l.Machine)
+		},
+		// A client of its own, whose KV loses the reply of the next write.
+		LoseReply: func(t *testing.T) (lease.Store, func()) {
+			lc, err := clientv3.New(clientv3.Config{Endpoints: cli.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { lc.Close() })
+			k := installFlaky(lc, func() fault { return pass })
+			return openOn(t, lc, newPrefix(t)), k.loseNextWrite
 		},
 	})
 }

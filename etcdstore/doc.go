@@ -38,13 +38,21 @@
 // lowered by Extend, and Release never records less than a mark someone
 // else wrote.
 //
+// Each extension writes a fresh random renewal value into the mark key
+// (lease.Renewals). A mark written under the lease's own token with a
+// value this Store value neither wrote nor sent is another copy of the
+// holder process renewing the same claim (a clone: same token, same etcd
+// lease): Extend and Release refuse with lease.ErrLost rather than extend
+// from it or lower it.
+//
 // # Errors of unknown outcome
 //
 // A transaction that returned an error may have committed. A claim decides
 // from the store: it adopts an owner key bound to its own etcd lease, and
 // otherwise revokes that lease. Extend and Release return the error; the
 // caller re-reads with Get, and the store's next compare picks up whatever
-// the write left behind.
+// the write left behind — its renewal value among them, remembered as
+// sent.
 //
 // # Restores
 //

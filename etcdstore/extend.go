@@ -22,19 +22,24 @@ const extendTries = 3
 // only if the owner key still has l's token as its create revision and is
 // bound to l's etcd lease, the number is not quarantined, the mark key is
 // unchanged since this store last wrote or read it, and the fleet schedule
-// is still the one l was claimed with. Only after it returns may
-// timestamps below the returned lease's MarkMs be issued.
+// is still the one l was claimed with. The mark key names l's token and
+// holder and a fresh renewal value (lease.Renewals), returned in the
+// lease's Renewal. Only after it returns may timestamps below the returned
+// lease's MarkMs be issued.
 //
 // When the compare fails it reads the keys and decides, in this order:
 // etcd went back in time (see wentBack: the owner key with l's token bound
 // to another etcd lease, the mark key gone or at a lower mod revision, the
 // mark below this store's) — a restore, lease.ErrRestored; the owner key
 // gone or another's — lease.ErrLost; quarantined — lease.ErrQuarantined;
-// the fleet schedule differs from l.Schedule — lease.ErrSchedule. If only
-// the mark changed (RaiseMarks) or the schedule key was rewritten with the
-// same schedule, it retries with what it read. Then it refreshes the etcd
-// lease with one keep-alive; that is for liveness only — safety rests on
-// the compare. leaseFor is not used: the etcd lease keeps the TTL it was
+// the fleet schedule differs from l.Schedule — lease.ErrSchedule; the mark
+// written under l's token with a renewal value this store neither wrote nor
+// sent for l (lease.Renewals: a second process renews the same claim) —
+// lease.ErrLost. If only the mark changed otherwise (written by another
+// claim, or by l's own extension whose reply was lost) or the schedule key
+// was rewritten with the same schedule, it retries with what it read. Then
+// it refreshes the etcd lease with one keep-alive; that is for liveness
+// only — safety rests on the compare. leaseFor is not used: the etcd lease keeps the TTL it was
 // granted with at the claim.
 //
 // After any error but the typed ones the write may or may not have
@@ -52,6 +57,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	s.mu.Lock()
 	target := max(markMs, l.MarkMs, h.markMs)
 	s.mu.Unlock()
+	renewal := s.renewals.Next(l)
 	for attempt := 0; ; attempt++ {
 		s.mu.Lock()
 		was, sched := h.claimed(), h.sched
@@ -74,7 +80,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			cmps = append(cmps, sched.cmp(s.keys.schedule))
 		}
 		resp, err := s.txn(ctx, cmps,
-			[]clientv3.Op{clientv3.OpPut(markKey, encode(markValue{MarkMs: target, Token: l.Token, Holder: l.Holder}))},
+			[]clientv3.Op{clientv3.OpPut(markKey, encode(markValue{MarkMs: target, Token: l.Token, Holder: l.Holder, Renewal: renewal}))},
 			[]clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(quar), clientv3.OpGet(markKey), clientv3.OpGet(s.keys.schedule)})
 		if err != nil {
 			return nil, s.renewFailed(l, target, fmt.Errorf("etcdstore: extend machine %d token %d to %s: %w; the write may have committed: "+
@@ -88,6 +94,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			s.setMarkRevLocked(h, n, resp.Header.Revision)
 			h.markMs = max(h.markMs, target)
 			s.mu.Unlock()
+			s.renewals.Acked(l, renewal)
 			break
 		}
 		o, q, m, sk := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2), kvAt(resp, 3)
@@ -114,6 +121,17 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		mv, err := parseMark(m)
 		if err != nil {
 			return nil, s.renewFailed(l, target, err)
+		}
+		if mv.Token == l.Token {
+			// Written under l's claim since this store last wrote or read
+			// it: by an extension of l whose reply was lost, or by another
+			// copy of l (a clone), which must not extend from it.
+			if err := s.renewals.Check(l, mv.Renewal); err != nil {
+				if errors.Is(err, lease.ErrLost) {
+					s.forget(l) // a lease fenced by a restore is kept (forget)
+				}
+				return nil, s.renewFailed(l, target, err)
+			}
 		}
 		s.mu.Lock()
 		s.setMarkRevLocked(h, n, modRev(m))
@@ -145,7 +163,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			"of its etcd lease %x failed: %w; retry before the lease's TTL runs out", n, l.Token, lease.FormatMs(target), int64(id), err))
 	}
 	nl := *l
-	nl.MarkMs = target
+	nl.MarkMs, nl.Renewal = target, renewal
 	return &nl, nil
 }
 

@@ -27,15 +27,26 @@ const (
 // claim transaction (one that puts an owner key): decide is called for
 // each, under the wrapper's lock. After dropNextReads the next
 // transaction that writes nothing (the claim's re-read) is not sent
-// either. Install it in the client before any Store uses the client.
+// either. After loseNextWrite the next transaction that writes, whatever
+// it is, commits and its reply is lost. Install it in the client before
+// any Store uses the client.
 type flakyKV struct {
 	clientv3.KV
 	mu        sync.Mutex
 	decide    func() fault
 	dropRead  bool
+	loseWrite bool
 	claims    int // claim transactions seen
 	injected  int // claim transactions failed
 	committed int // of those, how many were sent
+}
+
+// loseNextWrite makes the next transaction that writes commit and lose its
+// reply.
+func (k *flakyKV) loseNextWrite() {
+	k.mu.Lock()
+	k.loseWrite = true
+	k.mu.Unlock()
 }
 
 // installFlaky replaces cli's KV with a flakyKV deciding by decide.
@@ -88,6 +99,9 @@ func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 	k.mu.Lock()
 	f := pass
 	switch {
+	case t.writes && k.loseWrite:
+		k.loseWrite = false
+		f = lostReply
 	case t.claim:
 		k.claims++
 		f = k.decide()

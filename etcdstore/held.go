@@ -96,6 +96,13 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mv.Token == l.Token {
+		// The mark was written under l's claim: by l's last extension,
+		// whose value l carries, or by another copy of l (a clone).
+		if err := s.renewals.Check(l, mv.Renewal); err != nil {
+			return nil, err
+		}
+	}
 	h = &held{etcdLease: clientv3.LeaseID(o.Lease), epoch: epoch, markRev: modRev(m), markMs: max(mv.MarkMs, l.MarkMs), sched: guardOf(sk)}
 	if mv.Token != l.Token {
 		h.floorMs = mv.MarkMs
@@ -138,6 +145,7 @@ func (s *Store) forget(l *lease.Lease) {
 	s.mu.Lock()
 	delete(s.leases, leaseKey{l.Machine, l.Token})
 	s.mu.Unlock()
+	s.renewals.Forget(l)
 }
 
 // sameClaim returns lease.ErrLost unless l is the claim h records: same

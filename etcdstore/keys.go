@@ -77,11 +77,14 @@ type ownerValue struct {
 
 // markValue is the value of a mark key: the mark, and the claim (token and
 // holder) that wrote it. RaiseMarks writes token 0 and holder
-// "raise-marks".
+// "raise-marks". Renewal is the renewal value an extension wrote
+// (lease.Renewals); releases, repairs and RaiseMarks write none, and marks
+// written before renewal values read as none.
 type markValue struct {
-	MarkMs int64  `json:"mark_ms"`
-	Token  uint64 `json:"token"`
-	Holder string `json:"holder"`
+	MarkMs  int64  `json:"mark_ms"`
+	Token   uint64 `json:"token"`
+	Holder  string `json:"holder"`
+	Renewal string `json:"renewal,omitempty"`
 }
 
 // raiseMarksHolder is the holder named in marks written by RaiseMarks.

@@ -102,6 +102,9 @@ func (s *Store) fill(ctx context.Context, rec *lease.Record, owner, mark, quaran
 		return err
 	}
 	rec.Holder, rec.Token = ov.Holder, uint64(owner.CreateRevision)
+	if mv.Token == rec.Token {
+		rec.Renewal = mv.Renewal // the holder's last extension's
+	}
 	if owner.Lease != 0 {
 		rec.Claim = claimID(clientv3.LeaseID(owner.Lease))
 		if ttl, err := s.cli.TimeToLive(ctx, clientv3.LeaseID(owner.Lease)); err == nil && ttl.TTL >= 0 {

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,7 +19,10 @@ import (
 // the etcd lease. markMs may be below this holder's own reservation, but the
 // mark recorded is never below one written by anyone else (an earlier
 // holder, RaiseMarks): if the mark changed under it, it retries once with
-// the higher of the two.
+// the higher of the two — unless the mark was written under l's token with
+// a renewal value this store did not write (lease.Renewals): another copy
+// of l's holder renewed it, and the release is refused with lease.ErrLost,
+// leaving the mark and the etcd lease alone.
 //
 // Errors: lease.ErrLost if l no longer holds the number, lease.ErrRestored
 // if etcd went back in time since l was claimed (noticed here as Extend
@@ -96,6 +100,18 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 		mv, err := parseMark(m)
 		if err != nil {
 			return err
+		}
+		if mv.Token == l.Token {
+			// Written under l's claim by another copy of l (a clone)
+			// unless by one of this store's own extensions: lowering it
+			// could go below what that copy issued. The etcd lease is the
+			// other copy's too: it is not revoked.
+			if err := s.renewals.Check(l, mv.Renewal); err != nil {
+				if errors.Is(err, lease.ErrLost) {
+					s.forget(l) // a lease fenced by a restore is kept (forget)
+				}
+				return err
+			}
 		}
 		s.mu.Lock()
 		s.setMarkRevLocked(h, n, modRev(m))

@@ -43,6 +43,9 @@ type Store struct {
 	closed bool
 	hist   *history
 	leases map[leaseKey]*held
+	// renewals are the renewal values this Store value wrote for its
+	// leases (lease.Renewals).
+	renewals lease.Renewals
 }
 
 // New returns a Store that keeps its keys in the etcd cli talks to. The

@@ -45,7 +45,8 @@
 //     compare of a store's fleet schedule record with its copy's schedule
 //     that every store makes in each claim (CheckRecordedSchedule).
 //   - holder.go, nonce.go: holder names and claim nonces, which tell two
-//     claims apart when holder strings repeat.
+//     claims apart when holder strings repeat; renewal.go: the renewal
+//     values that tell two copies of one holder process apart.
 //   - quarantine.go, format.go: the operator's quarantine values and the
 //     one time format of logs and errors.
 //

@@ -254,7 +254,10 @@ func isFinal(err error) bool {
 // reread decides an extension whose outcome is unknown from the stored
 // record: it committed if the record still names this holder and token with
 // a mark at least the one asked for. A read that shows the store went back
-// in time (ErrRestored from Get) loses the lease as a restore.
+// in time (ErrRestored from Get) loses the lease as a restore. A record
+// with another renewal value than the lease's (Lease.Renewal) is never
+// taken for this extension's: the store, which remembers the values it
+// sent, is asked again.
 func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*Lease, error) {
 	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
 	rec, err := h.store.Get(cctx, l.Machine)
@@ -278,6 +281,18 @@ func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*
 		// under a shared holder name.
 		return nil, fmt.Errorf("%w: machine %d is held under %q token %d by another claim (%s, not this lease's %s)",
 			ErrLost, l.Machine, rec.Holder, rec.Token, rec.Claim, l.Claim)
+	case !revert.Clone && rec.Renewal != l.Renewal:
+		// A renewal value this lease did not write: this extension's own,
+		// whose reply was lost, or a second process's renewing the same
+		// claim (a clone). Only the store knows the values it sent: ask it
+		// again at once, and let its compare decide.
+		cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
+		defer cancel()
+		nl, err := h.store.Extend(cctx, l, mark, h.k.cfg.LeaseFor)
+		if err != nil && !isFinal(err) {
+			return nil, fmt.Errorf("%w (the record carries another renewal value than this lease's, and extending again to decide failed: %v)", cause, err)
+		}
+		return nl, err
 	case rec.MarkMs >= mark:
 		nl := *l
 		nl.MarkMs = rec.MarkMs

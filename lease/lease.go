@@ -123,6 +123,12 @@ type Lease struct {
 	// be shared, so Extend and Release compare it too, and so does the
 	// keeper when it re-reads a record after an error of unknown outcome.
 	Claim string
+	// Renewal is the renewal value the store's record held after this
+	// lease's last acknowledged write: empty after the claim, then the
+	// random value each extension writes (Renewals). A cloned process
+	// holds the same lease; the copy whose extension lands second finds
+	// the other's value and gets ErrLost.
+	Renewal string
 }
 
 func (l *Lease) String() string {
@@ -148,6 +154,10 @@ type Record struct {
 	// Claim identifies the current holder's claim attempt (Lease.Claim),
 	// where the store keeps one.
 	Claim string `json:"claim,omitempty"`
+	// Renewal is the renewal value the current holder's last extension
+	// wrote (Lease.Renewal); empty before its first, or for a store that
+	// keeps none.
+	Renewal string `json:"renewal,omitempty"`
 }
 
 // Held reports whether the record names a holder.
@@ -201,14 +211,20 @@ type Store interface {
 	// Extend raises the lease's mark to markMs (never lowers it) and keeps
 	// the lease alive for leaseFor, comparing on the lease's holder and
 	// token: ErrLost if they no longer match, ErrQuarantined if the number
-	// was quarantined. Only after it returns may timestamps below markMs be
-	// issued.
+	// was quarantined. Every call writes a fresh renewal value, even one
+	// that moves no mark, returned in the lease's Renewal, and compares on
+	// the record still holding one this Store value wrote or sent for the
+	// claim (Renewals: l.Renewal, or a write whose reply was lost):
+	// ErrLost otherwise, since a second process renews the same claim, or
+	// ErrRestored for one it wrote before its last (Renewals.Check). Only
+	// after it returns may timestamps below markMs be issued.
 	Extend(ctx context.Context, l *Lease, markMs int64, leaseFor time.Duration) (*Lease, error)
 	// Release gives the number up, recording markMs (the end of the last
 	// timestamp issued) as the mark so the next holder starts above it. It
 	// may lower the mark from this holder's own reservation, but never
 	// below a mark anyone else wrote (RaiseMarks). ErrLost if the lease was
-	// no longer held.
+	// no longer held, or if the record holds a renewal value this Store
+	// value did not write (as Extend).
 	Release(ctx context.Context, l *Lease, markMs int64) error
 	// Get returns the record of one number (a zero record, not an error, for
 	// a number never claimed).

@@ -25,5 +25,12 @@ func TestConformance(t *testing.T) {
 		Rollback: func(t *testing.T, s lease.Store) func() {
 			return copyAside(t, pool, s.(*pgstore.Store).Table())
 		},
+		// Behind a proxy that drops the answer to the next statement
+		// after the server committed it.
+		LoseReply: func(t *testing.T) (lease.Store, func()) {
+			s, _, arm := cutStore(t, newTable(t, pool))
+			arm.sql = "" // the next statement, whichever
+			return s, func() { arm.mode.Store(cutResponse) }
+		},
 	})
 }

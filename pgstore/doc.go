@@ -23,6 +23,11 @@
 //	                    they fenced the holder here instead.
 //	claim_seq           the claim number of the row's current claim: its
 //	                    journal entry's seq (see The journal)
+//	renewal             128 random bits written by each extension ('' after
+//	                    a claim); extensions and releases compare it with
+//	                    the values their Store value wrote or sent, so a
+//	                    cloned holder process renewing the same claim is
+//	                    refused (lease.Renewals)
 //	updated_at          when the row last changed (for operators)
 //
 // Beside it, for every region of the table:
@@ -48,8 +53,9 @@
 //	<table>_claims      the lease journal: the newest 64 claims of each
 //	                    (region, machine number) (see The journal).
 //
-// Migrate creates them, and adds claim_nonce and claim_seq to a table made
-// by an earlier version: run it ("snowfence leases init") after upgrading.
+// Migrate creates them, and adds claim_nonce, claim_seq and renewal to a
+// table made by an earlier version: run it ("snowfence leases init") after
+// upgrading.
 // Every operation is one conditional statement (RaiseMarks: one
 // transaction of two); there are no advisory locks and no
 // read-then-write sequences whose outcome a race could change (reads only
@@ -58,10 +64,13 @@
 //	claim     INSERT … ON CONFLICT DO UPDATE SET holder, lease_expiry = now + LeaseFor,
 //	          lease_epoch + 1 WHERE holder <> 'QUARANTINED' AND (lease_expiry < now
 //	          OR (holder = '' AND lease_expiry ≤ now + MaxAhead)) RETURNING …
-//	extend    UPDATE … SET lease_expiry = mark WHERE holder = me AND lease_epoch = my
-//	          epoch AND lease_expiry < mark
+//	extend    UPDATE … SET lease_expiry = GREATEST(lease_expiry, mark), renewal = new
+//	          WHERE holder = me AND lease_epoch = my epoch AND claim_nonce = mine
+//	          AND lease_expiry >= the mark last seen under my claim (signs.go)
+//	          AND renewal = ANY(mine)
 //	release   UPDATE … SET holder = '', lease_expiry = max(mark, floor_ms)
-//	          WHERE holder = me AND lease_epoch = my epoch
+//	          WHERE holder = me AND lease_epoch = my epoch AND claim_nonce = mine
+//	          AND renewal = ANY(mine)
 //
 // # Guarantees
 //

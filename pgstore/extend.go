@@ -13,21 +13,25 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Extend raises the lease's mark (lease_expiry) to markMs with one
-// conditional update that succeeds only if the row still names l's holder
-// and epoch, the mark moves forward (from no lower than the one this
-// Store value last saw under l's claim), the fleet schedule stored is
-// still l.Schedule, and the server is still the cluster and timeline the
-// origin row records. If no row changed it re-reads the row to say why:
-// lease.ErrRestored (the server changed: failover, recovery, another
-// cluster — or a restore another claimer recorded fenced this lease, or
-// the row shows the table went back in time since this Store value saw it,
-// signs.go), lease.ErrRestored too without a write for a lease claimed
-// before this Store value noticed such a restore,
-// lease.ErrQuarantined, lease.ErrLost (another holder or epoch, no row, or
-// fenced by RaiseMarks), lease.ErrSchedule, or — all still match and the
-// mark is already at or past markMs, as after RaiseMarks raised a free
-// row's mark — success with that mark.
+// Extend raises the lease's mark (lease_expiry) to markMs, never lowering
+// it, with one conditional update that succeeds only if the row still
+// names l's holder, epoch and claim nonce, its mark is no lower than the
+// one this Store value last saw under l's claim (signs.go), the row's
+// renewal value is one this Store value wrote or sent for l
+// (lease.Renewals), the fleet schedule stored is still l.Schedule, and the
+// server is still the cluster and timeline the origin row records; it
+// writes a fresh renewal value, even when the mark is already past markMs,
+// returned in the lease's Renewal with the mark. If no row changed it
+// re-reads the row to say why: lease.ErrRestored (the server changed:
+// failover, recovery, another cluster — or a restore another claimer
+// recorded fenced this lease, or the row shows the table went back in time
+// since this Store value saw it, signs.go, or it holds a renewal value
+// from before this Store value's last one), lease.ErrRestored too without
+// a write for a lease claimed before this Store value noticed such a
+// restore, lease.ErrQuarantined, lease.ErrLost (another holder or epoch,
+// no row, fenced by RaiseMarks, or another renewal value: a second process
+// renews the same claim), lease.ErrSchedule, or — all match now — an error
+// to retry.
 //
 // leaseFor is not used: a table's lease lasts as far as its mark, so the
 // mark asked for is the new expiry. After any other error the update may
@@ -61,16 +65,19 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	sp := s.before(l.Machine)
 	// The mark last seen under this claim: never renewed from below it.
 	keep := sp.Held(l.Machine, l.Token, l.Claim)
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, keep).Scan(
+	accepted := s.renewals.Accepted(l)
+	renewal := s.renewals.Next(l)
+	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, keep, renewal, accepted).Scan(
 		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
 	switch {
 	case err != nil:
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
 			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, lease.FormatMs(target), s.schemaErr(err)))
 	case got != nil:
+		s.renewals.Acked(l, renewal)
 		nl := *l
-		nl.MarkMs = *got
-		s.saw(sp, l.Machine, row{machine: l.Machine, holder: l.Holder, expiryMs: *got, epoch: int64(l.Token), nonce: l.Claim}, true)
+		nl.MarkMs, nl.Renewal = *got, renewal
+		s.saw(sp, l.Machine, row{machine: l.Machine, holder: l.Holder, expiryMs: *got, epoch: int64(l.Token), nonce: l.Claim, renewal: renewal}, true)
 		return &nl, nil
 	case !same:
 		return nil, s.renewFailed(l, target, restoredErr(l, id))
@@ -84,6 +91,9 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 		return nil, s.renewFailed(l, target, err)
 	}
 	if err := s.ownership(l, r, ok); err != nil {
+		return nil, s.renewFailed(l, target, err)
+	}
+	if err := s.renewals.Check(l, r.renewal); err != nil {
 		return nil, s.renewFailed(l, target, err)
 	}
 	if !revert.Schedule {
@@ -104,9 +114,8 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 			}
 		}
 	}
-	nl := *l
-	nl.MarkMs = r.expiryMs // at or past target, or the update would have matched
-	return &nl, nil
+	return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, yet the row read "+
+		"after it still belongs to the lease (it changed in between); retry", l.Machine, l.Token))
 }
 
 // ownership says whether row r (ok false: no row) still belongs to l:
@@ -139,17 +148,24 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	return nil
 }
 
-// renewFailed logs a failed renewal and returns err.
+// renewFailed logs a failed renewal and returns err. After lease.ErrLost,
+// lease.ErrQuarantined or lease.ErrRestored the lease renews no more: its
+// renewal values are forgotten.
 func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
+	if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrQuarantined) || errors.Is(err, lease.ErrRestored) {
+		s.renewals.Forget(l)
+	}
 	s.log.Warn("renewal failed", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token,
 		"mark", lease.FormatMs(l.MarkMs), "wanted", lease.FormatMs(markMs), "error", err)
 	return err
 }
 
-// Release gives l's number up with one conditional update on holder and
-// epoch: holder ” and lease_expiry = max(markMs, floor_ms), so the mark
-// may fall to the end of what this holder issued but never below a mark
-// anyone else wrote. The number can be claimed at once; the next holder
+// Release gives l's number up with one conditional update on holder,
+// epoch, claim and renewal value (as Extend's): holder ” and lease_expiry
+// = max(markMs, floor_ms), so the mark may fall to the end of what this
+// holder issued but never below a mark anyone else wrote, and a second
+// process renewing the same claim (a clone) makes it fail with
+// lease.ErrLost, leaving the mark that process holds. The number can be claimed at once; the next holder
 // starts at or above the recorded mark. The same statement ends the
 // claim's journal entry as released, at the recorded mark. Errors: lease.ErrLost if l no
 // longer holds the number, lease.ErrQuarantined if it was quarantined,
@@ -162,10 +178,11 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	var mark int64
 	sp := s.before(l.Machine)
-	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim).Scan(&mark)
+	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Accepted(l)).Scan(&mark)
 	switch {
 	case err == nil:
 		s.watch.Forget(l.Claim)
+		s.renewals.Forget(l)
 		s.saw(sp, l.Machine, row{machine: l.Machine, expiryMs: mark, epoch: int64(l.Token), nonce: l.Claim}, true)
 		s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token, "mark", lease.FormatMs(mark))
 		return nil
@@ -176,8 +193,12 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 				err = s.ownership(l, r, ok)
 			}
 		}
+		if rerr == nil && err == nil {
+			err = s.renewals.Check(l, r.renewal) // a clone's renewal: the mark stays
+		}
 		if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
 			s.watch.Forget(l.Claim)
+			s.renewals.Forget(l)
 		}
 		if rerr != nil || err == nil { // err nil: it matched a moment later; ask to retry
 			err = fmt.Errorf("pgstore: release machine %d epoch %d: the update changed nothing (%v); retry", l.Machine, l.Token, rerr)

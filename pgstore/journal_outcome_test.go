@@ -109,7 +109,8 @@ func (p *cutProxy) pipe(src, dst net.Conn, mode int32) {
 	}
 }
 
-// armOn is a pgx tracer that arms the proxy when the statement sql starts.
+// armOn is a pgx tracer that arms the proxy when the statement sql starts
+// (any statement when sql is empty).
 type armOn struct {
 	p    *cutProxy
 	sql  string
@@ -117,7 +118,7 @@ type armOn struct {
 }
 
 func (a *armOn) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if d.SQL == a.sql {
+	if a.sql == "" || d.SQL == a.sql {
 		if m := a.mode.Swap(cutNothing); m != cutNothing {
 			a.p.mode.Store(m)
 		}

@@ -84,6 +84,15 @@ rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
 		}
 		return n + `::text IS NOT NULL` // compares nothing
 	}
+	// renewal compares the row's renewal value with those the holder
+	// wrote or sent ($n, lease.Renewals.Accepted): a second process
+	// renewing the same claim (a clone) writes others.
+	renewal := func(n string) string {
+		if !revert.Clone {
+			return `renewal = ANY(` + n + `::text[])`
+		}
+		return n + `::text[] IS NOT NULL` // compares nothing
+	}
 	// same is the origin row when the server is still on the cluster and
 	// timeline it records: claims and extensions run only then.
 	// Its floor_ms is the restore floor: after a restore was noticed, the
@@ -107,11 +116,13 @@ rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
 	floor_ms     bigint      NOT NULL DEFAULT 0,
 	claim_nonce  text        NOT NULL DEFAULT '',
 	claim_seq    bigint      NOT NULL DEFAULT 0,
+	renewal      text        NOT NULL DEFAULT '',
 	updated_at   timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (region, machine_id)
 )`),
 			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_nonce text NOT NULL DEFAULT ''`),
 			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS claim_seq bigint NOT NULL DEFAULT 0`),
+			q(`ALTER TABLE {t} ADD COLUMN IF NOT EXISTS renewal text NOT NULL DEFAULT ''`),
 			// The journal: slot seq mod {keep} of each number holds its
 			// claim number seq (see "The journal" in the package documentation).
 			q(`CREATE TABLE IF NOT EXISTS {j} (
@@ -195,6 +206,7 @@ c AS (
 	       floor_ms = GREATEST(r.floor_ms, r.lease_expiry, EXCLUDED.floor_ms),
 	       claim_nonce = EXCLUDED.claim_nonce,
 	       claim_seq = GREATEST(r.claim_seq + 1, EXCLUDED.claim_seq),
+	       renewal = '',
 	       updated_at = now()
 	 WHERE r.holder <> {quarantined}
 	   AND (r.lease_expiry < $4::bigint OR (r.holder = '' AND r.lease_expiry - $4::bigint <= $6::bigint))
@@ -213,25 +225,28 @@ SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.syste
 		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
 		// its claim nonce, $8 the lowest mark it may find (the one the
 		// store last saw under this claim, 0 if none: a lower one means
-		// the table went back; signs.go). One row: the new mark (NULL if
-		// nothing changed), and whether the server is still the one the
-		// origin row records.
+		// the table went back; signs.go), $9 the renewal value to write,
+		// $10 those the row may hold (lease.Renewals.Accepted). One row:
+		// the mark after it, never lowered (NULL if nothing changed), and
+		// whether the server is still the one the origin row records. It
+		// writes the renewal value even when the mark is already past $5,
+		// so that every renewal changes it; but never on a mark below $8.
 		extend: q(`WITH ident AS MATERIALIZED ({ident}),
 same AS MATERIALIZED (` + same("0::bigint", "0::bigint") + `),
 u AS (
-	UPDATE {t} SET lease_expiry = $5, updated_at = now()
-	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry < $5 AND lease_expiry >= $8::bigint
-	   AND ` + claim("$7") + ` AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
+	UPDATE {t} SET lease_expiry = GREATEST(lease_expiry, $5::bigint), renewal = $9, updated_at = now()
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND lease_expiry >= $8::bigint
+	   AND ` + claim("$7") + ` AND ` + renewal("$10") + ` AND EXISTS (SELECT 1 FROM same) AND ` + sched("$6") + `
 	RETURNING lease_expiry
 )
 SELECT u.lease_expiry, EXISTS (SELECT 1 FROM same), ident.sysid, ident.tl, o.system_identifier, o.timeline
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN u ON true`),
-		// $3 holder, $4 epoch, $5 mark, $6 the lease's claim nonce. The
-		// same statement ends the claim's journal entry with the mark
-		// written.
+		// $3 holder, $4 epoch, $5 mark, $6 the lease's claim nonce, $7 the
+		// renewal values the row may hold. The same statement ends the
+		// claim's journal entry with the mark written.
 		release: q(`WITH rel AS (
 	UPDATE {t} SET holder = '', lease_expiry = GREATEST($5::bigint, floor_ms), updated_at = now()
-	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND ` + claim("$6") + `
+	 WHERE region = $1 AND machine_id = $2 AND holder = $3 AND lease_epoch = $4 AND ` + claim("$6") + ` AND ` + renewal("$7") + `
 	RETURNING lease_expiry, claim_seq, claim_nonce
 ), ended AS (
 	UPDATE {j} e SET end_kind = '` + lease.EndReleased + `', end_ms = rel.lease_expiry, ended_ms = {nowms}
@@ -240,12 +255,12 @@ SELECT u.lease_expiry, EXISTS (SELECT 1 FROM same), ident.sysid, ident.tl, o.sys
 	   AND e.claim_nonce = rel.claim_nonce AND e.end_kind = ''
 )
 SELECT lease_expiry FROM rel`),
-		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
+		get: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, renewal FROM {t}
  WHERE region = $1 AND machine_id = $2`),
-		list: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
+		list: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, renewal FROM {t}
  WHERE region = $1 ORDER BY machine_id`),
 		// $2, $3 the range.
-		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce FROM {t}
+		scan: q(`SELECT machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, renewal FROM {t}
  WHERE region = $1 AND machine_id BETWEEN $2 AND $3`),
 		// quarantine ends the journal entry of the claim the row carries
 		// (its claim_nonce, kept) if no write ended it yet and the

@@ -19,6 +19,9 @@ type row struct {
 	// nonce is the claim_nonce the last claim attempt wrote: only the
 	// attempt that wrote it may adopt the row as its claim.
 	nonce string
+	// renewal is the renewal value the holder's last extension wrote
+	// (lease.Renewals); empty after a claim.
+	renewal string
 }
 
 func (r row) quarantined() bool { return r.holder == lease.QuarantineHolder }
@@ -38,14 +41,14 @@ func (s *Store) record(r row) lease.Record {
 		rec.ExpiresMs = r.expiryMs
 	}
 	if r.holder != "" && !r.quarantined() {
-		rec.Claim = r.nonce
+		rec.Claim, rec.Renewal = r.nonce, r.renewal
 	}
 	return rec
 }
 
 func scanRow(rows pgx.CollectableRow) (row, error) {
 	var r row
-	err := rows.Scan(&r.machine, &r.holder, &r.expiryMs, &r.epoch, &r.floorMs, &r.nonce)
+	err := rows.Scan(&r.machine, &r.holder, &r.expiryMs, &r.epoch, &r.floorMs, &r.nonce, &r.renewal)
 	return r, err
 }
 

@@ -75,7 +75,7 @@ func (s *Store) schemaErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42703") {
 		return fmt.Errorf("%w (run Migrate — \"snowfence leases init\" — on table %s: this version needs %s%s, %s%s, %s%s, %s%s "+
-			"and the columns claim_nonce and claim_seq)",
+			"and the columns claim_nonce, claim_seq and renewal)",
 			err, s.name, s.name, fleetSuffix, s.name, originSuffix, s.name, registrySuffix, s.name, journalSuffix)
 	}
 	return err

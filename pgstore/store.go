@@ -71,6 +71,10 @@ type Store struct {
 	// remember of the rows they saw and of the restores those showed
 	// (signs.go).
 	watch *tablewatch.Watch
+	// renewals are the renewal values this Store value wrote or sent for
+	// its leases (lease.Renewals). Unlike watch, it is this Store value's
+	// own: a sibling's leases are of another region.
+	renewals lease.Renewals
 }
 
 // Suffixes of the tables kept beside the lease table: the fleet schedule,
@@ -171,7 +175,7 @@ func (s *Store) Region() int { return s.region }
 
 // Migrate creates the lease table (and its schema) if they do not exist,
 // adds the columns later versions need to a table created before them
-// (claim_nonce, claim_seq), and creates the four tables beside it:
+// (claim_nonce, claim_seq, renewal), and creates the four tables beside it:
 // <table>_fleet, the fleet schedule (no row until one is set: "v1"),
 // <table>_origin, the server's system identifier and WAL timeline as first
 // seen (see "Restores" in the package documentation), <table>_region, this

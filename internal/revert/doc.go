@@ -29,4 +29,6 @@
 //	snowfence_revert_registry      the region registry's rules checked by every keeper at start (region known
 //	                               and in service, its home store, the registry's schedule) and the claim's
 //	                               compare of the store's fleet schedule record with the registry's
+//	snowfence_revert_clone         the renewal value every extension writes and the next extension and the
+//	                               release compare (a cloned holder process renews beside the original for ever)
 package revert

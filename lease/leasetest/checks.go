@@ -199,25 +199,33 @@ func checkExtendCompares(t *testing.T, s *suite) {
 
 // checkExtendOnlyForward: an extension to an earlier mark keeps the later
 // one, in the returned lease and in the store, through any Store value.
+// The lease is handed from one Store value to the next as the last
+// extension returned it, with its renewal value: two Store values renewing
+// one claim from the same copy of the lease are a cloned holder
+// (checkCloneIsLost).
 func checkExtendOnlyForward(t *testing.T, s *suite) {
 	st := s.store(t)
 	nowMs := now()
 	base := s.top(nowMs)
 	l := MustClaim(t, st, s.req("h", 0, 0, nowMs))
 	l = s.mustExtend(t, st, l, base+5000)
-	stale := *l
-	stale.MarkMs = nowMs // a caller passing an old copy of its lease
-	for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
-		got, err := via.Extend(ctxFor(t), &stale, base+1000, s.h.LeaseFor)
+	for _, via := range []struct {
+		name string
+		st   lease.Store
+	}{{"same store", st}, {"another store", s.reopen(t, st)}} {
+		stale := *l
+		stale.MarkMs = nowMs // a caller passing an old copy of its mark
+		got, err := via.st.Extend(ctxFor(t), &stale, base+1000, s.h.LeaseFor)
 		if err != nil {
-			t.Fatalf("%s: Extend to an earlier mark: %v, want the later mark kept", name, err)
+			t.Fatalf("%s: Extend to an earlier mark: %v, want the later mark kept", via.name, err)
 		}
 		if got.MarkMs != base+5000 {
-			t.Errorf("%s: Extend to an earlier mark returned mark %d, want %d", name, got.MarkMs, base+5000)
+			t.Errorf("%s: Extend to an earlier mark returned mark %d, want %d", via.name, got.MarkMs, base+5000)
 		}
 		if rec := MustGet(t, st, 0); rec.MarkMs != base+5000 {
-			t.Errorf("%s: stored mark %d, want %d", name, rec.MarkMs, base+5000)
+			t.Errorf("%s: stored mark %d, want %d", via.name, rec.MarkMs, base+5000)
 		}
+		l = got
 	}
 	if got := s.mustExtend(t, st, l, base+6000); got.MarkMs != base+6000 {
 		t.Errorf("Extend forward returned mark %d, want %d", got.MarkMs, base+6000)

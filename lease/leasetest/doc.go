@@ -33,6 +33,8 @@
 // layout step); keepers.go the checks of
 // real keepers on the store; rollback.go the checks of what a store
 // notices after its data was put back to an earlier state where the server
-// shows no sign of it (Harness.Rollback); helpers.go what they share (and
-// what a store's own tests may use).
+// shows no sign of it (Harness.Rollback); clone.go those of a cloned holder
+// process (two copies of one lease, each renewing through its own Store
+// value); helpers.go what they share (and what a store's own tests may
+// use).
 package leasetest

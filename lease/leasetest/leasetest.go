@@ -42,6 +42,11 @@ type Harness struct {
 	// restore (rollback.go), for stores whose own tests play their restores
 	// (etcdstore).
 	Rollback func(t *testing.T, s lease.Store) (put func())
+	// LoseReply returns a store on a fresh keyspace of its own (as New)
+	// and lose: after lose, the store's next write (the next extension's)
+	// reaches the server and commits, and its reply is lost, as on a
+	// network failure. Nil skips the check that needs it.
+	LoseReply func(t *testing.T) (st lease.Store, lose func())
 }
 
 // Run runs every check of the suite against stores from h, each as a
@@ -96,6 +101,10 @@ func Run(t *testing.T, h Harness) {
 		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
 		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
 		{"LossNotRestore", checkLossNotRestore},
+		{"CloneIsLost", checkCloneIsLost},
+		{"CloneReleaseKeepsMark", checkCloneReleaseKeepsMark},
+		{"CloneUnknownOutcome", checkCloneUnknownOutcome},
+		{"CloneMintsOnce", checkCloneMints},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

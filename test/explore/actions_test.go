@@ -44,6 +44,15 @@ var actions = []action{
 	{"restart a process", func(w *world) int { return w.unfocused(w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2))) }, (*world).restart},
 	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, w.themed(themeRegistry, 6, 3)) }, (*world).startIdle},
 	{"stop a holder", func(w *world) int { return w.unfocused(1) }, (*world).stopOne},
+	// A cloned holder process (clone_test.go), in worlds without restores:
+	// its window's duplicates are expected, and a restore's would blur
+	// them.
+	{"clone a holder", func(w *world) int {
+		if w.cfg.Restores || len(w.clones) >= 2 {
+			return 0
+		}
+		return w.unfocused(2)
+	}, (*world).cloneOne},
 	{"snapshot", func(w *world) int {
 		if w.snapshotAt >= 0 || !w.cfg.Restores {
 			return 0

@@ -46,7 +46,12 @@
 // (a lease.Store wrapper for etcd and PostgreSQL, the shim's
 // DropNextReplies for DynamoDB); cut a process off from its stores for a
 // few steps (the wrapper fails every call without making it); restart a
-// process (Close every keeper, start them again together); snapshot the
+// process (Close every keeper, start them again together); clone a holder
+// process, in worlds without restores (clone_test.go: its lease, grant and
+// generator position copied, renewing through a Store value of its own and
+// minting whenever its original does — the duplicates the two mint before
+// each has renewed once since are the clone's window and let through,
+// counted in the figures; any later one is a finding); snapshot the
 // store and later restore it — etcd with and without a new cluster token
 // and with and without a revision bump; PostgreSQL by copying the table's
 // rows aside and writing them back; DynamoDB by scanning the table aside

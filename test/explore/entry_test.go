@@ -166,14 +166,35 @@ func (w *world) describeDuplicate(id snowfence.ID, by, prev minted) string {
 
 // minter describes who minted id.
 func (w *world) minter(id snowfence.ID, m minted) string {
-	h := w.all[m.holder]
-	p := h.p
+	p := w.procOf(m)
+	if p == nil {
+		return fmt.Sprintf("clone %d (closed)", m.holder)
+	}
+	who := fmt.Sprintf("holder %d", m.holder)
 	gen := fmt.Sprintf("generator %d", m.gen)
+	if c := w.cloneOf(m); c != nil {
+		who, gen = fmt.Sprintf("clone %d", m.holder), fmt.Sprintf("a copy of holder %d generator %d", c.of.idx, c.ofGen)
+	}
 	if m.extra > 0 {
 		gen += fmt.Sprintf(", extra generator %d on its keeper", m.extra)
 	}
-	return fmt.Sprintf("holder %d (%s; process %d, %s, region %d on store %s, schedule %q, layout %s)",
-		m.holder, gen, p.idx, p.cfg.entry(), p.cfg.Region, storeName(p.cfg.Store), w.scheduleText(p.cfg.Schedule), w.layoutOf(id, m))
+	if m.window != 0 && !m.clone {
+		gen += fmt.Sprintf(", in clone %d's window", m.window)
+	}
+	return fmt.Sprintf("%s (%s; process %d, %s, region %d on store %s, schedule %q, layout %s)",
+		who, gen, p.idx, p.cfg.entry(), p.cfg.Region, storeName(p.cfg.Store), w.scheduleText(p.cfg.Schedule), w.layoutOf(id, m))
+}
+
+// procOf is the process whose holder minted m: a clone's is its
+// original's (nil for a clone closed since).
+func (w *world) procOf(m minted) *proc {
+	if m.clone {
+		if c := w.cloneOf(m); c != nil {
+			return c.of.p
+		}
+		return nil
+	}
+	return w.all[m.holder].p
 }
 
 // layoutOf is the name of the layout id was minted under by m ("?" if it
@@ -189,7 +210,11 @@ func (w *world) layoutOf(id snowfence.ID, m minted) string {
 // layoutAt is the layout id was minted under by m: the one m's schedule
 // has in force at the ID's timestamp.
 func (w *world) layoutAt(id snowfence.ID, m minted) (snowfence.Layout, bool) {
-	sched, err := w.schedule(w.all[m.holder].p.cfg.Schedule)
+	p := w.procOf(m)
+	if p == nil {
+		return snowfence.Layout{}, false
+	}
+	sched, err := w.schedule(p.cfg.Schedule)
 	if err != nil {
 		return snowfence.Layout{}, false
 	}
@@ -211,8 +236,13 @@ func (w *world) regionBits(id snowfence.ID, m minted) bool {
 // differ); one region's numbers leased in two stores; two regions under a
 // layout without region bits; or another.
 func (w *world) duplicateKind(id snowfence.ID, a, b minted) string {
-	pa, pb := w.all[a.holder].p, w.all[b.holder].p
+	pa, pb := w.procOf(a), w.procOf(b)
+	if pa == nil || pb == nil {
+		return "a closed clone's"
+	}
 	switch la, lb := w.layoutOf(id, a), w.layoutOf(id, b); {
+	case a.clone || b.clone:
+		return "a cloned holder process and another, after the clone's window"
 	case a.holder == b.holder && a.gen == b.gen && a.extra != b.extra:
 		return "two generators on one keeper"
 	case la != lb:

@@ -194,6 +194,7 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 	}
 	w.checkJournal("after every holder closed")
 	fig.add("IDs checked", int(w.led.checked))
+	fig.add("duplicates in a clone's window (tolerated)", w.led.tolerated)
 	fig.add("dropped below the store (shim)", sp.dropped())
 	for _, p := range w.procs {
 		for _, st := range p.stores {
@@ -205,8 +206,9 @@ func runWorld(t *testing.T, svc service, cfg *config, fig *figures) (string, str
 	return w.failure, w.log.String()
 }
 
-// shutdown closes every keeper, paused or not.
+// shutdown closes every keeper, paused or not, and every clone.
 func (w *world) shutdown() {
+	w.closeClones()
 	for _, h := range w.all {
 		w.stop(h)
 	}

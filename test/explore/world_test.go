@@ -63,6 +63,8 @@ type world struct {
 	jr            *rand.Rand
 	// reg is the state of a registry world's registry (nil in others).
 	reg *registryState
+	// clones are the holders cloned (clone_test.go).
+	clones []*clone
 }
 
 // proc is one process: a clock, its stores, its holders.
@@ -120,6 +122,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
 		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{},
 		jr: rand.New(rand.NewPCG(cfg.Seed, 0x10c4a1))}
+	w.led.tolerate = w.cloneWindow
 	w.start = time.Now().Truncate(time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
@@ -237,7 +240,9 @@ func (w *world) settle(p *proc) {
 	if err := p.clk.BlockUntilWaiters(ctx, n); err != nil {
 		w.fail(stuckMarker, "the %d keeper(s) of process %d did not go back to sleep within %s (%d asleep): %s",
 			n, p.idx, settleTimeout, p.clk.Waiters(), w.statuses(p))
+		return
 	}
+	w.renewClones(p)
 }
 
 // stuckMarker starts the failure of a keeper that never went back to sleep.
@@ -449,7 +454,8 @@ func (w *world) pass(p *proc, d time.Duration) {
 }
 
 // mint takes a batch from h (and from each generator built on its keeper
-// after its own, extras) and checks it.
+// after its own, extras) and checks it; then h's clones mint as much
+// (clone_test.go).
 func (w *world) mint(h *holder, n int, single bool) {
 	if !h.running() || w.failure != "" {
 		return
@@ -458,6 +464,7 @@ func (w *world) mint(h *holder, n int, single bool) {
 	for i := range h.extras {
 		w.mintOn(h, i+1, n, single)
 	}
+	w.mintClones(h, n, single) // a clone mints when its original does, refused or not
 }
 
 // mintOn takes a batch from generator extra of h (0: its own; i: extras[i-1]).
@@ -499,7 +506,7 @@ func (w *world) mintOn(h *holder, extra, n int, single bool) {
 			return
 		}
 	}
-	by := minted{holder: h.idx, gen: h.gen, extra: extra, step: w.step}
+	by := minted{holder: h.idx, gen: h.gen, extra: extra, step: w.step, window: w.windowTag(h)}
 	if prev, id, dup := w.led.record(ids, by); dup {
 		w.fail(duplicateMarker, "%s", w.describeDuplicate(id, by, prev))
 		return
