@@ -14,7 +14,9 @@ import (
 
 // Release gives l's number up: it removes the holder and records markMs
 // (at least l.StartMs) as lease_expiry, conditioned on holder, epoch,
-// claim nonce and renewal value (as Extend's) and on the stored mark being
+// claim nonce and renewal value (as Extend's, though a value this Store
+// value wrote before its last one — an item put back by a restore — is
+// taken too, lease.Renewals.Own: signs.go) and on the stored mark being
 // no higher than l's own (l.MarkMs) and markMs being at or above the floor
 // RaiseMarks leaves (mark_floor). Otherwise — someone raised the mark — it
 // removes the holder and keeps the stored mark; but if the item holds a
@@ -59,7 +61,10 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 
 func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	nonce := lease.NewNonce()
-	accepted := s.renewals.Accepted(l)
+	// The values this Store value wrote for l, earlier ones too: a release
+	// of a row put back to one of those still records the end of what l
+	// issued (signs.go); a clone's value is refused.
+	accepted := s.renewals.Own(l)
 	vals := map[string]types.AttributeValue{
 		":me": str(l.Holder), ":my_epoch": num(int64(l.Token)), ":last": num(last), ":mine": num(max(l.MarkMs, last)), ":rn": str(nonce),
 	}

@@ -19,7 +19,9 @@ import (
 // floor). A renewal also refuses to renew a mark found below the one last
 // seen under its claim; a release of such a claim still succeeds and
 // notices nothing: it writes the end of what the holder issued, which is
-// what the next claimer must start above. A higher epoch is no sign: another holder's claim, a quarantine
+// what the next claimer must start above (its renewal compare takes the
+// holder's own earlier values too, lease.Renewals.Own). A higher epoch is
+// no sign: another holder's claim, a quarantine
 // and raise-marks make one, and so would a restore followed by as many
 // claims — that one is not told apart from an ordinary loss.
 

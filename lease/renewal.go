@@ -31,7 +31,8 @@ const maxEarlier = 32
 // one this process wrote: Lease.Renewal, the value of its last
 // acknowledged write, or one it sent since whose reply never came (it may
 // have committed). Of two copies, the one whose renewal lands second finds
-// the other's value and gets ErrLost. Release compares the same way, or a
+// the other's value and gets ErrLost. Release compares too (with Own: the
+// holder's earlier values as well, which only a restore puts back), or a
 // clone's release would lower the mark below what the original issued.
 //
 // Only the holder writes the value. Every other write that changes a held
@@ -127,6 +128,26 @@ func (r *Renewals) Accepted(l *Lease) []string {
 			vs = append(vs, m.acked)
 		}
 		vs = append(vs, m.pending...)
+	}
+	r.mu.Unlock()
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+// Own returns every value a release of l may find in the store and still
+// go ahead: Accepted, and the values this process wrote or sent for l's
+// claim before its last acknowledged one. A record holding one of the
+// latter went back in time (Check says ErrRestored for it), and no clone
+// can have put it there; a release must still record the end of what the
+// holder issued, which is what the next claimer must start above, or the
+// restored, lower mark would stay held until a claimer's clock passed it.
+// A value a second process wrote is in neither: a clone's release is
+// refused.
+func (r *Renewals) Own(l *Lease) []string {
+	vs := r.Accepted(l)
+	r.mu.Lock()
+	if m := r.m[keyOf(l)]; m != nil {
+		vs = append(vs, m.earlier...)
 	}
 	r.mu.Unlock()
 	slices.Sort(vs)

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
@@ -59,4 +60,40 @@ func TestRenewalsCheck(t *testing.T) {
 		r.Next(l)
 	}
 	check("a value sent long before, dropped", first, lease.ErrLost)
+}
+
+// Own, what a release compares with, holds Accepted and every value the
+// Store value wrote or sent for the claim before its last acknowledged one
+// (a record put back to one of them is released), and no other process's.
+func TestRenewalsOwn(t *testing.T) {
+	var r lease.Renewals
+	l := &lease.Lease{Machine: 7, Token: 3, Holder: "h", Claim: "c"}
+	v1 := r.Next(l)
+	r.Acked(l, v1)
+	l.Renewal = v1
+	v2 := r.Next(l)
+	r.Acked(l, v2)
+	l.Renewal = v2
+	v3 := r.Next(l) // sent, reply lost
+	own := r.Own(l)
+	for _, v := range []string{"", v1, v2, v3} {
+		if !slices.Contains(own, v) {
+			t.Errorf("Own = %q, want it to hold %q", own, v)
+		}
+	}
+	for _, v := range r.Accepted(l) {
+		if !slices.Contains(own, v) {
+			t.Errorf("Own = %q, want every accepted value, %q among them", own, v)
+		}
+	}
+	if len(own) != 4 {
+		t.Errorf("Own = %q, want the claim's none and the three values written or sent", own)
+	}
+	if slices.Contains(own, lease.NewNonce()) {
+		t.Error("Own holds a value nobody wrote")
+	}
+	r.Forget(l)
+	if got := r.Own(l); len(got) != 1 || got[0] != v2 {
+		t.Errorf("after Forget, Own = %q, want only the lease's own value %q", got, v2)
+	}
 }

@@ -161,7 +161,9 @@ func (s *Store) renewFailed(l *lease.Lease, markMs int64, err error) error {
 }
 
 // Release gives l's number up with one conditional update on holder,
-// epoch, claim and renewal value (as Extend's): holder ” and lease_expiry
+// epoch, claim and renewal value (as Extend's, but a value this Store value
+// wrote before its last one — a row put back by a restore — is taken too,
+// lease.Renewals.Own: signs.go): holder ” and lease_expiry
 // = max(markMs, floor_ms), so the mark may fall to the end of what this
 // holder issued but never below a mark anyone else wrote, and a second
 // process renewing the same claim (a clone) makes it fail with
@@ -178,7 +180,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	var mark int64
 	sp := s.before(l.Machine)
-	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Accepted(l)).Scan(&mark)
+	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Own(l)).Scan(&mark)
 	switch {
 	case err == nil:
 		s.watch.Forget(l.Claim)

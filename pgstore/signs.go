@@ -28,7 +28,8 @@ import (
 // restored row is not renewed as if nothing happened. A release of a claim
 // whose row came back with a lower mark still succeeds and notices
 // nothing: it writes the end of what the holder issued, which is what the
-// next claimer must start above. A higher epoch is no
+// next claimer must start above (its renewal compare takes the holder's
+// own earlier values too, lease.Renewals.Own). A higher epoch is no
 // sign: another holder's claim, a quarantine and raise-marks make one, and
 // so would a restore followed by as many claims — that one is not told
 // apart from an ordinary loss.

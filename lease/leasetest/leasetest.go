@@ -98,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"RollbackEpochFell", checkRollbackEpochFell},
 		{"RollbackEpochRepeated", checkRollbackEpochRepeated},
 		{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
+		{"RollbackReleaseOwnMarkFell", checkRollbackReleaseOwnMarkFell},
 		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
 		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
 		{"LossNotRestore", checkLossNotRestore},

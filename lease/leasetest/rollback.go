@@ -151,6 +151,33 @@ func checkRollbackOwnMarkFell(t *testing.T, s *suite) {
 	s.wantFloored(t, "A's store", st, s.req("a2", 8, 8, nowMs))
 }
 
+// checkRollbackReleaseOwnMarkFell: as checkRollbackOwnMarkFell, but A
+// releases instead: the row put back shows A's own claim with a lower mark,
+// and an older renewal value of A's own. The release must still succeed
+// and record the end of what A issued: that is the mark the next claimer
+// must start above, and refusing it would leave the restored, lower mark
+// held, to be claimed from once a claimer's clock passed it — below IDs A
+// issued.
+func checkRollbackReleaseOwnMarkFell(t *testing.T, s *suite) {
+	st := s.rollbackStore(t)
+	nowMs := now()
+	a := s.mustExtend(t, st, MustClaim(t, st, s.req("a", 1, 1, nowMs)), s.top(nowMs)+1000)
+	put := s.rollback(t, st)
+	a = s.mustExtend(t, st, a, s.top(nowMs)+5000)
+	put()
+	if err := st.Release(ctxFor(t), a, a.MarkMs); err != nil {
+		t.Fatalf("Release of a lease whose own mark came back lower than it wrote: %v, want success "+
+			"(it records the end of what the holder issued)", err)
+	}
+	if rec := MustGet(t, st, 1); rec.Held() || rec.MarkMs < a.MarkMs {
+		t.Fatalf("record after the release: %+v, want free with a mark ≥ %d, the end of what A issued", rec, a.MarkMs)
+	}
+	at := s.top(nowMs) + 1001 // past the restored mark, before A's real one
+	if l := MustClaim(t, s.reopen(t, st), s.req("b", 1, 1, at)); l.StartMs < a.MarkMs {
+		t.Errorf("B's claim after A's release starts at %d, below the end of what A issued, %d", l.StartMs, a.MarkMs)
+	}
+}
+
 // checkRollbackSeenByClaimer: D, holding nothing of A's, read A's number
 // at A's latest mark; the data goes back to when A's mark was lower, and
 // D's clock passes that restored mark while A, not yet renewed, still
