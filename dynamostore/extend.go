@@ -145,7 +145,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		// This renewal's own value (an SDK retry or a re-read of a write
 		// that committed), an earlier one's of this Store value, or
 		// another process's renewing the same claim.
-		why = s.renewals.Check(l, it.renewal)
+		why = s.checkRenewal(sp, l, it.renewal)
 	}
 	if why == nil {
 		switch {
@@ -205,7 +205,7 @@ func (s *Store) renewValue(ctx context.Context, sp tablewatch.Span, l *lease.Lea
 			return nil, why
 		}
 		if it.renewal != renewal { // not this write's, committed with its reply lost
-			if why = s.renewals.Check(l, it.renewal); why != nil {
+			if why = s.checkRenewal(sp, l, it.renewal); why != nil {
 				return nil, why
 			}
 			return nil, fmt.Errorf("dynamostore: renew machine %d epoch %d: writing its renewal value: %w; the outcome is unknown: retry, "+

@@ -111,7 +111,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, last int64) error {
 	case !failed:
 		return fmt.Errorf("dynamostore: release machine %d epoch %d: %w; retry, or let the number free itself at %s", l.Machine, l.Token, err, lease.FormatMs(it.expiryMs))
 	}
-	if err := s.renewals.Check(l, it.renewal); err != nil {
+	if err := s.checkRenewal(sp, l, it.renewal); err != nil {
 		return err // another copy of l's holder renewed it: its mark stays, and so does it
 	}
 	// Still l's, with a mark someone raised above l's own: keep it.

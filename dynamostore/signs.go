@@ -1,7 +1,11 @@
 package dynamostore
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/snowfence/snowfence/internal/tablewatch"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // A restore the table's identity does not show — dynalite or DynamoDB
@@ -10,7 +14,9 @@ import (
 // read and wrote (package tablewatch: the Watch in identity) and compares
 // each later read with what it knew before sending it. An epoch lower than
 // one seen, an item gone, the epoch seen under another claim nonce, or a
-// mark lower than one seen under the same claim (held or free) is a
+// mark lower than one seen under the same claim (held or free), or a
+// renewal value the holder wrote before its last one back in its item
+// (checkRenewal: what this Store value's own renewals show) is a
 // restore: Claim's scan, Extend, Release, Get and List notice it as a new
 // TableId is noticed — every lease claimed before is fenced with
 // lease.ErrRestored, and the next claim sets the restore floor and writes
@@ -52,6 +58,22 @@ func (s *Store) sawScan(sp tablewatch.Span, items []item) error {
 		rows[it.machine] = it.row()
 	}
 	return s.judged(s.id.watch.After(sp, rows, true))
+}
+
+// checkRenewal is lease.Renewals.Check of the renewal value stored, read
+// in the answer to a request on l sent after sp was taken. A value l's
+// holder wrote before its last (lease.ErrRestored) is a restore as sure as
+// any sign of the items: the Watch notices it, with the same consequences.
+func (s *Store) checkRenewal(sp tablewatch.Span, l *lease.Lease, stored string) error {
+	err := s.renewals.Check(l, stored)
+	if errors.Is(err, lease.ErrRestored) {
+		what := fmt.Sprintf("machine %d holds a renewal value its holder (%q, epoch %d) wrote before its last acknowledged one",
+			l.Machine, l.Holder, l.Token)
+		if s.id.watch.NoticeAfter(sp, what) {
+			s.judged(what) // logs it
+		}
+	}
+	return err
 }
 
 // judged logs a restore the Watch noticed (what is not "") and returns

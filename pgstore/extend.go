@@ -93,7 +93,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	if err := s.ownership(l, r, ok); err != nil {
 		return nil, s.renewFailed(l, target, err)
 	}
-	if err := s.renewals.Check(l, r.renewal); err != nil {
+	if err := s.checkRenewal(sp, l, r.renewal); err != nil {
 		return nil, s.renewFailed(l, target, err)
 	}
 	if !revert.Schedule {
@@ -196,7 +196,7 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 			}
 		}
 		if rerr == nil && err == nil {
-			err = s.renewals.Check(l, r.renewal) // a clone's renewal: the mark stays
+			err = s.checkRenewal(sp, l, r.renewal) // a clone's renewal: the mark stays
 		}
 		if errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
 			s.watch.Forget(l.Claim)

@@ -1,7 +1,11 @@
 package pgstore
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/snowfence/snowfence/internal/tablewatch"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // A restore the server cannot show — a file-level copy of the data
@@ -11,8 +15,10 @@ import (
 // rows it read and wrote (package tablewatch; shared with the Store values
 // Keyspace opened from it) and compares each later read with what it knew
 // before sending it. A row gone, an epoch lower than one seen, the epoch
-// seen under another claim nonce, or a mark lower than one seen under the
-// same claim (held or free) is a restore:
+// seen under another claim nonce, a mark lower than one seen under the
+// same claim (held or free), or — what this Store value's own renewals
+// show — a renewal value the holder wrote before its last one back in its
+// row (checkRenewal) is a restore:
 //
 //   - the call that saw it fails with lease.ErrRestored (Extend, Release,
 //     Get, List; Claim goes on, above the floor);
@@ -62,6 +68,22 @@ func (s *Store) sawScan(sp tablewatch.Span, rs []row) error {
 		rows[r.machine] = r.seen(true)
 	}
 	return s.judged(s.watch.After(sp, rows, true))
+}
+
+// checkRenewal is lease.Renewals.Check of the renewal value stored, read
+// in the answer to a request on l sent after sp was taken. A value l's
+// holder wrote before its last (lease.ErrRestored) is a restore as sure as
+// any sign of the rows: the Watch notices it, with the same consequences.
+func (s *Store) checkRenewal(sp tablewatch.Span, l *lease.Lease, stored string) error {
+	err := s.renewals.Check(l, stored)
+	if errors.Is(err, lease.ErrRestored) {
+		what := fmt.Sprintf("machine %d holds a renewal value its holder (%q, epoch %d) wrote before its last acknowledged one",
+			l.Machine, l.Holder, l.Token)
+		if s.watch.NoticeAfter(sp, what) {
+			s.judged(what) // logs it
+		}
+	}
+	return err
 }
 
 // judged logs a restore the Watch noticed (what is not "") and returns

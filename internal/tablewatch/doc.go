@@ -25,6 +25,11 @@
 //     raise-marks writes a free row's mark, upward), or a released claim
 //     held again.
 //
+// One more sign is the stores' own, not the rows': a renewal value the
+// holder wrote before its last acknowledged one, back in its row
+// (lease.Renewals.Check says lease.ErrRestored; a clone draws values of its
+// own). The store reports it with NoticeAfter, with the same consequences.
+//
 // Not signs, because ordinary operation produces them: a higher epoch (an
 // expiry and another holder's claim, a quarantine, raise-marks — or a
 // rollback followed by as many claims: ambiguous, and taken for a loss);

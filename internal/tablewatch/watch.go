@@ -177,6 +177,19 @@ func (w *Watch) Notice(gen uint64, what string) bool {
 	return true
 }
 
+// NoticeAfter records a restore seen, as what describes it, in the answer
+// to a request sent after sp was taken, by a sign the rows themselves do
+// not carry (a renewal value the holder wrote before its last one back in
+// its row: lease.Renewals.Check), with Notice's consequences, unless one
+// was noticed since sp was taken; it reports whether it started a new
+// generation.
+func (w *Watch) NoticeAfter(sp Span, what string) bool {
+	if revert.TableRestore {
+		return false
+	}
+	return w.Notice(sp.gen, what)
+}
+
 // noticeLocked starts a new generation: every lease claimed before is
 // fenced, the rows seen are forgotten (they are of the old history), and
 // the next claim sets the floor. Called with w.mu held.

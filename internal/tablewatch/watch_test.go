@@ -107,3 +107,30 @@ func TestFloorAndFence(t *testing.T) {
 		t.Errorf("Noticed = %q", what)
 	}
 }
+
+// TestNoticeAfter: a restore seen by a sign the rows do not carry (an
+// earlier renewal value) notices as After does — a new generation, every
+// lease claimed before fenced, the next claim floored — unless one was
+// noticed since the request was sent.
+func TestNoticeAfter(t *testing.T) {
+	if revert.TableRestore {
+		t.Skip("built with snowfence_revert_tablerestore: no signs")
+	}
+	var w Watch
+	_, gen := w.Floor(1000, time.Minute)
+	w.Remember("a", gen)
+	sp := w.Before(0, 5, 5)
+	stale := w.Before(0, 6, 6)
+	if !w.NoticeAfter(sp, "machine 5 holds an earlier renewal value") || w.Gen() != 1 {
+		t.Fatalf("NoticeAfter started no generation (generation %d)", w.Gen())
+	}
+	if _, _, fenced := w.Restored("a"); !fenced {
+		t.Error("a lease claimed before the notice is not fenced")
+	}
+	if floor, _ := w.Floor(2000, time.Minute); floor != 2000+time.Minute.Milliseconds() {
+		t.Errorf("floor after the notice = %d, want the claimer's clock + the window", floor)
+	}
+	if w.NoticeAfter(stale, "machine 6 likewise") || w.Gen() != 1 {
+		t.Errorf("a request sent before the notice started another generation (%d)", w.Gen())
+	}
+}

@@ -99,6 +99,7 @@ func Run(t *testing.T, h Harness) {
 		{"RollbackEpochRepeated", checkRollbackEpochRepeated},
 		{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
 		{"RollbackReleaseOwnMarkFell", checkRollbackReleaseOwnMarkFell},
+		{"RollbackRenewalValueBack", checkRollbackRenewalValueBack},
 		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
 		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
 		{"LossNotRestore", checkLossNotRestore},

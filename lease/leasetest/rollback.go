@@ -178,6 +178,37 @@ func checkRollbackReleaseOwnMarkFell(t *testing.T, s *suite) {
 	}
 }
 
+// checkRollbackRenewalValueBack: A's renewals since the copy moved no mark
+// (each asked for one at or below the mark its claim wrote), but each
+// wrote a renewal value; the copy put back shows A's claim and mark as they
+// are, with a value A wrote before its last. No clone writes one (a clone
+// draws its own): the record went back in time, as surely as by any sign
+// the rows show. A's renewal gets lease.ErrRestored, and the store takes it
+// as it takes those signs: B's lease, claimed before and untouched by the
+// restore, is fenced, and claims start a restore window ahead.
+func checkRollbackRenewalValueBack(t *testing.T, s *suite) {
+	st := s.rollbackStore(t)
+	nowMs := now()
+	a := MustClaim(t, st, s.req("a", 1, 1, nowMs))
+	b := s.mustExtend(t, st, MustClaim(t, st, s.req("b", 2, 2, nowMs)), s.top(nowMs)+1000)
+	a = s.mustExtend(t, st, a, a.MarkMs) // a value written, the mark as the claim left it
+	put := s.rollback(t, st)
+	was := a.MarkMs
+	a = s.mustExtend(t, st, a, a.MarkMs)
+	if a.MarkMs != was {
+		t.Fatalf("A's second renewal moved its mark from %d to %d; the check needs renewals that move none", was, a.MarkMs)
+	}
+	put()
+	if _, err := st.Extend(ctxFor(t), a, a.MarkMs+1000, s.h.LeaseFor); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("Extend of a lease whose record holds a renewal value it wrote before its last: %v, want ErrRestored", err)
+	}
+	if _, err := st.Extend(ctxFor(t), b, s.top(nowMs)+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrRestored) {
+		t.Errorf("Extend of another lease of the store, claimed before it noticed, its row untouched by the restore: %v, "+
+			"want ErrRestored (every lease claimed before is fenced)", err)
+	}
+	s.wantFloored(t, "A's store", st, s.req("c", 3, 3, nowMs))
+}
+
 // checkRollbackSeenByClaimer: D, holding nothing of A's, read A's number
 // at A's latest mark; the data goes back to when A's mark was lower, and
 // D's clock passes that restored mark while A, not yet renewed, still
