@@ -206,7 +206,11 @@ type ClaimRequest struct {
 type Store interface {
 	// Claim takes a free number in req.Range. The returned lease's StartMs is
 	// at or above both the stored mark and req.NowMs; its MarkMs may not be
-	// above StartMs yet, so call Extend before issuing.
+	// above StartMs yet, so call Extend before issuing. Of the region
+	// registry's rules it checks only the schedule (the store's record
+	// against its copy of the registry's); that the store's region is
+	// known, in service and leases from its home store is checked by
+	// StartKeeper, so hold numbers through a Keeper, not by calling Claim.
 	Claim(ctx context.Context, req ClaimRequest) (*Lease, error)
 	// Extend raises the lease's mark to markMs (never lowers it) and keeps
 	// the lease alive for leaseFor, comparing on the lease's holder and
