@@ -81,7 +81,9 @@ type KeeperConfig struct {
 	// SelfFence is how long after the send time of the last acknowledged
 	// renewal the generator stops issuing. Zero means 5 s. It must be
 	// shorter than LeaseFor by enough to hold with clocks 8 % fast or slow:
-	// SelfFence × 1.08 < LeaseFor × 0.92.
+	// SelfFence × 1.08 < LeaseFor × 0.92. Its NoticeWindow must be within
+	// the store's MaxNoticeWindow, the wait before the first grant of every
+	// claim on the store (notice.go).
 	SelfFence time.Duration
 	// Reserve is how far ahead of the clock each renewal puts the mark.
 	// Zero means LeaseFor, so that by the time a dead holder's lease expires
@@ -480,6 +482,9 @@ func (c *KeeperConfig) defaults() error {
 		return fmt.Errorf("%w: this keeper's restore window %s (max(Reserve %s, SelfFence %s) × 1.1 + 1 s, or RestoreMargin) is longer "+
 			"than the %s this store keeps after a restore for every holder; shorten Reserve or SelfFence (or LeaseFor)",
 			ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, maxW)
+	}
+	if err := c.checkNotice(); err != nil {
+		return err
 	}
 	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
 		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())

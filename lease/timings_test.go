@@ -10,14 +10,22 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// windowStore is a store that answers only MaxRestoreWindow, for the
-// keeper's configuration checks.
+// windowStore is a store that answers only MaxRestoreWindow and
+// MaxNoticeWindow, for the keeper's configuration checks. A zero notice is
+// etcd's bound.
 type windowStore struct {
 	lease.Store
-	max time.Duration
+	max, notice time.Duration
 }
 
 func (s windowStore) MaxRestoreWindow() time.Duration { return s.max }
+
+func (s windowStore) MaxNoticeWindow() time.Duration {
+	if s.notice == 0 {
+		return etcdstore.MaxNoticeWindow
+	}
+	return s.notice
+}
 
 func timingsOf(c lease.KeeperConfig) lease.Timings {
 	return lease.Timings{LeaseFor: c.LeaseFor, RenewEvery: c.RenewEvery, SelfFence: c.SelfFence, Margin: c.Margin}

@@ -127,16 +127,17 @@ const maxDraws = 200
 var errChecksPassed = errors.New("chaos: the keeper's checks passed")
 
 // checkStore is a lease store that answers only what StartKeeper asks before
-// and at its first claim: its restore window (the store's MaxRestoreWindow,
-// which the keeper checks its own against) and the claim itself, which it
-// refuses with errChecksPassed (wrapping lease.ErrNoFreeNumber, on which
-// StartKeeper gives up at once).
+// and at its first claim: its restore and notice windows (the store's
+// MaxRestoreWindow and MaxNoticeWindow, which the keeper checks its own
+// against) and the claim itself, which it refuses with errChecksPassed
+// (wrapping lease.ErrNoFreeNumber, on which StartKeeper gives up at once).
 type checkStore struct {
 	lease.Store
-	window time.Duration
+	window, notice time.Duration
 }
 
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
+func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)
@@ -153,6 +154,17 @@ func maxRestoreWindow(kind string) time.Duration {
 	return etcdstore.MaxRestoreWindow
 }
 
+// maxNoticeWindow is the store's lease.Store.MaxNoticeWindow.
+func maxNoticeWindow(kind string) time.Duration {
+	switch kind {
+	case StorePostgres:
+		return pgstore.MaxNoticeWindow
+	case StoreDynamoDB:
+		return dynamostore.MaxNoticeWindow
+	}
+	return etcdstore.MaxNoticeWindow
+}
+
 // accepts runs the product's own checks on a holder configured with t and
 // --machines machines on a store of kind: serve's parse of --machines
 // (lease.ParseRanges) and the keeper's validation, by starting a keeper on
@@ -163,7 +175,7 @@ func accepts(kind string, t lease.Timings, machines string) error {
 	if err != nil {
 		return err
 	}
-	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind)}, Holder: "chaos-config-check",
+	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: maxNoticeWindow(kind)}, Holder: "chaos-config-check",
 		Range: rng, LayoutRanges: layoutRanges,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
 	k, err := lease.StartKeeper(context.Background(), kc)

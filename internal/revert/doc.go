@@ -19,4 +19,7 @@
 //	snowfence_revert_cutover     across a layout cutover, grants bounded to their layout's instants and
 //	                             no issuing after the cutover without a number of the new layout (undone:
 //	                             the old number goes on, as a holder keeping its number across it did)
+//	snowfence_revert_notice      the wait before a claim's first grant for any holder still issuing on the
+//	                             number to notice the claim (the store's MaxNoticeWindow), and the keeper's
+//	                             refusal of a self-fence whose notice window is longer
 package revert
