@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,4 +106,67 @@ func TestNoticeWindowConfigChecks(t *testing.T) {
 	if got, want := lease.NoticeWindow(5*time.Second), 6500*time.Millisecond; got != want {
 		t.Errorf("NoticeWindow(5 s) = %s, want %s (× 1.1 + 1 s)", got, want)
 	}
+}
+
+// cutStub is a stubStore seen by a holder that can be cut off from it:
+// while cut, its renewals and re-reads fail without reaching the store.
+type cutStub struct {
+	*stubStore
+	cut atomic.Bool
+}
+
+func (c *cutStub) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.stubStore.Extend(ctx, l, markMs, leaseFor)
+}
+
+func (c *cutStub) Get(ctx context.Context, n int) (lease.Record, error) {
+	if c.cut.Load() {
+		return lease.Record{}, errCut
+	}
+	return c.stubStore.Get(ctx, n)
+}
+
+// TestNoticeFloorOutlastsCutOffHolder: the running holder whose renewals
+// fail when another process claims its number (the store forgot its claim
+// — restored — while it was cut off) never learns of the claim; it issues
+// until its self-fence, SelfFence after the send of its last acknowledged
+// renewal. The claimer's first grant starts after that. Both mint every
+// 250 ms on one clock; no ID twice. (A floor of the next renewal and its
+// timeouts alone would not cover this holder: it has no next renewal that
+// reaches the store.) Fails with snowfence_revert_notice.
+func TestNoticeFloorOutlastsCutOffHolder(t *testing.T) {
+	clk := fakeclock.New(t0)
+	s := &stubStore{machine: 7}
+	cs := &cutStub{stubStore: s}
+	a := mustHolder(t, cs, clk, "a", lease.Range{Lo: 7, Hi: 7})
+	a.mint(10)
+	// Renewed just now (the walk ends on a renewal); cut off, and the
+	// store is restored to before its claim.
+	cs.cut.Store(true)
+	s.restore()
+	b, err := startHolder(t, s, clk, "b", lease.Range{Lo: 7, Hi: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := clk.Now().WallMs
+	var aLast int64
+	for range 60 {
+		if ids, err := a.g.NextN(context.Background(), 10); err == nil {
+			a.ids = append(a.ids, ids...)
+			aLast = clk.Now().WallMs
+		}
+		if ids, err := b.g.NextN(context.Background(), 10); err == nil {
+			b.ids = append(b.ids, ids...)
+		}
+		stepAll(t, clk, 2, 250*time.Millisecond)
+	}
+	if aLast <= claimed || len(b.ids) == 0 {
+		t.Fatalf("a last issued at +%d ms, b issued %d IDs: the test shows nothing", aLast-claimed, len(b.ids))
+	}
+	t.Logf("a (cut off) last issued %d ms after b's claim; b first at +%d ms", aLast-claimed,
+		snowfence.V1().TimeOf(b.ids[0]).UnixMilli()-claimed)
+	checkUnique(t, a.ids, b.ids)
 }

@@ -88,3 +88,12 @@ func (s *stubStore) steal() {
 	defer s.mu.Unlock()
 	s.holder = ""
 }
+
+// restore puts the store back to a state in which the number was never
+// claimed, as a restore from a backup taken before its claims would: no
+// holder, and no mark.
+func (s *stubStore) restore() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holder, s.markMs = "", 0
+}
