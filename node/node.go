@@ -67,8 +67,14 @@ type Node struct {
 }
 
 // Start opens the store (starting the embedded etcd if so configured),
-// claims a machine number and returns a Node ready to mint. On error
-// everything started is stopped again.
+// claims a machine number and returns a Node ready to mint: it waits (on
+// the keeper's clock, until ctx ends) for the first grant of the claim to
+// start. Every claim's first grant waits out the store's notice window
+// (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease tables), so
+// that a holder still issuing on the number after a restore of the store
+// has stopped; a number whose mark is ahead of the clock (after
+// raise-marks, say) starts at the mark. On error everything started is
+// stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -108,7 +114,29 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.Keeper.SetLastIssued(n.Generator.LastIssued)
+	if err := n.untilIssuing(ctx); err != nil {
+		n.Generator.Close()
+		n.Keeper.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	return n, nil
+}
+
+// untilIssuing waits until the keeper's grant has started on its clock (see
+// Start). It returns at once when there is no grant: the generator then
+// refuses with the reason, as it would at any later time.
+func (n *Node) untilIssuing(ctx context.Context) error {
+	clk := n.Keeper.Clock()
+	for {
+		g, err := n.Keeper.Grant()
+		if err != nil || clk.Now().WallMs >= g.StartMs {
+			return nil
+		}
+		if _, err := clk.WaitUntil(ctx, g.StartMs); err != nil {
+			return fmt.Errorf("node: waiting for machine %d's first grant, which starts at %s (the claim's notice window, or the number's mark): %w",
+				g.Machine, lease.FormatMs(g.StartMs), err)
+		}
+	}
 }
 
 // open opens the store cfg.Open says (the embedded etcd if none) and gives
