@@ -120,6 +120,12 @@ func (h *hold) checkBoot() {
 func (h *hold) claim(ctx context.Context) error {
 	c := &h.k.cfg
 	r := c.Clock.Now()
+	if err := h.k.hw.load(c, h.k.log, r.WallMs); err != nil {
+		h.mu.Lock()
+		h.status.LastError = err.Error()
+		h.mu.Unlock()
+		return err
+	}
 	h.mu.Lock()
 	req := ClaimRequest{
 		Holder:   c.Holder,
@@ -225,6 +231,14 @@ func (h *hold) renew(ctx context.Context) error {
 	}
 	switch {
 	case err == nil:
+		if herr := h.k.hw.reserve(nl.MarkMs); herr != nil {
+			// The grant ends at the mark recorded before (renewed).
+			h.mu.Lock()
+			h.status.LastError = herr.Error()
+			h.mu.Unlock()
+			h.k.log.Warn("high-water mark not recorded; issuing stops at the one recorded until a renewal records it",
+				"machine", nl.Machine, "error", herr)
+		}
 		h.renewed(nl, r, sendBoot)
 		return nil
 	case isFinal(err):
@@ -301,7 +315,7 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 	h.status.State = StateHeld
 	h.status.MarkMs = l.MarkMs
 	h.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()
-	start, limit := max(l.StartMs, h.floorMs, h.noticeMs), l.MarkMs-c.Margin.Milliseconds()
+	start, limit := max(l.StartMs, h.floorMs, h.noticeMs, h.k.hw.floor()), h.k.hw.limit(l.MarkMs-c.Margin.Milliseconds())
 	if !revert.Cutover {
 		start, limit = max(start, h.fromMs), min(limit, h.untilMs)
 	}

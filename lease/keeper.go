@@ -125,6 +125,17 @@ type KeeperConfig struct {
 	// Logger receives claims, renewal failures, losses and releases. Nil
 	// discards them.
 	Logger *slog.Logger
+	// HighWater, if not nil, keeps the highest mark this keeper had
+	// acknowledged where a restore of the store cannot take it back: every
+	// grant ends at or below the mark it recorded (raised ahead of use,
+	// highwater.go) and starts at or above the one it held when the keeper
+	// started, and Close lowers it to the end of the last ID issued. For a
+	// store restored with the holder's own host, such as the embedded etcd
+	// (node.EmbeddedEtcd sets it to a file beside the data directory,
+	// embedetcd.Server.HighWater). One keeper at a time per HighWater: a
+	// second one in the process is refused with ErrInvalid. A HighWater
+	// that cannot load its mark refuses the start (ErrInvalid, ErrHighWater).
+	HighWater HighWater
 }
 
 // A Keeper holds one machine number at a time for each layout of its
@@ -157,6 +168,9 @@ type Keeper struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// hw is the keeper's use of cfg.HighWater (highwater.go).
+	hw highWater
+
 	// early wakes the renewal loop before its next renewal is due: a
 	// caller's clock reached a grant's LimitMs (GrantAt), as it does after
 	// a forward step of the wall clock, which the loop, sleeping on the
@@ -393,6 +407,7 @@ func (k *Keeper) abandon(ctx context.Context) {
 			h.releaseUnused(ctx, l)
 		}
 	}
+	k.hw.settle(0, false) // nothing was issued; the mark stays, the HighWater is free
 	k.closeStores()
 }
 
@@ -685,6 +700,16 @@ func (k *Keeper) Close(ctx context.Context) error {
 		if held[i] != nil {
 			errs = append(errs, h.releaseHeld(ctx, held[i]))
 		}
+	}
+	k.mu.Lock()
+	f := k.lastIssued
+	k.mu.Unlock()
+	var last int64
+	if f != nil {
+		last = f()
+	}
+	if err := k.hw.settle(last, f != nil); err != nil {
+		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}
 	k.closeStores()
 	return errors.Join(errs...)

@@ -22,4 +22,9 @@
 //	snowfence_revert_notice      the wait before a claim's first grant for any holder still issuing on the
 //	                             number to notice the claim (the store's MaxNoticeWindow), and the keeper's
 //	                             refusal of a self-fence whose notice window is longer
+//	snowfence_revert_highwater   the keeper's high-water mark kept outside the store (KeeperConfig.HighWater;
+//	                             the embedded etcd's file beside its data directory): grants bounded by it,
+//	                             and started above it after a restart. Not in scripts/prove-search's list:
+//	                             the search runs no store restored with its holders' host; the lease and node
+//	                             tests of the data directory restored behind the clock fail with it
 package revert
