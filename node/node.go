@@ -157,6 +157,9 @@ func (n *Node) open(ctx context.Context, cfg Config, kc *lease.KeeperConfig) err
 	if !cfg.TimingsChosen {
 		o.Timings.Apply(kc)
 	}
+	if kc.HighWater == nil {
+		kc.HighWater = o.HighWater
+	}
 	return nil
 }
 
