@@ -15,7 +15,8 @@ import (
 
 // Config configures a Node. The zero value runs an embedded etcd in
 // ./snowfence-data on 127.0.0.1:2379 and leases a v1 machine number in
-// 0–1023 from it with etcd's timings.
+// 0–1023 from it with etcd's timings, keeping its high-water mark in
+// ./snowfence-data.highwater (embedetcd.Server.HighWater).
 type Config struct {
 	// Store, if not nil, is a lease store the caller opened; the Node does
 	// not close it, and the keeper's zero timings are the keeper's

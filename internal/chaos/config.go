@@ -41,7 +41,7 @@ import (
 // timings (the stores' own, lease.TableTimings). The bounds of each box are
 // the product's checks (SelfFence×1.08 < LeaseFor×0.92, RenewEvery <
 // SelfFence, 0 ≤ Margin < Reserve, the restore window within the store's
-// MaxRestoreWindow) intersected with what the scenario's story and the CI
+// MaxRestoreWindow, the notice window within its MaxNoticeWindow) intersected with what the scenario's story and the CI
 // budget allow; see each box.
 //
 // The draws come from a random stream of their own (seeded with the run's
@@ -85,7 +85,9 @@ var (
 	// 5g, 5h, 7), around the etcd defaults (10 s, 2 s, 5 s). The self-fence
 	// stays at 5 s or more, so that a holder outlasts an etcd election
 	// (5a checks that nobody refuses meanwhile), and at 8 s or less, so that
-	// every holder has fenced 10 s into 5c's outage; a TTL up to 12 s keeps
+	// every holder has fenced 10 s into 5c's outage; the product refuses
+	// the draws above 6.36 s (the notice window within etcd's
+	// MaxNoticeWindow), and the sampler counts them; a TTL up to 12 s keeps
 	// 5d's wait for the restore window (TTL × 1.1 + 1 s) within 2.2 s of the
 	// default's.
 	steadyBox = timingBox{name: "steady", leaseLo: 6 * time.Second, leaseHi: 12 * time.Second,
@@ -98,7 +100,9 @@ var (
 	// dynamostore's default Config.MaxReserve, which that store assumes no
 	// holder reserves past but which no check of the product enforces (the
 	// keeper would accept up to 5 min 26 s, where the restore window,
-	// TTL × 1.1 + 1 s, reaches the tables' 6 min).
+	// TTL × 1.1 + 1 s, reaches the tables' 6 min). The product refuses a
+	// self-fence above 31.8 s (the notice window within the tables'
+	// MaxNoticeWindow), and the sampler counts those draws.
 	tableSteadyBox = timingBox{name: "table-steady", leaseLo: time.Minute, leaseHi: 5 * time.Minute,
 		fenceLo: 15 * time.Second, fenceHi: time.Minute, renewLo: 0.1, renewHi: 0.5, renewMin: time.Second, tablesOnly: true}
 	// netBox: the network scenarios (8a–8c), around their former 10 s, 1 s,
