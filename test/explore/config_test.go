@@ -328,18 +328,23 @@ func longTiming(store string) timing {
 	return timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
 }
 
+// noticeWindow is store's MaxNoticeWindow: every claim's first grant
+// starts that long after the claim.
+func noticeWindow(store string) time.Duration {
+	switch store {
+	case storePostgres:
+		return pgstore.MaxNoticeWindow
+	case storeDynamo:
+		return dynamostore.MaxNoticeWindow
+	}
+	return etcdstore.MaxNoticeWindow
+}
+
 // maxSelfFence is the longest self-fence a keeper on store is accepted
 // with: its notice window (lease.NoticeWindow, × 1.1 + 1 s) within the
 // store's MaxNoticeWindow.
 func maxSelfFence(store string) time.Duration {
-	w := etcdstore.MaxNoticeWindow
-	switch store {
-	case storePostgres:
-		w = pgstore.MaxNoticeWindow
-	case storeDynamo:
-		w = dynamostore.MaxNoticeWindow
-	}
-	return (w - time.Second) * 10 / 11
+	return (noticeWindow(store) - time.Second) * 10 / 11
 }
 
 // drawTiming draws keeper timings on store: the defaults, the long timings
