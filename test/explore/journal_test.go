@@ -263,21 +263,22 @@ func (w *world) restoredOver(step int, ms int64, iv lease.Interval) bool {
 
 // unnoticedRestore reports whether a restore explains Who naming iv's
 // holder for an ID of timestamp ms minted by another holder generation,
-// by: the minter's generation started before the restore, and it minted the
-// ID after it — before noticing it, on a claim the restore took away with
-// the history since the snapshot (lease.KeeperConfig's notice floor keeps
-// that from being a duplicate) — while iv's claim was made after the
-// restore (after the snapshot: the restore brought back no later claim),
-// and its holder issues nothing before its claim plus the store's notice
-// window, which ms is below. snowfence who cannot know of a claim the
-// restore took away (docs/runbook.md: the journal after a restore).
+// by: the minter's generation started before the restore and minted the ID
+// after the snapshot — before the restore, or after it before noticing it —
+// on a claim the restore took away with the history since the snapshot
+// (the notice floor keeps that from being a duplicate), while iv's claim
+// was made after the restore (after the snapshot: the restore brought back
+// no later claim), and its holder issues nothing before its claim plus the
+// store's notice window, which ms is below. snowfence who cannot know of a
+// claim the restore took away (docs/runbook.md: the journal after a
+// restore).
 func (w *world) unnoticedRestore(by minted, ms int64, iv lease.Interval) bool {
 	started, ok := w.genStarted[[2]int{by.holder, by.gen}]
 	if !ok {
 		return false
 	}
 	for _, r := range w.restoreEvents {
-		if started < r.at && r.at <= by.step && iv.ClaimedMs > r.snapshotMs+ntpThreshold.Milliseconds() &&
+		if started < r.at && r.snapshot <= by.step && iv.ClaimedMs > r.snapshotMs+ntpThreshold.Milliseconds() &&
 			ms < iv.ClaimedMs+noticeWindow(w.cfg.Store).Milliseconds() {
 			return true
 		}
