@@ -90,11 +90,13 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
+	// The first children issue only after the store's notice window.
+	warm := dynamostore.MaxNoticeWindow + 2*time.Second
 	s := newStore(t)
 	cfg := soakConfig{Endpoint: ep, Table: s.Table(), HolderSpec: soaktest.HolderSpec{Range: lease.Range{Lo: 0, Hi: 11},
-		Holders: perProc, Batch: 10, Every: 10 * time.Millisecond, Lifetime: dur + 30*time.Second,
+		Holders: perProc, Batch: 10, Every: 10 * time.Millisecond, Lifetime: warm + dur + 30*time.Second,
 		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: 1200 * time.Millisecond}}
-	res := soaktest.Soak{Name: "dynamostore soak", Procs: procs, Duration: dur, MinHolders: procs,
+	res := soaktest.Soak{Name: "dynamostore soak", Procs: procs, Warmup: warm, Duration: dur, MinHolders: procs,
 		Child: soaktest.Child{Test: "TestSoakChild", Env: soakChildEnv, Config: cfg}}.Run(t)
 
 	var nreq, ms int64

@@ -36,6 +36,16 @@
 // <Dir>/client-url (ClientURLFile, ReadClientURL) for other processes of
 // the host, removing it on a clean Close.
 //
+// Beside the directory, not in it, the holders keep their high-water mark
+// (Config.HighWaterFile, Dir + ".highwater" by default; Server.HighWater,
+// which node.EmbeddedEtcd gives the Node's keeper): a restore of the
+// directory from a backup cannot take it back, and a restarted holder
+// issues above it even with its host's clock behind the last ID issued.
+// Keep it out of the directory's backups. A directory that holds etcd data
+// with no file beside it (restored or copied without it, or made before
+// the file was kept), or a corrupt file, refuses the keeper's start until
+// Config.HighWaterAt sets the mark (highwater.go).
+//
 // The server listens where Config.ClientURL says, with no TLS and no
 // authentication: keep it on loopback.
 package embedetcd

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -68,6 +69,18 @@ type Config struct {
 	// Logger receives etcd's log lines, tagged component=etcd. Nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// HighWaterFile is where the holders of this process keep their
+	// high-water mark (Server.HighWater): outside the data directory, so
+	// that restoring the directory from a backup does not take it back.
+	// Zero: beside it, Dir + HighWaterSuffix.
+	HighWaterFile string
+	// HighWaterAt, if not zero, raises the high-water mark to this instant
+	// before etcd starts, writing the file anew if it is missing or
+	// corrupt: the operator's answer to a data directory restored or copied
+	// without its file (highwater.go). Give an instant at or after the last
+	// ID issued from the directory: now, if this host's clock is not behind
+	// it.
+	HighWaterAt time.Time
 }
 
 // A Server is a single-member etcd running in this process.
@@ -78,6 +91,7 @@ type Server struct {
 	lock     *os.File
 	quiet    *atomic.Bool // set while closing: etcd logs its closing listeners as errors
 	once     sync.Once
+	hw       highWater
 }
 
 // ErrDirInUse is returned by Start when another embedded etcd runs on the
@@ -101,6 +115,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	hw, err := prepareHighWater(cfg)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
 	quiet := new(atomic.Bool)
 	e, err := startEtcd(ctx, cfg, quiet)
 	if err != nil {
@@ -113,6 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		urlFile:  filepath.Join(cfg.Dir, ClientURLFile),
 		lock:     lock,
 		quiet:    quiet,
+		hw:       hw,
 	}
 	if err := writeFileAtomic(em.urlFile, em.endpoint+"\n"); err != nil {
 		quiet.Store(true)

@@ -320,7 +320,8 @@ func (s *Store) restoreWindow(asked time.Duration) time.Duration {
 
 // MaxRestoreWindow is the longest restore window a holder of an etcd store
 // may have (lease.RestoreWindow of its Reserve and SelfFence: 34 s for a
-// 30 s TTL with a 20 s self-fence); StartKeeper refuses a longer one. After
+// 30 s TTL, its reservation; the self-fence is bounded by MaxNoticeWindow);
+// StartKeeper refuses a longer one. After
 // a restore it noticed, the store starts every claim at least this long
 // after the moment it noticed.
 const MaxRestoreWindow = 40 * time.Second

@@ -43,7 +43,11 @@ func TestRestoreSameTokenBumpedNoticedByMark(t *testing.T) {
 	if m := x.k.Status().Machine; m != 8 {
 		t.Fatalf("X holds %d, want 8", m)
 	}
-	x.step(time.Second) // both clocks now read t0
+	// Each waits out its claim's notice window (8 s, four renewals: the
+	// phases stay as they were).
+	a.issuing()
+	x.issuing()
+	x.step(time.Second) // both clocks now read alike
 	a.mint(100)
 	x.mint(100)
 
@@ -137,6 +141,19 @@ func (h *keeperHolder) step(d time.Duration) {
 	h.settle()
 	h.clk.Advance(d)
 	h.settle()
+}
+
+// issuing lets the holder's clock run in 250 ms steps until its grant has
+// started: every claim's first grant waits out the store's notice window
+// (lease.Store.MaxNoticeWindow).
+func (h *keeperHolder) issuing() {
+	h.t.Helper()
+	for i := 0; !h.canMint(); i++ {
+		if i == 400 {
+			h.t.Fatalf("no grant started within %v: %+v", 400*250*time.Millisecond, h.k.Status())
+		}
+		h.step(250 * time.Millisecond)
+	}
 }
 
 // mint takes n IDs, failing the test on a refusal.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/lease"
@@ -39,11 +40,14 @@ type minter struct {
 	done    chan struct{}
 	once    sync.Once
 
-	mu        sync.Mutex
-	ids       []snowfence.ID
-	lastOK    time.Time
-	refusals  []time.Time // of refusals with ErrFenced
-	reasons   map[string]int
+	mu       sync.Mutex
+	ids      []snowfence.ID
+	lastOK   time.Time
+	refusals []time.Time // of refusals with ErrFenced, once it issued
+	reasons  map[string]int
+	// waited counts the not-started refusals before the first ID: every
+	// claim's first grant waits out the store's notice window.
+	waited    int
 	other     error // the last refusal not ErrFenced
 	disorder  int   // batches not above the previous one
 	renewals  int   // distinct acknowledged renewals seen
@@ -121,6 +125,8 @@ func (m *minter) run(every time.Duration, batch int) {
 		}
 		var fe *snowfence.FencedError
 		switch {
+		case errors.As(err, &fe) && fe.Reason == "not-started" && len(m.ids) == 0:
+			m.waited++
 		case errors.As(err, &fe):
 			m.refusals = append(m.refusals, now)
 			m.reasons[fe.Reason]++
@@ -200,6 +206,18 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		s := connectStore(t, c.Endpoints(), prefix)
 		ms[i] = startMinter(t, s, snowfence.SystemClock(), fmt.Sprintf("h%d", i), lease.Range{Lo: 0, Hi: 7}, 2*time.Millisecond, 5, shortTimings)
 		tokens[i] = ms[i].k.Status().Token
+	}
+	// A claim's first grant waits out etcd's notice window: the story
+	// starts once every holder issues.
+	if !pollUntil(etcdstore.MaxNoticeWindow+5*time.Second, 10*time.Millisecond, func() bool {
+		for _, m := range ms {
+			if m.issued() == 0 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("not every holder issued within %v of its start", etcdstore.MaxNoticeWindow+5*time.Second)
 	}
 	awaitRenewals := func(what string, since time.Time) time.Duration {
 		t.Helper()
@@ -355,7 +373,8 @@ func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 		t.Errorf("A's key was gone within %v of its last keep-alive, though a leader change at %v should have extended it past its TTL %v",
 			lived, promoted[0], shortLeaseFor)
 	}
-	if !pollUntil(10*time.Second, 5*time.Millisecond, func() bool { return b.m.issued() > 0 }) {
+	// B issues from the later of A's mark and its claim's notice window.
+	if !pollUntil(etcdstore.MaxNoticeWindow+10*time.Second, 5*time.Millisecond, func() bool { return b.m.issued() > 0 }) {
 		t.Fatalf("B issued nothing: %+v, %v", b.m.k.Status(), b.m.lastErr())
 	}
 	b.m.halt()

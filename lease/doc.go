@@ -30,7 +30,12 @@
 //     the errors; claimrequest.go and limits.go: the one validation of a
 //     claim, of a range and of a machine number that every store calls.
 //   - keeper.go: the Keeper, its configuration and its loop (claim, renew
-//     ahead, self-fence, release); status.go: what it reports.
+//     ahead, self-fence, release); hold.go: one layout step's lease;
+//     status.go: what it reports.
+//   - notice.go: the wait before a claim's first grant (the store's
+//     MaxNoticeWindow), for any holder still issuing on the number;
+//     highwater.go, highwaterfile.go: the high-water mark kept outside the
+//     store (KeeperConfig.HighWater) and its file.
 //   - timings.go: Timings, the keeper timings each store exports; clock.go:
 //     ShareClock, the one decision of the clock a keeper and its generator
 //     share; boottime_*.go: the clock that keeps counting while the host

@@ -84,7 +84,9 @@ type KeeperConfig struct {
 	// SelfFence is how long after the send time of the last acknowledged
 	// renewal the generator stops issuing. Zero means 5 s. It must be
 	// shorter than LeaseFor by enough to hold with clocks 8 % fast or slow:
-	// SelfFence × 1.08 < LeaseFor × 0.92.
+	// SelfFence × 1.08 < LeaseFor × 0.92. Its NoticeWindow must be within
+	// the store's MaxNoticeWindow, the wait before the first grant of every
+	// claim on the store (notice.go).
 	SelfFence time.Duration
 	// Reserve is how far ahead of the clock each renewal puts the mark.
 	// Zero means LeaseFor, so that by the time a dead holder's lease expires
@@ -126,6 +128,17 @@ type KeeperConfig struct {
 	// Logger receives claims, renewal failures, losses and releases. Nil
 	// discards them.
 	Logger *slog.Logger
+	// HighWater, if not nil, keeps the highest mark this keeper had
+	// acknowledged where a restore of the store cannot take it back: every
+	// grant ends at or below the mark it recorded (raised ahead of use,
+	// highwater.go) and starts at or above the one it held when the keeper
+	// started, and Close lowers it to the end of the last ID issued. For a
+	// store restored with the holder's own host, such as the embedded etcd
+	// (node.EmbeddedEtcd sets it to a file beside the data directory,
+	// embedetcd.Server.HighWater). One keeper at a time per HighWater: a
+	// second one in the process is refused with ErrInvalid. A HighWater
+	// that cannot load its mark refuses the start (ErrInvalid, ErrHighWater).
+	HighWater HighWater
 }
 
 // A Keeper holds one machine number at a time for each layout of its
@@ -164,6 +177,9 @@ type Keeper struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// hw is the keeper's use of cfg.HighWater (highwater.go).
+	hw highWater
+
 	// early wakes the renewal loop before its next renewal is due: a
 	// caller's clock reached a grant's LimitMs (GrantAt), as it does after
 	// a forward step of the wall clock, which the loop, sleeping on the
@@ -431,6 +447,7 @@ func (k *Keeper) abandon(ctx context.Context) {
 			h.releaseUnused(ctx, l)
 		}
 	}
+	k.hw.settle(0, false) // nothing was issued; the mark stays, the HighWater is free
 	k.closeStores()
 }
 
@@ -520,6 +537,9 @@ func (c *KeeperConfig) defaults() error {
 		return fmt.Errorf("%w: this keeper's restore window %s (max(Reserve %s, SelfFence %s) × 1.1 + 1 s, or RestoreMargin) is longer "+
 			"than the %s this store keeps after a restore for every holder; shorten Reserve or SelfFence (or LeaseFor)",
 			ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, maxW)
+	}
+	if err := c.checkNotice(); err != nil {
+		return err
 	}
 	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
 		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())
@@ -727,6 +747,16 @@ func (k *Keeper) Close(ctx context.Context) error {
 		if held[i] != nil {
 			errs = append(errs, h.releaseHeld(ctx, held[i]))
 		}
+	}
+	k.mu.Lock()
+	f := k.lastIssued
+	k.mu.Unlock()
+	var last int64
+	if f != nil {
+		last = f()
+	}
+	if err := k.hw.settle(last, f != nil); err != nil {
+		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}
 	k.closeStores()
 	return errors.Join(errs...)

@@ -70,13 +70,44 @@ func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string,
 	return h, nil
 }
 
+// mustHolder starts a holder as startHolder does, failing the test if it
+// cannot, and lets the clock run until it issues (issuing).
 func mustHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range, opts ...func(*lease.KeeperConfig)) *holder {
 	t.Helper()
 	h, err := startHolder(t, s, clk, name, rng, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.issuing()
 	return h
+}
+
+// issuing lets the clock run, in steps short enough for every keeper
+// timing the tests use to renew on time (every keeper asleep on the clock
+// when it starts, on a clock shared by several), until the grant of the keeper's
+// claim has started: a claim's first grant starts the store's
+// MaxNoticeWindow after the claim (lease/notice.go), so a holder just
+// started refuses (not-started) for that long. It returns the time it let
+// pass.
+func (h *holder) issuing() time.Duration {
+	h.t.Helper()
+	const step = 250 * time.Millisecond
+	var passed time.Duration
+	// Every keeper asleep on the clock now (other holders' on a shared
+	// one) renews in each step before the next.
+	h.settle()
+	n := h.clk.Waiters()
+	for {
+		g, err := h.k.Grant()
+		if err == nil && h.clk.Now().WallMs >= g.StartMs {
+			return passed
+		}
+		if passed > 10*time.Minute {
+			h.t.Fatalf("the keeper's grant did not start within %s: %v (status %+v)", passed, err, h.k.Status())
+		}
+		stepAll(h.t, h.clk, n, step)
+		passed += step
+	}
 }
 
 // settle waits until the keeper's loop is asleep on the clock again.
@@ -104,33 +135,6 @@ func (h *holder) mint(n int) []snowfence.ID {
 	}
 	h.ids = append(h.ids, ids...)
 	return ids
-}
-
-// mintAfterWait takes one ID that must first wait for the clock (a lease
-// starting just above the clock, say): it waits until the generator blocks
-// on the clock beside the sleeping keeper, then moves the clock by d.
-func (h *holder) mintAfterWait(d time.Duration) snowfence.ID {
-	h.t.Helper()
-	h.settle()
-	type result struct {
-		id  snowfence.ID
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		id, err := h.g.Next(context.Background())
-		done <- result{id, err}
-	}()
-	if err := h.clk.BlockUntilWaiters(testCtx(h.t), 2); err != nil {
-		h.t.Fatalf("the generator did not wait: %v", err)
-	}
-	h.clk.Advance(d)
-	r := <-done
-	if r.err != nil {
-		h.t.Fatalf("Next: %v", r.err)
-	}
-	h.ids = append(h.ids, r.id)
-	return r.id
 }
 
 func (h *holder) last() snowfence.ID { return h.ids[len(h.ids)-1] }
@@ -172,7 +176,11 @@ func TestKeeperTwoHoldersRaceForOneNumber(t *testing.T) {
 func TestKeeperReservesBeforeIssuing(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
-	h := mustHolder(t, s, fakeclock.New(t0), "a", lease.Range{Lo: 9, Hi: 9})
+	clk := fakeclock.New(t0)
+	h, err := startHolder(t, s, clk, "a", lease.Range{Lo: 9, Hi: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec, err := s.Get(testCtx(t), 9)
 	if err != nil {
 		t.Fatal(err)
@@ -180,16 +188,19 @@ func TestKeeperReservesBeforeIssuing(t *testing.T) {
 	if want := t0.UnixMilli() + 10_000; rec.MarkMs < want || rec.Holder != "a" {
 		t.Fatalf("record after claim = %+v, want holder a and mark ≥ %d (now + 10 s)", rec, want)
 	}
+	// The first grant starts the store's notice window after the claim;
+	// every renewal until then moves the mark ahead of the clock too.
+	h.issuing()
 	for _, id := range h.mint(1000) {
-		if ts := snowfence.V1().TimeOf(id).UnixMilli(); ts >= rec.MarkMs {
-			t.Fatalf("ID %d at %d not below the stored mark %d", id, ts, rec.MarkMs)
+		if rec, _ = s.Get(testCtx(t), 9); snowfence.V1().TimeOf(id).UnixMilli() >= rec.MarkMs {
+			t.Fatalf("ID %d at %s not below the stored mark %d", id, snowfence.V1().TimeOf(id), rec.MarkMs)
 		}
 	}
 	// Each renewal moves the mark ahead of the clock.
 	h.step(2 * time.Second)
 	rec2, _ := s.Get(testCtx(t), 9)
-	if rec2.MarkMs != t0.UnixMilli()+12_000 {
-		t.Errorf("mark after renewal at +2 s = %d, want now + 10 s = %d", rec2.MarkMs, t0.UnixMilli()+12_000)
+	if want := clk.Now().WallMs + 10_000; rec2.MarkMs != want {
+		t.Errorf("mark after a renewal = %d, want now + 10 s = %d", rec2.MarkMs, want)
 	}
 	if st := h.k.Status(); st.State != lease.StateHeld || st.Machine != 9 || st.Claims != 1 {
 		t.Errorf("status = %+v", st)
@@ -274,10 +285,18 @@ func TestKeeperRestartNeverRepeats(t *testing.T) {
 		t.Fatalf("after release: %+v, want free with mark = last issued end %d", rec, a.g.LastIssued())
 	}
 	// The restarted process (a new holder identity) gets number 7 back at
-	// the same instant: it waits for the millisecond after its
-	// predecessor's last instead of repeating it.
-	b := mustHolder(t, s, clk, "host/pid-1/2000", lease.Range{Lo: 7, Hi: 7})
-	if first := b.mintAfterWait(time.Millisecond); first <= last {
+	// the same instant: its lease starts at the end of its predecessor's
+	// last millisecond, not below it. (Its first grant starts later still,
+	// after the store's notice window.)
+	b, err := startHolder(t, s, clk, "host/pid-1/2000", lease.Range{Lo: 7, Hi: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := b.k.Lease(); l.StartMs < a.g.LastIssued() {
+		t.Fatalf("restarted holder's lease starts at %d, below its predecessor's last issued end %d", l.StartMs, a.g.LastIssued())
+	}
+	b.issuing()
+	if first := b.mint(1)[0]; first <= last {
 		t.Fatalf("restarted holder's first ID %d is not above its predecessor's last %d", first, last)
 	}
 }
@@ -298,6 +317,7 @@ func TestKeeperQuarantine(t *testing.T) {
 	if st.Machine == first || st.Machine == -1 || st.Losses != 1 {
 		t.Fatalf("after quarantine of %d: status %+v, want the other number held", first, st)
 	}
+	h.issuing() // the new claim's notice window
 	if got := h.mint(1)[0]; got <= h.ids[4] || snowfence.V1().Split(got).Machine != st.Machine {
 		t.Fatalf("ID after moving numbers: %d", got)
 	}
@@ -438,12 +458,15 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &holder{t: t, k: k, g: g, clk: clk}
+	h.settle()
+	h.issuing() // the claim's notice window, on the fake clock
 	id, err := g.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := snowfence.V1().TimeOf(id); !got.Equal(t0) {
-		t.Fatalf("ID timestamp %s, want the keeper's fake clock %s", got, t0)
+	if got, want := snowfence.V1().TimeOf(id), clk.Time(); !got.Equal(want) {
+		t.Fatalf("ID timestamp %s, want the keeper's fake clock %s", got, want)
 	}
 }
 

@@ -263,6 +263,16 @@ type Store interface {
 	// holder's timings the restore cut off, and StartKeeper refuses a
 	// keeper whose own window is longer.
 	MaxRestoreWindow() time.Duration
+	// MaxNoticeWindow is the longest notice window (NoticeWindow of its
+	// SelfFence) a holder of this store may have: how long after another
+	// claim of its number commits it may still be issuing on it, until its
+	// self-fence stops it. The keeper starts the first grant of every claim
+	// at least this long after the claim, whichever holder's timings it
+	// must outlast (a store restored from an earlier state hands out
+	// numbers that running holders still issue on, and a fresh claimer
+	// cannot tell), and StartKeeper refuses a keeper whose own window is
+	// longer.
+	MaxNoticeWindow() time.Duration
 	// Journal is the store's record of who held each number when
 	// (journal.go): Claim writes an entry in the same atomic write as the
 	// claim, Release, Quarantine and RaiseMarks end it in theirs.

@@ -94,6 +94,9 @@ func TestKeeperRegionAfterCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &holder{t: t, k: k, g: g, clk: clk}
+	h.settle()
+	h.issuing() // the claim's notice window
 	id, err := g.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

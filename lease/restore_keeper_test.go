@@ -144,7 +144,10 @@ func TestRaiseMarksAfterUndetectableRestore(t *testing.T) {
 	// its generator refuses until the clock reaches the raised mark
 	// (docs/runbook.md); it never issues below it.
 	clkF := fakeclock.New(time.UnixMilli(now))
-	f := mustHolder(t, fresh, clkF, "fresh", lease.Range{Lo: 0, Hi: 1})
+	f, err := startHolder(t, fresh, clkF, "fresh", lease.Range{Lo: 0, Hi: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.g.Next(context.Background()); !isFenced(err) {
 		t.Errorf("fresh holder before the raised mark: %v, want ErrFenced (not started)", err)
 	}

@@ -164,6 +164,13 @@ func TestScheduleCutoverBeforeReservedMarks(t *testing.T) {
 // The store now keeps at least its MaxRestoreWindow (40 s on etcd, the
 // longest window StartKeeper accepts on it): b starts after a has fenced
 // itself.
+//
+// (etcd now refuses a's 20 s self-fence at start too: its notice window,
+// 23 s, is above etcd's MaxNoticeWindow. a runs on a stand-in of its store
+// that admits it — admitNotice — so that the test still shows the restore
+// floor outlasting a cut-off holder with longer timings than the
+// claimer's, as on the tables, where a self-fence up to 31.8 s is
+// accepted beside a claimer's 5 s one.)
 func TestRestoreWindowCoversTheCutOffHolder(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	clk := fakeclock.New(time.Now().Truncate(time.Millisecond))
@@ -178,7 +185,7 @@ func TestRestoreWindowCoversTheCutOffHolder(t *testing.T) {
 	}
 	snap := c.Snapshot(t)
 
-	sa := &cutStore{Store: connect()}
+	sa := &cutStore{Store: admitNotice{Store: connect(), notice: lease.NoticeWindow(20 * time.Second)}}
 	a := mustHolder(t, sa, clk, "a", lease.Range{Lo: 9, Hi: 9}, func(kc *lease.KeeperConfig) {
 		kc.LeaseFor, kc.SelfFence = 30*time.Second, 20*time.Second
 	})
@@ -227,6 +234,16 @@ func TestRestoreWindowCoversTheCutOffHolder(t *testing.T) {
 	}
 	checkUnique(t, a.ids, b.ids)
 }
+
+// admitNotice is a real store whose MaxNoticeWindow is notice: a stand-in
+// that lets a test start a keeper with a longer self-fence than the store
+// admits.
+type admitNotice struct {
+	lease.Store
+	notice time.Duration
+}
+
+func (a admitNotice) MaxNoticeWindow() time.Duration { return a.notice }
 
 // A keeper whose restore window is longer than the store keeps for every
 // holder after a restore is refused at start: another process's claim

@@ -45,7 +45,7 @@ func TestKeeperScheduleChangedUnderHolder(t *testing.T) {
 	clk := fakeclock.New(t0)
 	h := mustHolder(t, w, clk, "a", lease.Range{Lo: 2, Hi: 2})
 	h.mint(5)
-	at := t0.Add(15 * time.Second) // renewals reserve 10 s ahead: the one at t0+6s would reach it
+	at := clk.Time().Add(15 * time.Second) // renewals reserve 10 s ahead: the one 6 s from now would reach it
 	if _, err := w.SetFleetSchedule(testCtx(t), 0, "v1,v2@"+at.Format(time.RFC3339)); err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +97,11 @@ func TestGeneratorSharesKeeperSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	// The keeper renews as the clock jumps; mint after it has.
-	if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(2 * time.Second)
-	if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
-		t.Fatal(err)
-	}
+	// The keeper renews as the clock jumps, claims its v2 number, and
+	// issues on it once the claim's notice window has passed; mint after.
+	h := &holder{t: t, k: k, g: g, clk: clk}
+	h.step(2 * time.Second)
+	h.issuing()
 	id, err := g.Next(context.Background())
 	if err != nil {
 		t.Fatalf("after the cutover: %v", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/internal/soaktest"
 	"github.com/snowfence/snowfence/lease"
@@ -29,12 +30,14 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
+	// The first children issue only after the store's notice window.
+	warm := etcdstore.MaxNoticeWindow + 2*time.Second
 	c := etcdtest.Start(t, 1)
 	cfg := childConfig{
 		Endpoints: c.Endpoints(), Prefix: "/test/" + t.Name(), Range: lease.Range{Lo: 0, Hi: 23},
-		Holders: perProc, Batch: 10, Every: 5 * time.Millisecond, Lifetime: dur + 30*time.Second,
+		Holders: perProc, Batch: 10, Every: 5 * time.Millisecond, Lifetime: warm + dur + 30*time.Second,
 		LeaseFor: shortLeaseFor, RenewEvery: shortRenewEvery, SelfFence: shortSelfFence,
 	}
-	soaktest.Soak{Name: "soak", Procs: procs, Child: childHolder(cfg), Duration: dur, Pauses: true,
+	soaktest.Soak{Name: "soak", Procs: procs, Warmup: warm, Child: childHolder(cfg), Duration: dur, Pauses: true,
 		MinHolders: procs * perProc}.Run(t)
 }

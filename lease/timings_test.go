@@ -10,14 +10,22 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// windowStore is a store that answers only MaxRestoreWindow, for the
-// keeper's configuration checks.
+// windowStore is a store that answers only MaxRestoreWindow and
+// MaxNoticeWindow, for the keeper's configuration checks. A zero notice is
+// etcd's bound.
 type windowStore struct {
 	lease.Store
-	max time.Duration
+	max, notice time.Duration
 }
 
 func (s windowStore) MaxRestoreWindow() time.Duration { return s.max }
+
+func (s windowStore) MaxNoticeWindow() time.Duration {
+	if s.notice == 0 {
+		return etcdstore.MaxNoticeWindow
+	}
+	return s.notice
+}
 
 func timingsOf(c lease.KeeperConfig) lease.Timings {
 	return lease.Timings{LeaseFor: c.LeaseFor, RenewEvery: c.RenewEvery, SelfFence: c.SelfFence, Margin: c.Margin}
@@ -64,18 +72,18 @@ func TestEtcdTimingsAreKeeperDefaults(t *testing.T) {
 
 // TestStoreTimingsPassTheKeeper: each store's timings, applied to a keeper
 // configuration that sets none, pass the keeper's checks against that
-// store's restore window.
+// store's restore and notice windows.
 func TestStoreTimingsPassTheKeeper(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		timings   lease.Timings
-		maxWindow time.Duration
+		name              string
+		timings           lease.Timings
+		maxWindow, notice time.Duration
 	}{
-		{"etcdstore", etcdstore.Timings(), etcdstore.MaxRestoreWindow},
-		{"pgstore", pgstore.Timings(), pgstore.MaxRestoreWindow},
-		{"dynamostore", dynamostore.Timings(), dynamostore.MaxRestoreWindow},
+		{"etcdstore", etcdstore.Timings(), etcdstore.MaxRestoreWindow, etcdstore.MaxNoticeWindow},
+		{"pgstore", pgstore.Timings(), pgstore.MaxRestoreWindow, pgstore.MaxNoticeWindow},
+		{"dynamostore", dynamostore.Timings(), dynamostore.MaxRestoreWindow, dynamostore.MaxNoticeWindow},
 	} {
-		c := lease.KeeperConfig{Store: windowStore{max: tc.maxWindow}}
+		c := lease.KeeperConfig{Store: windowStore{max: tc.maxWindow, notice: tc.notice}}
 		tc.timings.Apply(&c)
 		got, err := lease.Defaults(c)
 		if err != nil {
@@ -85,6 +93,7 @@ func TestStoreTimingsPassTheKeeper(t *testing.T) {
 		if timingsOf(got) != tc.timings {
 			t.Errorf("%s: keeper runs with %+v, want the store's %+v", tc.name, timingsOf(got), tc.timings)
 		}
-		t.Logf("%s: restore window %s of at most %s", tc.name, got.RestoreMargin, tc.maxWindow)
+		t.Logf("%s: restore window %s of at most %s, notice window %s of at most %s", tc.name, got.RestoreMargin, tc.maxWindow,
+			lease.NoticeWindow(got.SelfFence), tc.notice)
 	}
 }

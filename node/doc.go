@@ -21,6 +21,11 @@
 //
 // A store the caller opened itself goes in Config.Store instead.
 //
+// Start returns once the generator issues: every claim's first grant waits
+// out the store's notice window (8 s on etcd, 36 s on the lease tables;
+// lease.Store.MaxNoticeWindow), the time any other holder still issuing on
+// the number — after a restore of the store — needs to notice the claim.
+//
 // # The embedded etcd is unique only on its host
 //
 // The zero-configuration store is a single-member etcd in a directory of

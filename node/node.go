@@ -15,7 +15,8 @@ import (
 
 // Config configures a Node. The zero value runs an embedded etcd in
 // ./snowfence-data on 127.0.0.1:2379 and leases a v1 machine number in
-// 0–1023 from it with etcd's timings.
+// 0–1023 from it with etcd's timings, keeping its high-water mark in
+// ./snowfence-data.highwater (embedetcd.Server.HighWater).
 type Config struct {
 	// Store, if not nil, is a lease store the caller opened; the Node does
 	// not close it, and the keeper's zero timings are the keeper's
@@ -69,8 +70,14 @@ type Node struct {
 }
 
 // Start opens the store (starting the embedded etcd if so configured),
-// claims a machine number and returns a Node ready to mint. On error
-// everything started is stopped again.
+// claims a machine number and returns a Node ready to mint: it waits (on
+// the keeper's clock, until ctx ends) for the first grant of the claim to
+// start. Every claim's first grant waits out the store's notice window
+// (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease tables), so
+// that a holder still issuing on the number after a restore of the store
+// has stopped; a number whose mark is ahead of the clock (after
+// raise-marks, say) starts at the mark. On error everything started is
+// stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -109,7 +116,29 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.Keeper.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	if err := n.untilIssuing(ctx); err != nil {
+		n.Generator.Close()
+		n.Keeper.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	return n, nil
+}
+
+// untilIssuing waits until the keeper's grant has started on its clock (see
+// Start). It returns at once when there is no grant: the generator then
+// refuses with the reason, as it would at any later time.
+func (n *Node) untilIssuing(ctx context.Context) error {
+	clk := n.Keeper.Clock()
+	for {
+		g, err := n.Keeper.Grant()
+		if err != nil || clk.Now().WallMs >= g.StartMs {
+			return nil
+		}
+		if _, err := clk.WaitUntil(ctx, g.StartMs); err != nil {
+			return fmt.Errorf("node: waiting for machine %d's first grant, which starts at %s (the claim's notice window, or the number's mark): %w",
+				g.Machine, lease.FormatMs(g.StartMs), err)
+		}
+	}
 }
 
 // open opens the store cfg.Open says (the embedded etcd if none) and gives
@@ -129,6 +158,9 @@ func (n *Node) open(ctx context.Context, cfg Config, kc *lease.KeeperConfig) err
 	}
 	if !cfg.TimingsChosen {
 		o.Timings.Apply(kc)
+	}
+	if kc.HighWater == nil {
+		kc.HighWater = o.HighWater
 	}
 	return nil
 }

@@ -35,11 +35,19 @@ type Opened struct {
 	Timings lease.Timings
 	// Embedded is the embedded etcd server the store runs on, or nil.
 	Embedded *embedetcd.Server
+	// HighWater, if not nil, is where the keeper keeps its high-water mark
+	// (lease.KeeperConfig.HighWater); Start gives it to a keeper configured
+	// with none. The embedded etcd's Openers set it to the file beside its
+	// data directory (embedetcd.Server.HighWater).
+	HighWater lease.HighWater
 }
 
 // EmbeddedEtcd opens an etcd store on an etcd server started in this
 // process (embedetcd.Start), which the Node stops in Close. It logs
-// EmbeddedWarning: the numbers it leases are unique on this host only.
+// EmbeddedWarning: the numbers it leases are unique on this host only. The
+// keeper keeps its high-water mark in the file beside the data directory
+// (embedetcd.Config.HighWaterFile), so that a restore of the directory
+// cannot take its marks back (embedetcd.Server.HighWater).
 func EmbeddedEtcd(server embedetcd.Config, store etcdstore.Config) Opener {
 	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
 		if err := storeDefaults("etcd", &store.Region, &store.Logger, region, log); err != nil {
@@ -56,7 +64,8 @@ func EmbeddedEtcd(server embedetcd.Config, store etcdstore.Config) Opener {
 
 // OnEmbedded opens an etcd store on srv, an embedded etcd already started
 // (EmbeddedEtcd starts its own), which the Node then stops in Close; on an
-// error srv is stopped too.
+// error srv is stopped too. The keeper keeps its high-water mark in srv's
+// file, as with EmbeddedEtcd.
 func OnEmbedded(srv *embedetcd.Server, store etcdstore.Config) Opener {
 	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
 		if err := storeDefaults("etcd", &store.Region, &store.Logger, region, log); err != nil {
@@ -75,10 +84,11 @@ func connectEmbedded(ctx context.Context, srv *embedetcd.Server, store etcdstore
 		return nil, err
 	}
 	return &Opened{
-		Store:    s,
-		Close:    func() error { return errors.Join(s.Close(), srv.Close()) },
-		Timings:  etcdstore.Timings(),
-		Embedded: srv,
+		Store:     s,
+		Close:     func() error { return errors.Join(s.Close(), srv.Close()) },
+		Timings:   etcdstore.Timings(),
+		Embedded:  srv,
+		HighWater: srv.HighWater(),
 	}, nil
 }
 

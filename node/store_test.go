@@ -52,7 +52,9 @@ func (s *claimStore) Keyspace(index int) (lease.Store, error) {
 // sets stay; with TimingsChosen a zero stays the keeper's own default (10 s).
 func TestStartAppliesTheStoresTimings(t *testing.T) {
 	ctx := context.Background()
-	timings := lease.Timings{LeaseFor: 30 * time.Second, RenewEvery: 3 * time.Second, SelfFence: 15 * time.Second}
+	// (A self-fence etcd admits: its notice window within etcd's
+	// MaxNoticeWindow.)
+	timings := lease.Timings{LeaseFor: 30 * time.Second, RenewEvery: 3 * time.Second, SelfFence: 6 * time.Second}
 	for _, tc := range []struct {
 		name     string
 		leaseFor time.Duration // the keeper's own

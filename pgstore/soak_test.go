@@ -8,6 +8,7 @@ import (
 
 	"github.com/snowfence/snowfence/internal/soaktest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
 )
 
 // TestSoakKilledHoldersNeverDuplicate runs 8 child processes, one Keeper and
@@ -29,13 +30,15 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 3 * time.Second
 	}
+	// The first children issue only after the store's notice window.
+	warm := pgstore.MaxNoticeWindow + 2*time.Second
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	openStore(t, pool, table) // creates the table
 	cfg := soakConfig{URL: url, Table: table, HolderSpec: soaktest.HolderSpec{Range: rng, Holders: perProc, Batch: 10,
-		Every: 10 * time.Millisecond, Lifetime: dur + 30*time.Second,
+		Every: 10 * time.Millisecond, Lifetime: warm + dur + 30*time.Second,
 		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: 2 * time.Second}}
-	res := soaktest.Soak{Name: "pgstore soak", Procs: procs, Duration: dur, MinHolders: rng.Hi - rng.Lo + 1,
+	res := soaktest.Soak{Name: "pgstore soak", Procs: procs, Warmup: warm, Duration: dur, MinHolders: rng.Hi - rng.Lo + 1,
 		Child: soaktest.Child{Test: "TestSoakChild", Env: soakChildEnv, Config: cfg}}.Run(t)
 
 	// Requests per second of holder life: over every incarnation, and apart

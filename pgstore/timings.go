@@ -1,6 +1,10 @@
 package pgstore
 
-import "github.com/snowfence/snowfence/lease"
+import (
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
 
 // Timings returns the keeper timings that suit a lease table: a 5-minute
 // lease renewed every 10 s, issuing stopped 30 s after the last
@@ -18,3 +22,17 @@ import "github.com/snowfence/snowfence/lease"
 func Timings() lease.Timings {
 	return lease.TableTimings()
 }
+
+// MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
+// self-fence) a holder of a PostgreSQL store may have, and the wait before
+// the first grant of every claim on one: a holder with a longer self-fence
+// is refused at start. At the table timings' 30 s self-fence a holder's
+// window is 34 s; 36 s leaves room for a self-fence up to 31.8 s. It is
+// kept that close because every claim pays it (a start, a restart, a
+// number lost and claimed again refuse for about this long before
+// issuing); a shorter self-fence (and renewal period) shortens nothing
+// unless this bound is lowered for every holder of the table.
+const MaxNoticeWindow = 36 * time.Second
+
+// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow.
+func (s *Store) MaxNoticeWindow() time.Duration { return MaxNoticeWindow }

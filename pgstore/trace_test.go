@@ -62,10 +62,12 @@ func mintN(t *testing.T, who string, g *snowfence.Generator, n int) []snowfence.
 // TestFrozenHolderTrace replays a holder frozen past its lease and its
 // successor on number 37, with the Keeper and generator on fake clocks and
 // the store real (a 30 s lease keeps the numbers short):
-// A (epoch 7) renews at 100 s to expiry 130 s, issues at 105 s and freezes;
-// B claims at 131 s by its own clock (epoch 8); A wakes at 145 s, its
-// renewal "epoch 7" fails with ErrLost and it refuses to issue. Every ID of
-// A is below its fence (130 − 5 = 125 s), every ID of B above 130 s.
+// A claims at 60 s (epoch 7) and issues from 96 s (its claim's notice
+// window: the tables' 36 s), renews at 100 s to expiry 130 s, issues at
+// 105 s and freezes; B claims at 131 s by its own clock (epoch 8); A wakes
+// at 145 s, its renewal "epoch 7" fails with ErrLost and it refuses to
+// issue; B issues from 167 s. Every ID of A is below its fence
+// (130 − 5 = 125 s), every ID of B above 130 s.
 func TestFrozenHolderTrace(t *testing.T) {
 	t.Parallel()
 	pool := testPool(t, 4)
@@ -78,10 +80,12 @@ func TestFrozenHolderTrace(t *testing.T) {
 	}
 	const holderA, holderB = "i-0a1b2c3d4e5f67890/pid-4121/1790424000000", "i-0fedcba9876543210/pid-907/1790424129000"
 
-	clkA := fakeclock.New(at(90))
+	clkA := fakeclock.New(at(60))
 	kA, gA := traceKeeper(t, sA, clkA, holderA)
-	clkA.Advance(10 * time.Second) // 100 s: the renewal
-	settle(t, clkA)
+	for range 4 { // renewals at 70, 80, 90 and 100 s
+		clkA.Advance(10 * time.Second)
+		settle(t, clkA)
+	}
 	rec := mustGetRec(t, sA, 37)
 	if rec.Holder != holderA || rec.Token != 7 || rec.ExpiresMs != at(130).UnixMilli() {
 		t.Fatalf("row at 100 s = %+v, want holder A, epoch 7, expiry 130 s", rec)
@@ -96,7 +100,6 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if l := kB.Lease(); l.Machine != 37 || l.Token != 8 || l.StartMs < at(131).UnixMilli() {
 		t.Fatalf("B's lease = %v starting %d, want 37 epoch 8 from 131 s", l, l.StartMs)
 	}
-	idsB := mintN(t, "B at 131 s", gB, 100)
 
 	clkA.Advance(40 * time.Second) // 145 s: A wakes; its renewal is due
 	settle(t, clkA)
@@ -109,6 +112,18 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if id, err := gA.Next(t.Context()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Errorf("A at 145 s: Next = %v, %v; want ErrFenced", id, err)
 	}
+	// B's first grant starts its claim's notice window (36 s) after the
+	// claim: it renews on the way (141, 151, 161 s) and issues at 167 s.
+	for range 3 {
+		clkB.Advance(10 * time.Second)
+		settle(t, clkB)
+	}
+	clkB.Advance(6 * time.Second)
+	idsB := mintN(t, "B at 167 s", gB, 100)
+	if first := idsB[0].Time(); first.Before(at(167)) {
+		t.Errorf("B's first ID at %v, before 167 s (its claim + the notice window)", first)
+	}
+
 	fence := at(125)
 	for _, id := range idsA {
 		if !id.Time().Before(fence) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/lease"
@@ -351,6 +352,12 @@ func TestE2ESigtermMidLoad(t *testing.T) {
 	}
 	if max1, min2 := slices.Max(ids1), slices.Min(ids2); min2 <= max1 {
 		t.Fatalf("after the restart the first ID %d is not above the last before it %d", min2, max1)
+	}
+	// The high-water mark beside the data directory covers every ID
+	// issued: a restore of the directory cannot take it back.
+	hw, err := lease.NewHighWaterFile(dataDir+embedetcd.HighWaterSuffix, false).Load()
+	if last := slices.Max(ids2).Time().UnixMilli(); err != nil || hw <= last {
+		t.Errorf("high-water mark beside the data directory: %d, %v; want above the last ID's %d", hw, err, last)
 	}
 	t.Logf("%d IDs acknowledged before SIGTERM (%d requests not answered once shutdown began), %d after the restart, no duplicate",
 		len(ids1), cut1, len(ids2))

@@ -198,21 +198,30 @@ func initTable(ctx context.Context, e env, sf *storeFlags) error {
 	return err
 }
 
-// parseMarkTime reads "now+1m" or an RFC 3339 instant.
+// parseMarkTime reads raise-marks' --to: "now+1m" or an RFC 3339 instant.
 func parseMarkTime(s string, now time.Time) (int64, error) {
 	if s == "" {
 		return 0, usagef("raise-marks needs --to, e.g. --to now+1m")
 	}
+	return parseInstant("to", s, now)
+}
+
+// parseInstant reads an instant given to --flag: "now", "now+DURATION" or
+// RFC 3339, in Unix ms.
+func parseInstant(flag, s string, now time.Time) (int64, error) {
+	if s == "now" {
+		return now.UnixMilli(), nil
+	}
 	if d, ok := strings.CutPrefix(s, "now+"); ok {
 		dur, err := time.ParseDuration(d)
 		if err != nil || dur <= 0 {
-			return 0, usagef("--to %q: after now+ put a positive duration such as 1m", s)
+			return 0, usagef("--%s %q: after now+ put a positive duration such as 1m", flag, s)
 		}
 		return now.Add(dur).UnixMilli(), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, usagef("--to %q: use now+DURATION or an RFC 3339 instant", s)
+		return 0, usagef("--%s %q: use now, now+DURATION or an RFC 3339 instant", flag, s)
 	}
 	return t.UnixMilli(), nil
 }

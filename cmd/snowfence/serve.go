@@ -222,6 +222,9 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 	}
 	nc := cfg.node
 	nc.Open, nc.Store, nc.Keeper.Region = nil, s.opened.Store, hr.region.Number
+	if nc.Keeper.HighWater == nil {
+		nc.Keeper.HighWater = s.opened.HighWater // the embedded etcd's file beside its data directory
+	}
 	// After the first claim that finds every number held, the keeper's
 	// and generator's lines go to Debug until a claim succeeds: the waiter
 	// reports the wait at its own pace.

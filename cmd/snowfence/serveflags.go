@@ -23,6 +23,8 @@ type serveFlags struct {
 	publicIDs       publicIDFlags
 	embeddedURL     string
 	embeddedPeerURL string
+	highWaterFile   string
+	highWaterAt     string
 	machines        string
 	schedule        string
 	clockPolicy     string
@@ -50,6 +52,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.publicIDs.register(fs)
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")
 	fs.StringVar(&f.embeddedPeerURL, "embedded-etcd-peer-url", "", "peer URL of the embedded etcd (loopback; port 0 picks one); empty: the client port plus one, or a free port when the client port is 0")
+	fs.StringVar(&f.highWaterFile, "high-water-file", "", "where the embedded etcd's holder keeps its high-water mark, which a restore of the data directory cannot take back; keep it out of the directory's backups (empty: beside it, --data-dir"+embedetcd.HighWaterSuffix+")")
+	fs.StringVar(&f.highWaterAt, "high-water-at", "", "raise the high-water mark to this instant before starting (now, now+DURATION or RFC 3339), writing the file anew if it is missing or corrupt: for a data directory restored or copied without its file; give a time at or after the last ID issued from the directory")
 	fs.StringVar(&f.machines, "machines", "", `machine-number range of this holder class: lo-hi for every layout, layout=lo-hi for one (e.g. "600-699,v2=0-99" across a cutover); empty: each layout's whole range (v1 0-1023, v2 0-511)`)
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)
 	fs.DurationVar(&f.lead, "lead", 0, "how long before a cutover of --schedule the holder claims its number for the next layout, beside its current one (0: max(10m, 20 x --lease-ttl))")
@@ -126,13 +130,27 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if len(cc.Endpoints) > 0 && (f.embeddedURL != embedetcd.DefaultClientURL || f.embeddedPeerURL != "") {
 		return cfg, usagef("--embedded-etcd-url and --embedded-etcd-peer-url have no effect with --etcd-endpoints; pass one or the other")
 	}
+	var highWaterAt time.Time
+	if f.highWaterFile != "" || f.highWaterAt != "" {
+		if len(cc.Endpoints) > 0 || f.store.storeKind().name != "etcd" {
+			return cfg, usagef("--high-water-file and --high-water-at are the embedded etcd's; they have no effect with another store")
+		}
+		if f.highWaterAt != "" {
+			ms, err := parseInstant("high-water-at", f.highWaterAt, time.Now())
+			if err != nil {
+				return cfg, err
+			}
+			highWaterAt = time.UnixMilli(ms)
+		}
+	}
 	for _, fl := range []struct{ name, url string }{{"embedded-etcd-url", f.embeddedURL}, {"embedded-etcd-peer-url", f.embeddedPeerURL}} {
 		if u := fl.url; u != "" && !strings.HasPrefix(u, "http://127.") && !strings.HasPrefix(u, "http://localhost:") && !strings.HasPrefix(u, "http://[::1]:") {
 			return cfg, usagef("--%s %q must be a loopback http URL: the embedded etcd has no authentication", fl.name, u)
 		}
 	}
 	cfg.Logger = log
-	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL, PeerURL: f.embeddedPeerURL})
+	cfg.Open = f.store.storeKind().open(&f.store, cc, embedetcd.Config{Dir: f.store.dataDir, ClientURL: f.embeddedURL, PeerURL: f.embeddedPeerURL,
+		HighWaterFile: f.highWaterFile, HighWaterAt: highWaterAt})
 	cfg.TimingsChosen = true // storeTimings took the store's for the flags not given
 	// Keeper.Region is left 0, and the store configuration's region too (the
 	// Opener gives it the keeper's): serve resolves --region from the

@@ -3,11 +3,14 @@ package main
 import (
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
@@ -84,5 +87,71 @@ func TestServeEmbeddedURLFlags(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
 		}
+	}
+}
+
+// --high-water-file and --high-water-at reach the embedded etcd: the file
+// named (default: beside --data-dir) is where the node's keeper keeps its
+// high-water mark, and --high-water-at raises it before etcd starts,
+// writing the file anew. They are refused with another store, and a time
+// that does not parse is refused naming the flag.
+func TestServeHighWaterFlags(t *testing.T) {
+	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"--high-water-at", "yesterday"}, "--high-water-at"},
+		{[]string{"--high-water-at", "now+-1m"}, "--high-water-at"},
+		{[]string{"--etcd-endpoints", "http://127.0.0.1:2379", "--high-water-file", "x"}, "no effect with another store"},
+		{[]string{"--lease-store", "dynamodb", "--high-water-at", "now"}, "no effect with another store"},
+	} {
+		f, _, err := parseServeFlags(e, tc.args)
+		if err == nil {
+			_, err = f.nodeConfig(log)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+
+	root := t.TempDir()
+	dataDir := filepath.Join(root, "data")
+	for _, tc := range []struct {
+		name, file string // file: --high-water-file, empty for none
+		want       string // where the keeper's mark is kept
+	}{
+		{"default", "", dataDir + embedetcd.HighWaterSuffix},
+		{"given", filepath.Join(root, "elsewhere", "hw"), filepath.Join(root, "elsewhere", "hw")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.MkdirAll(filepath.Dir(tc.want), 0o700)
+			args := []string{"--data-dir", dataDir, "--embedded-etcd-url", "http://127.0.0.1:0", "--high-water-at", "2030-01-01T00:00:00Z"}
+			if tc.file != "" {
+				args = append(args, "--high-water-file", tc.file)
+			}
+			f, _, err := parseServeFlags(e, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := f.nodeConfig(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := cfg.Open(t.Context(), 0, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			p, ok := o.HighWater.(interface{ Path() string })
+			if !ok || p.Path() != tc.want {
+				t.Fatalf("the keeper's high-water mark is kept in %v, want %s", o.HighWater, tc.want)
+			}
+			ms, err := o.HighWater.Load()
+			if want := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(); err != nil || ms != want {
+				t.Errorf("high-water mark %d, %v; want --high-water-at's %d", ms, err, want)
+			}
+		})
 	}
 }

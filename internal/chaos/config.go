@@ -41,7 +41,7 @@ import (
 // timings (the stores' own, lease.TableTimings). The bounds of each box are
 // the product's checks (SelfFence×1.08 < LeaseFor×0.92, RenewEvery <
 // SelfFence, 0 ≤ Margin < Reserve, the restore window within the store's
-// MaxRestoreWindow) intersected with what the scenario's story and the CI
+// MaxRestoreWindow, the notice window within its MaxNoticeWindow) intersected with what the scenario's story and the CI
 // budget allow; see each box.
 //
 // The draws come from a random stream of their own (seeded with the run's
@@ -85,7 +85,9 @@ var (
 	// 5g, 5h, 7), around the etcd defaults (10 s, 2 s, 5 s). The self-fence
 	// stays at 5 s or more, so that a holder outlasts an etcd election
 	// (5a checks that nobody refuses meanwhile), and at 8 s or less, so that
-	// every holder has fenced 10 s into 5c's outage; a TTL up to 12 s keeps
+	// every holder has fenced 10 s into 5c's outage; the product refuses
+	// the draws above 6.36 s (the notice window within etcd's
+	// MaxNoticeWindow), and the sampler counts them; a TTL up to 12 s keeps
 	// 5d's wait for the restore window (TTL × 1.1 + 1 s) within 2.2 s of the
 	// default's.
 	steadyBox = timingBox{name: "steady", leaseLo: 6 * time.Second, leaseHi: 12 * time.Second,
@@ -98,7 +100,9 @@ var (
 	// dynamostore's default Config.MaxReserve, which that store assumes no
 	// holder reserves past but which no check of the product enforces (the
 	// keeper would accept up to 5 min 26 s, where the restore window,
-	// TTL × 1.1 + 1 s, reaches the tables' 6 min).
+	// TTL × 1.1 + 1 s, reaches the tables' 6 min). The product refuses a
+	// self-fence above 31.8 s (the notice window within the tables'
+	// MaxNoticeWindow), and the sampler counts those draws.
 	tableSteadyBox = timingBox{name: "table-steady", leaseLo: time.Minute, leaseHi: 5 * time.Minute,
 		fenceLo: 15 * time.Second, fenceHi: time.Minute, renewLo: 0.1, renewHi: 0.5, renewMin: time.Second, tablesOnly: true}
 	// netBox: the network scenarios (8a–8c), around their former 10 s, 1 s,
@@ -127,17 +131,19 @@ const maxDraws = 200
 var errChecksPassed = errors.New("chaos: the keeper's checks passed")
 
 // checkStore is a lease store that answers only what StartKeeper asks before
-// and at its first claim: its restore window (the store's MaxRestoreWindow,
-// which the keeper checks its own against), its region registry (none: a
-// fleet of one region, as the scenarios' stores are) and the claim itself,
-// which it refuses with errChecksPassed (wrapping lease.ErrNoFreeNumber, on
-// which StartKeeper gives up at once).
+// and at its first claim: its restore and notice windows (the store's
+// MaxRestoreWindow and MaxNoticeWindow, which the keeper checks its own
+// against), its region registry (none: a fleet of one region, as the
+// scenarios' stores are) and the claim itself, which it refuses with
+// errChecksPassed (wrapping lease.ErrNoFreeNumber, on which StartKeeper
+// gives up at once).
 type checkStore struct {
 	lease.Store
-	window time.Duration
+	window, notice time.Duration
 }
 
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
+func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 
 func (s checkStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
 
@@ -156,6 +162,17 @@ func maxRestoreWindow(kind string) time.Duration {
 	return etcdstore.MaxRestoreWindow
 }
 
+// maxNoticeWindow is the store's lease.Store.MaxNoticeWindow.
+func maxNoticeWindow(kind string) time.Duration {
+	switch kind {
+	case StorePostgres:
+		return pgstore.MaxNoticeWindow
+	case StoreDynamoDB:
+		return dynamostore.MaxNoticeWindow
+	}
+	return etcdstore.MaxNoticeWindow
+}
+
 // accepts runs the product's own checks on a holder configured with t and
 // --machines machines on a store of kind: serve's parse of --machines
 // (lease.ParseRanges) and the keeper's validation, by starting a keeper on
@@ -166,7 +183,7 @@ func accepts(kind string, t lease.Timings, machines string) error {
 	if err != nil {
 		return err
 	}
-	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind)}, Holder: "chaos-config-check",
+	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: maxNoticeWindow(kind)}, Holder: "chaos-config-check",
 		Range: rng, LayoutRanges: layoutRanges,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
 	k, err := lease.StartKeeper(context.Background(), kc)

@@ -128,6 +128,7 @@ func TestAcceptsRefuses(t *testing.T) {
 		"renewal at the self-fence":  {lease.Timings{LeaseFor: 3 * time.Second, RenewEvery: 1500 * time.Millisecond, SelfFence: 1500 * time.Millisecond}, "0-0"},
 		"margin at the reservation":  {lease.Timings{LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: 1500 * time.Millisecond, Margin: 3 * time.Second}, "0-0"},
 		"restore window past etcd's": {lease.Timings{LeaseFor: time.Minute, RenewEvery: time.Second, SelfFence: 5 * time.Second}, "0-0"},
+		"notice window past etcd's":  {lease.Timings{LeaseFor: 30 * time.Second, RenewEvery: time.Second, SelfFence: 7 * time.Second}, "0-0"},
 		"range past the layout":      {ok, "1000-1100"},
 		"range backwards":            {ok, "9-3"},
 	} {

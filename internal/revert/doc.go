@@ -10,6 +10,16 @@
 // operator's raise-marks follows each), the test written for it
 // (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore).
 //
+// restore and window are searched with notice undone too. The notice floor
+// closes their paths a second time: the claimer that, with either undone,
+// started on a number a cut-off or unaware holder still issued on now
+// waits the store's notice window, which outlasts every self-fence the
+// store accepts. Undone alone, neither is found in 4 min; with notice
+// undone beside it, the search finds what each fix closes. Their own tests
+// fail with their tags alone: etcdstore's restore tests
+// (TestRestoreSameTokenBumpedNoticedByMark, TestRestoreNoticedByRaftTerm,
+// …) and lease's TestRestoreWindowCoversTheCutOffHolder.
+//
 //	tag                            undoes
 //	snowfence_revert_region        refusing a region other than 0 under a layout without region bits
 //	snowfence_revert_nonce         recognising a claim only by its own nonce or etcd lease (adoption, Extend,
@@ -31,4 +41,12 @@
 //	                               compare of the store's fleet schedule record with the registry's
 //	snowfence_revert_clone         the renewal value every extension writes and the next extension and the
 //	                               release compare (a cloned holder process renews beside the original for ever)
+//	snowfence_revert_notice        the wait before a claim's first grant for any holder still issuing on the
+//	                               number to notice the claim (the store's MaxNoticeWindow), and the keeper's
+//	                               refusal of a self-fence whose notice window is longer
+//	snowfence_revert_highwater     the keeper's high-water mark kept outside the store (KeeperConfig.HighWater;
+//	                               the embedded etcd's file beside its data directory): grants bounded by it,
+//	                               and started above it after a restart. Not in scripts/prove-search's list:
+//	                               the search runs no store restored with its holders' host; the lease and node
+//	                               tests of the data directory restored behind the clock fail with it
 package revert

@@ -178,6 +178,12 @@ type Soak struct {
 	Child Child
 	// Duration is how long the schedule runs.
 	Duration time.Duration
+	// Warmup is how long the first children run undisturbed before the
+	// schedule starts: every claim's first grant waits out the store's
+	// notice window (lease.Store.MaxNoticeWindow), so a child issues only
+	// that long after it claimed, and a schedule that killed the first
+	// children before would leave nothing issuing to kill or pause.
+	Warmup time.Duration
 	// With Pauses, one action in three SIGSTOPs the process for 1–4 s
 	// instead of killing it.
 	Pauses bool
@@ -186,7 +192,7 @@ type Soak struct {
 	MinHolders int
 }
 
-// Run runs the soak: s.Procs children at once while, every 0.3–1.5 s on a
+// Run runs the soak: s.Procs children at once, and after s.Warmup, while, every 0.3–1.5 s on a
 // schedule drawn from Seed, a random one is SIGKILLed and a fresh one
 // started in its place (or, with s.Pauses, one time in three SIGSTOPped for
 // 1–4 s); then it closes every child's stdin, waits for them and checks
@@ -197,13 +203,14 @@ type Soak struct {
 func (s Soak) Run(t *testing.T) Result {
 	t.Helper()
 	seed := Seed(t)
-	t.Logf("%s: seed %d (%s=%d replays the kill schedule), %v", s.Name, seed, SeedEnv, seed, s.Duration)
+	t.Logf("%s: seed %d (%s=%d replays the kill schedule), %v after a warm-up of %v", s.Name, seed, SeedEnv, seed, s.Duration, s.Warmup)
 	prng := rand.New(rand.NewPCG(seed, 0))
 	col := NewCollector(t, s.Child)
 	children := make([]*Proc, s.Procs)
 	for i := range children {
 		children[i] = col.Start()
 	}
+	sleep(t.Context(), s.Warmup) // the story's schedule, not synchronisation
 	// The schedule: every 0.3–1.5 s one action on a random process. The
 	// waits are the schedule of the story, not synchronisation.
 	type pause struct {

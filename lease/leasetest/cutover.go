@@ -138,6 +138,9 @@ func checkCutover(t *testing.T, s *suite) {
 		settle(loops())
 	}
 
+	// Both claimed at t0: their first grants wait out the store's notice
+	// window.
+	advanceTo(t0.Add(st.MaxNoticeWindow()))
 	first := take("a", gA, 100)
 	for _, id := range first {
 		decodes(id, "v1", 0, 600)
@@ -227,7 +230,7 @@ func checkCutover(t *testing.T, s *suite) {
 	// B recovers once its v2 number is free.
 	MustRelease(t, sib, blocker, blocker.StartMs)
 	var recovered bool
-	for range 10 {
+	for range 10 + int(st.MaxNoticeWindow()/time.Second) { // its claim, then the claim's notice window
 		advanceTo(clk.Time().Add(time.Second))
 		if ids, err := gB.NextN(context.Background(), 10); err == nil {
 			for _, id := range ids {

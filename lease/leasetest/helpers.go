@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -121,4 +122,34 @@ func (s *suite) expire(t *testing.T, st lease.Store, l *lease.Lease, nowMs int64
 		t.Fatalf("Get(%d) = %+v: a ClockExpiry store must report ExpiresMs", l.Machine, rec)
 	}
 	return max(nowMs, rec.ExpiresMs+1)
+}
+
+// untilIssuing lets clk run, in half-second steps in which the n keeper
+// loops asleep on it renew, until every keeper of ks has a grant that has
+// started at the clock's reading: every claim's first grant waits out the
+// store's notice window (lease.Store.MaxNoticeWindow), so a keeper just
+// started (or that just claimed again) refuses until then.
+func untilIssuing(t *testing.T, ctx context.Context, clk *fakeclock.Clock, n int, ks ...*lease.Keeper) {
+	t.Helper()
+	issuing := func() bool {
+		for _, k := range ks {
+			g, err := k.Grant()
+			if err != nil || clk.Now().WallMs < g.StartMs {
+				return false
+			}
+		}
+		return true
+	}
+	for start := clk.Time(); !issuing(); {
+		if clk.Time().Sub(start) > 10*time.Minute {
+			t.Fatalf("not every keeper issues 10 min after %s", start)
+		}
+		if err := clk.BlockUntilWaiters(ctx, n); err != nil {
+			t.Fatalf("%d keeper loops never went to sleep: %v", n, err)
+		}
+		clk.Advance(500 * time.Millisecond)
+	}
+	if err := clk.BlockUntilWaiters(ctx, n); err != nil {
+		t.Fatalf("%d keeper loops never went back to sleep: %v", n, err)
+	}
 }

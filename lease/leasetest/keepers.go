@@ -15,7 +15,8 @@ import (
 
 // checkKeeperRace: more Keepers than numbers start at once, each with its
 // own Store value, on one fake clock. As many start as there are numbers,
-// on distinct numbers, and the rest fail with ErrNoFreeNumber. Each mints;
+// on distinct numbers, and the rest fail with ErrNoFreeNumber. Each mints
+// (once its claim's notice window has passed);
 // the winners close (releasing with their last timestamp) and the losers
 // start on the freed numbers. No ID repeats, and on each number every ID of
 // the second holder is above every ID of the first.
@@ -58,6 +59,11 @@ func checkKeeperRace(t *testing.T, s *suite) {
 	if len(winners) != hi-lo+1 {
 		t.Fatalf("%d keepers started on %d numbers", len(winners), hi-lo+1)
 	}
+	winning := make([]*lease.Keeper, 0, len(winners))
+	for _, i := range winners {
+		winning = append(winning, ks[i])
+	}
+	untilIssuing(t, ctx, clk, len(winning), winning...)
 	seen := map[snowfence.ID]string{}
 	lastOn := map[int]int64{} // machine → last timestamp of its first holder
 	mint := func(i int, k *lease.Keeper) []snowfence.ID {
@@ -104,6 +110,7 @@ func checkKeeperRace(t *testing.T, s *suite) {
 		}
 		t.Cleanup(func() { k.Close(context.Background()) })
 		m := k.Lease().Machine
+		untilIssuing(t, ctx, clk, 1, k)
 		ids := mint(i, k)
 		if first := ids[0].Time().UnixMilli(); first <= lastOn[m] {
 			t.Errorf("machine %d: keeper %d's first ID at %d ms, want above the previous holder's last at %d ms", m, i, first, lastOn[m])

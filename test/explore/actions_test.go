@@ -42,7 +42,12 @@ var actions = []action{
 	// Restarts move holders to other numbers (in a mixed-schedule world,
 	// onto the numbers whose IDs another schedule's holder mints).
 	{"restart a process", func(w *world) int { return w.unfocused(w.themed(themeShared, 8, w.themed(themeSchedules, 6, 2))) }, (*world).restart},
-	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, w.themed(themeRegistry, 6, 3)) }, (*world).startIdle},
+	// A process started anew has no memory of the store (its revision,
+	// cluster ID and marks) to notice a restore by: after one, it claims
+	// numbers that running holders still issue on (followRestore queues
+	// one too).
+	{"restart a process afresh", func(w *world) int { return w.unfocused(w.themed(themeRestore, 2, 1)) }, (*world).restartFresh},
+	{"start idle holders", func(w *world) int { return w.themed(themeRestore, 6, 3) }, (*world).startIdle},
 	{"stop a holder", func(w *world) int { return w.unfocused(1) }, (*world).stopOne},
 	// A cloned holder process (clone_test.go), in worlds without restores:
 	// its window's duplicates are expected, and a restore's would blur
@@ -347,6 +352,40 @@ func (w *world) restart() {
 	w.startHolders(p, w.startable(p, hs))
 }
 
+// restartFresh restarts a process as a new one: its keepers close, its
+// stores are closed and opened anew — a store value with no memory of the
+// store's revision, cluster ID or marks, as a process started after a
+// restore has — and its keepers start again on them. The process's faults
+// (an outage, lost replies) carry over.
+func (w *world) restartFresh() {
+	p := w.anyProc()
+	if p.paused {
+		return
+	}
+	w.catchUp(p)
+	w.log.add(w.step, "process %d restarts afresh (new store connections) with its %d keeper(s)", p.idx, len(p.holders))
+	var hs []*holder
+	for _, h := range p.holders {
+		w.stop(h)
+		if h.refused == "" {
+			hs = append(hs, h)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	for region, old := range p.stores {
+		st, err := w.sp.open(ctx, p.cfg.Store, region)
+		if err != nil {
+			w.fail(setupMarker, "reopen the store of process %d, region %d: %v", p.idx, region, err)
+			return
+		}
+		p.stores[region] = old.reopen(st)
+		old.Close()
+	}
+	w.fig.add("fresh restarts", 1)
+	w.startHolders(p, hs)
+}
+
 func (w *world) startIdle() {
 	p := w.anyProc()
 	if p.paused {
@@ -455,6 +494,11 @@ func (w *world) restore() {
 // they had. Two holders collide only in one millisecond; drawn at random,
 // a mint on all rarely falls inside that window.
 func (w *world) followRestore() {
+	if w.r.IntN(2) == 0 {
+		// A process started at once after the restore: it cannot notice
+		// it, and may claim what a running holder still issues on.
+		w.next = append(w.next, (*world).restartFresh, func(w *world) { w.mintAll() })
+	}
 	for range 4 + w.r.IntN(12) {
 		w.next = append(w.next, func(w *world) {
 			d := time.Duration(300+w.r.IntN(2200)) * time.Millisecond

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
 )
 
 // Themes bias a world's draws towards one region of the space (see the
@@ -230,7 +233,7 @@ func draw(seed uint64, store string, steps int) *config {
 	if restoring || mixed || c.Theme == themeRegions {
 		offsetP, rateP = 0.15, 0.15
 	}
-	fleetTiming := drawTiming(r, c.Theme)
+	fleetTiming := drawTiming(r, c.Theme, c.Store)
 	total := 0
 	for i := range nProcs {
 		p := procConfig{Rate: 1, Keepers: 1, Range: sharedRange, Timing: fleetTiming, Schedule: c.Fleet}
@@ -244,7 +247,7 @@ func draw(seed uint64, store string, steps int) *config {
 			p.Range = rangeChoices[r.IntN(len(rangeChoices))]
 		}
 		if chance(apart) {
-			p.Timing = drawTiming(r, c.Theme)
+			p.Timing = drawTiming(r, c.Theme, c.Store)
 		}
 		if chance(bias(themeShared, 0.85, bias(themeSchedules, 0.6, bias(themeRestore, 0.1, 0.25)))) {
 			p.Keepers = 2 + r.IntN(3)
@@ -379,10 +382,40 @@ func (p procConfig) entry() string {
 	return p.Entry
 }
 
-// drawTiming draws keeper timings: the defaults, the long timings of a
-// cut-off holder (30 s lease, 20 s self-fence), or anything near what
-// KeeperConfig accepts, now and then just outside it.
-func drawTiming(r *rand.Rand, theme string) timing {
+// longTiming is a cut-off holder's long timings on store: a 30 s lease
+// and the longest self-fence of the store's keepers — 20 s on the tables;
+// on etcd 6 s, near the longest its notice window admits (6.36 s, within
+// etcdstore.MaxNoticeWindow), renewed every 2 s.
+func longTiming(store string) timing {
+	if store == storeEtcd {
+		return timing{LeaseFor: 30 * time.Second, RenewEvery: 2 * time.Second, SelfFence: 6 * time.Second}
+	}
+	return timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
+}
+
+// noticeWindow is store's MaxNoticeWindow: every claim's first grant
+// starts that long after the claim.
+func noticeWindow(store string) time.Duration {
+	switch store {
+	case storePostgres:
+		return pgstore.MaxNoticeWindow
+	case storeDynamo:
+		return dynamostore.MaxNoticeWindow
+	}
+	return etcdstore.MaxNoticeWindow
+}
+
+// maxSelfFence is the longest self-fence a keeper on store is accepted
+// with: its notice window (lease.NoticeWindow, × 1.1 + 1 s) within the
+// store's MaxNoticeWindow.
+func maxSelfFence(store string) time.Duration {
+	return (noticeWindow(store) - time.Second) * 10 / 11
+}
+
+// drawTiming draws keeper timings on store: the defaults, the long timings
+// of a cut-off holder (longTiming), or anything near what KeeperConfig
+// accepts, now and then just outside it.
+func drawTiming(r *rand.Rand, theme, store string) timing {
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond }
 	long := 0.15
 	if theme == themeCutoff {
@@ -390,7 +423,7 @@ func drawTiming(r *rand.Rand, theme string) timing {
 	}
 	switch x := r.Float64(); {
 	case x < long:
-		t := timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
+		t := longTiming(store)
 		// The default restore margin mostly (shorter ones are refused at
 		// start).
 		reserves, margins := 4, 2
@@ -418,7 +451,9 @@ func drawTiming(r *rand.Rand, theme string) timing {
 	}
 	var t timing
 	t.LeaseFor = time.Duration(3+r.IntN(58)) * time.Second
-	limit := float64(t.LeaseFor) * 0.92 / 1.08
+	// The self-fence below what the lease and the store's notice window
+	// admit, now and then just above one of them.
+	limit := min(float64(t.LeaseFor)*0.92/1.08, float64(maxSelfFence(store)))
 	t.SelfFence = time.Duration(limit * (0.3 + 0.69*r.Float64())).Truncate(time.Millisecond)
 	if r.IntN(20) == 0 {
 		t.SelfFence = time.Duration(limit * 1.02).Truncate(time.Millisecond) // refused
@@ -507,8 +542,9 @@ func cutovers(c *config, r *rand.Rand) {
 //   - restores: renewals out of phase (2 s and 3 s), so that one keeper
 //     renews first after the restore, loses its number and claims the
 //     other's, which still mints until its own renewal;
-//   - cut-off: both with a 30 s lease and a 20 s self-fence, one reserving
-//     30 s, the other 5 s: when the one cut off by a restore is the long
+//   - cut-off: both with a 30 s lease and the long self-fence of
+//     longTiming (20 s on the tables, 6 s on etcd), one reserving 30 s,
+//     the other 5 s: when the one cut off by a restore is the long
 //     reserve's, the other notices the restore and claims its number
 //     with a floor only as long as its own window.
 func focus(c *config, r *rand.Rand) {
@@ -516,7 +552,7 @@ func focus(c *config, r *rand.Rand) {
 	a := procConfig{Rate: 1, Keepers: 1, Range: lease.Range{Lo: 0, Hi: 1}, HolderMode: holdersUnique, MintBiggest: true}
 	b := a
 	if c.Theme == themeCutoff {
-		a.Timing = timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
+		a.Timing = longTiming(c.Store)
 		b.Timing = a.Timing
 		b.Timing.Reserve = 5 * time.Second
 	} else {

@@ -46,7 +46,11 @@
 // (a lease.Store wrapper for etcd and PostgreSQL, the shim's
 // DropNextReplies for DynamoDB); cut a process off from its stores for a
 // few steps (the wrapper fails every call without making it); restart a
-// process (Close every keeper, start them again together); clone a holder
+// process (Close every keeper, start them again together), or restart it
+// afresh, its stores opened anew with no memory of the store, as a process
+// started just after a restore (one follows half the restores of the
+// restores and cut-off themes: it cannot notice the restore, and claims
+// numbers running holders still issue on); clone a holder
 // process, in worlds without restores (clone_test.go: its lease, grant and
 // generator position copied, renewing through a Store value of its own and
 // minting whenever its original does — the duplicates the two mint before
@@ -221,7 +225,8 @@
 //     holder's while that one still mints; "let time pass on one process"
 //     and "mint on every holder" more often, pauses and lost replies less;
 //   - cut-off holders: the long timings of a serving holder (a 30 s lease,
-//     a 20 s self-fence, mostly a 20 s or 30 s reserve) shared by every
+//     mostly a 20 s or 30 s reserve, and a 20 s self-fence on the tables,
+//     6 s on etcd, near the longest its notice window admits) shared by every
 //     process, so that the claimer that notices a restore has the cut-off
 //     holder's restore window, and each restore cutting one process off
 //     for 10 to 40 steps while the other notices it;

@@ -203,3 +203,21 @@ func (f *faultyStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, e
 	}
 	return f.Store.FleetSchedule(ctx)
 }
+
+// reopen returns a faultyStore in front of st, a store the same process
+// opened anew (restartFresh), with f's fault state carried over: the
+// outage and the budget of lost replies are the process's, and the counts
+// and the claims whose replies were lost go on being reported.
+func (f *faultyStore) reopen(st lease.Store) *faultyStore {
+	f = f.faults()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := &faultyStore{Store: st, loseNext: f.loseNext, down: f.down, lost: f.lost, refused: f.refused}
+	if f.lostClaims != nil {
+		n.lostClaims = make(map[[2]int]bool, len(f.lostClaims))
+		for k, v := range f.lostClaims {
+			n.lostClaims[k] = v
+		}
+	}
+	return n
+}
