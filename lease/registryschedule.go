@@ -269,3 +269,42 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 	}
 	return ch, nil
 }
+
+// RecordStoresSchedule reads the fleet schedule record of every copy's
+// store and returns what a registry change (UpdateRegistry's change, after
+// its own) applies to the registry it makes: a registry that records no
+// fleet schedule yet (one being created, or written before the registry
+// kept it) records the stores' — refused with ErrSchedule, naming the
+// command that fixes it, when the stores' records differ; one that records
+// it is left as it is (every keeper refuses a holder, and every claim,
+// where the store's record differs from it). snowfence regions add and
+// retire apply it.
+func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(Registry) (Registry, error), error) {
+	recs := make([]FleetSchedule, len(copies))
+	for i, c := range copies {
+		fs, err := c.Store.FleetSchedule(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the fleet schedule of copy %d (%s): %w", i+1, c.Name, err)
+		}
+		recs[i] = fs
+	}
+	var differ error
+	for i, fs := range recs[1:] {
+		if fs.Text != recs[0].Text {
+			differ = fmt.Errorf("%w: the region registry records the fleet schedule of every region, but the copies' stores keep different ones: copy 1 (%s) %q (version %d), copy %d (%s) %q (version %d); "+
+				"make them one first with snowfence schedule set SCHEDULE naming every copy (the store flags and --copy), then run this again",
+				ErrSchedule, copies[0].Name, recs[0].Text, recs[0].Version, i+2, copies[i+1].Name, fs.Text, fs.Version)
+			break
+		}
+	}
+	return func(next Registry) (Registry, error) {
+		if next.Schedule != "" {
+			return next, nil
+		}
+		if differ != nil {
+			return next, differ
+		}
+		next.Schedule = recs[0].Text
+		return next, nil
+	}, nil
+}

@@ -368,41 +368,13 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 		g.Name, g.Number, lease.FormatMs(g.RetiredMs), len(r.copies), plural(len(r.copies), "copy", "copies"))
 }
 
-// storesSchedule reads the fleet schedule record of every copy's store and
-// returns what a change applies to the registry it makes: a registry that
-// records no fleet schedule yet (one being created, or written before the
-// registry kept it) records the stores' — refused with lease.ErrSchedule,
-// naming the command that fixes it, when the stores' records differ; one
-// that records it is left as it is (every keeper refuses a holder, and
-// every claim, where the store's record differs from it).
+// storesSchedule is lease.RecordStoresSchedule over the copies.
 func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
-	recs := make([]lease.FleetSchedule, len(r.copies))
+	cs := make([]lease.FleetCopy, len(r.copies))
 	for i, c := range r.copies {
-		fs, err := c.store.FleetSchedule(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read the fleet schedule of copy %d (%s): %w", i+1, c.name, err)
-		}
-		recs[i] = fs
+		cs[i] = lease.FleetCopy{Name: c.name, Store: c.store}
 	}
-	var differ error
-	for i, fs := range recs[1:] {
-		if fs.Text != recs[0].Text {
-			differ = fmt.Errorf("%w: the region registry records the fleet schedule of every region, but the copies' stores keep different ones: copy 1 (%s) %q (version %d), copy %d (%s) %q (version %d); "+
-				"make them one first with snowfence schedule set SCHEDULE naming every copy (the store flags and --copy, as here), then run this again",
-				lease.ErrSchedule, r.copies[0].name, recs[0].Text, recs[0].Version, i+2, r.copies[i+1].name, fs.Text, fs.Version)
-			break
-		}
-	}
-	return func(next lease.Registry) (lease.Registry, error) {
-		if next.Schedule != "" {
-			return next, nil
-		}
-		if differ != nil {
-			return next, differ
-		}
-		next.Schedule = recs[0].Text
-		return next, nil
-	}, nil
+	return lease.RecordStoresSchedule(ctx, cs)
 }
 
 func (r regionsRun) sync(ctx context.Context) error {

@@ -502,36 +502,13 @@ func (w *world) regionsAddCopy(ctx context.Context, joining int) error {
 }
 
 // storesSchedule is what snowfence regions add and retire apply to the
-// registry they make (regionsRun.storesSchedule in cmd/snowfence, which
-// the test cannot import): a registry that records no fleet schedule yet
-// records the copies' stores' — refused with lease.ErrSchedule when their
-// records differ; one that records it is left as it is.
+// registry they make (lease.RecordStoresSchedule), over the copies' stores.
 func storesSchedule(ctx context.Context, sts []lease.Store) (func(lease.Registry) (lease.Registry, error), error) {
-	recs := make([]lease.FleetSchedule, len(sts))
+	cs := make([]lease.FleetCopy, len(sts))
 	for i, st := range sts {
-		fs, err := st.FleetSchedule(ctx)
-		if err != nil {
-			return nil, err
-		}
-		recs[i] = fs
+		cs[i] = lease.FleetCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: st}
 	}
-	var differ error
-	for i, fs := range recs[1:] {
-		if fs.Text != recs[0].Text {
-			differ = fmt.Errorf("%w: the copies' stores keep different fleet schedules: %q and %q (copy %d)", lease.ErrSchedule, recs[0].Text, fs.Text, i+2)
-			break
-		}
-	}
-	return func(next lease.Registry) (lease.Registry, error) {
-		if next.Schedule != "" {
-			return next, nil
-		}
-		if differ != nil {
-			return next, differ
-		}
-		next.Schedule = recs[0].Text
-		return next, nil
-	}, nil
+	return lease.RecordStoresSchedule(ctx, cs)
 }
 
 // registryActive is weight in a registry world, else zero.
