@@ -7,8 +7,9 @@
 // in test/explore (and the test written for that path) must find a
 // duplicate. scripts/prove-search runs the search once per tag — and, for
 // tablerestore, whose path the search's table restores never take (the
-// operator's raise-marks follows each), the test written for it
-// (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore).
+// operator's raise-marks follows each), and highwater, the test written for
+// it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
+// TestEmbeddedDataDirRestoredBehindTheClock in node).
 //
 // restore and window are searched with notice undone too. The notice floor
 // closes their paths a second time: the claimer that, with either undone,
@@ -46,7 +47,8 @@
 //	                               refusal of a self-fence whose notice window is longer
 //	snowfence_revert_highwater     the keeper's high-water mark kept outside the store (KeeperConfig.HighWater;
 //	                               the embedded etcd's file beside its data directory): grants bounded by it,
-//	                               and started above it after a restart. Not in scripts/prove-search's list:
-//	                               the search runs no store restored with its holders' host; the lease and node
-//	                               tests of the data directory restored behind the clock fail with it
+//	                               and started above it after a restart. scripts/prove-search proves it by
+//	                               node's TestEmbeddedDataDirRestoredBehindTheClock (the search restores no
+//	                               store with its holders' host); lease's TestHighWaterKeepsARestartAboveARestore
+//	                               fails with it too
 package revert
