@@ -273,36 +273,7 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	record, err := r.storesSchedule(ctx)
-	if err != nil {
-		return err
-	}
-	var homeStore lease.Store
-	for _, c := range r.copies {
-		if c.name == home {
-			homeStore = c.store
-		}
-	}
-	var g lease.Region
-	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
-		if reg.Version == 0 && !r.create {
-			return reg, fmt.Errorf("%w: no copy holds a region registry, and regions add creates one only with --create: "+
-				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
-				"a second registry would number its regions from 0 again", lease.ErrInvalid)
-		}
-		next, added, err := reg.WithRegionHome(name, home, r.now.UnixMilli(), 1<<l.RegionBits)
-		g = added
-		if err != nil {
-			return next, err
-		}
-		if next, err = record(next); err != nil {
-			return next, err
-		}
-		// The region's holders start only where the home store's record
-		// is the registry's schedule: refuse a home they could never
-		// start on, naming the command that makes it so.
-		return next, lease.CheckStoreSchedule(ctx, homeStore, home, next)
-	})
+	g, err := lease.AddRegionHome(ctx, r.fleetCopies(), name, home, r.create, r.now.UnixMilli(), 1<<l.RegionBits)
 	if err != nil {
 		return err
 	}
@@ -368,13 +339,19 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 		g.Name, g.Number, lease.FormatMs(g.RetiredMs), len(r.copies), plural(len(r.copies), "copy", "copies"))
 }
 
-// storesSchedule is lease.RecordStoresSchedule over the copies.
-func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
+// fleetCopies are the copies with their stores, named as the operator
+// named them.
+func (r regionsRun) fleetCopies() []lease.FleetCopy {
 	cs := make([]lease.FleetCopy, len(r.copies))
 	for i, c := range r.copies {
 		cs[i] = lease.FleetCopy{Name: c.name, Store: c.store}
 	}
-	return lease.RecordStoresSchedule(ctx, cs)
+	return cs
+}
+
+// storesSchedule is lease.RecordStoresSchedule over the copies.
+func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
+	return lease.RecordStoresSchedule(ctx, r.fleetCopies())
 }
 
 func (r regionsRun) sync(ctx context.Context) error {

@@ -367,10 +367,13 @@ func (w *world) restartFresh() {
 	var hs []*holder
 	for _, h := range p.holders {
 		w.stop(h)
-		if h.refused == "" {
+		if h.refused == "" || w.retryable(h) {
 			hs = append(hs, h)
 		}
 	}
+	// As restart: in a registry world a holder starts only on a store
+	// holding a copy of the registry (startable).
+	hs = w.startable(p, hs)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	for region, old := range p.stores {

@@ -410,9 +410,8 @@ func registryCopies(stores []int, sts []lease.Store) []lease.RegistryCopy {
 
 // regionsAdd is snowfence regions add <next name> --home <home> [--create]
 // with every copy named, as cmd/snowfence/regions.go runs it: the region
-// numbers of the last layout of the first copy's fleet record, the change
-// through lease.UpdateRegistry with Registry.WithRegionHome, and the
-// stores' schedule recorded when the registry records none (storesSchedule).
+// numbers of the last layout of the first copy's fleet record, and the
+// change lease.AddRegionHome makes (the one the command makes).
 // A home that is no copy yet is named with --copy beside the copies, as
 // the command needs every --home among the copies given.
 func (w *world) regionsAdd(ctx context.Context, home int, now time.Time, create bool) error {
@@ -438,25 +437,15 @@ func (w *world) regionsAdd(ctx context.Context, home int, now time.Time, create 
 	if last.RegionBits == 0 {
 		return fmt.Errorf("%w: the fleet schedule's last layout, %s, has no region bits", lease.ErrInvalid, last.Name)
 	}
-	record, err := storesSchedule(ctx, sts)
-	if err != nil {
+	cs := make([]lease.FleetCopy, len(stores))
+	for i, st := range stores {
+		cs[i] = lease.FleetCopy{Name: storeName(st), Store: sts[i]}
+	}
+	if _, err := lease.AddRegionHome(ctx, cs, regionName(w.reg.added), storeName(home), create, now.UnixMilli(), 1<<last.RegionBits); err != nil {
 		return err
 	}
-	name := regionName(w.reg.added)
-	_, err = lease.UpdateRegistry(ctx, registryCopies(stores, sts), func(reg lease.Registry) (lease.Registry, error) {
-		if reg.Version == 0 && !create {
-			return reg, fmt.Errorf("%w: no copy holds a region registry, and regions add creates one only with --create", lease.ErrInvalid)
-		}
-		next, _, err := reg.WithRegionHome(name, storeName(home), now.UnixMilli(), 1<<last.RegionBits)
-		if err != nil {
-			return next, err
-		}
-		return record(next)
-	})
-	if err == nil {
-		w.reg.added++
-	}
-	return err
+	w.reg.added++
+	return nil
 }
 
 // regionsRetire is snowfence regions retire r<n> --yes with every copy.
