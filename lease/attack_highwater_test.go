@@ -130,13 +130,16 @@ func (s *multiStub) setDown(d bool) {
 	s.down = d
 }
 
-// TestAttackHighWaterCloseLowersBelowCoTenant: the high-water file's floor
+// TestHighWaterCloseStaysAboveCoTenant: the high-water file's floor
 // is the only thing between a restarted embedded-etcd process (P1) and
 // the IDs issued before a restore of its data directory with the clock
 // behind, and P1's claim may take ANY number of the store, including one
 // another process of the host (P2, leasing through the embedded etcd's
-// client URL, as docs/deployment.md describes) issued on. Close lowers the
-// file to P1's own last ID (highWater.settle), below what P2 still issues:
+// client URL, as docs/deployment.md describes) issued on. Close used to
+// lower the file to P1's own last ID (highWater.settle), below what P2
+// still issues (an adversarial review found it); it now lowers it no
+// further than the clock plus the store's notice window, which outlasts
+// P2's self-fence. The sequence, which minted 100 duplicates before:
 //
 //  1. P1 (keeper with the high-water file) holds 7, P2 (no file: another
 //     process on the client URL) holds 8; both mint for a minute.
@@ -147,16 +150,16 @@ func (s *multiStub) setDown(d bool) {
 //     (number 8 free, no mark); the file, kept outside it as the runbook
 //     says, still holds L.
 //  4. P1 restarts with its clock a minute behind (the item-7 case the file
-//     exists for) and claims number 8. Its first grant starts at
-//     max(L, now + notice window) = L: it mints at L + 1 s on number 8.
+//     exists for) and claims number 8. Its first grant started at
+//     max(L, now + notice window) = L: it minted at L + 1 s on number 8.
 //
-// 100 IDs repeat (P2's at L + 1 s, sequence 0–99). The runbook's advice for
+// 100 IDs repeated (P2's at L + 1 s, sequence 0–99). The runbook's advice for
 // the other processes ("run raise-marks before starting them") cannot help:
 // the colliding claim is P1's own, made as it starts, before any operator
 // step. With a crash of P1 instead of Close, the file is left 18 s ahead of
 // P1's renewals and P2's IDs (within its 5 s self-fence of the etcd's end)
 // stay below it: the lowering at Close is what opens the path.
-func TestAttackHighWaterCloseLowersBelowCoTenant(t *testing.T) {
+func TestHighWaterCloseStaysAboveCoTenant(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data.highwater")
 	s := newMultiStub(7, 8)
 	clk := fakeclock.New(t0)
@@ -208,12 +211,12 @@ func TestAttackHighWaterCloseLowersBelowCoTenant(t *testing.T) {
 	p1b := mustHolder(t, s, behind, "p1-restarted", lease.Range{Lo: 8, Hi: 8}, func(kc *lease.KeeperConfig) {
 		kc.HighWater = lease.NewHighWaterFile(path, false)
 	})
+	// It mints at collideAt if it may issue by then (the file lowered to
+	// L: P2's IDs again), else where it first may (above the file).
 	for behind.Now().WallMs < collideAt {
 		p1b.step(250 * time.Millisecond)
 	}
-	if now := behind.Now().WallMs; now != collideAt {
-		t.Fatalf("restarted clock at %s, want %s", lease.FormatMs(now), lease.FormatMs(collideAt))
-	}
+	t.Logf("P1 restarted issues at %s (P2 minted at %s)", lease.FormatMs(behind.Now().WallMs), lease.FormatMs(collideAt))
 	p1b.mint(100)
 	checkUnique(t, p1.ids, p2.ids, p1b.ids)
 }

@@ -169,13 +169,19 @@ func (w *highWater) reserve(markMs int64) error {
 	return nil
 }
 
-// settle lowers the recorded mark to the end of the last ID issued (never
-// below the mark recorded when the keeper started; lastIssued is 0 if
-// nothing was) and gives the HighWater back: the keeper has closed, and
-// nothing more is issued under it. known is false when no generator told
-// the keeper what it issued (none was bound: Keeper.Bind), and then the mark
-// stays.
-func (w *highWater) settle(lastIssued int64, known bool) error {
+// settle lowers the recorded mark to the end of the last ID issued, but
+// never below nowMs plus the store's notice window (noticeMs), nor below
+// the mark recorded when the keeper started (lastIssued is 0 if nothing
+// was), and gives the HighWater back: the keeper has closed, and nothing
+// more is issued under it. The notice window covers the other holders of
+// the store: another process of the host leasing from the embedded etcd
+// (through its client URL) goes on issuing, once the etcd stopped with this
+// one, until its self-fence, which the store's notice window outlasts; a
+// restart that claims one of its numbers from a restored data directory
+// must start above those IDs too, and its claim waits that window anyway.
+// known is false when no generator told the keeper what it issued (none was
+// bound: Keeper.Bind), and then the mark stays.
+func (w *highWater) settle(lastIssued, noticeMs int64, known bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.loaded {
@@ -188,7 +194,7 @@ func (w *highWater) settle(lastIssued int64, known bool) error {
 	if !known {
 		return nil
 	}
-	to := max(lastIssued, w.floorMs)
+	to := max(lastIssued, noticeMs, w.floorMs)
 	if to >= w.recordedMs {
 		return nil
 	}

@@ -447,7 +447,7 @@ func (k *Keeper) abandon(ctx context.Context) {
 			h.releaseUnused(ctx, l)
 		}
 	}
-	k.hw.settle(0, false) // nothing was issued; the mark stays, the HighWater is free
+	k.hw.settle(0, 0, false) // nothing was issued; the mark stays, the HighWater is free
 	k.closeStores()
 }
 
@@ -755,7 +755,11 @@ func (k *Keeper) Close(ctx context.Context) error {
 	if f != nil {
 		last = f()
 	}
-	if err := k.hw.settle(last, f != nil); err != nil {
+	notice := k.cfg.Clock.Now().WallMs + k.cfg.Store.MaxNoticeWindow().Milliseconds()
+	if revert.HighWater {
+		notice = 0 // the old behaviour: lowered to the last ID issued
+	}
+	if err := k.hw.settle(last, notice, f != nil); err != nil {
 		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}
 	k.closeStores()
