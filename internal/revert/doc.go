@@ -11,15 +11,18 @@
 // it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
 // TestEmbeddedDataDirRestoredBehindTheClock in node).
 //
-// restore and window are searched with notice undone too. The notice floor
+// restore and window are proved by their own tests too. The notice floor
 // closes their paths a second time: the claimer that, with either undone,
 // started on a number a cut-off or unaware holder still issued on now
 // waits the store's notice window, which outlasts every self-fence the
-// store accepts. Undone alone, neither is found in 4 min; with notice
-// undone beside it, the search finds what each fix closes. Their own tests
-// fail with their tags alone: etcdstore's restore tests
-// (TestRestoreSameTokenBumpedNoticedByMark, TestRestoreNoticedByRaftTerm,
-// …) and lease's TestRestoreWindowCoversTheCutOffHolder.
+// store accepts, so undone alone neither makes the search find a duplicate
+// in 4 min, and searched with notice undone beside it each would be
+// "caught" by notice's own duplicate, which proves nothing about it. Their
+// tests check the mechanism: etcdstore's TestRestoreSameTokenBumpedNoticedByMark
+// and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
+// lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
+// self-fence only the window's check refuses). tablerestore's test is built
+// with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
 //	snowfence_revert_region        refusing a region other than 0 under a layout without region bits
