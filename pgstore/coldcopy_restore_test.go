@@ -66,6 +66,7 @@ func coldServer(t *testing.T) pgServer {
 // a restore ignored, and no wait before a claim's first grant, which covers
 // the sequence a second time) it mints duplicates.
 func TestColdCopyRestoreWhileHoldersRun(t *testing.T) {
+	t.Parallel() // a server of its own; most of the test waits on real time
 	coldrestore.Run(t, coldServer(t))
 }
 
@@ -76,5 +77,6 @@ func TestColdCopyRestoreWhileHoldersRun(t *testing.T) {
 // snowfence_revert_notice (no wait before a claim's first grant) the two
 // mint the same IDs.
 func TestColdCopyRestoreFreshHolder(t *testing.T) {
+	t.Parallel() // a server of its own; most of the test waits on real time
 	coldrestore.RunFresh(t, coldServer(t))
 }

@@ -302,7 +302,8 @@ func Run(t *testing.T, srv Server) {
 //  3. the server is stopped and put back on the copy, with A running:
 //     number 0 has no row;
 //  4. N, a process started afresh (a Store value that never read the
-//     table), claims number 0 at once, and both mint for MintFor.
+//     table), claims number 0 at once, and both mint for MintFor, and then
+//     until N has issued (its notice window over) and MintFor more.
 //
 // N cannot notice the restore: nothing it reads is older than something it
 // saw. A notices at its next renewal (its row is gone) and stops; until
@@ -335,6 +336,11 @@ func RunFresh(t *testing.T, srv Server) {
 	restored := time.Now()
 	n := f.start("N", Fast, one)
 	sleepUntil(restored.Add(MintFor))
+	// N issues once its notice window has passed (A stopped long before):
+	// the sequence must show that too, or a claimer that never issued
+	// again would pass it.
+	f.untilIssuing(n)
+	sleepUntil(time.Now().Add(MintFor))
 	for _, h := range f.holders {
 		h.halt()
 	}
