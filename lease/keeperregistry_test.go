@@ -70,6 +70,8 @@ func (s *registryStore) FleetSchedule(context.Context) (lease.FleetSchedule, err
 
 func (s *registryStore) MaxRestoreWindow() time.Duration { return time.Hour }
 
+func (s *registryStore) MaxNoticeWindow() time.Duration { return time.Hour }
+
 func (s *registryStore) Keyspace(int) (lease.Store, error) { return s, nil }
 
 func (s *registryStore) Close() error { return nil }
