@@ -90,7 +90,8 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
-	// The first children issue only after the store's notice window.
+	// Room for the first children to issue (the store's notice window, from
+	// when a claim's first grant waited it; more than they need now).
 	warm := dynamostore.MaxNoticeWindow + 2*time.Second
 	s := newStore(t)
 	cfg := soakConfig{Endpoint: ep, Table: s.Table(), HolderSpec: soaktest.HolderSpec{Range: lease.Range{Lo: 0, Hi: 11},

@@ -30,7 +30,8 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
-	// The first children issue only after the store's notice window.
+	// Room for the first children to issue (the store's notice window, from
+	// when a claim's first grant waited it; more than they need now).
 	warm := etcdstore.MaxNoticeWindow + 2*time.Second
 	c := etcdtest.Start(t, 1)
 	cfg := childConfig{

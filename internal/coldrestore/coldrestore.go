@@ -75,8 +75,7 @@ type holder struct {
 	g     *snowfence.Generator
 	stop  context.CancelFunc
 	done  chan struct{}
-	// issuing is closed once the holder has minted its first IDs (its
-	// first grant waits out the store's notice window).
+	// issuing is closed once the holder has minted its first IDs.
 	issuing chan struct{}
 	ids     []snowfence.ID // read after done
 }
@@ -144,8 +143,8 @@ func (h *holder) mint(ctx context.Context) {
 }
 
 // untilIssuing waits until every holder of hs has minted, as a running
-// holder of the sequence must have before the copy is taken: every claim's
-// first grant waits out the store's notice window.
+// holder of the sequence must have before the copy is taken (a grant may
+// start ahead of the clock, at a number's mark).
 func (f *fleet) untilIssuing(hs ...*holder) {
 	f.t.Helper()
 	deadline := time.After(2 * time.Minute) // a bound on the wait, not a figure the test measures
