@@ -286,6 +286,13 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 		n   *node.Node
 		err error
 	}
+	if len(hs) > 0 && w.reg != nil && !w.reg.isCopy(p.cfg.Store) {
+		// Every caller filters through startable; this catches one that
+		// does not.
+		w.fail(setupMarker, "the harness started %d holder(s) of process %d on %s, which holds no copy of the registry (an action bypassed startable)",
+			len(hs), p.idx, storeName(p.cfg.Store))
+		return
+	}
 	sched, err := w.schedule(p.cfg.Schedule)
 	if err != nil {
 		for _, h := range hs {
