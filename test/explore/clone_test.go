@@ -118,7 +118,7 @@ func (w *world) cloneOne() {
 	start := *gr
 	start.StartMs = max(gr.StartMs, h.g.LastIssued())
 	c.view.grant.Store(&start)
-	g, err := snowfence.New(snowfence.Config{Lease: &c.view, Clock: mintClock{h.p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched})
+	g, err := snowfence.New(snowfence.Config{Lease: &c.view, Clock: mintClock{Clock: h.p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched})
 	if err != nil {
 		st.Close()
 		w.fail(setupMarker, "the generator of a clone: %v", err)

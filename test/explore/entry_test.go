@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,18 +30,26 @@ import (
 //     process's timings as given, the same KeeperConfig as entryKeeper;
 //     the generator's clock (the minting clock, mintClock) becomes the
 //     keeper's through lease.ShareClock, which the keeper only sleeps on;
+//     Start's own wait for the first grant on it is true time for the
+//     whole world (startWait);
 //   - entryService: node.Start, with package server's handler in front on
 //     an httptest server on loopback; the holder's batches are POSTs to
 //     /v1/ids (?count=N for a batch), as snowfence serve answers them.
 
 // startEntry starts one holder of p through p's entry point: the keeper
-// (and, for node.Start, the node whose Generator is built too).
-func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule) (*lease.Keeper, *node.Node, error) {
+// (and, for node.Start, the node whose Generator is built too). waiting
+// counts node.Start's waits for the first grant blocked on p's clock
+// (startWait).
+func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *atomic.Int32) (*lease.Keeper, *node.Node, error) {
 	if p.cfg.entry() == entryKeeper {
 		k, err := lease.StartKeeper(ctx, kc)
 		return k, nil, err
 	}
-	n, err := node.Start(ctx, node.Config{Store: kc.Store, Keeper: kc, Generator: w.generatorConfig(p, nil, sched)})
+	gc := w.generatorConfig(p, nil, sched)
+	sw := &startWait{waiting: waiting}
+	gc.Clock = mintClock{Clock: p.clk.Clock, start: sw}
+	n, err := node.Start(ctx, node.Config{Store: kc.Store, Keeper: kc, Generator: gc})
+	sw.over.Store(true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowfence/snowfence"
@@ -14,11 +15,22 @@ import (
 // step back waited out) moves the fake clock there instead of blocking, as
 // time passes while a real process mints. Keepers on the clock may wake;
 // the caller settles them after the batch.
-type mintClock struct{ *fakeclock.Clock }
+//
+// While start is set and not over, a wait is the fake clock's own: it
+// blocks until the world moves the clock there (see startWait).
+type mintClock struct {
+	*fakeclock.Clock
+	start *startWait
+}
 
 var _ snowfence.Clock = mintClock{}
 
 func (c mintClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading, error) {
+	if c.start != nil && !c.start.over.Load() {
+		c.start.waiting.Add(1)
+		defer c.start.waiting.Add(-1)
+		return c.Clock.WaitUntil(ctx, wallMs)
+	}
 	for range 10_000 {
 		r := c.Now()
 		if r.WallMs >= wallMs {
@@ -30,4 +42,31 @@ func (c mintClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Readi
 		c.Advance(time.Duration(wallMs-r.WallMs) * time.Millisecond)
 	}
 	return c.Now(), fmt.Errorf("explore: the fake clock did not reach %d ms", wallMs)
+}
+
+// startWait makes node.Start's wait for its first grant true time passing
+// for the whole world.
+//
+// node.Start shares the generator's clock with the keeper
+// (lease.ShareClock: Config.Generator.Clock, when set, is the keeper's
+// too, and must be, since the generator's self-fence compares the
+// keeper's monotonic readings with its own), and then waits on it until
+// the first grant starts — the store's notice window after the claim (8 s
+// on etcd, 36 s on the tables), or a raised mark. Were that wait the
+// minting clock's, it would move the starting process's clock ahead in
+// one jump, behind the world's back: tens of seconds ahead of true time
+// after a few restarts, and its keepers, asleep meanwhile, late by as
+// much. A real node.Start blocks while every process — its own other
+// holders too — keeps running; so while the start runs, its clock's waits
+// block on the fake clock, and startHolders moves true time on for every
+// process, a fraction of a renewal period at a time, until the start
+// returns (rather than accounting a jump into true time afterwards, which
+// would freeze the rest of the fleet for the notice window). Once the
+// start returned, over is set and the generator's waits move the clock
+// again.
+type startWait struct {
+	over atomic.Bool
+	// waiting counts the starts of one startHolders blocked in WaitUntil:
+	// each is one more waiter on the fake clock beside its keeper's sleep.
+	waiting *atomic.Int32
 }

@@ -267,15 +267,28 @@ func (w *world) settleAll() {
 }
 
 // startHolders starts the keepers of hs (all of one process) together, as
-// one process starting does: StartKeeper runs for each at once, and when
-// they wait on the clock (a claim failed and is retried), the clock moves
-// by a quarter of the renewal period, a bounded number of times.
+// one process starting does: each start runs at once. While they wait on
+// the clock — a failed claim to be retried, or node.Start's wait for its
+// first grant (startWait) — true time moves on for the whole world, a
+// quarter of the shortest renewal period of the processes at a time
+// (passStart): every process not paused sees it and its keepers renew, as
+// they would while a real process starts. Failed claims are retried for
+// eight quarters of p's renewal period; node.Start waits as long as a
+// first grant may be ahead of the clock (grantWaitBound). The starts
+// still waiting then are given up (they fail with their context).
 func (w *world) startHolders(p *proc, hs []*holder) {
 	type result struct {
 		h   *holder
 		k   *lease.Keeper
 		n   *node.Node
 		err error
+	}
+	if len(hs) > 0 && w.reg != nil && !w.reg.isCopy(p.cfg.Store) {
+		// Every caller filters through startable; this catches one that
+		// does not.
+		w.fail(setupMarker, "the harness started %d holder(s) of process %d on %s, which holds no copy of the registry (an action bypassed startable)",
+			len(hs), p.idx, storeName(p.cfg.Store))
+		return
 	}
 	sched, err := w.schedule(p.cfg.Schedule)
 	if err != nil {
@@ -285,30 +298,43 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var waiting atomic.Int32 // starts blocked in node.Start's wait for the grant
 	results := make(chan result, len(hs))
 	for _, h := range hs {
 		kc := w.keeperConfig(p, h, sched)
 		go func() {
-			k, n, err := w.startEntry(ctx, p, kc, sched)
+			k, n, err := w.startEntry(ctx, p, kc, sched, &waiting)
 			results <- result{h, k, n, err}
 		}()
 	}
 	pending := len(hs)
-	retry := max(p.cfg.Timing.resolved().RenewEvery/4, time.Millisecond)
-	for tries := 0; pending > 0; {
-		if tries == 8 {
-			// Give up: the starts still waiting fail with the context.
+	step := w.startStep(p)
+	retryFor := 8 * max(p.cfg.Timing.resolved().RenewEvery/4, time.Millisecond)
+	waitFor := w.grantWaitBound()
+	var retried, waited time.Duration
+	giveUp := false
+	for pending > 0 {
+		if giveUp || retried >= retryFor || waited > waitFor {
+			if !giveUp {
+				w.log.add(w.step, "process %d: %d start(s) given up after %s of true time (%s retrying claims, %s waiting for a first grant)",
+					p.idx, pending, retried+waited, retried, waited)
+				giveUp = true
+			}
+			// The starts still waiting fail with the context.
 			cancel()
 			res := <-results
 			pending--
 			w.started(p, res.h, res.k, res.n, res.err, sched)
 			continue
 		}
-		bctx, bcancel := context.WithCancel(ctx)
+		bctx, bcancel := context.WithTimeout(ctx, settleTimeout)
 		blocked := make(chan error, 1)
-		n := p.running() + pending
+		// Each start waits on p's clock once (its claim's retry, or its
+		// keeper's sleep), and once more while node.Start waits for the
+		// grant.
+		n := p.running() + pending + int(waiting.Load())
 		go func() { blocked <- p.clk.BlockUntilWaiters(bctx, n) }()
 		select {
 		case res := <-results:
@@ -320,15 +346,66 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 			bcancel()
 			if err != nil {
 				w.fail(stuckMarker, "starting %d keeper(s) of process %d: neither done nor waiting within %s", pending, p.idx, settleTimeout)
-				tries = 8
+				giveUp = true
 				continue
 			}
-			tries++
-			w.trueNow += retry
-			w.pass(p, w.trueNow-p.clk.trueElapsed)
+			if waiting.Load() > 0 {
+				waited += step
+			} else {
+				retried += step
+			}
+			w.passStart(p, step)
 		}
 	}
+	if waited > 0 {
+		w.log.add(w.step, "process %d started in %s of true time (node.Start waited for its first grant); every process saw it", p.idx, retried+waited)
+	}
 	w.settle(p)
+}
+
+// startStep is how far true time moves at a time while p starts holders:
+// a quarter of the shortest renewal period of p and of the processes
+// running, so that every keeper renews on time meanwhile.
+func (w *world) startStep(p *proc) time.Duration {
+	step := p.cfg.Timing.resolved().RenewEvery / 4
+	for _, q := range w.procs {
+		if q.running() > 0 && !q.paused {
+			step = min(step, q.cfg.Timing.resolved().RenewEvery/4)
+		}
+	}
+	return max(step, time.Millisecond)
+}
+
+// grantWaitBound bounds, in true time, node.Start's wait for its first
+// grant: the store's notice window after the claim, after a floor a
+// restore may have put ahead of the clock (a raised mark, the latest clock
+// plus the longest restore window; a claimer's restore margin; a mark a
+// reservation or a lease ahead), on clocks up to 8 % slow.
+func (w *world) grantWaitBound() time.Duration {
+	var ahead time.Duration
+	for _, p := range w.procs {
+		t := p.cfg.Timing.resolved()
+		ahead = max(ahead, lease.RestoreWindow(max(t.Reserve, t.LeaseFor), t.SelfFence), t.RestoreMargin, t.Reserve, t.LeaseFor)
+	}
+	d := noticeWindow(w.cfg.Store) + ahead
+	return d + d/10 + time.Second
+}
+
+// passStart lets d of true time pass while p starts holders: p's clock
+// moves (startHolders waits for its keepers and starts), and every other
+// process not paused sees it too and its keepers are waited for.
+func (w *world) passStart(p *proc, d time.Duration) {
+	w.trueNow += d
+	for _, q := range w.procs {
+		if q == p || !q.paused {
+			w.pass(q, w.trueNow-q.clk.trueElapsed)
+		}
+	}
+	for _, q := range w.procs {
+		if q != p && !q.paused {
+			w.settle(q)
+		}
+	}
 }
 
 // started handles the outcome of one start (StartKeeper, or node.Start
@@ -384,7 +461,7 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, n *node.Node, err e
 // generatorConfig is the generator configuration of a holder of p on k
 // (k nil for node.Start, which fills the lease in).
 func (w *world) generatorConfig(p *proc, k *lease.Keeper, sched snowfence.Schedule) snowfence.Config {
-	c := snowfence.Config{Clock: mintClock{p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched}
+	c := snowfence.Config{Clock: mintClock{Clock: p.clk.Clock}, ClockPolicy: snowfence.ClockOff, Schedule: sched}
 	if k != nil {
 		c.Lease = k
 	}
