@@ -350,6 +350,15 @@ func (w *world) restart() {
 	}
 	w.catchUp(p)
 	w.log.add(w.step, "process %d restarts its %d keeper(s)", p.idx, len(p.holders))
+	hs := w.stopAll(p)
+	w.fig.add("restarts", 1)
+	w.startHolders(p, hs)
+}
+
+// stopAll stops every holder of p, as a process stopping does, and returns
+// those to start again: the ones not refused for good, and in a registry
+// world only on a store holding a copy of the registry (startable).
+func (w *world) stopAll(p *proc) []*holder {
 	var hs []*holder
 	for _, h := range p.holders {
 		w.stop(h)
@@ -357,8 +366,7 @@ func (w *world) restart() {
 			hs = append(hs, h)
 		}
 	}
-	w.fig.add("restarts", 1)
-	w.startHolders(p, w.startable(p, hs))
+	return w.startable(p, hs)
 }
 
 // restartFresh restarts a process as a new one: its keepers close, its
@@ -373,16 +381,7 @@ func (w *world) restartFresh() {
 	}
 	w.catchUp(p)
 	w.log.add(w.step, "process %d restarts afresh (new store connections) with its %d keeper(s)", p.idx, len(p.holders))
-	var hs []*holder
-	for _, h := range p.holders {
-		w.stop(h)
-		if h.refused == "" || w.retryable(h) {
-			hs = append(hs, h)
-		}
-	}
-	// As restart: in a registry world a holder starts only on a store
-	// holding a copy of the registry (startable).
-	hs = w.startable(p, hs)
+	hs := w.stopAll(p)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	for region, old := range p.stores {
