@@ -392,7 +392,7 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 		}
 		return refuse("fenced", &FencedError{Reason: "not-started", Detail: fmt.Sprintf(
 			"the lease on machine %d starts at %s, %d ms ahead of this clock (a new lease starts above the previous holder's mark, "+
-				"a restore floor and the host's high-water mark)",
+				"and a claim's first grant waits until any other holder still issuing on the number has had time to notice it)",
 			grant.Machine, time.UnixMilli(startMs).UTC().Format(timeFormat), startMs-r.WallMs)})
 	}
 	if tick >= g.limitTick {

@@ -68,9 +68,21 @@ func coldServer(t *testing.T) dynaliteServer {
 // its data directory — the same tables with the same TableIds — while
 // holders run, and a new holder started at once (issue 25, item 5; the
 // sequence is coldrestore.Run's). Every ID minted is kept: none may be
-// issued twice. Built with -tags snowfence_revert_tablerestore (the items'
-// signs of a restore ignored) it mints duplicates.
+// issued twice. Built with -tags
+// snowfence_revert_tablerestore,snowfence_revert_notice (the items' signs of
+// a restore ignored, and no wait before a claim's first grant, which covers
+// the sequence a second time) it mints duplicates.
 func TestColdCopyRestoreWhileHoldersRun(t *testing.T) {
 	t.Parallel() // a server of its own; most of the test waits on real time
 	coldrestore.Run(t, coldServer(t))
+}
+
+// TestColdCopyRestoreFreshHolder: dynalite put back on a copy taken before
+// a running holder claimed its number, and a process started afresh claims
+// that number at once (issue 25, item 6, on a lease table; the sequence is
+// coldrestore.RunFresh's). Built with -tags snowfence_revert_notice (no
+// wait before a claim's first grant) the two mint the same IDs.
+func TestColdCopyRestoreFreshHolder(t *testing.T) {
+	t.Parallel() // a server of its own; most of the test waits on real time
+	coldrestore.RunFresh(t, coldServer(t))
 }

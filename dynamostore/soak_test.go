@@ -90,8 +90,7 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
-	// Room for the first children to issue (the store's notice window, from
-	// when a claim's first grant waited it; more than they need now).
+	// The first children issue only after the store's notice window.
 	warm := dynamostore.MaxNoticeWindow + 2*time.Second
 	s := newStore(t)
 	cfg := soakConfig{Endpoint: ep, Table: s.Table(), HolderSpec: soaktest.HolderSpec{Range: lease.Range{Lo: 0, Hi: 11},

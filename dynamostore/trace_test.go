@@ -79,10 +79,10 @@ func (h *traceHolder) mint(t *testing.T, n int) {
 
 // TestFrozenHolderTrace replays a holder frozen past its lease and its
 // successor on dynalite, with a 30 s lease: worker A claims at 60 s (epoch
-// 7), renews at 100 s to an expiry of 130 s, issues at 100 and 105 s and
-// freezes;
+// 7) and issues from 96 s (its claim's notice window: the tables' 36 s),
+// renews at 100 s to an expiry of 130 s, issues at 105 s and freezes;
 // worker B claims at 131 s by its own clock (epoch 8); A wakes at 145 s,
-// refuses, and its renewal for epoch 7 fails; B mints at 167 s. A's IDs
+// refuses, and its renewal for epoch 7 fails; B issues from 167 s. A's IDs
 // all sit below 125 s (the mark minus the 5 s margin), B's above 130 s.
 func TestFrozenHolderTrace(t *testing.T) {
 	s := newStore(t)
@@ -146,8 +146,8 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if _, err := a.g.Next(context.Background()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Fatalf("A after its loss: %v, want ErrFenced", err)
 	}
-	// B renews (141, 151, 161 s) and mints at 167 s, where the trace put
-	// its first ID when a claim waited the notice window (36 s).
+	// B's first grant starts its claim's notice window (36 s) after the
+	// claim: it renews on the way (141, 151, 161 s) and issues from 167 s.
 	for range 3 {
 		b.advance(t, 10*time.Second)
 	}

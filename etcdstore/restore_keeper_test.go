@@ -43,7 +43,8 @@ func TestRestoreSameTokenBumpedNoticedByMark(t *testing.T) {
 	if m := x.k.Status().Machine; m != 8 {
 		t.Fatalf("X holds %d, want 8", m)
 	}
-	// Each until its first grant has started.
+	// Each waits out its claim's notice window (8 s, four renewals: the
+	// phases stay as they were).
 	a.issuing()
 	x.issuing()
 	x.step(time.Second) // both clocks now read alike
@@ -143,7 +144,8 @@ func (h *keeperHolder) step(d time.Duration) {
 }
 
 // issuing lets the holder's clock run in 250 ms steps until its grant has
-// started (a grant may start ahead of the clock, at a number's mark).
+// started: every claim's first grant waits out the store's notice window
+// (lease.Store.MaxNoticeWindow).
 func (h *keeperHolder) issuing() {
 	h.t.Helper()
 	for i := 0; !h.canMint(); i++ {

@@ -22,14 +22,13 @@ func Timings() lease.Timings {
 }
 
 // MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
-// self-fence) a holder of an etcd store may have: the store's bound on how
-// long a holder cut off from it goes on issuing. A holder with a longer
-// self-fence is refused at start. At the default 5 s self-fence a holder's
-// window is 6.5 s; 8 s leaves room for a self-fence up to 6.36 s. It is
-// kept that close because the embedded etcd's high-water file, lowered at
-// Close no lower than the clock plus this window, makes a restart within
-// it wait out the rest (lease/highwater.go), and a longer self-fence than
-// the default buys nothing on etcd.
+// self-fence) a holder of an etcd store may have, and the wait before the
+// first grant of every claim on one: a holder with a longer self-fence is
+// refused at start. At the default 5 s self-fence a holder's window is
+// 6.5 s; 8 s leaves room for a self-fence up to 6.36 s. It is kept that
+// close because every claim pays it (a start, a restart, a number lost and
+// claimed again refuse for about this long before issuing), and a longer
+// self-fence than the default buys nothing on etcd.
 const MaxNoticeWindow = 8 * time.Second
 
 // MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow.

@@ -150,8 +150,8 @@ func (s *multiStub) setDown(d bool) {
 //     (number 8 free, no mark); the file, kept outside it as the runbook
 //     says, still holds L.
 //  4. P1 restarts with its clock a minute behind (the item-7 case the file
-//     exists for) and claims number 8. Its first grant started at the
-//     file's L: it minted at L + 1 s on number 8.
+//     exists for) and claims number 8. Its first grant started at
+//     max(L, now + notice window) = L: it minted at L + 1 s on number 8.
 //
 // 100 IDs repeated (P2's at L + 1 s, sequence 0–99). The runbook's advice for
 // the other processes ("run raise-marks before starting them") cannot help:
@@ -173,7 +173,7 @@ func TestHighWaterCloseStaysAboveCoTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []*holder{p1, p2} { // both until their first grant has started
+	for _, h := range []*holder{p1, p2} { // both wait out the notice window
 		for g, err := h.k.Grant(); err != nil || clk.Now().WallMs < g.StartMs; g, err = h.k.Grant() {
 			stepAll(t, clk, 2, 250*time.Millisecond)
 		}

@@ -45,8 +45,8 @@ type minter struct {
 	lastOK   time.Time
 	refusals []time.Time // of refusals with ErrFenced, once it issued
 	reasons  map[string]int
-	// waited counts the not-started refusals before the first ID (a grant
-	// may start ahead of the clock, at a number's mark).
+	// waited counts the not-started refusals before the first ID: every
+	// claim's first grant waits out the store's notice window.
 	waited    int
 	other     error // the last refusal not ErrFenced
 	disorder  int   // batches not above the previous one
@@ -207,8 +207,8 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		ms[i] = startMinter(t, s, snowfence.SystemClock(), fmt.Sprintf("h%d", i), lease.Range{Lo: 0, Hi: 7}, 2*time.Millisecond, 5, shortTimings)
 		tokens[i] = ms[i].k.Status().Token
 	}
-	// The story starts once every holder issues (the bound leaves the
-	// room of etcd's notice window, from when a claim waited it).
+	// A claim's first grant waits out etcd's notice window: the story
+	// starts once every holder issues.
 	if !pollUntil(etcdstore.MaxNoticeWindow+5*time.Second, 10*time.Millisecond, func() bool {
 		for _, m := range ms {
 			if m.issued() == 0 {
@@ -373,7 +373,7 @@ func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 		t.Errorf("A's key was gone within %v of its last keep-alive, though a leader change at %v should have extended it past its TTL %v",
 			lived, promoted[0], shortLeaseFor)
 	}
-	// B issues from A's mark.
+	// B issues from the later of A's mark and its claim's notice window.
 	if !pollUntil(etcdstore.MaxNoticeWindow+10*time.Second, 5*time.Millisecond, func() bool { return b.m.issued() > 0 }) {
 		t.Fatalf("B issued nothing: %+v, %v", b.m.k.Status(), b.m.lastErr())
 	}

@@ -32,8 +32,8 @@
 //   - keeper.go: the Keeper, its configuration and its loop (claim, renew
 //     ahead, self-fence, release); hold.go: one layout step's lease;
 //     status.go: what it reports.
-//   - notice.go: the notice window, how long a cut-off holder goes on
-//     issuing, and its bound per store (MaxNoticeWindow), checked at start;
+//   - notice.go: the wait before a claim's first grant (the store's
+//     MaxNoticeWindow), for any holder still issuing on the number;
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the
 //     store (KeeperConfig.HighWater) and its file.
 //   - timings.go: Timings, the keeper timings each store exports; clock.go:

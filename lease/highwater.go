@@ -178,8 +178,7 @@ func (w *highWater) reserve(markMs int64) error {
 // (through its client URL) goes on issuing, once the etcd stopped with this
 // one, until its self-fence, which the store's notice window outlasts; a
 // restart that claims one of its numbers from a restored data directory
-// must start above those IDs too, so a restart within that window waits
-// out the rest of it.
+// must start above those IDs too, and its claim waits that window anyway.
 // known is false when no generator told the keeper what it issued (none was
 // bound: Keeper.Bind), and then the mark stays.
 func (w *highWater) settle(lastIssued, noticeMs int64, known bool) error {

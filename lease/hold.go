@@ -44,6 +44,7 @@ type hold struct {
 	status      Status
 	exclude     []int
 	floorMs     int64 // after a restore: leases start at or above this
+	noticeMs    int64 // the lease held issues from here on (noticeFloorMs of its claim)
 	lastAckBoot time.Duration
 	closed      bool // Close, or the end of the window, stopped it
 }
@@ -152,6 +153,10 @@ func (h *hold) claim(ctx context.Context) error {
 		l, err = h.store.Claim(cctx, req)
 		cancel()
 	}
+	// The claim has committed by now: a running holder of the number
+	// (possible after a restore of the store) stops issuing within its
+	// notice window from here.
+	returned := c.Clock.Now().WallMs
 	h.mu.Lock()
 	h.exclude = nil // avoid the lost number once, not for ever
 	h.mu.Unlock()
@@ -187,13 +192,15 @@ func (h *hold) claim(ctx context.Context) error {
 		return errClosed
 	}
 	h.lease = l
+	h.noticeMs = h.noticeFloorMs(returned)
+	from := max(l.StartMs, h.noticeMs)
 	h.exclude = nil
 	h.status.Claims++
 	h.status.State = StateHeld
 	h.status.Machine, h.status.Token = l.Machine, l.Token
 	h.mu.Unlock()
 	h.k.log.Debug("claimed machine number", "machine", l.Machine, "layout", h.layout, "holder", l.Holder, "token", l.Token,
-		"stored_mark", msTime(l.MarkMs), "start", msTime(l.StartMs))
+		"stored_mark", msTime(l.MarkMs), "start", msTime(l.StartMs), "issues_from", msTime(from))
 	// Reserve time before issuing anything: the generator gets no grant
 	// until this extension is acknowledged.
 	return h.renew(ctx)
@@ -330,7 +337,7 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 	h.status.State = StateHeld
 	h.status.MarkMs = l.MarkMs
 	h.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()
-	start, limit := max(l.StartMs, h.floorMs, h.k.hw.floor()), h.k.hw.limit(l.MarkMs-c.Margin.Milliseconds())
+	start, limit := max(l.StartMs, h.floorMs, h.noticeMs, h.k.hw.floor()), h.k.hw.limit(l.MarkMs-c.Margin.Milliseconds())
 	if !revert.Cutover {
 		start, limit = max(start, h.fromMs), min(limit, h.untilMs)
 	}

@@ -85,9 +85,10 @@ func mustHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, 
 // issuing lets the clock run, in steps short enough for every keeper
 // timing the tests use to renew on time (every keeper asleep on the clock
 // when it starts, on a clock shared by several), until the grant of the keeper's
-// claim has started: a holder just started has no grant until its first
-// extension, and refuses (not-started) while the grant starts ahead of its
-// clock (a number's mark). It returns the time it let pass.
+// claim has started: a claim's first grant starts the store's
+// MaxNoticeWindow after the claim (lease/notice.go), so a holder just
+// started refuses (not-started) for that long. It returns the time it let
+// pass.
 func (h *holder) issuing() time.Duration {
 	h.t.Helper()
 	const step = 250 * time.Millisecond
@@ -187,8 +188,8 @@ func TestKeeperReservesBeforeIssuing(t *testing.T) {
 	if want := t0.UnixMilli() + 10_000; rec.MarkMs < want || rec.Holder != "a" {
 		t.Fatalf("record after claim = %+v, want holder a and mark ≥ %d (now + 10 s)", rec, want)
 	}
-	// The first grant starts once the claim's first extension is
-	// acknowledged; every renewal moves the mark ahead of the clock too.
+	// The first grant starts the store's notice window after the claim;
+	// every renewal until then moves the mark ahead of the clock too.
 	h.issuing()
 	for _, id := range h.mint(1000) {
 		if rec, _ = s.Get(testCtx(t), 9); snowfence.V1().TimeOf(id).UnixMilli() >= rec.MarkMs {
@@ -285,7 +286,8 @@ func TestKeeperRestartNeverRepeats(t *testing.T) {
 	}
 	// The restarted process (a new holder identity) gets number 7 back at
 	// the same instant: its lease starts at the end of its predecessor's
-	// last millisecond, not below it.
+	// last millisecond, not below it. (Its first grant starts later still,
+	// after the store's notice window.)
 	b, err := startHolder(t, s, clk, "host/pid-1/2000", lease.Range{Lo: 7, Hi: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +317,7 @@ func TestKeeperQuarantine(t *testing.T) {
 	if st.Machine == first || st.Machine == -1 || st.Losses != 1 {
 		t.Fatalf("after quarantine of %d: status %+v, want the other number held", first, st)
 	}
-	h.issuing() // the new claim's first grant
+	h.issuing() // the new claim's notice window
 	if got := h.mint(1)[0]; got <= h.ids[4] || snowfence.V1().Split(got).Machine != st.Machine {
 		t.Fatalf("ID after moving numbers: %d", got)
 	}
@@ -458,7 +460,7 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 	}
 	h := &holder{t: t, k: k, g: g, clk: clk}
 	h.settle()
-	h.issuing() // the claim's first grant, on the fake clock
+	h.issuing() // the claim's notice window, on the fake clock
 	id, err := g.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

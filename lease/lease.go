@@ -265,12 +265,13 @@ type Store interface {
 	MaxRestoreWindow() time.Duration
 	// MaxNoticeWindow is the longest notice window (NoticeWindow of its
 	// SelfFence) a holder of this store may have: how long after another
-	// claim of its number commits, or after it is cut off from the store,
-	// it may still be issuing on it, until its self-fence stops it.
-	// StartKeeper refuses a keeper whose own window is longer, so every
-	// holder may rely on the bound (the high-water file's floor at Close
-	// does). No claim waits it: see notice.go for the path that leaves
-	// open.
+	// claim of its number commits it may still be issuing on it, until its
+	// self-fence stops it. The keeper starts the first grant of every claim
+	// at least this long after the claim, whichever holder's timings it
+	// must outlast (a store restored from an earlier state hands out
+	// numbers that running holders still issue on, and a fresh claimer
+	// cannot tell), and StartKeeper refuses a keeper whose own window is
+	// longer.
 	MaxNoticeWindow() time.Duration
 	// Journal is the store's record of who held each number when
 	// (journal.go): Claim writes an entry in the same atomic write as the

@@ -3,34 +3,40 @@ package lease
 import (
 	"fmt"
 	"time"
+
+	"github.com/snowfence/snowfence/internal/revert"
 )
 
-// The notice window. A holder cut off from its store goes on issuing on its
-// number until its self-fence, SelfFence after the send time of its last
-// acknowledged renewal; the store's MaxNoticeWindow bounds that for every
-// holder of the store (a keeper whose own window is longer is refused at
-// start), so that another holder may rely on it: the high-water file's
-// floor at Close (highwater.go) keeps a restarted process of the host above
-// what the embedded etcd's other holders may still issue.
+// The notice floor. A claim may take a number that a running holder is
+// still issuing on: a store restored from an earlier state (an etcd
+// snapshot, a table copied back) has that number free, with the mark it had
+// then, and a claimer that never talked to the store before the restore —
+// a process started just after it — has nothing to compare with, so no
+// store can tell it. Nor can the claim be limited to numbers "not
+// released": a number released in the restored state may have been claimed
+// since by a holder that runs on. The running holder learns of the claim
+// at its next renewal, which compares on its claim and fails. Until then
+// it issues, so the claimer must not: the first grant of every claim
+// starts at least the store's MaxNoticeWindow after the claim returned.
 //
-// Not applied yet: a claim made just after a restore the claimer cannot
-// see (a process started after an etcd snapshot or a table copy was put
-// back) may take a number a running holder still issues on, until that
-// holder's next renewal or its self-fence. Waiting out the store's window
-// before every claim's first grant closes it (issue 25 found up to 361,000
-// duplicate IDs that way), but costs every start, restart and re-claim that
-// wait — 8 s on etcd, 36 s on the tables today, and as long as the
-// self-fence a fleet chooses to ride out a store outage — so it waits for a
-// design that does not tie every claim to the longest self-fence. Until
-// then docs/runbook.md's step 1 (keep a restored store away from holders
-// until raise-marks has run) is the protection.
+// Why the self-fence bounds it, and not the next renewal: every extension
+// compares on the claim, so none applied after the new claim committed
+// succeeds, and a re-read after an unknown outcome finds the new claim;
+// the last renewal the running holder has acknowledged was therefore sent
+// before the claim committed, and its generator stops SelfFence after that
+// send time, whatever happens to its renewals since — failing, timing out
+// and re-read, or delayed behind its other holds' steps. A bound by the
+// renewal period and request timeouts alone would miss a holder whose
+// renewals fail at the moment of the claim, and one whose renewal loop runs
+// late (the next renewal of a hold is due RenewEvery after its last one
+// ended, up to two request timeouts after it was sent).
 
 // NoticeWindow is the longest a holder with this self-fence may go on
 // issuing on its number after another claim of it committed, with clocks
 // 8 % fast or slow and wall clocks up to 1 s apart: selfFence × 1.1 + 1 s,
 // RestoreWindow's formula without the reserve. Its generator stops
 // selfFence after the send time of its last acknowledged renewal, which was
-// sent before the claim (no extension applied after it succeeds); a
+// sent before the claim (see the package's notice floor, notice.go); a
 // self-fence timed on a clock 8 % slow lasts up to 1/0.92 ≈ 1.087 times as
 // long in real time, and the claimer compares its own wall clock with the
 // timestamps the holder stamps with its own.
@@ -39,12 +45,16 @@ func NoticeWindow(selfFence time.Duration) time.Duration {
 }
 
 // checkNotice refuses a keeper whose notice window is longer than its
-// store's MaxNoticeWindow: the store's bound is what every other holder
-// relies on as the longest a cut-off holder goes on issuing.
+// store's MaxNoticeWindow: the store's bound is what every other holder's
+// claim waits out, so a holder with a longer self-fence could still be
+// issuing when another's first grant starts.
 func (c *KeeperConfig) checkNotice() error {
+	if revert.Notice {
+		return nil
+	}
 	if w, maxW := NoticeWindow(c.SelfFence), c.Store.MaxNoticeWindow(); w > maxW {
-		return fmt.Errorf("%w: this keeper's notice window %s (SelfFence %s × 1.1 + 1 s) is longer than the %s this store bounds it at "+
-			"for every holder, so it could still be issuing on its number when other holders take it to have stopped; "+
+		return fmt.Errorf("%w: this keeper's notice window %s (SelfFence %s × 1.1 + 1 s) is longer than the %s every claim on this store waits "+
+			"before its first grant, so another holder's claim of its number could start issuing while it still does; "+
 			"shorten SelfFence to at most %s", ErrInvalid, w, c.SelfFence, maxW, maxSelfFence(maxW))
 	}
 	return nil
@@ -53,4 +63,15 @@ func (c *KeeperConfig) checkNotice() error {
 // maxSelfFence is the longest self-fence whose NoticeWindow is within w.
 func maxSelfFence(w time.Duration) time.Duration {
 	return ((w - time.Second) * 10 / 11).Truncate(time.Millisecond)
+}
+
+// noticeFloorMs is where the first grant of a claim that returned at wall
+// time nowMs may start: nowMs plus the store's MaxNoticeWindow (0 with the
+// fix reverted).
+func (h *hold) noticeFloorMs(nowMs int64) int64 {
+	if revert.Notice {
+		return 0
+	}
+	w := h.store.MaxNoticeWindow()
+	return nowMs + int64((w+time.Millisecond-1)/time.Millisecond)
 }

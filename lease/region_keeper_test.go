@@ -96,7 +96,7 @@ func TestKeeperRegionAfterCutover(t *testing.T) {
 	}
 	h := &holder{t: t, k: k, g: g, clk: clk}
 	h.settle()
-	h.issuing() // the claim's first grant
+	h.issuing() // the claim's notice window
 	id, err := g.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

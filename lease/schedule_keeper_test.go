@@ -98,7 +98,7 @@ func TestGeneratorSharesKeeperSchedule(t *testing.T) {
 	}
 	clk.Set(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	// The keeper renews as the clock jumps, claims its v2 number, and
-	// issues on it once its first grant has started; mint after.
+	// issues on it once the claim's notice window has passed; mint after.
 	h := &holder{t: t, k: k, g: g, clk: clk}
 	h.step(2 * time.Second)
 	h.issuing()

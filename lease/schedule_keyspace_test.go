@@ -81,7 +81,7 @@ func TestSetScheduleSeesLaterKeyspaceMarks(t *testing.T) {
 		return k, g
 	}
 	kF, gF := start("f", old)
-	(&holder{t: t, k: kF, g: gF, clk: fast}).issuing() // the claim's first grant
+	(&holder{t: t, k: kF, g: gF, clk: fast}).issuing() // the claim's notice window
 	idF, err := gF.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -21,10 +21,10 @@
 //
 // A store the caller opened itself goes in Config.Store instead.
 //
-// Start returns once the generator issues: at once, unless the grant
-// starts ahead of the clock — a number's mark ahead (after raise-marks,
-// say), a restore floor, or the embedded etcd's high-water file (a restart
-// within 8 s of a clean stop waits until 8 s after it).
+// Start returns once the generator issues: every claim's first grant waits
+// out the store's notice window (8 s on etcd, 36 s on the lease tables;
+// lease.Store.MaxNoticeWindow), the time any other holder still issuing on
+// the number — after a restore of the store — needs to notice the claim.
 //
 // # The embedded etcd is unique only on its host
 //

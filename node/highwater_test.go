@@ -137,7 +137,8 @@ func TestEmbeddedDataDirRestoredBehindTheClock(t *testing.T) {
 	}
 	copyDir(t, backup, dir)
 	// A minute behind the last ID, to the millisecond, so that a claim
-	// starting at its clock meets IDs of the second run.
+	// starting at its clock plus the notice window meets IDs of the second
+	// run.
 	behind := fakeclock.New(time.UnixMilli(lastMs - 1).Add(-time.Minute))
 	if n, err = startOnClock(t, onClock(dir, behind, time.Time{}), behind); err != nil {
 		t.Fatal(err)

@@ -72,10 +72,12 @@ type Node struct {
 // Start opens the store (starting the embedded etcd if so configured),
 // claims a machine number and returns a Node ready to mint: it waits (on
 // the keeper's clock, until ctx ends) for the first grant of the claim to
-// start: at once, unless it starts ahead of the clock (a number whose mark
-// is ahead, after raise-marks, say; a restore floor; the embedded etcd's
-// high-water file after a restart within 8 s of a clean stop). On error
-// everything started is stopped again.
+// start. Every claim's first grant waits out the store's notice window
+// (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease tables), so
+// that a holder still issuing on the number after a restore of the store
+// has stopped; a number whose mark is ahead of the clock (after
+// raise-marks, say) starts at the mark. On error everything started is
+// stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -133,7 +135,7 @@ func (n *Node) untilIssuing(ctx context.Context) error {
 			return nil
 		}
 		if _, err := clk.WaitUntil(ctx, g.StartMs); err != nil {
-			return fmt.Errorf("node: waiting for machine %d's first grant, which starts at %s (the number's mark, a restore floor or the high-water mark): %w",
+			return fmt.Errorf("node: waiting for machine %d's first grant, which starts at %s (the claim's notice window, or the number's mark): %w",
 				g.Machine, lease.FormatMs(g.StartMs), err)
 		}
 	}

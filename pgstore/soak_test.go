@@ -30,8 +30,7 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 3 * time.Second
 	}
-	// Room for the first children to issue (the store's notice window, from
-	// when a claim's first grant waited it; more than they need now).
+	// The first children issue only after the store's notice window.
 	warm := pgstore.MaxNoticeWindow + 2*time.Second
 	pool := testPool(t, 4)
 	table := newTable(t, pool)

@@ -24,11 +24,14 @@ func Timings() lease.Timings {
 }
 
 // MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
-// self-fence) a holder of a PostgreSQL store may have: the store's bound on
-// how long a holder cut off from it goes on issuing. A holder with a
-// longer self-fence is refused at start. At the table timings' 30 s
-// self-fence a holder's window is 34 s; 36 s leaves room for a self-fence
-// up to 31.8 s. No claim waits it today (lease/notice.go says why).
+// self-fence) a holder of a PostgreSQL store may have, and the wait before
+// the first grant of every claim on one: a holder with a longer self-fence
+// is refused at start. At the table timings' 30 s self-fence a holder's
+// window is 34 s; 36 s leaves room for a self-fence up to 31.8 s. It is
+// kept that close because every claim pays it (a start, a restart, a
+// number lost and claimed again refuse for about this long before
+// issuing); a shorter self-fence (and renewal period) shortens nothing
+// unless this bound is lowered for every holder of the table.
 const MaxNoticeWindow = 36 * time.Second
 
 // MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow.

@@ -62,10 +62,11 @@ func mintN(t *testing.T, who string, g *snowfence.Generator, n int) []snowfence.
 // TestFrozenHolderTrace replays a holder frozen past its lease and its
 // successor on number 37, with the Keeper and generator on fake clocks and
 // the store real (a 30 s lease keeps the numbers short):
-// A claims at 60 s (epoch 7), renews at 100 s to expiry 130 s, issues at
-// 100 and 105 s and freezes; B claims at 131 s by its own clock (epoch 8); A wakes
+// A claims at 60 s (epoch 7) and issues from 96 s (its claim's notice
+// window: the tables' 36 s), renews at 100 s to expiry 130 s, issues at
+// 105 s and freezes; B claims at 131 s by its own clock (epoch 8); A wakes
 // at 145 s, its renewal "epoch 7" fails with ErrLost and it refuses to
-// issue; B mints at 167 s. Every ID of A is below its fence
+// issue; B issues from 167 s. Every ID of A is below its fence
 // (130 − 5 = 125 s), every ID of B above 130 s.
 func TestFrozenHolderTrace(t *testing.T) {
 	t.Parallel()
@@ -111,8 +112,8 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if id, err := gA.Next(t.Context()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Errorf("A at 145 s: Next = %v, %v; want ErrFenced", id, err)
 	}
-	// B renews (141, 151, 161 s) and mints at 167 s, where the trace put
-	// its first ID when a claim waited the notice window (36 s).
+	// B's first grant starts its claim's notice window (36 s) after the
+	// claim: it renews on the way (141, 151, 161 s) and issues at 167 s.
 	for range 3 {
 		clkB.Advance(10 * time.Second)
 		settle(t, clkB)

@@ -17,9 +17,12 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/dynamostore"
+	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/internal/testenv"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/server"
 )
 
@@ -36,17 +39,36 @@ type cutStore struct {
 	flags []string // store flags, for serve and the CLI
 }
 
+// noticeWindow is the store's MaxNoticeWindow: a claim's first grant waits
+// that long.
+func (s cutStore) noticeWindow() time.Duration {
+	switch s.name {
+	case "postgres":
+		return pgstore.MaxNoticeWindow
+	case "dynamodb":
+		return dynamostore.MaxNoticeWindow
+	}
+	return etcdstore.MaxNoticeWindow
+}
+
 // Timings of every holder, on every store: a short renewal period, so that
 // the keeper's turns (the v2 claim from the lead window on, the v1 release
 // after T) come within a second; a 1 s margin below the mark (the tables'
-// own is 5 s); the lead is the shortest allowed, 2 × the lease TTL.
-var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-fence", "5s", "--fence-margin", "1s", "--lead", "20s"}
+// own is 5 s); a lead of 45 s, which holds the claim step (cutClaimStep) on
+// every store.
+var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-fence", "5s", "--fence-margin", "1s", "--lead", "45s"}
 
-// cutFirstStep is where the first step puts every holder's clock: T minus
-// this, inside the lead window (20 s) and no further from T than the
-// reserve (the lease TTL, 10 s) less the margin (1 s), so that the first v1
-// renewal after it lets the generator issue up to T, and the second step
-// costs no refusal.
+// cutClaimStep is where the step into the lead window puts every holder's
+// clock: T minus the store's notice window and 4 s, so that the v2 claims,
+// made within a renewal period or two of it, start issuing before T (every
+// claim's first grant waits the store's notice window: 8 s on etcd, 36 s on
+// the tables).
+func cutClaimStep(st cutStore) time.Duration { return st.noticeWindow() + 4*time.Second }
+
+// cutFirstStep is where the next step puts every holder's clock: T minus
+// this, no further from T than the reserve (the lease TTL, 10 s) less the
+// margin (1 s), so that the first v1 renewal after it lets the generator
+// issue up to T, and the second step costs no refusal.
 const cutFirstStep = 8 * time.Second
 
 // cutSecondStep is where the second step puts the clocks: this long before
@@ -175,17 +197,43 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 		}
 	}
 
-	// Into the lead window: every clock to T - 8 s, one offset for all,
-	// so they read the same (the offset is against this host's clock).
+	// Into the lead window: every clock to T - the claim step, one offset
+	// for all, so they read the same (the offset is against this host's
+	// clock). The v2 claims must be made within 3 s, so that their notice
+	// windows end before T.
+	claimStep := cutClaimStep(st)
+	off0 := T.Add(-claimStep).UnixMilli() - time.Now().UnixMilli()
+	for _, h := range holders {
+		stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off0))
+	}
+	stepped0 := time.Now()
+	lacking := waitNext(t, holders, stepped0.Add(claimStep-st.noticeWindow()-time.Second))
+	t.Logf("lead window reached %s after the step: v2 numbers %s=%d %s=%d, %s has none: %s",
+		time.Since(stepped0).Round(time.Millisecond), holders[0].name, holders[0].v2, holders[1].name, holders[1].v2,
+		lacking.name, readHealth(t, lacking.s).Lease.Next.LastError)
+
+	// Then to T - 8 s, and wait for every holder's v1 renewal there, which
+	// reserves up to T.
 	off1 := T.Add(-cutFirstStep).UnixMilli() - time.Now().UnixMilli()
+	if off1 <= off0 {
+		t.Fatalf("the clocks passed T - %s before the step there (the lead window's claims took too long)", cutFirstStep)
+	}
 	for _, h := range holders {
 		stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off1))
 	}
-	stepped1 := time.Now()
-	lacking := waitNext(t, holders, stepped1.Add(cutFirstStep-2*cutSecondStep))
-	t.Logf("lead window reached %s after the step: v2 numbers %s=%d %s=%d, %s has none: %s",
-		time.Since(stepped1).Round(time.Millisecond), holders[0].name, holders[0].v2, holders[1].name, holders[1].v2,
-		lacking.name, readHealth(t, lacking.s).Lease.Next.LastError)
+	renewedBy := time.Now().Add(5 * time.Second)
+	for _, h := range holders {
+		for {
+			hz := readHealth(t, h.s)
+			if hz.Lease != nil && !hz.Lease.LastRenewal.Before(T.Add(-cutFirstStep)) {
+				break
+			}
+			if time.Now().After(renewedBy) {
+				t.Fatalf("%s did not renew its v1 number within 5 s of the step to T - %s: %+v", h.name, cutFirstStep, hz.Lease)
+			}
+			time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+		}
+	}
 
 	// Across T with the clients minting.
 	for _, h := range holders {
@@ -262,10 +310,13 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 	stopAt := time.Now()
 	leaving.s.stop(t)
 	t.Logf("%s stopped (SIGTERM) with %d batches acknowledged", leaving.name, len(leaving.acks))
-	deadline = time.Now().Add(10 * time.Second)
+	// Its claim, then its claim's notice window (8 s on etcd, 36 s on the
+	// tables) before it issues.
+	within := 10*time.Second + st.noticeWindow()
+	deadline = time.Now().Add(within)
 	for !lacking.ackedAt(sched, tMs) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s issued no v2 ID within 10 s of %s's stop: %s", lacking.name, leaving.name, readHealthBody(t, lacking.s))
+			t.Fatalf("%s issued no v2 ID within %s of %s's stop: %s", lacking.name, within, leaving.name, readHealthBody(t, lacking.s))
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 	}
@@ -297,6 +348,9 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 			t.Errorf("%s has a v2 number and was refused %d times, the first %+v", h.name, len(h.refusals), h.refusals[0])
 		}
 		for _, r := range h.refusals {
+			if h == lacking && !r.at.Before(stopAt) && r.code == server.CodeFenced && r.reason == "not-started" {
+				continue // its claim of the stopped holder's number waits out its notice window
+			}
 			if r.code != server.CodeFenced || !strings.Contains(r.message, "layout v2") || r.at.Before(realT) {
 				t.Errorf("%s refused %s (code %s, %s) %s T; want fenced naming layout v2, after T only", h.name, r.message, r.code, r.reason, map[bool]string{true: "before", false: "after"}[r.at.Before(realT)])
 				break

@@ -11,15 +11,18 @@
 // it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
 // TestEmbeddedDataDirRestoredBehindTheClock in node).
 //
-// restore and window are proved by their own tests too: since the
-// keeper refuses a self-fence longer than its store's notice bound
-// (a self-fence of at most 6.36 s on etcd, within its 8 s MaxNoticeWindow), the search draws no cut-off holder
-// whose issuing outlasts a claimer's own floor, so undone, neither makes it
-// find a duplicate within its budget. Their tests check the mechanism:
-// etcdstore's TestRestoreSameTokenBumpedNoticedByMark and
-// TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and lease's
-// TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a self-fence
-// only the window's own check refuses).
+// restore and window are proved by their own tests too. The notice floor
+// closes their paths a second time: the claimer that, with either undone,
+// started on a number a cut-off or unaware holder still issued on now
+// waits the store's notice window, which outlasts every self-fence the
+// store accepts, so undone alone neither makes the search find a duplicate
+// in 4 min, and searched with notice undone beside it each would be
+// "caught" by notice's own duplicate, which proves nothing about it. Their
+// tests check the mechanism: etcdstore's TestRestoreSameTokenBumpedNoticedByMark
+// and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
+// lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
+// self-fence only the window's check refuses). tablerestore's test is built
+// with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
 //	snowfence_revert_region        refusing a region other than 0 under a layout without region bits
@@ -42,6 +45,9 @@
 //	                               compare of the store's fleet schedule record with the registry's
 //	snowfence_revert_clone         the renewal value every extension writes and the next extension and the
 //	                               release compare (a cloned holder process renews beside the original for ever)
+//	snowfence_revert_notice        the wait before a claim's first grant for any holder still issuing on the
+//	                               number to notice the claim (the store's MaxNoticeWindow), and the keeper's
+//	                               refusal of a self-fence whose notice window is longer
 //	snowfence_revert_highwater     the keeper's high-water mark kept outside the store (KeeperConfig.HighWater;
 //	                               the embedded etcd's file beside its data directory): grants bounded by it,
 //	                               and started above it after a restart. scripts/prove-search proves it by

@@ -179,9 +179,10 @@ type Soak struct {
 	// Duration is how long the schedule runs.
 	Duration time.Duration
 	// Warmup is how long the first children run undisturbed before the
-	// schedule starts, so that the first children issue before the
-	// schedule kills or pauses them (a child's grant may start ahead of its
-	// clock: a number's mark, a restore floor).
+	// schedule starts: every claim's first grant waits out the store's
+	// notice window (lease.Store.MaxNoticeWindow), so a child issues only
+	// that long after it claimed, and a schedule that killed the first
+	// children before would leave nothing issuing to kill or pause.
 	Warmup time.Duration
 	// With Pauses, one action in three SIGSTOPs the process for 1–4 s
 	// instead of killing it.

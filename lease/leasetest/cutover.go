@@ -138,9 +138,8 @@ func checkCutover(t *testing.T, s *suite) {
 		settle(loops())
 	}
 
-	// Both claimed at t0. (The advance by the store's notice window dates
-	// from when a claim's first grant waited it; it only moves the clock
-	// further on before the first IDs.)
+	// Both claimed at t0: their first grants wait out the store's notice
+	// window.
 	advanceTo(t0.Add(st.MaxNoticeWindow()))
 	first := take("a", gA, 100)
 	for _, id := range first {
@@ -231,7 +230,7 @@ func checkCutover(t *testing.T, s *suite) {
 	// B recovers once its v2 number is free.
 	MustRelease(t, sib, blocker, blocker.StartMs)
 	var recovered bool
-	for range 10 + int(st.MaxNoticeWindow()/time.Second) { // its claim, with room to spare (the notice window is from when a claim waited it)
+	for range 10 + int(st.MaxNoticeWindow()/time.Second) { // its claim, then the claim's notice window
 		advanceTo(clk.Time().Add(time.Second))
 		if ids, err := gB.NextN(context.Background(), 10); err == nil {
 			for _, id := range ids {

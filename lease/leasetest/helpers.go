@@ -126,9 +126,9 @@ func (s *suite) expire(t *testing.T, st lease.Store, l *lease.Lease, nowMs int64
 
 // untilIssuing lets clk run, in half-second steps in which the n keeper
 // loops asleep on it renew, until every keeper of ks has a grant that has
-// started at the clock's reading: a keeper just started (or that just
-// claimed again) has no grant until its first extension, and a grant may
-// start ahead of the clock (a number's mark, a restore floor).
+// started at the clock's reading: every claim's first grant waits out the
+// store's notice window (lease.Store.MaxNoticeWindow), so a keeper just
+// started (or that just claimed again) refuses until then.
 func untilIssuing(t *testing.T, ctx context.Context, clk *fakeclock.Clock, n int, ks ...*lease.Keeper) {
 	t.Helper()
 	issuing := func() bool {

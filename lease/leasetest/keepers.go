@@ -16,7 +16,7 @@ import (
 // checkKeeperRace: more Keepers than numbers start at once, each with its
 // own Store value, on one fake clock. As many start as there are numbers,
 // on distinct numbers, and the rest fail with ErrNoFreeNumber. Each mints
-// (once its first grant has started);
+// (once its claim's notice window has passed);
 // the winners close (releasing with their last timestamp) and the losers
 // start on the freed numbers. No ID repeats, and on each number every ID of
 // the second holder is above every ID of the first.

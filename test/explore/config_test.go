@@ -393,8 +393,8 @@ func longTiming(store string) timing {
 	return timing{LeaseFor: 30 * time.Second, RenewEvery: 5 * time.Second, SelfFence: 20 * time.Second}
 }
 
-// noticeWindow is store's MaxNoticeWindow: the longest a cut-off holder of
-// the store goes on issuing (no claim waits it; lease/notice.go).
+// noticeWindow is store's MaxNoticeWindow: every claim's first grant
+// starts that long after the claim.
 func noticeWindow(store string) time.Duration {
 	switch store {
 	case storePostgres:

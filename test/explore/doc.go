@@ -47,10 +47,10 @@
 // DropNextReplies for DynamoDB); cut a process off from its stores for a
 // few steps (the wrapper fails every call without making it); restart a
 // process (Close every keeper, start them again together), or restart it
-// afresh, its stores opened anew with no memory of the store (only in
-// worlds that do not restore: just after a restore such a process claims
-// numbers running holders still issue on, a path no fix closes yet — issue
-// 25 item 6, docs/runbook.md's first step of a restore); clone a holder
+// afresh, its stores opened anew with no memory of the store, as a process
+// started just after a restore (one follows half the restores of the
+// restores and cut-off themes: it cannot notice the restore, and claims
+// numbers running holders still issue on); clone a holder
 // process, in worlds without restores (clone_test.go: its lease, grant and
 // generator position copied, renewing through a Store value of its own and
 // minting whenever its original does — the duplicates the two mint before

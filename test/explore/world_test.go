@@ -56,6 +56,9 @@ type world struct {
 	// holderNames is the holder string of each holder generation, by
 	// (holder, generation), as its keeper claims under it.
 	holderNames map[[2]int]string
+	// genStarted is the step each holder generation started at, by
+	// (holder, generation).
+	genStarted map[[2]int]int
 	// restoreEvents are the world's restores, for the journal oracle;
 	// jr is its random source (apart from r, so that the oracle's draws
 	// leave the actions' unchanged).
@@ -120,7 +123,7 @@ func (p *proc) running() int {
 // newWorld sets a world up on sp: clocks, stores, the fleet schedule.
 func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error) {
 	w := &world{t: t, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0xac7104)), sp: sp, led: newLedger(), fig: fig,
-		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{},
+		snapshotAt: -1, schedules: map[string]snowfence.Schedule{}, holderNames: map[[2]int]string{}, genStarted: map[[2]int]int{},
 		jr: rand.New(rand.NewPCG(cfg.Seed, 0x10c4a1))}
 	w.led.tolerate = w.cloneWindow
 	w.start = time.Now().Truncate(time.Millisecond)
@@ -450,6 +453,7 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, n *node.Node, err e
 	h.k, h.g, h.node, h.last, h.refused = k, g, n, 0, ""
 	h.gen++
 	w.holderNames[[2]int{h.idx, h.gen}] = k.Status().Holder
+	w.genStarted[[2]int{h.idx, h.gen}] = w.step
 	w.fig.add("keepers started", 1)
 	w.fig.add("keepers started: "+p.cfg.entry(), 1)
 	l := k.Lease()
