@@ -411,6 +411,11 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 	}
 	t.Logf("%s: %d IDs acknowledged, %d duplicates under the primary key; %d batches straddled T; test %s",
 		st.name, len(all), dups, straddled, time.Since(began).Round(time.Millisecond))
+	if t.Failed() {
+		for _, h := range holders {
+			t.Logf("%s's log (warnings and errors):\n%s", h.name, h.s.stderr)
+		}
+	}
 }
 
 // tIDBound is the smallest ID at T: every ID below it is before T.
