@@ -71,6 +71,10 @@ func cutClaimStep(st cutStore) time.Duration { return st.noticeWindow() + 4*time
 // issue up to T, and the second step costs no refusal.
 const cutFirstStep = 8 * time.Second
 
+// cutLeaseStep is the longest step of the clocks from the claim step to
+// cutFirstStep: well within the lease TTL of cutTimings (10 s).
+const cutLeaseStep = 4 * time.Second
+
 // cutSecondStep is where the second step puts the clocks: this long before
 // T, with the clients minting.
 const cutSecondStep = 400 * time.Millisecond
@@ -133,13 +137,14 @@ func TestE2ECutover(t *testing.T) {
 			if ep == "" {
 				testenv.Missing(t, "SNOWFENCE_TEST_DYNAMODB_ENDPOINT is not set: start dynalite with scripts/services/dynalite.sh start (scripts/test does)")
 			}
-			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
 			return cutStore{"dynamodb", []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", ep, "--dynamodb-table", "e2e-cutover-" + suffix, "--aws-region", "us-east-1"}}
 		}},
 	}
 	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) { runCutover(t, k.store(t), pgURL) })
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // a store of its own; most of it waits out the claims' notice windows
+			runCutover(t, k.store(t), pgURL)
+		})
 	}
 }
 
@@ -212,30 +217,42 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 		time.Since(stepped0).Round(time.Millisecond), holders[0].name, holders[0].v2, holders[1].name, holders[1].v2,
 		lacking.name, readHealth(t, lacking.s).Lease.Next.LastError)
 
-	// Then to T - 8 s, and wait for every holder's renewals there, which
-	// reserve up to T and past it: the v1 number's, and the v2 number's
-	// (claimed at T - the claim step, its mark is short of T until it
-	// renews here).
-	off1 := T.Add(-cutFirstStep).UnixMilli() - time.Now().UnixMilli()
-	if off1 <= off0 {
-		t.Fatalf("the clocks passed T - %s before the step there (the lead window's claims took too long)", cutFirstStep)
-	}
-	for _, h := range holders {
-		stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off1))
-	}
-	renewedBy := time.Now().Add(5 * time.Second)
-	for _, h := range holders {
-		for {
-			hz := readHealth(t, h.s)
-			v1 := hz.Lease != nil && !hz.Lease.LastRenewal.Before(T.Add(-cutFirstStep))
-			v2 := h == lacking || hz.Lease != nil && hz.Lease.Next != nil && !hz.Lease.Next.LastRenewal.Before(T.Add(-cutFirstStep))
-			if v1 && v2 {
-				break
+	// Then to T - 8 s, and at each step wait for every holder's renewals
+	// there, which reserve up to T and past it: the v1 number's, and the
+	// v2 number's (claimed at T - the claim step, its mark is short of T
+	// until it renews at T - 8 s). The clocks go there in steps of at most
+	// cutLeaseStep: on a lease table the expiry is the holders' clocks'
+	// (no server-side TTL), and one step longer than the lease would make
+	// every lease look expired to the lacking holder's next claim.
+	var off1 int64
+	for at := claimStep; at > cutFirstStep; {
+		at = max(at-cutLeaseStep, cutFirstStep)
+		off1 = T.Add(-at).UnixMilli() - time.Now().UnixMilli()
+		if off1 <= off0 {
+			t.Fatalf("the clocks passed T - %s before the step there (the lead window's claims took too long)", at)
+		}
+		off0 = off1
+		for _, h := range holders {
+			stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off1))
+		}
+		renewedBy := time.Now().Add(5 * time.Second)
+		for _, h := range holders {
+			for {
+				hz := readHealth(t, h.s)
+				v1 := hz.Lease != nil && !hz.Lease.LastRenewal.Before(T.Add(-at))
+				v2 := h == lacking || hz.Lease != nil && hz.Lease.Next != nil && !hz.Lease.Next.LastRenewal.Before(T.Add(-at))
+				if v1 && v2 {
+					break
+				}
+				if time.Now().After(renewedBy) {
+					var next lease.Status
+					if hz.Lease != nil && hz.Lease.Next != nil {
+						next = *hz.Lease.Next
+					}
+					t.Fatalf("%s did not renew its v1 and v2 numbers within 5 s of the step to T - %s: %+v; v2: %+v", h.name, at, hz.Lease, next)
+				}
+				time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 			}
-			if time.Now().After(renewedBy) {
-				t.Fatalf("%s did not renew its v1 and v2 numbers within 5 s of the step to T - %s: %+v", h.name, cutFirstStep, hz.Lease)
-			}
-			time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 		}
 	}
 

@@ -8,7 +8,19 @@ import (
 	"github.com/snowfence/snowfence/internal/testenv"
 )
 
-// forEachTableStore runs f as a subtest per lease table — PostgreSQL and
+// TestMain gives the AWS SDK the credentials it wants for dynalite, which
+// takes any, unless the environment has some: once for the package, so
+// that the table stores' subtests may run in parallel (t.Setenv may not).
+func TestMain(m *testing.M) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, "snowfence-test")
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// forEachTableStore runs f as a parallel subtest per lease table — PostgreSQL and
 // DynamoDB (dynalite), started by scripts/test (scripts/services/*.sh) —
 // with the store flags that point serve and the CLI at a table named
 // after table ("_" in PostgreSQL, "-" in DynamoDB). A server whose address
@@ -27,13 +39,13 @@ func forEachTableStore(t *testing.T, table string, f func(t *testing.T, flags []
 		}},
 	} {
 		t.Run(st.name, func(t *testing.T) {
+			// A table of its own on a server of its own kind; most of it
+			// waits out the claims' notice windows (36 s on the tables).
+			t.Parallel()
 			v := os.Getenv(st.env)
 			if v == "" {
 				testenv.Missing(t, fmt.Sprintf("%s is not set: start the server with scripts/services/%s.sh start (scripts/test does)", st.env, st.script))
 			}
-			// dynalite takes any credentials; the SDK wants some.
-			t.Setenv("AWS_ACCESS_KEY_ID", "snowfence-test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "snowfence-test")
 			f(t, st.flags(v))
 		})
 	}
