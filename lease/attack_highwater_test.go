@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
@@ -220,107 +219,4 @@ func TestHighWaterCloseStaysAboveCoTenant(t *testing.T) {
 	t.Logf("P1 restarted issues at %s (P2 minted at %s)", lease.FormatMs(behind.Now().WallMs), lease.FormatMs(collideAt))
 	p1b.mint(100)
 	checkUnique(t, p1.ids, p2.ids, p1b.ids)
-}
-
-// TestHighWaterCrashStaysAboveCoTenant is TestHighWaterCloseStaysAboveCoTenant
-// with P1 crashing instead of closing, so that nothing lowers or raises
-// its file after its last renewal, at each point of the file's cycle (it
-// is raised once in four renewals). A keeper with a HighWater waits no
-// notice window before its first grant (lease/notice.go): its file must by
-// then hold a mark above everything P2, cut off by the etcd's end, may
-// still issue. P1 reserves only 2 s ahead and P2's self-fence is as long
-// as the store allows, so the store's mark alone is below P2's last IDs:
-// reserve keeps the file the store's notice window above the store's
-// mark, which is what this checks. P1 also shows the point of the
-// exemption: started afresh on an empty file it issues at once, where P2
-// waits the window.
-func TestHighWaterCrashStaysAboveCoTenant(t *testing.T) {
-	for phase := range 4 {
-		t.Run(fmt.Sprintf("crash %d renewals into the cycle", phase), func(t *testing.T) { highWaterCrash(t, phase) })
-	}
-}
-
-func highWaterCrash(t *testing.T, phase int) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "data.highwater")
-	s := newMultiStub(7, 8)
-	clk := fakeclock.New(t0)
-	p1, err := startHolder(t, s, clk, "p1", lease.Range{Lo: 7, Hi: 7}, func(kc *lease.KeeperConfig) {
-		kc.HighWater = lease.NewHighWaterFile(path, true)
-		kc.Reserve = 2 * time.Second
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, err := p1.k.Grant(); err != nil || g.StartMs > clk.Now().WallMs {
-		t.Fatalf("P1, with a high-water file, grant %+v (%v) at %s: want one that starts at once (no notice window)", g, err, lease.FormatMs(clk.Now().WallMs))
-	}
-	p2, err := startHolder(t, s, clk, "p2", lease.Range{Lo: 8, Hi: 8}, func(kc *lease.KeeperConfig) {
-		kc.SelfFence = 6300 * time.Millisecond // within etcd's MaxNoticeWindow
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, err := p2.k.Grant(); err == nil && g.StartMs < clk.Now().WallMs+etcdstore.MaxNoticeWindow.Milliseconds() {
-		t.Fatalf("P2, without one, grant starts at %s: want the claim plus the notice window", lease.FormatMs(g.StartMs))
-	}
-	for g, err := p2.k.Grant(); err != nil || clk.Now().WallMs < g.StartMs; g, err = p2.k.Grant() {
-		stepAll(t, clk, 2, 250*time.Millisecond)
-	}
-	for range 30 + phase { // a minute of IDs on both, renewing every 2 s
-		p1.mint(100)
-		p2.mint(100)
-		stepAll(t, clk, 2, 2*time.Second)
-	}
-	// Just before the next renewal: P1 crashes. Its file is what it is
-	// now (a copy stands for it: the process holding the original is
-	// gone).
-	stepAll(t, clk, 2, 1900*time.Millisecond)
-	p1.mint(100)
-	p2.mint(100)
-	crashed := filepath.Join(dir, "crashed.highwater")
-	rec, err := lease.NewHighWaterFile(path, false).Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.NewHighWaterFile(crashed, true).Store(rec); err != nil {
-		t.Fatal(err)
-	}
-	p1.g.Close()
-	s.setDown(true) // the embedded etcd ended with P1
-
-	// P2 issues until its self-fence, every 50 ms.
-	var p2last int64
-	for range 400 {
-		clk.Advance(50 * time.Millisecond)
-		ids, err := p2.g.NextN(context.Background(), 10)
-		if err != nil {
-			break
-		}
-		p2.ids = append(p2.ids, ids...)
-		p2last = clk.Now().WallMs
-	}
-	p2.g.Close()
-	p2.k.Close(testCtx(t)) // P2 stops too (its release fails: the store is down), so it claims nothing after the restore
-	t.Logf("P1 crashed with its file at %s; P2 issued until %s", lease.FormatMs(rec), lease.FormatMs(p2last))
-
-	// The data directory restored to before any claim; P1 restarts at
-	// once, its clock a minute behind, on the file the crash left.
-	s.restore()
-	behind := fakeclock.New(clk.Time().Add(-time.Minute))
-	p1b := mustHolder(t, s, behind, "p1-restarted", lease.Range{Lo: 8, Hi: 8}, func(kc *lease.KeeperConfig) {
-		kc.HighWater = lease.NewHighWaterFile(crashed, false)
-	})
-	for range 1000 {
-		if g, err := p1b.k.Grant(); err == nil && behind.Now().WallMs >= g.StartMs {
-			break
-		}
-		p1b.step(250 * time.Millisecond)
-	}
-	t.Logf("P1 restarted issues from %s", lease.FormatMs(behind.Now().WallMs))
-	p1b.mint(1000)
-	checkUnique(t, p1.ids, p2.ids, p1b.ids)
-	if first := snowfence.V1().TimeOf(p1b.ids[0]).UnixMilli(); first <= p2last {
-		t.Errorf("P1 restarted issued from %s, not above P2's last ID at %s", lease.FormatMs(first), lease.FormatMs(p2last))
-	}
 }

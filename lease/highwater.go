@@ -53,7 +53,6 @@ type highWater struct {
 	mu         sync.Mutex
 	hw         HighWater // nil: none (or the fix reverted)
 	ahead      time.Duration
-	notice     time.Duration // the store's MaxNoticeWindow: the recorded mark stays at least this far above the store's
 	loaded     bool
 	floorMs    int64 // recorded when the keeper started: every grant starts at or above it
 	recordedMs int64 // recorded now: every grant ends at or below it
@@ -93,7 +92,7 @@ func (w *highWater) load(c *KeeperConfig, log *slog.Logger, nowMs int64) error {
 	if w.loaded {
 		return nil
 	}
-	w.hw, w.ahead, w.notice = c.HighWater, highWaterAheadRenewals*c.RenewEvery, c.Store.MaxNoticeWindow()
+	w.hw, w.ahead = c.HighWater, highWaterAheadRenewals*c.RenewEvery
 	key := highWaterKey(w.hw)
 	if key != nil {
 		highWaters.Lock()
@@ -152,45 +151,22 @@ func (w *highWater) limit(def int64) int64 {
 	return min(def, w.recordedMs)
 }
 
-// reserve records a mark at least the store's notice window above markMs
-// — the store's mark just acknowledged — before a grant up to it is
-// published: markMs plus the notice window plus ahead, unless one that
-// high is recorded already. On a failure the mark recorded stays, and
+// reserve records a mark at or above markMs — the store's mark just
+// acknowledged — before a grant up to it is published, markMs plus ahead,
+// unless one is recorded already. On a failure the mark recorded stays, and
 // grants end there (limit) until a later renewal records one.
-//
-// The notice window above the store's mark is for the other holders of the
-// store (processes of the host on the embedded etcd's client URL): when
-// this process dies, the etcd dies with it, and each of them goes on
-// issuing until its self-fence, at most the store's notice window after
-// its last acknowledged renewal, which came before the end. This keeper's
-// store mark is at least Reserve past its own last renewal, so the file
-// holds at least Reserve plus the window past it: a restart claims above
-// everything the others issued, after a crash as after Close (settle), and
-// that is why a keeper with a HighWater waits no notice window before its
-// first grant (noticeFloorMs).
 func (w *highWater) reserve(markMs int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.loaded {
+	if !w.loaded || markMs <= w.recordedMs {
 		return nil
 	}
-	need := markMs + w.notice.Milliseconds()
-	if need <= w.recordedMs {
-		return nil
-	}
-	to := need + w.ahead.Milliseconds()
+	to := markMs + w.ahead.Milliseconds()
 	if err := w.hw.Store(to); err != nil {
 		return fmt.Errorf("%w: recording %s: %w", ErrHighWater, FormatMs(to), err)
 	}
 	w.recordedMs = to
 	return nil
-}
-
-// active reports whether the keeper keeps a high-water mark.
-func (w *highWater) active() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.loaded
 }
 
 // settle lowers the recorded mark to the end of the last ID issued, but

@@ -138,10 +138,6 @@ type KeeperConfig struct {
 	// embedetcd.Server.HighWater). One keeper at a time per HighWater: a
 	// second one in the process is refused with ErrInvalid. A HighWater
 	// that cannot load its mark refuses the start (ErrInvalid, ErrHighWater).
-	// A keeper with one waits no notice window before a claim's first
-	// grant (notice.go): set it only for a store that is never restored
-	// while this keeper runs, and never for a store other processes of
-	// other hosts lease from.
 	HighWater HighWater
 }
 

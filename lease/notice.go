@@ -68,16 +68,8 @@ func maxSelfFence(w time.Duration) time.Duration {
 // noticeFloorMs is where the first grant of a claim that returned at wall
 // time nowMs may start: nowMs plus the store's MaxNoticeWindow (0 with the
 // fix reverted).
-//
-// A keeper with a HighWater waits none: its store is restored only with
-// its host and never while it runs (the embedded etcd, whose data directory
-// the running process holds locked), so no holder issues on a number the
-// store shows free unless the store restarted since, and then this
-// process restarted with it, and its high-water floor is above everything
-// any holder of the store could still issue (highWater.reserve, settle).
-// That keeps the default serve, on the embedded etcd, starting at once.
 func (h *hold) noticeFloorMs(nowMs int64) int64 {
-	if revert.Notice || h.k.hw.active() {
+	if revert.Notice {
 		return 0
 	}
 	w := h.store.MaxNoticeWindow()

@@ -30,7 +30,6 @@ func TestKeeperFeedsOneGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&holder{t: t, k: k, clk: clk}).issuing() // the claim's notice window
 	id1, err := g1.Next(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
