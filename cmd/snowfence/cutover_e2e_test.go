@@ -117,6 +117,7 @@ type cutRefusal struct {
 // of their last ID (or T) as the mark; no duplicate under a PostgreSQL
 // primary key.
 func TestE2ECutover(t *testing.T) {
+	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
 	pgURL := testenv.PostgresURL(t)
 	suffix := randomSuffix(t)
 	kinds := []struct {

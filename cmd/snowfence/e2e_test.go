@@ -514,6 +514,7 @@ func TestE2ELeasesCLI(t *testing.T) {
 // serve and leases on the lease tables: PostgreSQL and DynamoDB (dynalite),
 // started by scripts/test (scripts/services/*.sh).
 func TestE2ETableStores(t *testing.T) {
+	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
 	forEachTableStore(t, "e2e", func(t *testing.T, flags []string) {
 		run := func(args ...string) string {
 			t.Helper()

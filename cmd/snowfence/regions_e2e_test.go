@@ -184,6 +184,7 @@ func TestE2ERegionsCLI(t *testing.T) {
 // snowfence regions on two PostgreSQL tables and two DynamoDB tables,
 // fresh ones each run.
 func TestE2ERegionsTableStores(t *testing.T) {
+	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	stores := []struct {
 		name, env string

@@ -154,6 +154,7 @@ func TestE2EScheduleCLI(t *testing.T) {
 // test's own and may hold a schedule from an earlier run, so each step is
 // checked against what show said before it.
 func TestE2EScheduleTableStores(t *testing.T) {
+	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
 	forEachTableStore(t, "e2e_schedule", func(t *testing.T, flags []string) {
 		with := func(args ...string) []string { return append(args, flags...) }
 		cli(t, 0, with("leases", "init")...)

@@ -56,6 +56,7 @@ func mintUntilReady(t *testing.T, s *service, count int, within time.Duration) [
 // by pid and process start, and no number's journal has two intervals that
 // overlap, so no ID can have two answers.
 func TestE2EWho(t *testing.T) {
+	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
 	timings := []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
