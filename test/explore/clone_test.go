@@ -170,6 +170,7 @@ func (w *world) mintClones(h *holder, n int, single bool) {
 		if c.lost || c.of != h || c.ofGen != h.gen || h.p.paused || w.failure != "" {
 			continue
 		}
+		open := c.windowOpen() // as the mint begins (mintOn)
 		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 		var ids []snowfence.ID
 		var err error
@@ -187,7 +188,7 @@ func (w *world) mintClones(h *holder, n int, single bool) {
 			continue
 		}
 		by := minted{holder: c.idx, gen: 1, step: w.step, clone: true}
-		if c.windowOpen() {
+		if open {
 			by.window = c.idx
 		}
 		if prev, id, dup := w.led.record(ids, by); dup {

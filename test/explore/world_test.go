@@ -559,6 +559,10 @@ func (w *world) mintOn(h *holder, extra, n int, single bool) {
 	if extra > 0 {
 		g, last = h.extras[extra-1].g, &h.extras[extra-1].last
 	}
+	// A clone's window as the mint begins: the keeper renews beside the
+	// mint, and a renewal that ends the window while the batch is taken
+	// (the original's, which fences it) leaves its IDs minted inside it.
+	window := w.windowTag(h)
 	var ids []snowfence.ID
 	var err error
 	switch {
@@ -587,7 +591,7 @@ func (w *world) mintOn(h *holder, extra, n int, single bool) {
 			return
 		}
 	}
-	by := minted{holder: h.idx, gen: h.gen, extra: extra, step: w.step, window: w.windowTag(h)}
+	by := minted{holder: h.idx, gen: h.gen, extra: extra, step: w.step, window: window}
 	if prev, id, dup := w.led.record(ids, by); dup {
 		w.fail(duplicateMarker, "%s", w.describeDuplicate(id, by, prev))
 		return
