@@ -1,10 +1,13 @@
+//go:build !snowfence_revert_tablerestore
+
+// The signs themselves: built with snowfence_revert_tablerestore there are
+// none, so these tests are not built then (rather than skipped).
+
 package tablewatch
 
 import (
 	"testing"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 func held(epoch uint64, claim string, mark int64) Row {
@@ -15,9 +18,6 @@ func held(epoch uint64, claim string, mark int64) Row {
 // when its request was sent, never against what a later answer brought:
 // answers to requests in flight together arrive in any order.
 func TestAfterJudgesAgainstBefore(t *testing.T) {
-	if revert.TableRestore {
-		t.Skip("built with snowfence_revert_tablerestore: no signs")
-	}
 	var w Watch
 	early := w.Before(0, 5, 5) // sent first, answered last
 	late := w.Before(0, 5, 5)
@@ -40,9 +40,6 @@ func TestAfterJudgesAgainstBefore(t *testing.T) {
 // TestAfterScan: a scan (complete) finds a number seen before and now
 // without a row; answers of a request sent before a notice are ignored.
 func TestAfterScan(t *testing.T) {
-	if revert.TableRestore {
-		t.Skip("built with snowfence_revert_tablerestore: no signs")
-	}
 	var w Watch
 	w.After(w.Before(0, 0, 9), map[int]Row{3: held(1, "a", 100), 4: held(2, "b", 100)}, true)
 	old := w.Before(0, 0, 9)
@@ -68,54 +65,11 @@ func TestAfterScan(t *testing.T) {
 	}
 }
 
-// TestFloorAndFence: the first claim after a notice sets the floor, which
-// every later one keeps; leases claimed before are fenced, and so is one
-// claimed while the notice came.
-func TestFloorAndFence(t *testing.T) {
-	var w Watch
-	f, gen := w.Floor(1000, time.Minute)
-	if f != 0 || gen != 0 || !w.Remember("a", gen) {
-		t.Fatalf("before any notice: floor %d, generation %d", f, gen)
-	}
-	_, gen = w.Floor(1000, time.Minute) // a claim in flight when…
-	if !w.Notice(0, "a sign") || w.Notice(0, "the same sign, seen by an answer sent before") {
-		t.Fatal("Notice")
-	}
-	if w.Remember("b", gen) {
-		t.Error("a claim made while a restore was noticed is not fenced")
-	}
-	if _, _, fenced := w.Restored("a"); !fenced {
-		t.Error("a lease claimed before the notice is not fenced")
-	}
-	if _, _, fenced := w.Restored("never-seen"); !fenced {
-		t.Error("a lease not claimed through the watch is not fenced once a restore was noticed")
-	}
-	f, gen = w.Floor(5000, time.Minute)
-	if f != 5000+60_000 || gen != 1 {
-		t.Fatalf("first claim after the notice: floor %d generation %d, want %d and 1", f, gen, 5000+60_000)
-	}
-	if !w.Remember("c", gen) {
-		t.Error("a claim after the notice is refused")
-	}
-	if _, _, fenced := w.Restored("c"); fenced {
-		t.Error("a lease claimed after the notice is fenced")
-	}
-	if f2, _ := w.Floor(9000, time.Minute); f2 != f {
-		t.Errorf("a later claim's floor %d, want the first one's %d", f2, f)
-	}
-	if what, _ := w.Noticed(); what != "a sign" {
-		t.Errorf("Noticed = %q", what)
-	}
-}
-
 // TestNoticeAfter: a restore seen by a sign the rows do not carry (an
 // earlier renewal value) notices as After does — a new generation, every
 // lease claimed before fenced, the next claim floored — unless one was
 // noticed since the request was sent.
 func TestNoticeAfter(t *testing.T) {
-	if revert.TableRestore {
-		t.Skip("built with snowfence_revert_tablerestore: no signs")
-	}
 	var w Watch
 	_, gen := w.Floor(1000, time.Minute)
 	w.Remember("a", gen)
