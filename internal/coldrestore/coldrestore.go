@@ -70,7 +70,7 @@ const MintFor = 3 * time.Second
 // A holder is a keeper and a generator minting on their own store.
 type holder struct {
 	name  string
-	store lease.Store
+	store *cutStore // every holder's store can be cut off (RunFresh cuts A)
 	k     *lease.Keeper
 	g     *snowfence.Generator
 	stop  context.CancelFunc
@@ -93,7 +93,7 @@ type fleet struct {
 // tm, leasing numbers of rng, and starts it minting.
 func (f *fleet) start(name string, tm lease.KeeperConfig, rng lease.Range) *holder {
 	f.t.Helper()
-	h := &holder{name: name, store: f.srv.Open(f.t), done: make(chan struct{}), issuing: make(chan struct{})}
+	h := &holder{name: name, store: &cutStore{Store: f.srv.Open(f.t)}, done: make(chan struct{}), issuing: make(chan struct{})}
 	clk := snowfence.SystemClock() // one clock for keeper and generator
 	kc := tm
 	kc.Store, kc.Holder, kc.Range, kc.Clock, kc.Logger = h.store, name, &rng, clk, f.log.With("holder", name)
@@ -299,8 +299,9 @@ func Run(t *testing.T, srv Server) {
 //  1. the server is stopped, its data (no row yet) copied, and started
 //     again;
 //  2. A claims number 0, the only one of its range, and mints;
-//  3. the server is stopped and put back on the copy, with A running:
-//     number 0 has no row;
+//  3. the server is stopped and put back on the copy, with A running but
+//     cut off from it (its renewals fail, as while the server was down)
+//     until step 4's claim: number 0 has no row;
 //  4. N, a process started afresh (a Store value that never read the
 //     table), claims number 0 at once, and both mint for MintFor, and then
 //     until N has issued (its notice window over) and MintFor more.
@@ -330,11 +331,16 @@ func RunFresh(t *testing.T, srv Server) {
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatalf("stop for the restore: %v", err)
 	}
+	// A's renewals fail from here, as they do while the server is down,
+	// until N has claimed: A does not notice the restore (and claim number
+	// 0 again) before N, whatever the machine's scheduling.
+	a.store.cut.Store(true)
 	if err := srv.Restore(ctx, cp); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	restored := time.Now()
 	n := f.start("N", Fast, one)
+	a.store.cut.Store(false)
 	sleepUntil(restored.Add(MintFor))
 	// N issues once its notice window has passed (A stopped long before):
 	// the sequence must show that too, or a claimer that never issued

@@ -1,0 +1,68 @@
+package coldrestore
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/snowfence/snowfence/lease"
+)
+
+// errCut is what a cut store answers: a request whose outcome the keeper
+// cannot know, as when the server does not answer.
+var errCut = errors.New("coldrestore: the holder is cut off from the server (the test's gate)")
+
+// cutStore is a holder's Store that the sequence can cut off from the
+// server: while cut, every call the keeper makes on its lease fails as an
+// unanswered request would. RunFresh cuts A while the server is down for
+// the restore, so that A goes on as a holder whose renewals fail at the
+// moment of the restore, until N has claimed, however the two processes'
+// requests are scheduled: A's renewal would otherwise notice the restore
+// as the server comes back and claim number 0 again before N could.
+type cutStore struct {
+	lease.Store
+	cut atomic.Bool
+}
+
+func (s *cutStore) err() error {
+	if s.cut.Load() {
+		return errCut
+	}
+	return nil
+}
+
+func (s *cutStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.Claim(ctx, req)
+}
+
+func (s *cutStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.Extend(ctx, l, markMs, leaseFor)
+}
+
+func (s *cutStore) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.Store.Release(ctx, l, markMs)
+}
+
+func (s *cutStore) Get(ctx context.Context, machine int) (lease.Record, error) {
+	if err := s.err(); err != nil {
+		return lease.Record{}, err
+	}
+	return s.Store.Get(ctx, machine)
+}
+
+func (s *cutStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
+	if err := s.err(); err != nil {
+		return lease.FleetSchedule{}, err
+	}
+	return s.Store.FleetSchedule(ctx)
+}
