@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos"
@@ -78,15 +79,34 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *store == "all" {
 		stores = chaos.Stores()
 	}
-	var rep *chaos.Report
-	for _, st := range stores {
-		r, rerr := chaos.Run(ctx, chaos.Options{
-			Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence, Store: st,
-			PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: log,
-			Command: func(role string, args ...string) *exec.Cmd {
-				return exec.Command(self, append([]string{role}, args...)...)
-			},
+	// The stores run side by side: each has servers, tables, namespaces
+	// and addresses of its own (chaos.Run keeps them apart), and most of
+	// a table store's time is its holders waiting out the 36 s notice
+	// window of their claims, not work. The report keeps the stores' order.
+	reps := make([]*chaos.Report, len(stores))
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	var logMu sync.Mutex
+	for i, st := range stores {
+		wg.Go(func() {
+			var storeLog io.Writer
+			if log != nil && len(stores) > 1 {
+				storeLog = &prefixLines{mu: &logMu, w: log, prefix: st + " "}
+			} else if log != nil {
+				storeLog = log
+			}
+			reps[i], errs[i] = chaos.Run(ctx, chaos.Options{
+				Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence, Store: st,
+				PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: storeLog,
+				Command: func(role string, args ...string) *exec.Cmd {
+					return exec.Command(self, append([]string{role}, args...)...)
+				},
+			})
 		})
+	}
+	wg.Wait()
+	var rep *chaos.Report
+	for i, r := range reps {
 		if r != nil {
 			if rep == nil {
 				rep = r
@@ -94,9 +114,8 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				rep.Merge(r)
 			}
 		}
-		if rerr != nil {
-			err = fmt.Errorf("store %s: %w", st, rerr)
-			break
+		if errs[i] != nil && err == nil {
+			err = fmt.Errorf("store %s: %w", stores[i], errs[i])
 		}
 	}
 	if rep == nil {
@@ -139,4 +158,23 @@ func machine() string {
 		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
 	}
 	return fmt.Sprintf("%s, %d cores%s, %s", model, runtime.NumCPU(), mem, runtime.Version())
+}
+
+// prefixLines starts every write to w with prefix (the store's name, when
+// the stores run side by side). A write is one progress line, or a chunk
+// of an etcd member's stderr, already prefixed with its scenario; the
+// stores' writers share w, and mu keeps their writes whole.
+type prefixLines struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixLines) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

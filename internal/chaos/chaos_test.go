@@ -41,6 +41,9 @@ func TestDisabledFenceIsCaught(t *testing.T) {
 	pg := testenv.PostgresURL(t)
 	for _, store := range Stores() {
 		t.Run(store, func(t *testing.T) {
+			// The stores side by side, as the suite runs them: most of
+			// a table store's scenario 4 is its claims' notice windows.
+			t.Parallel()
 			var log bytes.Buffer
 			rep, err := Run(t.Context(), Options{
 				Scenarios: []string{"4"}, NoFence: true, PostgresURL: pg, Store: store,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
@@ -46,12 +47,20 @@ type zone struct {
 	addrs         []string
 }
 
-// zoneBase is the first /30 of this process's block of 32 addresses in
-// 10.237.0.0/16 (by process ID, so concurrent runs rarely collide; a
-// collision fails at `ip addr add`, it does not misroute).
-func zoneBase() netip.Addr {
-	b := (os.Getpid() % 2048) * 32
+// zoneBase is the first /30 of the store's block of 32 addresses in this
+// process's block of 128 in 10.237.0.0/16 (by process ID, so concurrent
+// runs rarely collide; a collision fails at `ip addr add`, it does not
+// misroute). Each store has a block of its own because the suite runs
+// the stores side by side in one process.
+func zoneBase(store string) netip.Addr {
+	b := (os.Getpid()%512)*128 + storeSlot(store)*32
 	return netip.AddrFrom4([4]byte{10, 237, byte(b >> 8), byte(b)})
+}
+
+// storeSlot is the store's place in Stores (0–3), which keeps the names
+// and addresses of its zones apart from another store's in the same run.
+func storeSlot(store string) int {
+	return max(slices.Index(Stores(), store), 0) % 4
 }
 
 // newZone creates zone i (0–3) of the scenario and registers its removal
@@ -61,7 +70,8 @@ func (e *Env) newZone(i int) (*zone, error) {
 	if i < 0 || i > 3 {
 		return nil, fmt.Errorf("chaos: zone %d: at most 4 per scenario", i)
 	}
-	ns, err := netns.New(fmt.Sprintf("%s%d-%d", NamespacePrefix, os.Getpid(), i))
+	slot := storeSlot(e.opts.Store)
+	ns, err := netns.New(fmt.Sprintf("%s%d-%d-%d", NamespacePrefix, os.Getpid(), slot, i))
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +81,13 @@ func (e *Env) newZone(i int) (*zone, error) {
 		}
 	})
 	z := &zone{ns: ns}
-	base := zoneBase().As4()
+	base := zoneBase(e.opts.Store).As4()
 	pid := os.Getpid() % 100000
 	for k, v := range []**netns.Veth{&z.store, &z.caller} {
 		a := base
 		a[3] += byte(8*i + 4*k)
 		kind := []string{"s", "c"}[k]
-		vv, err := ns.AddVeth(fmt.Sprintf("%s%d-%d%s", netns.LinkPrefix, pid, i, kind), kind+"0", netip.PrefixFrom(netip.AddrFrom4(a), 30))
+		vv, err := ns.AddVeth(fmt.Sprintf("%s%d-%d%d%s", netns.LinkPrefix, pid, slot, i, kind), kind+"0", netip.PrefixFrom(netip.AddrFrom4(a), 30))
 		if err != nil {
 			return nil, err
 		}
