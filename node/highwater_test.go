@@ -109,6 +109,7 @@ func copyDir(t *testing.T, src, dst string) {
 // everything issued before. Fails with snowfence_revert_highwater: the
 // restarted node mints IDs of the second run again.
 func TestEmbeddedDataDirRestoredBehindTheClock(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir, backup := filepath.Join(root, "data"), filepath.Join(root, "backup")
 	clk := fakeclock.New(time.Now().Truncate(time.Second))
@@ -171,6 +172,7 @@ func TestEmbeddedDataDirRestoredBehindTheClock(t *testing.T) {
 // mark set (HighWaterAt, serve --high-water-at), it issues from that mark.
 // A new directory with no file starts at once.
 func TestEmbeddedHighWaterFileMissing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "data")
 	clk := fakeclock.New(time.Now().Truncate(time.Second))

@@ -59,6 +59,7 @@ func Example() {
 // A node restarted on the same data directory gets its number back and
 // starts above everything it issued before.
 func TestRestartOnSameDataDir(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	var last snowfence.ID
@@ -84,6 +85,7 @@ func TestRestartOnSameDataDir(t *testing.T) {
 }
 
 func TestStartFailsCleanly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	a, err := node.Start(ctx, embedded(dir, lease.Range{Lo: 1, Hi: 1}))
@@ -118,6 +120,7 @@ func TestStartFailsCleanly(t *testing.T) {
 // built on Node.Keeper would start at sequence 0 in the tick the first one
 // is using, on the same number, and is refused.
 func TestNodeKeeperFeedsOnlyItsGenerator(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n, err := node.Start(ctx, embedded(t.TempDir(), lease.Range{Lo: 423, Hi: 423}))
 	if err != nil {

@@ -36,6 +36,7 @@ func (s *syncBuffer) String() string {
 // bits, is refused before it claims anything: the etcd store leases
 // numbers per region, so it would hold the same numbers as region 0.
 func TestStartRefusesRegionUnderV1(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := embedded(t.TempDir(), lease.Range{Lo: 5, Hi: 5})
 	cfg.Keeper.Region = 1
@@ -48,6 +49,7 @@ func TestStartRefusesRegionUnderV1(t *testing.T) {
 // The generator's schedule goes to the keeper, which claims with it; two
 // different ones are refused.
 func TestStartSharesTheSchedule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sched, err := snowfence.ParseSchedule("v1,v2@2099-01-01T00:00:00Z")
 	if err != nil {
@@ -70,6 +72,7 @@ func TestStartSharesTheSchedule(t *testing.T) {
 // Starting the embedded etcd logs a warning that it is unique only on
 // this host.
 func TestStartWarnsEmbeddedIsOneHost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var logs syncBuffer
 	cfg := embedded(t.TempDir(), lease.Range{Lo: 5, Hi: 5})

@@ -85,6 +85,7 @@ func regionNode(t *testing.T, open node.Opener, region int, sched string) node.C
 // (the embedded etcd) region b is refused, and so are region c and region
 // 5, which the registry does not have — before any claim.
 func TestStartRefusesRegionOffItsHome(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sched := fleetSchedule(-time.Hour)
 	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
@@ -141,6 +142,7 @@ func TestStartRefusesRegionOffItsHome(t *testing.T) {
 // was added at home in B. A holder of region b on B with B's own schedule
 // is refused, naming the command that makes B's record the registry's.
 func TestStartRefusesStoreScheduleOffRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	future, past := fleetSchedule(2*time.Hour), fleetSchedule(-time.Hour)
 	ca, cb := etcdtest.Start(t, 1), etcdtest.Start(t, 1)

@@ -51,6 +51,7 @@ func (s *claimStore) Keyspace(index int) (lease.Store, error) {
 // An Opener's timings fill the keeper's zero timings; the ones the keeper
 // sets stay; with TimingsChosen a zero stays the keeper's own default (10 s).
 func TestStartAppliesTheStoresTimings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// (A self-fence etcd admits: its notice window within etcd's
 	// MaxNoticeWindow.)
@@ -66,6 +67,7 @@ func TestStartAppliesTheStoresTimings(t *testing.T) {
 		{"timings chosen", 0, true, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out its claim's notice window
 			var rec *claimStore
 			inner := node.EmbeddedEtcd(embedetcd.Config{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0"}, etcdstore.Config{})
 			cfg := noStore(lease.Range{Lo: 3, Hi: 3})
@@ -98,6 +100,7 @@ func TestStartAppliesTheStoresTimings(t *testing.T) {
 // A store configured for another region than the keeper's is refused
 // before anything starts: the embedded etcd's data directory stays free.
 func TestStartRefusesAStoreOfAnotherRegion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	server := embedetcd.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"}

@@ -33,6 +33,7 @@ var clientFailoverPlan = failoverPlan{callers: 4, perCall: 3, maxIDs: 2_000_000,
 // servers in a 200 (an ID tap in front of each records them), and a
 // PostgreSQL primary key over the handed-out IDs finds no duplicate.
 func TestE2EClientFailover(t *testing.T) {
+	t.Parallel()
 	pgURL := testenv.PostgresURL(t)
 	plan := clientFailoverPlan
 	bin := binary(t)

@@ -160,6 +160,7 @@ func call(t *testing.T, method, url, contentType, body string) reply {
 }
 
 func TestE2EEndpoints(t *testing.T) {
+	t.Parallel()
 	s := startService(t, t.TempDir(), "--machines", "37-37")
 
 	// POST /v1/ids
@@ -286,6 +287,7 @@ func metricValue(t *testing.T, url, name string) string {
 // shown on the odd number next to it, which no double can hold.) This is
 // why IDs travel as strings.
 func TestE2ENodeJSONParse(t *testing.T) {
+	t.Parallel()
 	nodeBin, err := exec.LookPath("node")
 	if err != nil {
 		testenv.Missing(t, "node (Node.js) not found: apt-get install nodejs (scripts/test installs it)")
@@ -334,6 +336,7 @@ console.log(JSON.stringify({
 // SIGTERM mid-load: every acknowledged ID is unique, the in-flight requests
 // finish, and the next start on the same number repeats none of them.
 func TestE2ESigtermMidLoad(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	first := startService(t, dataDir, "--machines", "5-5")
 	ids1, cut1 := load(t, first, func() { first.stop(t) })
@@ -451,6 +454,7 @@ func load(t *testing.T, s *service, stop func()) ([]snowfence.ID, int) {
 // snowfence leases, next to a running serve: it finds the embedded etcd
 // through the data directory.
 func TestE2ELeasesCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startService(t, dir, "--machines", "40-40")
 	cli := func(wantCode int, args ...string) string {
@@ -570,6 +574,7 @@ func TestE2ETableStores(t *testing.T) {
 // serve and leases against an external etcd that requires TLS client
 // certificates: --etcd-endpoints https://… with --etcd-ca/--etcd-cert/--etcd-key.
 func TestE2EExternalEtcdTLS(t *testing.T) {
+	t.Parallel()
 	ep, files := etcdtest.StartTLS(t)
 	tlsFlags := []string{"--etcd-endpoints", ep, "--etcd-ca", files.CA, "--etcd-cert", files.ClientCert, "--etcd-key", files.ClientKey}
 	s := startService(t, t.TempDir(), append(tlsFlags, "--machines", "11-11")...)
@@ -599,6 +604,7 @@ func TestE2EExternalEtcdTLS(t *testing.T) {
 // graceful stop into a failure: net/http leaves such a connection open for
 // 5 s, longer than this --shutdown-timeout.
 func TestE2EShutdownWithUnusedConnection(t *testing.T) {
+	t.Parallel()
 	s := startService(t, t.TempDir(), "--shutdown-timeout", "1s", "--log-level", "info")
 	if r := call(t, "POST", s.url+"/v1/ids", "", ""); r.status != http.StatusOK {
 		t.Fatalf("POST /v1/ids: %d %s", r.status, r.body)

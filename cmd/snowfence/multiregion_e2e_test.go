@@ -96,6 +96,7 @@ var multiRegionPlan = mrPlan{
 // saw, and the proxy saw only that region's holders (and the test's own
 // reads): no holder called another region's store.
 func TestE2EMultiRegion(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	pgURL := testenv.PostgresURL(t)
 	plan := multiRegionPlan

@@ -107,6 +107,7 @@ func issuedTotal(t *testing.T, s *service) float64 {
 // file does not list, and none at all are refused at the handshake and
 // issue nothing; health and metrics answer on the plain admin listener.
 func TestE2EMutualTLS(t *testing.T) {
+	t.Parallel()
 	f := newPerimeterFiles(t)
 	s := startService(t, t.TempDir(), f.flags()...)
 	if !strings.HasPrefix(s.url, "https://") || s.admin == "" {
@@ -199,6 +200,7 @@ func waitAdminReady(t *testing.T, s *service) {
 // five times while callers post on kept-alive and on new connections; no
 // request fails, and new connections see each new certificate.
 func TestE2ECertificateRotationUnderLoad(t *testing.T) {
+	t.Parallel()
 	f := newPerimeterFiles(t)
 	s := startService(t, t.TempDir(), f.flags()...)
 	waitAdminReady(t, s)
@@ -289,6 +291,7 @@ func servedSerial(t *testing.T, cfg *tls.Config, url string) string {
 // IDs backs off on each 429 and gets them all, about as fast as the quota
 // allows.
 func TestE2EQuotaAndClientBackoff(t *testing.T) {
+	t.Parallel()
 	f := newPerimeterFiles(t)
 	s := startService(t, t.TempDir(), f.flags()...)
 	waitAdminReady(t, s)

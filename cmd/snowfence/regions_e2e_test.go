@@ -50,6 +50,7 @@ func embeddedStore(t *testing.T, machine string) (dir, url string, s *service) {
 // store: a retired or unknown region refuses to start, saying which
 // command fixes it; a region in service starts, by name.
 func TestE2EServeRegionRefusal(t *testing.T) {
+	t.Parallel()
 	_, url, _ := embeddedStore(t, "40")
 	rs := registryOn(t, url)
 	ctx := context.Background()
@@ -175,6 +176,7 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 
 // snowfence regions on two etcd clusters (two serves' embedded etcds).
 func TestE2ERegionsCLI(t *testing.T) {
+	t.Parallel()
 	_, url1, _ := embeddedStore(t, "40")
 	_, url2, _ := embeddedStore(t, "40")
 	registryOn(t, url1)
@@ -229,6 +231,7 @@ func TestE2ERegionsTableStores(t *testing.T) {
 // store the flags name: the v2 example decodes to eu-west-1, a number the
 // registry does not know to an empty name and a warning.
 func TestE2EDecodeFromStore(t *testing.T) {
+	t.Parallel()
 	_, url, _ := embeddedStore(t, "41")
 	reg := lease.Registry{Version: 1, Regions: []lease.Region{
 		{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "ap-south-1", Number: 1, CreatedMs: 1}, {Name: "eu-west-1", Number: 2, CreatedMs: 1},
@@ -261,6 +264,7 @@ func TestE2EDecodeFromStore(t *testing.T) {
 // differs from the registry's, and a store whose record missed a change,
 // until schedule set finishes it.
 func TestE2ERegistrySchedule(t *testing.T) {
+	t.Parallel()
 	_, url1, _ := embeddedStore(t, "40")
 	_, url2, _ := embeddedStore(t, "40")
 	flags := []string{"--etcd-endpoints", url1}

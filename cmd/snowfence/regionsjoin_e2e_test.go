@@ -14,6 +14,7 @@ import (
 // name there; when a recorded name comes to reach another cluster, changes
 // are refused, saying so.
 func TestE2ERegionsJoinAndIdentity(t *testing.T) {
+	t.Parallel()
 	_, url1, _ := embeddedStore(t, "40")
 	_, url2, s2 := embeddedStore(t, "40")
 	host1, host2 := strings.TrimPrefix(url1, "http://"), strings.TrimPrefix(url2, "http://")

@@ -95,6 +95,7 @@ func mask(s string) string {
 }
 
 func TestRunbook(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(runbookPath)
 	if err != nil {
 		t.Fatal(err)

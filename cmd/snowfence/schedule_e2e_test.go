@@ -62,6 +62,7 @@ func waitRenewedAfter(t *testing.T, s *service, since time.Time, within time.Dur
 // its marks stay below the first instant the two schedules differ. serve also refuses, at start, a range
 // or region its schedule cannot hold.
 func TestE2EScheduleCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startService(t, dir, "--machines", "40-40")
 	url, err := embedetcd.ReadClientURL(dir)

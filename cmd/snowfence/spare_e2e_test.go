@@ -36,6 +36,7 @@ func decodeHealth(t *testing.T, r reply) healthReply {
 // is stopped (and releases the number), B claims it, becomes ready and
 // mints above every ID A issued. B serves its health on an admin listener.
 func TestE2ESpareWaits(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t, 1)
 	store := []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}
 	a := startService(t, t.TempDir(), append(store, "--machines", "5-5")...)
@@ -99,6 +100,7 @@ func TestE2ESpareWaits(t *testing.T) {
 
 // A spare stopped while it waits exits cleanly: it held nothing.
 func TestE2ESpareStoppedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t, 1)
 	store := []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}
 	a := startService(t, t.TempDir(), append(store, "--machines", "6-6")...)

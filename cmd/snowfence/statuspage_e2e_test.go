@@ -89,6 +89,7 @@ func (b *browserLog) watch(ctx context.Context, wg *sync.WaitGroup) {
 // phone's 390 px too (no sideways scrolling). With SNOWFENCE_SCREENSHOTS
 // set it saves a screenshot of each view there.
 func TestE2EStatusPage(t *testing.T) {
+	t.Parallel()
 	chromium := browserPath(t)
 	shots := os.Getenv(screenshotsEnv)
 	etcd := etcdtest.Start(t, 1)

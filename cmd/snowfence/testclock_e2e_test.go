@@ -84,6 +84,7 @@ func waitReady(t *testing.T, base string, within time.Duration) {
 // until the stepped clock passes the last issued timestamp again; a 3 ms step
 // back is waited out. IDs stay unique and increasing throughout.
 func TestE2ETestClockOffset(t *testing.T) {
+	t.Parallel()
 	s := startService(t, t.TempDir(), "--machines", "9-9", "--test-clock-offset")
 	waitIssuing(t, s)
 	if r := call(t, "GET", s.url+"/test/clock-offset", "", ""); r.status != 200 || strings.TrimSpace(r.body) != `{"offset_ms":0}` {

@@ -72,26 +72,33 @@ func TestE2EWho(t *testing.T) {
 }
 
 func whoScenario(t *testing.T, store, timings []string) {
-	start := func(name string) *whoHolder {
+	// launch starts a holder's process; ready waits for its first IDs,
+	// once its claim's notice window (36 s on a lease table) has passed.
+	// a's and b's windows overlap; c's and d's cannot (c must hold b's
+	// number before a releases its own).
+	launch := func(name string) *whoHolder {
 		s := startService(t, t.TempDir(), append(append([]string{}, store...), timings...)...)
-		h := &whoHolder{name: name, s: s, pid: s.cmd.Process.Pid}
-		h.ids = append(h.ids, mintUntilReady(t, s, 50, 60*time.Second)...)
-		return h
+		return &whoHolder{name: name, s: s, pid: s.cmd.Process.Pid}
 	}
+	ready := func(h *whoHolder) { h.ids = append(h.ids, mintUntilReady(t, h.s, 50, 60*time.Second)...) }
 	mint := func(h *whoHolder) { h.ids = append(h.ids, mintUntilReady(t, h.s, 50, 10*time.Second)...) }
 	// a and b take the two numbers; b is killed; c waits as a spare and
 	// takes b's number once its lease ran out; a releases (SIGTERM); d
 	// claims a's number above a's final mark.
-	a, b := start("a"), start("b")
+	a, b := launch("a"), launch("b")
+	ready(a)
+	ready(b)
 	mint(a)
 	mint(b)
 	b.s.cmd.Process.Signal(syscall.SIGKILL)
 	<-b.s.done
 	b.s.done <- nil // for the cleanup
-	c := start("c")
+	c := launch("c")
+	ready(c) // before a releases, so that c takes b's number
 	mint(a)
 	a.s.stop(t)
-	d := start("d")
+	d := launch("d")
+	ready(d)
 	mint(c)
 	mint(d)
 	holders := []*whoHolder{a, b, c, d}
