@@ -35,6 +35,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := fs.String("snowfence", "", "snowfence binary the services run (default: go build ./cmd/snowfence)")
 	noFence := fs.Bool("unsafe-no-fence", false, "TEST ONLY: run the library holders without the fence; the suite must then report duplicates (scenario 4)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	lanes := fs.Int("lanes", 2, "etcd scenarios run at once (1 or 2), each on an etcd cluster of its own; the table stores run theirs one at a time")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			reps[i], errs[i] = chaos.Run(ctx, chaos.Options{
 				Long: *long, Seed: *seed, Scenarios: scen, NoFence: *noFence, Store: st,
-				PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: storeLog,
+				PostgresURL: *pg, Snowfence: *bin, Dir: work, Log: storeLog, Lanes: *lanes,
 				Command: func(role string, args ...string) *exec.Cmd {
 					return exec.Command(self, append([]string{role}, args...)...)
 				},

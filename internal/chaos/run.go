@@ -49,10 +49,22 @@ type Options struct {
 	// Log receives progress lines; nil discards them. Run serialises its
 	// writes.
 	Log io.Writer
+	// Lanes is how many scenarios run at once on etcd: 1 or 2 (zero: 1).
+	// With 2 the first half of the selection runs beside the second,
+	// each scenario on an etcd cluster of its own; most of their time is
+	// holders waiting out their claims' notice windows. On a lease table
+	// the scenarios share the run's servers (9a stops PostgreSQL) and run
+	// one at a time whatever Lanes says.
+	Lanes int
+
+	// zoneSlot keeps the network namespaces and addresses of one lane
+	// apart from another's in the same process (storeSlot; Run sets it).
+	zoneSlot int
 }
 
-// Run runs the selected scenarios one after another and returns their
-// rows. A scenario that cannot be set up still gets a failing row.
+// Run runs the selected scenarios, one after another (on etcd in up to
+// two lanes, Options.Lanes), and returns their rows in the suite's order.
+// A scenario that cannot be set up still gets a failing row.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.PostgresURL == "" || opts.Command == nil || opts.Dir == "" {
 		return nil, errors.New("chaos: Options need PostgresURL, Command and Dir")
@@ -84,16 +96,41 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		defer tables.close()
 	}
-	for _, sc := range sel {
-		if ctx.Err() != nil {
-			break
-		}
+	rows := make([]*Row, len(sel))
+	var run []int // indexes into sel of the scenarios that run
+	for i, sc := range sel {
 		if why := sc.skip(opts.Store, opts.Long, len(opts.Scenarios) > 0); why != "" {
-			rep.Rows = append(rep.Rows, Row{Scenario: sc.id, Name: sc.name, Store: opts.Store, Seed: opts.Seed, Skipped: why, RecoverMs: -1, Pass: true})
+			rows[i] = &Row{Scenario: sc.id, Name: sc.name, Store: opts.Store, Seed: opts.Seed, Skipped: why, RecoverMs: -1, Pass: true}
 			continue
 		}
-		row := runScenario(ctx, opts, tables, sc)
-		rep.Rows = append(rep.Rows, row)
+		run = append(run, i)
+	}
+	lanes := [][]int{run}
+	if opts.Store == StoreEtcd && opts.Lanes >= 2 && len(run) > 1 {
+		lanes = [][]int{run[:(len(run)+1)/2], run[(len(run)+1)/2:]}
+	}
+	opts.zoneSlot = storeSlot(opts.Store)
+	var wg sync.WaitGroup
+	for l, lane := range lanes {
+		lopts := opts
+		if l > 0 {
+			lopts.zoneSlot = laneSlot // the tables' slots may be in use beside it
+		}
+		wg.Go(func() {
+			for _, i := range lane {
+				if ctx.Err() != nil {
+					return
+				}
+				row := runScenario(ctx, lopts, tables, sel[i])
+				rows[i] = &row
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range rows {
+		if r != nil { // nil: not run, the context ended first
+			rep.Rows = append(rep.Rows, *r)
+		}
 	}
 	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
 	return rep, ctx.Err()

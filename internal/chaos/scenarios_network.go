@@ -47,21 +47,24 @@ type zone struct {
 	addrs         []string
 }
 
-// zoneBase is the first /30 of the store's block of 32 addresses in this
+// zoneBase is the first /30 of the slot's block of 32 addresses in this
 // process's block of 128 in 10.237.0.0/16 (by process ID, so concurrent
 // runs rarely collide; a collision fails at `ip addr add`, it does not
-// misroute). Each store has a block of its own because the suite runs
-// the stores side by side in one process.
-func zoneBase(store string) netip.Addr {
-	b := (os.Getpid()%512)*128 + storeSlot(store)*32
+// misroute). Each store, and etcd's second lane, has a slot of its own
+// because the suite runs them side by side in one process.
+func zoneBase(slot int) netip.Addr {
+	b := (os.Getpid()%512)*128 + slot*32
 	return netip.AddrFrom4([4]byte{10, 237, byte(b >> 8), byte(b)})
 }
 
-// storeSlot is the store's place in Stores (0–3), which keeps the names
-// and addresses of its zones apart from another store's in the same run.
+// storeSlot is the store's place in Stores (0–2), which keeps the names
+// and addresses of its zones apart from another store's in the same run;
+// laneSlot is etcd's second lane's (Options.Lanes).
 func storeSlot(store string) int {
-	return max(slices.Index(Stores(), store), 0) % 4
+	return max(slices.Index(Stores(), store), 0) % laneSlot
 }
+
+const laneSlot = 3
 
 // newZone creates zone i (0–3) of the scenario and registers its removal
 // (namespace, both pairs and their qdiscs, the relays) with the scenario's
@@ -70,7 +73,7 @@ func (e *Env) newZone(i int) (*zone, error) {
 	if i < 0 || i > 3 {
 		return nil, fmt.Errorf("chaos: zone %d: at most 4 per scenario", i)
 	}
-	slot := storeSlot(e.opts.Store)
+	slot := e.opts.zoneSlot
 	ns, err := netns.New(fmt.Sprintf("%s%d-%d-%d", NamespacePrefix, os.Getpid(), slot, i))
 	if err != nil {
 		return nil, err
@@ -81,7 +84,7 @@ func (e *Env) newZone(i int) (*zone, error) {
 		}
 	})
 	z := &zone{ns: ns}
-	base := zoneBase(e.opts.Store).As4()
+	base := zoneBase(slot).As4()
 	pid := os.Getpid() % 100000
 	for k, v := range []**netns.Veth{&z.store, &z.caller} {
 		a := base
