@@ -36,11 +36,22 @@ func (raisedNotice) MaxNoticeWindow() time.Duration { return attack4RaisedNotice
 // after the restore with the same wrapper and timings, claims A's number
 // and issues from its claim + 8 s. Two copies of one check that disagree.
 // Entry point: lease.StartKeeper (and snowfence.New on it), etcd.
+//
+// The control, "one step (v1 only)": the same fleet with a one-step
+// schedule claims in the wrapper itself, waits its 24 s, and holds.
 func TestAttack4KeyspaceViewDropsTheStoresNoticeWindow(t *testing.T) {
+	T := t0.Add(-time.Hour)
+	t.Run("past a v1-v2 cutover", func(t *testing.T) {
+		attack4Keyspace(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}, snowfence.Step{From: T, Layout: snowfence.V2()}))
+	})
+	t.Run("one step (v1 only)", func(t *testing.T) {
+		attack4Keyspace(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}))
+	})
+}
+
+func attack4Keyspace(t *testing.T, sched snowfence.Schedule) {
 	c := etcdtest.Start(t, 1)
 	base := newStore(t, c.Endpoints())
-	T := t0.Add(-time.Hour)
-	sched := snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}, snowfence.Step{From: T, Layout: snowfence.V2()})
 	if _, err := base.SetFleetSchedule(testCtx(t), 0, sched.String()); err != nil {
 		t.Fatal(err)
 	}
