@@ -66,12 +66,15 @@ func maxSelfFence(w time.Duration) time.Duration {
 }
 
 // noticeFloorMs is where the first grant of a claim that returned at wall
-// time nowMs may start: nowMs plus the store's MaxNoticeWindow (0 with the
-// fix reverted).
+// time nowMs may start: nowMs plus the MaxNoticeWindow of the keeper's
+// store (0 with the fix reverted) — the Store the keeper was given, which
+// checkNotice checked its self-fence against, for every hold: a later
+// layout step's hold claims through that store's Keyspace view, which a
+// wrapper raising the bound forwards to the store beneath it.
 func (h *hold) noticeFloorMs(nowMs int64) int64 {
 	if revert.Notice {
 		return 0
 	}
-	w := h.store.MaxNoticeWindow()
+	w := h.k.cfg.Store.MaxNoticeWindow()
 	return nowMs + int64((w+time.Millisecond-1)/time.Millisecond)
 }
