@@ -31,8 +31,8 @@ type Config struct {
 	// (v1).
 	Schedule Schedule
 	// Clock is the source of time. Nil means the Lease's clock if it has a
-	// Clock() method (lease.Keeper does; the two must share one), else
-	// SystemClock().
+	// Clock() method (lease.Keeper does: the two must share one, and a
+	// different one is refused with ErrInvalidConfig), else SystemClock().
 	Clock Clock
 	// MaxBackwardWait is the largest wall-clock step back that is waited out;
 	// a larger one is refused with ErrClockBackwards. Zero means 5 ms; a
@@ -129,14 +129,20 @@ func New(cfg Config) (*Generator, error) {
 	if !cfg.Schedule.valid() {
 		cfg.Schedule = DefaultSchedule()
 	}
-	if cfg.Clock == nil {
-		// A lease keeper's clock must be shared: the self-fence compares
-		// the keeper's monotonic readings with the generator's.
-		if c, ok := cfg.Lease.(interface{ Clock() Clock }); ok {
+	// A lease keeper's clock must be shared: the self-fence compares the
+	// keeper's monotonic readings with the generator's. Another clock —
+	// even another SystemClock, which reads monotonic time from the
+	// instant it was made — would make the generator stop late; a wrapper
+	// of the keeper's clock reads the same, and is accepted.
+	if c, ok := cfg.Lease.(interface{ Clock() Clock }); ok {
+		if cfg.Clock == nil {
 			cfg.Clock = c.Clock()
-		} else {
-			cfg.Clock = SystemClock()
+		} else if err := checkSameMono(c.Clock(), cfg.Clock); err != nil {
+			return nil, err
 		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock()
 	}
 	if p, ok := cfg.Lease.(PlacedLease); ok {
 		now := time.UnixMilli(cfg.Clock.Now().WallMs)
@@ -503,5 +509,26 @@ func (g *Generator) Close() error {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+	return nil
+}
+
+// maxMonoApart is how far apart the monotonic readings of the keeper's
+// clock and the generator's may be, read one after the other: a clock
+// that wraps the keeper's reads the same; two clocks made apart differ
+// by the time between.
+const maxMonoApart = 100 * time.Millisecond
+
+// checkSameMono refuses a generator clock whose monotonic reading is not
+// the keeper's: read between two of the keeper's, it must lie within
+// maxMonoApart of them.
+func checkSameMono(keeper, gen Clock) error {
+	k0 := keeper.Now().Mono
+	g := gen.Now().Mono
+	k1 := keeper.Now().Mono
+	if g < k0-maxMonoApart || g > k1+maxMonoApart {
+		return fmt.Errorf("%w: Config.Clock reads monotonic time %s apart from the lease keeper's clock; the generator's self-fence compares its monotonic readings with the keeper's, "+
+			"so on another clock (even another SystemClock) it would stop late; leave Config.Clock nil to take the keeper's, or give the keeper the same clock",
+			ErrInvalidConfig, max(k0-g, g-k1).Round(time.Millisecond))
+	}
 	return nil
 }
