@@ -87,6 +87,10 @@ type Generator struct {
 	lastWallMs int64
 	lastMono   time.Duration
 	observed   bool
+	// jumpedAt is the monotonic reading at which a forward jump was last
+	// seen; jumped holds until a renewal sent after it is acknowledged.
+	jumpedAt time.Duration
+	jumped   bool
 	// The adopted grant and what follows from it.
 	grant                *Grant
 	startTick, limitTick int64
@@ -318,9 +322,10 @@ func (g *Generator) take(want int) (first ID, count int, waitMs int64, err error
 		g.stats.Refused[g.why]++
 		return 0, 0, 0, err
 	case waitMs != 0:
-		if g.why == "sequence" {
+		switch g.why {
+		case "sequence":
 			g.stats.SequenceWaits++
-		} else {
+		case "backward":
 			g.stats.BackwardWaits++
 		}
 		return 0, 0, waitMs, nil
@@ -362,6 +367,21 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 	if grant != g.grant {
 		g.adopt(grant)
 	}
+	if g.jumped && grant.SelfFence > 0 && !revert.Jump {
+		// The wall clock ran ahead of the monotonic one: a host suspend
+		// (the monotonic clock stops, so the self-fence below sees a
+		// renewal younger than it is) or a step. Either way the grant's
+		// self-fence no longer bounds how long ago the store last saw
+		// this holder, and a store restored meanwhile may have handed
+		// the number to a claimer whose notice window assumed it did.
+		// Refuse until a renewal sent after the jump is acknowledged:
+		// the store then still knows this lease, or the keeper loses it.
+		if grant.RenewedAt <= g.jumpedAt { // sent at the jump's reading may be before it
+			return refuse("fenced", &FencedError{Reason: "clock-jumped", Detail: "the wall clock jumped ahead of the monotonic clock (a host suspend, or a clock step); " +
+				"issuing resumes once a lease renewal sent after the jump is acknowledged"})
+		}
+		g.jumped = false
+	}
 	if grant.SelfFence > 0 && r.Mono-grant.RenewedAt >= grant.SelfFence {
 		return refuse("fenced", &FencedError{Reason: "renewal-overdue", Detail: fmt.Sprintf(
 			"no lease renewal acknowledged for %s (self-fence window %s); issuing resumes after the next successful renewal",
@@ -390,6 +410,14 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 		if err := g.chooseLayout(tick); err != nil {
 			return refuse("layout", err)
 		}
+	}
+	if r.Mono < grant.StartMono {
+		if ahead := grant.StartMono - r.Mono; ahead <= time.Duration(g.maxBackMs)*time.Millisecond {
+			return wait("not-started", r.WallMs+int64((ahead+time.Millisecond-1)/time.Millisecond))
+		}
+		return refuse("fenced", &FencedError{Reason: "not-started", Detail: fmt.Sprintf(
+			"the lease on machine %d starts in %s on the monotonic clock (a claim's first grant waits until any other holder still issuing on the number has had time to notice it, on the wall clock and the monotonic clock both)",
+			grant.Machine, (grant.StartMono - r.Mono).Round(time.Millisecond))})
 	}
 	if tick < g.startTick {
 		startMs := g.epochMs + g.startTick*g.unitMs
@@ -487,7 +515,8 @@ func (g *Generator) forwardJump(r Reading) {
 	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
 	g.stats.ForwardJumps++
 	g.lastJumpWallMs = r.WallMs
-	g.log.Warn("wall clock jumped forward relative to the monotonic clock; IDs stay unique, but their timestamps run ahead of true time",
+	g.jumpedAt, g.jumped = r.Mono, true
+	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant is refused until a renewal sent after the jump is acknowledged, and timestamps run ahead of true time if the clock did",
 		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
 }
 

@@ -27,8 +27,15 @@ type Grant struct {
 	// the last acknowledged renewal was sent.
 	RenewedAt time.Duration
 	// SelfFence is how long after RenewedAt the generator stops issuing.
-	// Zero disables the check.
+	// Zero disables the check, and the refusal after a forward jump of
+	// the wall clock (which waits for a renewal sent after the jump).
 	SelfFence time.Duration
+	// StartMono is the monotonic reading, on the generator's Clock, before
+	// which the grant may not be used (zero: none): a lease keeper times a
+	// claim's notice window on the monotonic clock as well as in StartMs,
+	// so that a wall clock stepped forward after the claim does not cut
+	// it short.
+	StartMono time.Duration
 }
 
 // A LeaseView tells a generator which machine number it may use and until

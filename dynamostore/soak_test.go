@@ -84,7 +84,6 @@ func TestSoakChild(t *testing.T) {
 //
 // SNOWFENCE_SOAK_SEED replays a kill schedule; the seed is logged.
 func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
-	t.Parallel() // a table of its own; the first quarter waits out the claims' notice windows
 	ep := shimEndpoint(t)
 	const procs, perProc = 8, 2
 	dur := 15 * time.Second

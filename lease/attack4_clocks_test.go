@@ -280,50 +280,6 @@ func firstAfter(ids []snowfence.ID, ms int64) int64 {
 	return snowfence.V1().TimeOf(ids[0]).UnixMilli() - ms
 }
 
-// loweredNotice is a wrapper of one holder's store that declares a shorter
-// notice window than the store's (its own holders have short self-fences);
-// other holders of the same store use the store as it is.
-type loweredNotice struct{ lease.Store }
-
-func (loweredNotice) MaxNoticeWindow() time.Duration { return 2 * time.Second }
-
-// TestAttack4WrapperDeclaresAShorterNoticeWindow: MaxNoticeWindow is a
-// method of whatever Store value the keeper is given, and the keeper takes
-// it at its word. B wraps the store (say, for metrics) and, wanting fast
-// starts, declares 2 s, with a self-fence of 0.9 s (its own window 1.99 s,
-// accepted). A, on the plain store (etcd's 8 s, self-fence 5 s), is cut
-// off when the store is restored; B claims A's number and issues 2 s
-// later, A until its self-fence, 5 s after its last renewal. Whether this
-// is the user's doing or the keeper's to guard: nothing in the store
-// records the bound the fleet's holders were admitted against, so the
-// keeper cannot tell. Entry point: lease.StartKeeper, a stub with etcd's
-// windows.
-func TestAttack4WrapperDeclaresAShorterNoticeWindow(t *testing.T) {
-	s, cs, sa, _ := attack4Stores(false)
-	clkA := fakeclock.New(t0)
-	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7})
-	untilRenewed(a, clkA, a.step)
-	a.mint(10)
-	cs.cut.Store(true)
-	s.restore()
-	clkB := fakeclock.New(clkA.Time())
-	b, err := startHolder(t, loweredNotice{s}, clkB, "b", lease.Range{Lo: 7, Hi: 7}, func(kc *lease.KeeperConfig) {
-		kc.LeaseFor, kc.RenewEvery, kc.SelfFence = 3*time.Second, 500*time.Millisecond, 900*time.Millisecond
-	})
-	if err != nil {
-		t.Fatalf("B refused: %v (held: the keeper guards the declared window)", err)
-	}
-	claimed := clkB.Now().WallMs
-	for range 40 {
-		tryMint(a, 100)
-		tryMint(b, 100)
-		a.step(250 * time.Millisecond)
-		b.step(250 * time.Millisecond)
-	}
-	t.Logf("B first at claim + %d ms", firstAfter(b.ids, claimed))
-	checkUnique(t, a.ids, b.ids)
-}
-
 // TestAttack4ShareClockWithExplicitSystemClockKeepsTheWatchdog: the system
 // clock's monotonic reading stops while the host is suspended; the keeper
 // watches CLOCK_BOOTTIME for that (KeeperConfig.Boottime), but only when

@@ -43,8 +43,9 @@ type hold struct {
 	lease       *Lease
 	status      Status
 	exclude     []int
-	floorMs     int64 // after a restore: leases start at or above this
-	noticeMs    int64 // the lease held issues from here on (noticeFloorMs of its claim)
+	floorMs     int64         // after a restore: leases start at or above this
+	noticeMs    int64         // the lease held issues from here on (noticeFloor of its claim)
+	noticeMono  time.Duration // and from this monotonic reading on
 	lastAckBoot time.Duration
 	closed      bool // Close, or the end of the window, stopped it
 }
@@ -156,7 +157,7 @@ func (h *hold) claim(ctx context.Context) error {
 	// The claim has committed by now: a running holder of the number
 	// (possible after a restore of the store) stops issuing within its
 	// notice window from here.
-	returned := c.Clock.Now().WallMs
+	returned := c.Clock.Now()
 	h.mu.Lock()
 	h.exclude = nil // avoid the lost number once, not for ever
 	h.mu.Unlock()
@@ -192,7 +193,7 @@ func (h *hold) claim(ctx context.Context) error {
 		return errClosed
 	}
 	h.lease = l
-	h.noticeMs = h.noticeFloorMs(returned)
+	h.noticeMs, h.noticeMono = h.noticeFloor(returned)
 	from := max(l.StartMs, h.noticeMs)
 	h.exclude = nil
 	h.status.Claims++
@@ -349,6 +350,7 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 		LimitMs:   limit,
 		RenewedAt: sent.Mono,
 		SelfFence: c.SelfFence,
+		StartMono: h.noticeMono,
 	})
 }
 

@@ -121,9 +121,11 @@ type KeeperConfig struct {
 	// RequestTimeout bounds each store call. Zero means RenewEvery / 2.
 	RequestTimeout time.Duration
 	// Boottime reads a clock that counts through host suspend, for the
-	// self-fence watchdog. Nil means CLOCK_BOOTTIME when Clock is nil (the
-	// system clock), and no watchdog with a custom Clock, whose monotonic
-	// reading the generator already checks on every ID.
+	// self-fence watchdog. Nil means CLOCK_BOOTTIME when Clock is nil or a
+	// snowfence.SystemClock, and no watchdog with a Clock of another kind,
+	// whose readings the generator already checks on every ID (a wall
+	// clock that ran ahead of the monotonic one, as across a host suspend,
+	// fences the grant until a renewal sent after it is acknowledged).
 	Boottime func() time.Duration
 	// Logger receives claims, renewal failures, losses and releases. Nil
 	// discards them.

@@ -271,7 +271,10 @@ type Store interface {
 	// must outlast (a store restored from an earlier state hands out
 	// numbers that running holders still issue on, and a fresh claimer
 	// cannot tell), and StartKeeper refuses a keeper whose own window is
-	// longer.
+	// longer. Every holder of the store must see the same bound: a wrapper
+	// may raise it (its holders wait longer), never lower it, since a
+	// holder through the plain store may still issue for the store's own
+	// bound after a wrapper's holder claimed its number.
 	MaxNoticeWindow() time.Duration
 	// Journal is the store's record of who held each number when
 	// (journal.go): Claim writes an entry in the same atomic write as the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/revert"
 )
 
@@ -65,16 +66,22 @@ func maxSelfFence(w time.Duration) time.Duration {
 	return ((w - time.Second) * 10 / 11).Truncate(time.Millisecond)
 }
 
-// noticeFloorMs is where the first grant of a claim that returned at wall
-// time nowMs may start: nowMs plus the MaxNoticeWindow of the keeper's
-// store (0 with the fix reverted) — the Store the keeper was given, which
+// noticeFloor is where the first grant of a claim that returned at
+// reading r may start: the MaxNoticeWindow of the keeper's store after r,
+// as a wall-clock ms and as a monotonic reading (Grant.StartMono), so that
+// neither clock stepped forward after the claim cuts it short (zero, zero
+// with the fix reverted). It is the Store the keeper was given, which
 // checkNotice checked its self-fence against, for every hold: a later
 // layout step's hold claims through that store's Keyspace view, which a
 // wrapper raising the bound forwards to the store beneath it.
-func (h *hold) noticeFloorMs(nowMs int64) int64 {
+func (h *hold) noticeFloor(r snowfence.Reading) (wallMs int64, mono time.Duration) {
 	if revert.Notice {
-		return 0
+		return 0, 0
 	}
 	w := h.k.cfg.Store.MaxNoticeWindow()
-	return nowMs + int64((w+time.Millisecond-1)/time.Millisecond)
+	wallMs = r.WallMs + int64((w+time.Millisecond-1)/time.Millisecond)
+	if revert.Jump {
+		return wallMs, 0
+	}
+	return wallMs, r.Mono + w
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -131,10 +133,18 @@ func (n *Node) untilIssuing(ctx context.Context) error {
 	clk := n.Keeper.Clock()
 	for {
 		g, err := n.Keeper.Grant()
-		if err != nil || clk.Now().WallMs >= g.StartMs {
+		if err != nil {
 			return nil
 		}
-		if _, err := clk.WaitUntil(ctx, g.StartMs); err != nil {
+		// The grant starts at StartMs on the wall clock and StartMono on
+		// the monotonic one (both the claim's notice window); the wall
+		// clock's wait is the one there is, so wait for whichever is later.
+		r := clk.Now()
+		if r.WallMs >= g.StartMs && r.Mono >= g.StartMono {
+			return nil
+		}
+		until := max(g.StartMs, r.WallMs+int64((g.StartMono-r.Mono+time.Millisecond-1)/time.Millisecond))
+		if _, err := clk.WaitUntil(ctx, until); err != nil {
 			return fmt.Errorf("node: waiting for machine %d's first grant, which starts at %s (the claim's notice window, or the number's mark): %w",
 				g.Machine, lease.FormatMs(g.StartMs), err)
 		}
