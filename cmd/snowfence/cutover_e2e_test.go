@@ -65,18 +65,15 @@ var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-f
 // the tables).
 func cutClaimStep(st cutStore) time.Duration { return st.noticeWindow() + 4*time.Second }
 
-// cutFirstStep is where the next step puts every holder's clock: T minus
+// cutFirstStep is where the test waits for every holder's renewals: T minus
 // this, no further from T than the reserve (the lease TTL, 10 s) less the
 // margin (1 s), so that the first v1 renewal after it lets the generator
-// issue up to T, and the second step costs no refusal.
+// issue up to T.
 const cutFirstStep = 8 * time.Second
 
-// cutLeaseStep is the longest step of the clocks from the claim step to
-// cutFirstStep: well within the lease TTL of cutTimings (10 s).
-const cutLeaseStep = 4 * time.Second
-
-// cutSecondStep is where the second step puts the clocks: this long before
-// T, with the clients minting.
+// cutSecondStep is when the clients start minting: this long before T.
+// The clocks get there in real time (a step forward would fence every
+// generator until its next renewal, across T).
 const cutSecondStep = 400 * time.Millisecond
 
 // cutHolder is one serve of the test and what it answered, in the order
@@ -206,70 +203,61 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 	// Into the lead window: every clock to T - the claim step, one offset
 	// for all, so they read the same (the offset is against this host's
 	// clock). The v2 claims must be made within 3 s, so that their notice
-	// windows end before T.
+	// windows end before T. The step is a forward jump, which fences each
+	// generator until a renewal sent after it has been seen: one request
+	// each lets the generator see it now, not in the load across T.
 	claimStep := cutClaimStep(st)
 	off0 := T.Add(-claimStep).UnixMilli() - time.Now().UnixMilli()
 	for _, h := range holders {
 		stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off0))
 	}
 	stepped0 := time.Now()
+	for _, h := range holders {
+		call(t, "POST", h.s.url+"/v1/ids?count=1", "", "")
+	}
 	lacking := waitNext(t, holders, stepped0.Add(claimStep-st.noticeWindow()-time.Second))
 	t.Logf("lead window reached %s after the step: v2 numbers %s=%d %s=%d, %s has none: %s",
 		time.Since(stepped0).Round(time.Millisecond), holders[0].name, holders[0].v2, holders[1].name, holders[1].v2,
 		lacking.name, readHealth(t, lacking.s).Lease.Next.LastError)
+	// realAt is when the stepped clocks read at.
+	realAt := func(at time.Time) time.Time { return time.UnixMilli(at.UnixMilli() - off0) }
 
-	// Then to T - 8 s, and at each step wait for every holder's renewals
-	// there, which reserve up to T and past it: the v1 number's, and the
-	// v2 number's (claimed at T - the claim step, its mark is short of T
-	// until it renews at T - 8 s). The clocks go there in steps of at most
-	// cutLeaseStep: on a lease table the expiry is the holders' clocks'
-	// (no server-side TTL), and one step longer than the lease would make
-	// every lease look expired to the lacking holder's next claim.
-	var off1 int64
-	for at := claimStep; at > cutFirstStep; {
-		at = max(at-cutLeaseStep, cutFirstStep)
-		off1 = T.Add(-at).UnixMilli() - time.Now().UnixMilli()
-		if off1 <= off0 {
-			t.Fatalf("the clocks passed T - %s before the step there (the lead window's claims took too long)", at)
-		}
-		off0 = off1
-		for _, h := range holders {
-			stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off1))
-		}
-		renewedBy := time.Now().Add(5 * time.Second)
-		for _, h := range holders {
-			for {
-				hz := readHealth(t, h.s)
-				v1 := hz.Lease != nil && !hz.Lease.LastRenewal.Before(T.Add(-at))
-				v2 := h == lacking || hz.Lease != nil && hz.Lease.Next != nil && !hz.Lease.Next.LastRenewal.Before(T.Add(-at))
-				if v1 && v2 {
-					break
-				}
-				if time.Now().After(renewedBy) {
-					var next lease.Status
-					if hz.Lease != nil && hz.Lease.Next != nil {
-						next = *hz.Lease.Next
-					}
-					t.Fatalf("%s did not renew its v1 and v2 numbers within 5 s of the step to T - %s: %+v; v2: %+v", h.name, at, hz.Lease, next)
-				}
-				time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+	// Then, in real time, to T - 8 s: the v2 claims' notice windows run on
+	// the monotonic clock too, which no step shortens. There wait for every
+	// holder's renewals, which reserve up to T and past it: the v1
+	// number's, and the v2 number's (claimed at T - the claim step, its
+	// mark is short of T until it renews at T - 8 s).
+	time.Sleep(time.Until(realAt(T.Add(-cutFirstStep)))) // the clocks' time passing, not synchronisation
+	renewedBy := time.Now().Add(5 * time.Second)
+	for _, h := range holders {
+		for {
+			hz := readHealth(t, h.s)
+			v1 := hz.Lease != nil && !hz.Lease.LastRenewal.Before(T.Add(-cutFirstStep))
+			v2 := h == lacking || hz.Lease != nil && hz.Lease.Next != nil && !hz.Lease.Next.LastRenewal.Before(T.Add(-cutFirstStep))
+			if v1 && v2 {
+				break
 			}
+			if time.Now().After(renewedBy) {
+				var next lease.Status
+				if hz.Lease != nil && hz.Lease.Next != nil {
+					next = *hz.Lease.Next
+				}
+				t.Fatalf("%s did not renew its v1 and v2 numbers within 5 s of T - %s: %+v; v2: %+v", h.name, cutFirstStep, hz.Lease, next)
+			}
+			time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 		}
 	}
 
-	// Across T with the clients minting.
+	// Across T with the clients minting, from T - 400 ms.
+	if time.Now().After(realAt(T.Add(-cutSecondStep))) {
+		t.Fatalf("the clocks passed T - %s before the load (the renewals at T - %s took too long)", cutSecondStep, cutFirstStep)
+	}
+	time.Sleep(time.Until(realAt(T.Add(-cutSecondStep)))) // the clocks' time passing, not synchronisation
 	for _, h := range holders {
 		h.startLoad(client, cutMaxAcks)
 		defer h.haltLoad()
 	}
-	off2 := T.Add(-cutSecondStep).UnixMilli() - time.Now().UnixMilli()
-	if off2 <= off1 {
-		t.Fatalf("the clocks passed T - %s before the second step (the lead window took too long)", cutSecondStep)
-	}
-	for _, h := range holders {
-		stepClock(t, h.s, fmt.Sprintf(`{"offset_ms":%d}`, off2))
-	}
-	realT := time.UnixMilli(tMs - off2) // when the stepped clocks read T
+	realT := realAt(T) // when the stepped clocks read T
 
 	// After T: every v1 number released, the lacking holder refused
 	// naming v2 and the others issuing v2 IDs.
@@ -296,7 +284,7 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 		}
 		if time.Now().After(deadline) {
 			// Go on: the checks below say what went wrong.
-			t.Errorf("15 s after the second step: v1 records %+v; %s refused after T: %v", v1recs, lacking.name, lacking.refusedAfter(realT))
+			t.Errorf("15 s after the load began: v1 records %+v; %s refused after T: %v", v1recs, lacking.name, lacking.refusedAfter(realT))
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
