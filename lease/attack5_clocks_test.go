@@ -1,0 +1,385 @@
+package lease_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// Adversarial review 5: the forward-jump fence (a keeper's grant refused
+// after the wall clock ran ahead of the monotonic one by more than
+// ForwardJumpThreshold, until a renewal sent after the jump), StartMono and
+// checkSameMono. Scenario of attack4: A holds machine 7 on a stub with
+// etcd's (or the tables') windows, renewed just now; the store is restored
+// to before A's claim and B, started at once, claims 7 and waits its notice
+// floor; then A's clock misbehaves. Every test counts IDs issued twice.
+
+// startHolderGen starts a holder as startHolder does, with the generator's
+// Config adjusted by gen (its Lease and Clock set first).
+func startHolderGen(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range,
+	gen func(*snowfence.Config), opts ...func(*lease.KeeperConfig)) (*holder, error) {
+	t.Helper()
+	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &rng, Clock: clk}
+	for _, o := range opts {
+		o(&kc)
+	}
+	k, err := lease.StartKeeper(testCtx(t), kc)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	gc := snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff}
+	if gen != nil {
+		gen(&gc)
+	}
+	g, err := snowfence.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	h := &holder{t: t, k: k, g: g, clk: clk}
+	h.settle()
+	return h, nil
+}
+
+// mustHolderGen is startHolderGen, then issuing.
+func mustHolderGen(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, rng lease.Range,
+	gen func(*snowfence.Config), opts ...func(*lease.KeeperConfig)) *holder {
+	t.Helper()
+	h, err := startHolderGen(t, s, clk, name, rng, gen, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.issuing()
+	return h
+}
+
+// restoreAndClaimB restores the stub and starts B on a clock of its own
+// reading A's wall clock now; it returns B and B's claim instant.
+func restoreAndClaimB(t *testing.T, s *stubStore, sb lease.Store, at time.Time, tables bool) (*holder, *fakeclock.Clock, int64) {
+	t.Helper()
+	s.restore()
+	clkB := fakeclock.New(at)
+	b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7}, attack4Timings(tables))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, clkB, clkB.Now().WallMs
+}
+
+// TestAttack5ForwardJumpThresholdRaised: ForwardJumpThreshold was a
+// reporting knob (Stats, a log line, Health); it now also decides when the
+// clock-jumped fence applies, and snowfence.New takes any value. A
+// generator configured with ForwardJumpThreshold 30 s (say, to silence
+// warnings on a VM whose clock is corrected often) never fences on attack4's
+// 7 s step: the duplicates of TestAttack4ForwardStepOfRunningHolderAfterRestore
+// come back. Entry point snowfence.New on a keeper; etcd windows.
+func TestAttack5ForwardJumpThresholdRaised(t *testing.T) {
+	const step = 7 * time.Second
+	s, _, sa, sb := attack4Stores(false)
+	clkA := fakeclock.New(t0)
+	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
+		func(c *snowfence.Config) { c.ForwardJumpThreshold = 30 * time.Second }, attack4Timings(false))
+	if err != nil {
+		t.Logf("New refused the raised threshold: %v", err)
+		return
+	}
+	a.issuing()
+	untilRenewed(a, clkA, a.step)
+	a.mint(10)
+	b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+	clkA.Step(step)
+	var aN, bN int
+	for range int((step + 40*time.Second) / (250 * time.Millisecond)) {
+		aN += tryMint(a, 100)
+		bN += tryMint(b, 100)
+		a.step(250 * time.Millisecond)
+		b.step(250 * time.Millisecond)
+	}
+	t.Logf("a minted %d after the 7 s step (forward jumps seen: %d); b minted %d, first at claim+%d ms",
+		aN, a.g.Stats().ForwardJumps, bN, firstAfter(b.ids, claimed))
+	checkUnique(t, a.ids, b.ids)
+}
+
+// TestAttack5StepBeforeFirstID: the jump is measured between two of the
+// generator's own readings, and a generator that has issued nothing yet
+// has none (observed is false): a step before its first ID is never seen.
+// A holds the number (claimed, notice window over, renewing) but has had
+// no request yet — a quiet service — when the store is restored and B
+// claims; A's wall clock is stepped 7 s forward; A's first requests come
+// after. A stays connected (its next renewal, ≤ 2 s away, loses it).
+// Entry point lease.StartKeeper + snowfence.New; etcd windows. Control:
+// the same with one ID minted before the restore (attack4's test, held).
+func TestAttack5StepBeforeFirstID(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		mintFirst bool
+	}{{"no ID before the step", false}, {"control: one ID before", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			const step = 7 * time.Second
+			s, _, sa, sb := attack4Stores(false)
+			clkA := fakeclock.New(t0)
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			untilRenewed(a, clkA, a.step)
+			if c.mintFirst {
+				a.mint(1)
+			}
+			b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+			clkA.Step(step)
+			var aN, bN int
+			for range int((step + 20*time.Second) / (250 * time.Millisecond)) {
+				aN += tryMint(a, 100)
+				bN += tryMint(b, 100)
+				a.step(250 * time.Millisecond)
+				b.step(250 * time.Millisecond)
+			}
+			t.Logf("a minted %d after the step (forward jumps seen: %d); b minted %d, first at claim+%d ms",
+				aN, a.g.Stats().ForwardJumps, bN, firstAfter(b.ids, claimed))
+			checkUnique(t, a.ids, b.ids)
+		})
+	}
+}
+
+// TestAttack5RepeatedStepsUnderTheThreshold: the jump is judged pair by
+// pair: (wall delta − mono delta) between two consecutive readings must
+// exceed 1 s. A's wall clock is stepped 900 ms forward five times, a
+// second apart (4.5 s in all), with A minting every 250 ms between — every
+// pair of readings shows at most 900 ms, none is a jump. A is cut off (its
+// renewals fail), so it issues until its 5 s self-fence, on a wall clock
+// now 4.5 s ahead of B's: past B's 8 s floor. docs/design.md leaves wall
+// clocks that disagree "without stepping" unprotected; these disagree by
+// stepping. Entry point lease.StartKeeper; etcd windows. Control: one
+// 4.5 s step (held: the fence).
+func TestAttack5RepeatedStepsUnderTheThreshold(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		steps int
+		each  time.Duration
+	}{{"5 steps of 900 ms", 5, 900 * time.Millisecond}, {"control: 1 step of 4.5 s", 1, 4500 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) {
+			s, cs, sa, sb := attack4Stores(false)
+			clkA := fakeclock.New(t0)
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			untilRenewed(a, clkA, a.step)
+			a.mint(10)
+			cs.cut.Store(true)
+			b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+			var aN, bN, stepped int
+			for i := range 80 { // 20 s
+				if i%4 == 0 && stepped < c.steps {
+					clkA.Step(c.each)
+					stepped++
+				}
+				aN += tryMint(a, 100)
+				bN += tryMint(b, 100)
+				a.step(250 * time.Millisecond)
+				b.step(250 * time.Millisecond)
+			}
+			t.Logf("a minted %d after the restore (forward jumps seen: %d, refusals %v); b minted %d, first at claim+%d ms",
+				aN, a.g.Stats().ForwardJumps, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
+			checkUnique(t, a.ids, b.ids)
+		})
+	}
+}
+
+// TestAttack5ShortSuspendsWithoutWatchdog: a host suspend shorter than
+// ForwardJumpThreshold stops the monotonic clock without a jump being
+// seen. Five suspends of 900 ms, a second apart, leave A's monotonic clock
+// 4.5 s behind true time: its 5 s self-fence ends 9.5 s after its last
+// renewal, and its wall clock (right: the kernel advanced it over each
+// suspend) stamps timestamps past B's 8 s floor. With a Clock that is not a
+// snowfence.SystemClock value — any caller's wrapper of it, node.Config's
+// Generator.Clock shared to the keeper by lease.ShareClock — the keeper
+// runs no CLOCK_BOOTTIME watchdog (KeeperConfig.Boottime doc), and nothing
+// else stops A. "watchdog": the same with the keeper's boot watchdog
+// (simulated boot clock, real-time 200 ms ticker, polled for between
+// steps), expected to hold. Entry point lease.StartKeeper; etcd windows;
+// A cut off.
+func TestAttack5ShortSuspendsWithoutWatchdog(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		watchdog bool
+	}{{"no watchdog (caller's clock)", false}, {"watchdog", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			const each = 900 * time.Millisecond
+			s, cs, sa, sb := attack4Stores(false)
+			clkA := fakeclock.New(t0)
+			var slept atomic.Int64
+			opts := []func(*lease.KeeperConfig){attack4Timings(false)}
+			if c.watchdog {
+				opts = append(opts, func(kc *lease.KeeperConfig) {
+					kc.Boottime = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
+				})
+			}
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, opts...)
+			untilRenewed(a, clkA, a.step)
+			a.mint(10)
+			cs.cut.Store(true)
+			b, clkB, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+			var aN, bN, suspends int
+			for i := range 80 {
+				if i%4 == 0 && suspends < 5 {
+					// A's host sleeps 900 ms: true time (B's clock) and
+					// A's wall and boot clocks move on, A's monotonic
+					// clock does not.
+					slept.Add(int64(each))
+					clkA.Step(each)
+					b.step(each)
+					suspends++
+					if c.watchdog {
+						time.Sleep(450 * time.Millisecond) // two of the watchdog's real-time ticks
+					}
+				}
+				aN += tryMint(a, 100)
+				bN += tryMint(b, 100)
+				a.step(250 * time.Millisecond)
+				b.step(250 * time.Millisecond)
+				if c.watchdog && i%4 == 2 {
+					time.Sleep(450 * time.Millisecond)
+				}
+			}
+			t.Logf("a minted %d after the restore (forward jumps seen: %d, refusals %v); b minted %d, first at claim+%d ms; A's wall %s ahead of B's",
+				aN, a.g.Stats().ForwardJumps, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed), clkA.Time().Sub(clkB.Time()))
+			checkUnique(t, a.ids, b.ids)
+		})
+	}
+}
+
+// lagClock is a caller's clock: the keeper's, with its monotonic reading
+// lag behind (two snowfence.SystemClock values made lag apart read so).
+type lagClock struct {
+	*fakeclock.Clock
+	lag time.Duration
+}
+
+func (c lagClock) Now() snowfence.Reading {
+	r := c.Clock.Now()
+	r.Mono -= c.lag
+	return r
+}
+
+func (c lagClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading, error) {
+	r, err := c.Clock.WaitUntil(ctx, wallMs)
+	r.Mono -= c.lag
+	return r, err
+}
+
+// TestAttack5LaggingGeneratorClockClearsTheJumpFence: checkSameMono lets a
+// generator clock read up to 100 ms behind the keeper's monotonic clock
+// (two SystemClock values made up to 100 ms apart: kc.Clock =
+// snowfence.SystemClock(), then the generator's). The clock-jumped fence
+// compares the keeper's RenewedAt with the generator's detection reading:
+// with the generator 99 ms behind, a renewal sent up to 99 ms before the
+// jump counts as sent after it. A's host suspends just after a renewal
+// (attack4's suspend story, no watchdog): after the suspend the first
+// reading is "after" that renewal and the fence is lifted at once; A
+// issues until its next renewal on the restored store fails. Control: lag
+// 0 (held). Entry point snowfence.New on a keeper; etcd and the tables'
+// windows.
+func TestAttack5LaggingGeneratorClockClearsTheJumpFence(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		tables  bool
+		suspend time.Duration
+		lag     time.Duration
+	}{
+		{"etcd/lag 99ms", false, 9 * time.Second, 99 * time.Millisecond},
+		{"tables/lag 99ms", true, 60 * time.Second, 99 * time.Millisecond},
+		{"etcd/control lag 0", false, 9 * time.Second, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _, sa, sb := attack4Stores(c.tables)
+			clkA := fakeclock.New(t0)
+			a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
+				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, c.lag} }, attack4Timings(c.tables))
+			if err != nil {
+				t.Fatalf("New refused a generator clock %s behind: %v", c.lag, err)
+			}
+			a.issuing()
+			untilRenewed(a, clkA, a.step)
+			a.mint(10)
+			ga, _ := a.k.Grant()
+			b, clkB, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), c.tables)
+			for clkB.Time().Before(clkA.Time().Add(c.suspend)) {
+				tryMint(b, 10)
+				b.step(250 * time.Millisecond)
+			}
+			clkA.Step(c.suspend) // resumed: wall right, monotonic stopped
+			if clkA.Now().WallMs >= ga.LimitMs {
+				t.Fatalf("resumed past A's limit: the mark stops it")
+			}
+			var aN, bN int
+			for range 60 {
+				aN += tryMint(a, 100)
+				bN += tryMint(b, 100)
+				a.step(250 * time.Millisecond)
+				b.step(250 * time.Millisecond)
+			}
+			t.Logf("after resuming at claim+%s: a minted %d (jumps seen %d, refusals %v), b %d (first at claim+%d ms)",
+				c.suspend, aN, a.g.Stats().ForwardJumps, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
+			checkUnique(t, a.ids, b.ids)
+		})
+	}
+}
+
+// rateClock is a caller's clock whose monotonic reading agrees with the
+// keeper's at the start and then runs at rate times its speed (a monotonic
+// source other than the keeper's, such as CLOCK_MONOTONIC_RAW or a
+// user-space estimate).
+type rateClock struct {
+	*fakeclock.Clock
+	base time.Duration
+	rate float64
+}
+
+func (c rateClock) Now() snowfence.Reading {
+	r := c.Clock.Now()
+	r.Mono = c.base + time.Duration(float64(r.Mono-c.base)*c.rate)
+	return r
+}
+
+func (c rateClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading, error) {
+	if _, err := c.Clock.WaitUntil(ctx, wallMs); err != nil {
+		return c.Now(), err
+	}
+	return c.Now(), nil
+}
+
+// TestAttack5DriftingGeneratorClock: checkSameMono compares the two clocks
+// once, at New. A generator clock whose monotonic reading starts equal to
+// the keeper's and runs at half its rate passes; after a while its
+// readings are far behind the keeper's RenewedAt, and the self-fence
+// (generator reading − RenewedAt ≥ SelfFence) never comes. A cut-off A
+// issues until its mark. Entry point snowfence.New on a keeper; etcd
+// windows.
+func TestAttack5DriftingGeneratorClock(t *testing.T) {
+	s, cs, sa, sb := attack4Stores(false)
+	clkA := fakeclock.New(t0)
+	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
+		func(gc *snowfence.Config) { gc.Clock = rateClock{clkA, clkA.Now().Mono, 0.5} }, attack4Timings(false))
+	if err != nil {
+		t.Logf("New refused the drifting clock: %v", err)
+		return
+	}
+	a.issuing()
+	for range 40 { // 10 s: the generator's clock is 5 s + behind
+		a.step(250 * time.Millisecond)
+	}
+	untilRenewed(a, clkA, a.step)
+	a.mint(10)
+	cs.cut.Store(true)
+	b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+	var aN, bN int
+	for range 80 {
+		aN += tryMint(a, 100)
+		bN += tryMint(b, 100)
+		a.step(250 * time.Millisecond)
+		b.step(250 * time.Millisecond)
+	}
+	t.Logf("a minted %d after the restore (refusals %v); b %d, first at claim+%d ms", aN, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
+	checkUnique(t, a.ids, b.ids)
+}
