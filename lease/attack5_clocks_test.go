@@ -383,3 +383,51 @@ func TestAttack5DriftingGeneratorClock(t *testing.T) {
 	t.Logf("a minted %d after the restore (refusals %v); b %d, first at claim+%d ms", aN, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
 	checkUnique(t, a.ids, b.ids)
 }
+
+// grantOnly is a caller's decorator of a keeper (for metrics, say) that
+// implements snowfence.LeaseView and nothing else.
+type grantOnly struct{ v snowfence.LeaseView }
+
+func (g grantOnly) Grant() (*snowfence.Grant, error) { return g.v.Grant() }
+
+// TestAttack5LeaseViewWrapperSkipsTheClockCheck: snowfence.New finds the
+// keeper's clock by asking its Lease for a Clock() method; a LeaseView
+// that wraps the keeper without forwarding it is not checked
+// (checkSameMono is not run), and with Config.Clock nil the generator
+// makes a SystemClock of its own — whose monotonic reading is the time
+// since New, not since the keeper's clock was made. Here the generator's
+// clock reads 8 s behind the keeper's (New called once the keeper issues,
+// after its notice window): a cut-off A self-fences 8 s late, past B's
+// floor. Entry point snowfence.New on a wrapped keeper; etcd windows.
+func TestAttack5LeaseViewWrapperSkipsTheClockCheck(t *testing.T) {
+	s, cs, sa, sb := attack4Stores(false)
+	clkA := fakeclock.New(t0)
+	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, func(gc *snowfence.Config) {
+		gc.Lease = grantOnly{gc.Lease}
+		gc.Clock = lagClock{clkA, 8 * time.Second}
+	}, attack4Timings(false))
+	if err != nil {
+		t.Logf("New refused: %v", err)
+		return
+	}
+	a.issuing()
+	for range 80 { // the notice window's end on the generator's (late) clock
+		if tryMint(a, 10) > 0 {
+			break
+		}
+		a.step(250 * time.Millisecond)
+	}
+	untilRenewed(a, clkA, a.step)
+	a.mint(10)
+	cs.cut.Store(true)
+	b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+	var aN, bN int
+	for range 80 {
+		aN += tryMint(a, 100)
+		bN += tryMint(b, 100)
+		a.step(250 * time.Millisecond)
+		b.step(250 * time.Millisecond)
+	}
+	t.Logf("a minted %d after the restore (refusals %v); b %d, first at claim+%d ms", aN, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
+	checkUnique(t, a.ids, b.ids)
+}
