@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -430,4 +431,87 @@ func TestAttack5LeaseViewWrapperSkipsTheClockCheck(t *testing.T) {
 	}
 	t.Logf("a minted %d after the restore (refusals %v); b %d, first at claim+%d ms", aN, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
 	checkUnique(t, a.ids, b.ids)
+}
+
+// TestAttack5StepSeenThenRestore: the clock-jumped fence lasts until one
+// renewal after the step; the step itself stays. A's wall clock is stepped
+// 7 s forward; the generator sees it (Stats.ForwardJumps 1) and refuses
+// until the next renewal, then issues on, 7 s ahead. Only then is the store
+// restored and A cut off; B claims and waits its 8 s floor; A issues until
+// its 5 s self-fence, stamping up to 12 s after B's claim. Outside the
+// documented "wall clocks agree to within about 1 s", but the generator
+// saw the step and keeps no memory of it past one renewal. Entry point
+// lease.StartKeeper; etcd windows.
+func TestAttack5StepSeenThenRestore(t *testing.T) {
+	s, cs, sa, sb := attack4Stores(false)
+	clkA := fakeclock.New(t0)
+	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+	a.mint(10)
+	clkA.Step(7 * time.Second)
+	for range 40 {
+		if tryMint(a, 10) > 0 {
+			break
+		}
+		a.step(250 * time.Millisecond)
+	}
+	untilRenewed(a, clkA, a.step)
+	a.mint(10)
+	cs.cut.Store(true)
+	// B's clock is right: A's reads 7 s ahead.
+	b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time().Add(-7*time.Second), false)
+	var aN, bN int
+	for range 80 {
+		aN += tryMint(a, 100)
+		bN += tryMint(b, 100)
+		a.step(250 * time.Millisecond)
+		b.step(250 * time.Millisecond)
+	}
+	t.Logf("a minted %d after the restore (forward jumps seen %d, refusals %v); b %d, first at claim+%d ms",
+		aN, a.g.Stats().ForwardJumps, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed))
+	checkUnique(t, a.ids, b.ids)
+}
+
+// TestAttack5LaggingGeneratorClockWithWatchdog: the lag story of
+// TestAttack5LaggingGeneratorClockClearsTheJumpFence with the keeper's boot
+// watchdog (what two SystemClock values made < 100 ms apart get): the
+// fence lifted by the pre-suspend renewal, A mints a batch on waking, as a
+// busy server would, before the watchdog's next real-time tick — attack4's
+// suspended-holder duplicates, which the clock-jumped fence was to close.
+// Control: lag 0. Entry point snowfence.New on a keeper; etcd windows.
+func TestAttack5LaggingGeneratorClockWithWatchdog(t *testing.T) {
+	for _, lag := range []time.Duration{99 * time.Millisecond, 0} {
+		t.Run(lag.String(), func(t *testing.T) {
+			const suspend = 9 * time.Second
+			s, _, sa, sb := attack4Stores(false)
+			clkA := fakeclock.New(t0)
+			var slept atomic.Int64
+			a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
+				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, lag} }, attack4Timings(false),
+				func(kc *lease.KeeperConfig) {
+					kc.Boottime = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.issuing()
+			untilRenewed(a, clkA, a.step)
+			a.mint(10)
+			b, clkB, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), false)
+			for clkB.Time().Before(clkA.Time().Add(suspend)) {
+				tryMint(b, 10)
+				b.step(250 * time.Millisecond)
+			}
+			slept.Add(int64(suspend))
+			clkA.Step(suspend)
+			aN := tryMint(a, 1000)
+			bN := tryMint(b, 1000)
+			var fe *snowfence.FencedError
+			fenced := pollUntil(5*time.Second, 10*time.Millisecond, func() bool {
+				_, err := a.g.Next(context.Background())
+				return errors.As(err, &fe)
+			})
+			t.Logf("on waking: a minted %d, b %d (b first at claim+%d ms); fenced after: %v (%v)", aN, bN, firstAfter(b.ids, claimed), fenced, fe)
+			checkUnique(t, a.ids, b.ids)
+		})
+	}
 }
