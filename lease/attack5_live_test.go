@@ -108,3 +108,34 @@ func TestAttack5PeriodicStepsLiveness(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack5IdleGeneratorAccumulatesSmallSteps: the forward jump is the
+// wall clock's gain over the monotonic one between two of the generator's
+// readings, however long apart. A host whose wall clock is stepped 300 ms
+// forward every 5 s (a guest agent correcting a clock that loses 6 %; each
+// step far under the 1 s threshold) serves a client that asks once a
+// minute: every request's gap holds 3.6 s of steps, every request is a
+// "jump", refused until a renewal after it — and the next request a minute
+// later is another. Liveness: at least one of ten requests should issue.
+// Entry point lease.StartKeeper; etcd timings.
+func TestAttack5IdleGeneratorAccumulatesSmallSteps(t *testing.T) {
+	_, _, sa, _ := attack4Stores(false)
+	clk := fakeclock.New(t0)
+	a := mustHolder(t, sa, clk, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+	a.mint(1)
+	var issued, asked int
+	for i := range 2400 { // 10 min of 250 ms
+		if i%20 == 19 {
+			clk.Step(300 * time.Millisecond)
+		}
+		if i%240 == 239 {
+			asked++
+			issued += tryMint(a, 1)
+		}
+		a.step(250 * time.Millisecond)
+	}
+	t.Logf("%d of %d once-a-minute requests issued (forward jumps seen %d, refusals %v)", issued, asked, a.g.Stats().ForwardJumps, a.g.Stats().Refused)
+	if issued == 0 {
+		t.Errorf("every once-a-minute request refused (clock-jumped) for %d minutes: the gaps between requests add up small steps", asked)
+	}
+}
