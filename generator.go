@@ -87,10 +87,6 @@ type Generator struct {
 	lastWallMs int64
 	lastMono   time.Duration
 	observed   bool
-	// jumpedAt is the monotonic reading at which a forward jump was last
-	// seen; jumped holds until a renewal sent after it is acknowledged.
-	jumpedAt time.Duration
-	jumped   bool
 	// The adopted grant and what follows from it.
 	grant                *Grant
 	startTick, limitTick int64
@@ -367,20 +363,22 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 	if grant != g.grant {
 		g.adopt(grant)
 	}
-	if g.jumped && grant.SelfFence > 0 && !revert.Jump {
-		// The wall clock ran ahead of the monotonic one: a host suspend
-		// (the monotonic clock stops, so the self-fence below sees a
-		// renewal younger than it is) or a step. Either way the grant's
-		// self-fence no longer bounds how long ago the store last saw
-		// this holder, and a store restored meanwhile may have handed
-		// the number to a claimer whose notice window assumed it did.
-		// Refuse until a renewal sent after the jump is acknowledged:
-		// the store then still knows this lease, or the keeper loses it.
-		if grant.RenewedAt <= g.jumpedAt { // sent at the jump's reading may be before it
-			return refuse("fenced", &FencedError{Reason: "clock-jumped", Detail: "the wall clock jumped ahead of the monotonic clock (a host suspend, or a clock step); " +
-				"issuing resumes once a lease renewal sent after the jump is acknowledged"})
+	if grant.SelfFence > 0 && !revert.Jump {
+		// The self-fence below measures, on the monotonic clock, how long
+		// ago the store last acknowledged this holder; the timestamps come
+		// from the wall clock. If the wall clock has run ahead of the
+		// monotonic one since that renewal was sent — a step, or a host
+		// suspend, which stops the monotonic clock — the self-fence
+		// undercounts, and a store restored meanwhile may have handed the
+		// number to a claimer whose notice window trusted it. Measured
+		// against the renewal's own readings, so it needs no history: a
+		// step before the first ID counts, small steps add up until the
+		// next renewal, and a renewal sent after the jump (which the store
+		// acknowledged, so it still knows the lease) starts afresh.
+		if drift := (r.WallMs - grant.RenewedWallMs) - int64((r.Mono-grant.RenewedAt)/time.Millisecond); drift > jumpFenceMs {
+			return refuse("fenced", &FencedError{Reason: "clock-jumped", Detail: fmt.Sprintf(
+				"the wall clock ran %d ms ahead of the monotonic clock since the last acknowledged lease renewal (a clock step, or a host suspend); issuing resumes after the next renewal", drift)})
 		}
-		g.jumped = false
 	}
 	if grant.SelfFence > 0 && r.Mono-grant.RenewedAt >= grant.SelfFence {
 		return refuse("fenced", &FencedError{Reason: "renewal-overdue", Detail: fmt.Sprintf(
@@ -515,7 +513,6 @@ func (g *Generator) forwardJump(r Reading) {
 	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
 	g.stats.ForwardJumps++
 	g.lastJumpWallMs = r.WallMs
-	g.jumpedAt, g.jumped = r.Mono, true
 	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant is refused until a renewal sent after the jump is acknowledged, and timestamps run ahead of true time if the clock did",
 		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
 }
@@ -545,7 +542,14 @@ func (g *Generator) Close() error {
 // clock and the generator's may be, read one after the other: a clock
 // that wraps the keeper's reads the same; two clocks made apart differ
 // by the time between.
-const maxMonoApart = 100 * time.Millisecond
+const maxMonoApart = 5 * time.Millisecond
+
+// jumpFenceMs is how far the wall clock may run ahead of the monotonic one
+// since a keeper's last acknowledged renewal before its grant is refused
+// (clock-jumped). NTP slews at most 500 ppm, 5 ms over a 10 s renewal
+// period; anything more is a step or a suspend. It is not
+// ForwardJumpThreshold, which only sets what is reported as a jump.
+const jumpFenceMs = 100
 
 // checkSameMono refuses a generator clock whose monotonic reading is not
 // the keeper's: read between two of the keeper's, it must lie within

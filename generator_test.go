@@ -300,7 +300,7 @@ func TestFenced(t *testing.T) {
 	if _, err := g.Next(context.Background()); !isFenced(err, "no-lease") {
 		t.Fatalf("no grant: err = %v", err)
 	}
-	l.set(&snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 10, RenewedAt: clk.Now().Mono, SelfFence: 5 * time.Second}, nil)
+	l.set(&snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 10, RenewedAt: clk.Now().Mono, RenewedWallMs: clk.Now().WallMs, SelfFence: 5 * time.Second}, nil)
 	first := next(t, g)
 
 	clk.Advance(10 * time.Millisecond) // now == LimitMs: the mark is reached
@@ -311,7 +311,7 @@ func TestFenced(t *testing.T) {
 		t.Errorf("Health = %+v, want fenced with 0 until fence", h)
 	}
 	// The keeper extends the mark: issuing resumes.
-	l.set(&snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 5000, RenewedAt: clk.Now().Mono, SelfFence: 5 * time.Second}, nil)
+	l.set(&snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 5000, RenewedAt: clk.Now().Mono, RenewedWallMs: clk.Now().WallMs, SelfFence: 5 * time.Second}, nil)
 	second := next(t, g)
 	if second <= first {
 		t.Fatalf("IDs not increasing: %d then %d", first, second)

@@ -24,11 +24,15 @@ type Grant struct {
 	// writes it to the store, compared on Token, before publishing it.
 	LimitMs int64
 	// RenewedAt is the monotonic reading, on the generator's Clock, at which
-	// the last acknowledged renewal was sent.
-	RenewedAt time.Duration
+	// the last acknowledged renewal was sent; RenewedWallMs is the wall
+	// clock's in the same reading. The generator refuses the grant once
+	// its wall clock has run ahead of its monotonic one since then (a
+	// step, a host suspend).
+	RenewedAt     time.Duration
+	RenewedWallMs int64
 	// SelfFence is how long after RenewedAt the generator stops issuing.
 	// Zero disables the check, and the refusal after a forward jump of
-	// the wall clock (which waits for a renewal sent after the jump).
+	// the wall clock since RenewedAt.
 	SelfFence time.Duration
 	// StartMono is the monotonic reading, on the generator's Clock, before
 	// which the grant may not be used (zero: none): a lease keeper times a

@@ -343,14 +343,15 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 		start, limit = max(start, h.fromMs), min(limit, h.untilMs)
 	}
 	h.grant.Store(&snowfence.Grant{
-		Machine:   l.Machine,
-		Region:    c.Region,
-		Token:     l.Token,
-		StartMs:   start,
-		LimitMs:   limit,
-		RenewedAt: sent.Mono,
-		SelfFence: c.SelfFence,
-		StartMono: h.noticeMono,
+		Machine:       l.Machine,
+		Region:        c.Region,
+		Token:         l.Token,
+		StartMs:       start,
+		LimitMs:       limit,
+		RenewedAt:     sent.Mono,
+		RenewedWallMs: sent.WallMs,
+		SelfFence:     c.SelfFence,
+		StartMono:     h.noticeMono,
 	})
 }
 

@@ -54,9 +54,9 @@
 //	                               node's TestEmbeddedDataDirRestoredBehindTheClock (the search restores no
 //	                               store with its holders' host); lease's TestHighWaterKeepsARestartAboveARestore
 //	                               fails with it too
-//	snowfence_revert_jump          a keeper's grant refused after the wall clock jumped ahead of the monotonic
-//	                               clock (a host suspend, a step) until a renewal sent after the jump is
-//	                               acknowledged, and a claim's notice window timed on the monotonic clock too
+//	snowfence_revert_jump          a keeper's grant refused once the wall clock ran ahead of the monotonic clock
+//	                               (a host suspend, a step) since the last acknowledged renewal was sent, until
+//	                               the next one, and a claim's notice window timed on the monotonic clock too
 //	                               (Grant.StartMono). scripts/prove-search proves it by lease's
 //	                               TestAttack4SuspendedHolderResumesAfterRestore (the search steps no clock of
 //	                               a running holder across a restore)

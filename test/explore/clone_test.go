@@ -149,7 +149,7 @@ func (w *world) renewClones(p *proc) {
 		case err == nil:
 			c.l, c.tried, c.nextMs = nl, true, r.WallMs+c.renewEvery.Milliseconds()
 			c.view.grant.Store(&snowfence.Grant{Machine: nl.Machine, Region: nl.Region, Token: nl.Token, StartMs: c.view.grant.Load().StartMs,
-				LimitMs: nl.MarkMs - c.margin.Milliseconds(), RenewedAt: r.Mono, SelfFence: c.selfFence})
+				LimitMs: nl.MarkMs - c.margin.Milliseconds(), RenewedAt: r.Mono, RenewedWallMs: r.WallMs, SelfFence: c.selfFence})
 			w.log.add(w.step, "clone %d renewed: mark %d renewal %.8s", c.idx, nl.MarkMs, nl.Renewal)
 			w.fig.add("clone renewals", 1)
 		case errors.Is(err, lease.ErrLost), errors.Is(err, lease.ErrRestored), errors.Is(err, lease.ErrQuarantined), errors.Is(err, lease.ErrSchedule):
