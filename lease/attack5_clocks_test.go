@@ -437,7 +437,6 @@ func TestAttack5LeaseViewWrapperSkipsTheClockCheck(t *testing.T) {
 	checkUnique(t, a.ids, b.ids)
 }
 
-
 // TestAttack5LaggingGeneratorClockWithWatchdog: the lag story of
 // TestAttack5LaggingGeneratorClockClearsTheJumpFence with the keeper's boot
 // watchdog (what two SystemClock values made < 100 ms apart get): the

@@ -14,7 +14,6 @@ import (
 // say): the same clock, another type.
 type metricsClock struct{ snowfence.Clock }
 
-
 // TestAttack5StartMonoAcrossReclaim: a keeper that loses its number and
 // claims it again must wait the notice window after the new claim on the
 // monotonic clock too, even when its wall clock is stepped forward just
