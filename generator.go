@@ -41,6 +41,10 @@ type Config struct {
 	// ForwardJumpThreshold is how far the wall clock may run ahead of the
 	// monotonic clock between two calls before a forward jump is reported
 	// (Stats.ForwardJumps, a warning log, Health.Warnings). Zero means 1 s.
+	// It only sets what is reported: a lease keeper's grant is refused
+	// (clock-jumped) once the wall clock gained more than 100 ms on the
+	// monotonic one since the keeper's last acknowledged renewal, whatever
+	// this says.
 	ForwardJumpThreshold time.Duration
 	// ExhaustionWarning is how long before the layout's last instant Health
 	// starts warning. Zero means 5 years (365-day years).
