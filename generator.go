@@ -141,7 +141,7 @@ func New(cfg Config) (*Generator, error) {
 	if c, ok := cfg.Lease.(interface{ Clock() Clock }); ok {
 		if cfg.Clock == nil {
 			cfg.Clock = c.Clock()
-		} else if err := checkSameMono(c.Clock(), cfg.Clock); err != nil {
+		} else if err := checkSameClock(c.Clock(), cfg.Clock); err != nil {
 			return nil, err
 		}
 	}
@@ -542,8 +542,8 @@ func (g *Generator) Close() error {
 	return nil
 }
 
-// maxMonoApart is how far apart the monotonic readings of the keeper's
-// clock and the generator's may be, read one after the other: a clock
+// maxMonoApart is how far apart the readings of the keeper's clock and
+// the generator's may be (monotonic, and wall), read one after the other: a clock
 // that wraps the keeper's reads the same; two clocks made apart differ
 // by the time between.
 const maxMonoApart = 5 * time.Millisecond
@@ -555,17 +555,25 @@ const maxMonoApart = 5 * time.Millisecond
 // ForwardJumpThreshold, which only sets what is reported as a jump.
 const jumpFenceMs = 100
 
-// checkSameMono refuses a generator clock whose monotonic reading is not
-// the keeper's: read between two of the keeper's, it must lie within
-// maxMonoApart of them.
-func checkSameMono(keeper, gen Clock) error {
-	k0 := keeper.Now().Mono
-	g := gen.Now().Mono
-	k1 := keeper.Now().Mono
-	if g < k0-maxMonoApart || g > k1+maxMonoApart {
+// checkSameClock refuses a generator clock that does not read as the
+// keeper's: read between two of the keeper's readings, its monotonic and
+// its wall reading must each lie within maxMonoApart of them. A monotonic
+// reading apart makes the self-fence late; a wall reading ahead makes the
+// clock-jumped fence, which compares it with the keeper's renewal
+// readings, refuse for ever.
+func checkSameClock(keeper, gen Clock) error {
+	k0 := keeper.Now()
+	g := gen.Now()
+	k1 := keeper.Now()
+	if g.Mono < k0.Mono-maxMonoApart || g.Mono > k1.Mono+maxMonoApart {
 		return fmt.Errorf("%w: Config.Clock reads monotonic time %s apart from the lease keeper's clock; the generator's self-fence compares its monotonic readings with the keeper's, "+
 			"so on another clock (even another SystemClock) it would stop late; leave Config.Clock nil to take the keeper's, or give the keeper the same clock",
-			ErrInvalidConfig, max(k0-g, g-k1).Round(time.Millisecond))
+			ErrInvalidConfig, max(k0.Mono-g.Mono, g.Mono-k1.Mono).Round(time.Millisecond))
+	}
+	if apart := maxMonoApart.Milliseconds(); g.WallMs < k0.WallMs-apart || g.WallMs > k1.WallMs+apart {
+		return fmt.Errorf("%w: Config.Clock's wall clock reads %d ms apart from the lease keeper's; the generator compares its wall readings with the keeper's renewals "+
+			"(a clock that ran ahead is refused as clock-jumped), so it would never issue; leave Config.Clock nil to take the keeper's, or give the keeper the same clock",
+			ErrInvalidConfig, max(k0.WallMs-g.WallMs, g.WallMs-k1.WallMs))
 	}
 	return nil
 }
