@@ -517,7 +517,7 @@ func (g *Generator) forwardJump(r Reading) {
 	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
 	g.stats.ForwardJumps++
 	g.lastJumpWallMs = r.WallMs
-	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant is refused until a renewal sent after the jump is acknowledged, and timestamps run ahead of true time if the clock did",
+	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant stays refused (clock-jumped) until its next acknowledged renewal, and timestamps run ahead of true time if the clock did",
 		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
 }
 
@@ -542,11 +542,11 @@ func (g *Generator) Close() error {
 	return nil
 }
 
-// maxMonoApart is how far apart the readings of the keeper's clock and
-// the generator's may be (monotonic, and wall), read one after the other: a clock
-// that wraps the keeper's reads the same; two clocks made apart differ
-// by the time between.
-const maxMonoApart = 5 * time.Millisecond
+// maxClockApart is how far apart the readings of the keeper's clock and
+// the generator's may be (monotonic, and wall), read one after the other:
+// a clock that wraps the keeper's reads the same; two clocks made apart
+// differ by the time between.
+const maxClockApart = 5 * time.Millisecond
 
 // jumpFenceMs is how far the wall clock may run ahead of the monotonic one
 // since a keeper's last acknowledged renewal before its grant is refused
@@ -557,7 +557,7 @@ const jumpFenceMs = 100
 
 // checkSameClock refuses a generator clock that does not read as the
 // keeper's: read between two of the keeper's readings, its monotonic and
-// its wall reading must each lie within maxMonoApart of them. A monotonic
+// its wall reading must each lie within maxClockApart of them. A monotonic
 // reading apart makes the self-fence late; a wall reading ahead makes the
 // clock-jumped fence, which compares it with the keeper's renewal
 // readings, refuse for ever.
@@ -565,12 +565,12 @@ func checkSameClock(keeper, gen Clock) error {
 	k0 := keeper.Now()
 	g := gen.Now()
 	k1 := keeper.Now()
-	if g.Mono < k0.Mono-maxMonoApart || g.Mono > k1.Mono+maxMonoApart {
+	if g.Mono < k0.Mono-maxClockApart || g.Mono > k1.Mono+maxClockApart {
 		return fmt.Errorf("%w: Config.Clock reads monotonic time %s apart from the lease keeper's clock; the generator's self-fence compares its monotonic readings with the keeper's, "+
 			"so on another clock (even another SystemClock) it would stop late; leave Config.Clock nil to take the keeper's, or give the keeper the same clock",
 			ErrInvalidConfig, max(k0.Mono-g.Mono, g.Mono-k1.Mono).Round(time.Millisecond))
 	}
-	if apart := maxMonoApart.Milliseconds(); g.WallMs < k0.WallMs-apart || g.WallMs > k1.WallMs+apart {
+	if apart := maxClockApart.Milliseconds(); g.WallMs < k0.WallMs-apart || g.WallMs > k1.WallMs+apart {
 		return fmt.Errorf("%w: Config.Clock's wall clock reads %d ms apart from the lease keeper's; the generator compares its wall readings with the keeper's renewals "+
 			"(a clock that ran ahead is refused as clock-jumped), so it would never issue; leave Config.Clock nil to take the keeper's, or give the keeper the same clock",
 			ErrInvalidConfig, max(k0.WallMs-g.WallMs, g.WallMs-k1.WallMs))
