@@ -31,3 +31,22 @@ func TestLoopbackPortsAreDistinctAndFree(t *testing.T) {
 		t.Error("InUse true for nil or an unrelated error")
 	}
 }
+
+// TestLoopbackAvoidsEphemeralRange: a port from the kernel's ephemeral range
+// can be taken by any outgoing connection while its server is stopped, so a
+// member restarted on it fails to bind.
+func TestLoopbackAvoidsEphemeralRange(t *testing.T) {
+	first := belowEphemeral()
+	if first == 0 {
+		t.Skipf("%s unreadable: the kernel chooses", ephemeralRange)
+	}
+	ports, err := Loopback(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < lowest || p >= first {
+			t.Errorf("port %d outside [%d, %d)", p, lowest, first)
+		}
+	}
+}
