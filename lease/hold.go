@@ -25,7 +25,7 @@ type hold struct {
 	// fromMs and untilMs bound the instants the grants are for (Unix ms;
 	// math.MinInt64 and math.MaxInt64 for open ends).
 	fromMs, untilMs int64
-	startMs         int64 // wall ms at which claiming starts
+	startMs         int64 // wall ms at which claiming starts (not renewing: see started)
 	store           Store // the step's keyspace (KeyspaceOf)
 	ownStore        bool  // store was opened by plan, closed by the Keeper
 	keyspace        int
@@ -90,6 +90,15 @@ func (h *hold) waitAfter(err error) time.Duration {
 		// shorter than the self-fence window costs no refusal.
 		return c.RenewEvery / 4
 	}
+}
+
+// started reports whether the hold has begun: it holds a lease, or has
+// claimed one before. The keeper's loop holds a hold off until its start
+// instant only before that.
+func (h *hold) started() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease != nil || h.status.Claims > 0
 }
 
 // step renews the lease held, or claims one when none is.

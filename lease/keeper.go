@@ -328,7 +328,11 @@ func (k *Keeper) run(ctx context.Context) {
 				h.retire(ctx)
 				live[i] = false
 				continue
-			case r.WallMs < h.startMs:
+			case r.WallMs < h.startMs && !h.started():
+				// Not yet: a later layout's hold claims from Lead before
+				// its cutover. Once it has claimed, it renews at its
+				// pace whatever the wall clock reads: a step back before
+				// its start must not stop the renewals of a number held.
 				due[i] = r.Mono + c.RenewEvery
 				continue
 			}
