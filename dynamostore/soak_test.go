@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/snowfence/snowfence/dynamostore"
-	"github.com/snowfence/snowfence/internal/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
 	"github.com/snowfence/snowfence/lease"
 )
 

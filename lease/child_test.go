@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/soaktest"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 

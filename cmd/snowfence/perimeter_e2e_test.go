@@ -18,7 +18,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/client"
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 // The perimeter end to end: the real binary with mutual TLS, a callers file

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/storeproc"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/storeproc"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // roleEnv makes the test binary play a child role (see ChildMain), so the

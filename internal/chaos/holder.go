@@ -19,7 +19,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"

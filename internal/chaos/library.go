@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // proc is one child process of the harness: a snowfence serve or a

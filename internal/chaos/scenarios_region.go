@@ -22,7 +22,7 @@ import (
 	"github.com/snowfence/snowfence/client"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
-	"github.com/snowfence/snowfence/internal/freeport"
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // snowfenceEnv names the snowfence binary the opt-in tests of scenarios

@@ -9,8 +9,8 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/chaos/storeproc"
-	"github.com/snowfence/snowfence/internal/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/storeproc"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )

@@ -20,9 +20,9 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/dynashim"
-	"github.com/snowfence/snowfence/internal/etcdtest"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/snowfence/snowfence/internal/etcdmember"
+	"github.com/snowfence/snowfence/internal/testkit/etcdmember"
 )
 
 // ReadyPrefix starts the one line MemberMain prints on stdout, followed by

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/syncbuf"
+	"github.com/snowfence/snowfence/internal/testkit/syncbuf"
 )
 
 func TestMemberMainRejectsBadFlags(t *testing.T) {

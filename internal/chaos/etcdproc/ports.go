@@ -5,7 +5,7 @@ package etcdproc
 import (
 	"errors"
 
-	"github.com/snowfence/snowfence/internal/freeport"
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
 )
 
 // attempts is how many times Start tries fresh ports before giving up.

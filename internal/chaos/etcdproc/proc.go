@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 const (

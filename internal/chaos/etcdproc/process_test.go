@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/syncbuf"
+	"github.com/snowfence/snowfence/internal/testkit/syncbuf"
 )
 
 // TestStartRetriesTakenPort hands Start a port another listener holds: the

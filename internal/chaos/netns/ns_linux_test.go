@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/chaos/netns"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // runDir is where ip keeps the namespaces it names.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // testURL returns the test server's URL (see testenv.PostgresURL).

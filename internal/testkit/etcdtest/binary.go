@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // DebianEtcd is where Debian's etcd-server package installs the etcd

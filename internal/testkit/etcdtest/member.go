@@ -8,7 +8,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/snowfence/snowfence/internal/etcdmember"
+	"github.com/snowfence/snowfence/internal/testkit/etcdmember"
 )
 
 // readyTimeout bounds the wait for a member to join its cluster.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/syncbuf"
+	"github.com/snowfence/snowfence/internal/testkit/syncbuf"
 )
 
 // sh starts `sh -c script` with cfg and kills it when the test ends.

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/freeport"
-	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // Postgres is a PostgreSQL cluster of the suite's own, on 127.0.0.1 and a

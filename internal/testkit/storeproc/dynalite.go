@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/freeport"
-	"github.com/snowfence/snowfence/internal/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // Dynalite is a dynalite server of the suite's own on 127.0.0.1, with its

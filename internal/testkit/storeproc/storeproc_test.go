@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // count reads the one row count of table t.

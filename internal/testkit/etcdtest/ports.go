@@ -1,6 +1,6 @@
 package etcdtest
 
-import "github.com/snowfence/snowfence/internal/freeport"
+import "github.com/snowfence/snowfence/internal/testkit/freeport"
 
 // attempts is how many times Start and StartBinary try fresh ports before
 // giving up.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/spawn"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 )
 
 // Child names the child process a parent starts: Test is the test whose

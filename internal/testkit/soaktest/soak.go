@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 )
 
 // SeedEnv names the environment variable that replays a soak's schedule.

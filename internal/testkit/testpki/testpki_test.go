@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 func TestChainsVerify(t *testing.T) {

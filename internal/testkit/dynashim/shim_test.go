@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/snowfence/snowfence/internal/dynashim"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 const endpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"

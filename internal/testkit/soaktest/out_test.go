@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 )
 
 // Each event a child reports arrives as its frame; a refusal is a fenced

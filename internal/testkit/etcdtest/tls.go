@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 // TLSFiles are the PEM files of a TLS test cluster: its CA, and a client

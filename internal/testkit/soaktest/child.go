@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 
