@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // cutter makes and ends a partition between the zones' holders and the

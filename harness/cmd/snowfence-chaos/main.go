@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snowfence/snowfence/internal/chaos"
+	"github.com/snowfence/snowfence/harness/chaos"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/oracle"
+	"github.com/snowfence/snowfence/harness/chaos/oracle"
 )
 
 // Options configure a run of the suite.

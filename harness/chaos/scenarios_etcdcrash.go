@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
 	"github.com/snowfence/snowfence/lease"
 )
 

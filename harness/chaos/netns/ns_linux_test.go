@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 

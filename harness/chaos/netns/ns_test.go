@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 func TestAvailableSaysWhy(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // The network scenarios (8a–8c) run holders in network namespaces of

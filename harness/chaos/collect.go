@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/chaos/oracle"
+	"github.com/snowfence/snowfence/harness/chaos/oracle"
 )
 
 // collector receives every acknowledged ID of a scenario: it keeps them for

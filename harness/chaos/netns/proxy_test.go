@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // newProxy starts a proxy on host loopback, closed when t ends.

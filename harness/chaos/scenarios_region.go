@@ -21,7 +21,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/client"
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
 	"github.com/snowfence/snowfence/internal/testkit/freeport"
 	"github.com/snowfence/snowfence/lease"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
 )
 
 // Roles a harness child process plays; the harness binary re-executes

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos"
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // errFailed says a scenario failed (exit 1), as opposed to a usage or

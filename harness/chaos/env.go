@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
-	"github.com/snowfence/snowfence/internal/chaos/oracle"
+	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
+	"github.com/snowfence/snowfence/harness/chaos/oracle"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // quiet is how long a test watches for bytes that must not arrive.

@@ -4,7 +4,7 @@ import (
 	"syscall"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/chaos/etcdproc"
+	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
 )
 
 const (

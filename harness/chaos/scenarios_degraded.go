@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/chaos/netns"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 )
 
 // The degraded link of scenario 8c, on both ends of each holder's store
