@@ -16,7 +16,7 @@
 // Options.Store picks the lease store: etcd (a three-member cluster,
 // package etcdproc, fresh for every scenario), PostgreSQL or DynamoDB
 // (servers of the suite's own, package storeproc: a PostgreSQL cluster, or
-// dynalite with its data on disk behind internal/dynashim; a fresh lease
+// dynalite with its data on disk behind internal/testkit/dynashim; a fresh lease
 // table for every scenario, created as `snowfence leases init` does).
 // Services run `serve --lease-store postgres|dynamodb` with the store's
 // flags; library holders open pgstore or dynamostore. Holders take the
@@ -80,7 +80,7 @@
 //
 // An ID is acknowledged when a caller received it in a 200 answer, or when
 // a library holder streamed it to the harness (in frames, see package
-// internal/wire). Every acknowledged ID goes, in COPY batches, into a
+// internal/testkit/wire). Every acknowledged ID goes, in COPY batches, into a
 // PostgreSQL table whose PRIMARY KEY (id BIGINT) is the oracle (package
 // oracle), and into memory, where a sort finds the same duplicates
 // independently. Each lane — a library generator's stream, or what one

@@ -54,7 +54,7 @@ const flushEvery = 5 * time.Millisecond
 // or a PostgreSQL or DynamoDB lease table: --lease-store), with the
 // store's timings for those not given, one wall
 // clock the harness can step ("step <ms>" on standard input), frames on
-// stdout (see package internal/wire), logs on stderr.
+// stdout (see package internal/testkit/wire), logs on stderr.
 //
 // --unsafe-no-fence is the suite's proof that it can fail: each generator
 // keeps using the last grant it saw, with no self-fence and no mark, after

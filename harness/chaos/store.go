@@ -25,7 +25,7 @@ const (
 	StorePostgres = "postgres"
 	// StoreDynamoDB: a dynalite of the suite's own with its data on disk,
 	// behind the shim that makes it answer a failed condition as DynamoDB
-	// does (package internal/dynashim); one fresh lease table (and its
+	// does (package internal/testkit/dynashim); one fresh lease table (and its
 	// journal table) per scenario.
 	StoreDynamoDB = "dynamodb"
 )

@@ -1,9 +1,9 @@
 // Package explore is the search for the next duplicate: a randomized,
 // seed-reproducible exploration test that runs the real lease.Keeper and
 // snowfence.Generator against the real lease stores — etcdstore on an
-// embedded etcd (internal/etcdtest), pgstore on the PostgreSQL at
+// embedded etcd (internal/testkit/etcdtest), pgstore on the PostgreSQL at
 // $SNOWFENCE_TEST_POSTGRES_URL, dynamostore on the dynalite at
-// $SNOWFENCE_TEST_DYNAMODB_ENDPOINT through internal/dynashim, which makes
+// $SNOWFENCE_TEST_DYNAMODB_ENDPOINT through internal/testkit/dynashim, which makes
 // dynalite return the old item on a failed condition and lose replies after
 // a committed write, as DynamoDB and a network can — on fake clocks
 // (package fakeclock), and checks on every ID minted that no two are equal
@@ -262,9 +262,11 @@
 //
 // By default (and with -short, which scripts/test and .ci/run use) it runs
 // a fixed list of seeds per store (120 on PostgreSQL, 40 on DynamoDB, 30 on
-// etcd, the stores in parallel), about a minute on two cores:
+// etcd, the stores in parallel), about a minute on two cores. The search is
+// part of the harness module (harness/, a Go module of its own, so that
+// go test ./... at the root never compiles it); these commands run there:
 //
-//	go test ./test/explore -short
+//	go test ./explore -short
 //
 // A failure prints the seed, the store, the whole configuration and the
 // last 50 actions, and the line to run that seed alone; a duplicate names
@@ -272,13 +274,13 @@
 // and the path it looks like: two generators on one keeper, one region
 // leased in two stores, a v1 and a v2 ID with the same bits, or another.
 //
-//	go test ./test/explore -run TestSearch -seed 17 -store etcd -v
+//	go test ./explore -run TestSearch -seed 17 -store etcd -v
 //
 // -explore.theme draws worlds only in the themes it names (a seed that
 // draws another takes one of them), in the fixed list, one seed or the
 // long mode:
 //
-//	go test ./test/explore -run TestSearch -timeout 0 -v -explore.theme registry \
+//	go test ./explore -run TestSearch -timeout 0 -v -explore.theme registry \
 //	    -explore.duration 5m -explore.stores postgres -explore.seed 1
 //
 // The long mode runs seeds, one world after another per store, until the
@@ -287,11 +289,11 @@
 // parallel subtests: give -parallel 3, or on a two-core machine go test
 // runs only two at once and the third waits for one to finish:
 //
-//	go test ./test/explore -run TestSearch -timeout 0 -parallel 3 -v \
+//	go test ./explore -run TestSearch -timeout 0 -parallel 3 -v \
 //	    -explore.duration 1h -explore.stores etcd,postgres,dynamodb -explore.seed 1000
 //
 // A store whose service is missing is skipped locally and fails under
-// CI=true (internal/testenv). scripts/prove-search builds the search with
+// CI=true (internal/testkit/testenv). scripts/prove-search builds the search with
 // each revert tag of internal/revert and requires it to find a duplicate
 // (the long mode from seed 1 with -explore.first, within a budget: whether
 // a world meets its duplicate can depend on how its keepers race, see

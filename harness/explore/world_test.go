@@ -228,7 +228,7 @@ func (w *world) fail(marker, format string, args ...any) {
 	if w.failure != "" {
 		return
 	}
-	w.failure = fmt.Sprintf("%s: %s\n\n%s\n%s\nreproduce: go test ./test/explore -run TestSearch -seed %d -store %s -v",
+	w.failure = fmt.Sprintf("%s: %s\n\n%s\n%s\nreproduce (in harness/): go test ./explore -run TestSearch -seed %d -store %s -v",
 		marker, fmt.Sprintf(format, args...), w.cfg, &w.log, w.cfg.Seed, w.cfg.Store)
 }
 

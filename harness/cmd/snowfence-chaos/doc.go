@@ -6,7 +6,8 @@
 // leader kills, quorum loss, restores, the tables' servers stopped, frozen
 // and restored, bursts, a holder cut off from its store), checks every
 // acknowledged ID against a PostgreSQL PRIMARY KEY and in memory, and
-// writes a table (Markdown and JSON).
+// writes a table (Markdown and JSON). It is part of the harness module
+// (harness/, a Go module of its own), so it runs from there:
 //
 //	go run ./cmd/snowfence-chaos -out chaos-out                    # short mode on etcd, minutes
 //	go run ./cmd/snowfence-chaos -store all -out chaos-out         # short mode on every store
@@ -22,5 +23,5 @@
 // failed: a duplicate, a lost request, an order violation or a failed check.
 //
 // main.go dispatches; suite.go parses the suite's flags, runs the
-// scenarios of internal/chaos and writes the report.
+// scenarios of harness/chaos and writes the report.
 package main

@@ -1,6 +1,6 @@
 // Package etcdmember configures the embedded etcd members of the test
-// clusters: internal/etcdtest's in-process members and the chaos suite's
-// member processes (internal/chaos/etcdproc) start from the same settings.
+// clusters: internal/testkit/etcdtest's in-process members and the chaos suite's
+// member processes (harness/chaos/etcdproc) start from the same settings.
 package etcdmember
 
 import (

@@ -45,7 +45,7 @@ type Config interface {
 	Spec() HolderSpec
 }
 
-// Out writes a child's frames (package internal/wire) whole, flushing
+// Out writes a child's frames (package internal/testkit/wire) whole, flushing
 // each; it is safe for concurrent use. Its writes ignore errors: a failed
 // flush means the parent is gone.
 type Out struct {

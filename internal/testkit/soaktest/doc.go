@@ -6,13 +6,13 @@
 //
 // # The child
 //
-// A parent starts a child with Spawn (through package internal/spawn, which
+// A parent starts a child with Spawn (through package internal/testkit/spawn, which
 // starts, tails and reaps every child process of the module's tests): it
 // re-executes its own test binary running one test (the child's body,
 // which calls ChildMain) with a JSON configuration in an environment
 // variable. The child runs holders (a lease.Keeper and a generator each,
 // see RunHolders) and reports each event as one flushed frame of package
-// internal/wire on its standard output, through an Out:
+// internal/testkit/wire on its standard output, through an Out:
 //
 //	claimed <holder> <machine> <token>  a keeper's first claim
 //	noclaim <holder> <error>            StartKeeper failed (retried)

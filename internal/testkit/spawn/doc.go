@@ -1,8 +1,8 @@
 // Package spawn starts, reaps and tails the child processes of the tests
 // and of the chaos suite: the soak tests' holder processes
-// (internal/soaktest), the chaos suite's services and library holders
-// (internal/chaos), its etcd member processes (internal/chaos/etcdproc)
-// and Debian's etcd (internal/etcdtest). One Start, one Proc, one set of
+// (internal/testkit/soaktest), the chaos suite's services and library holders
+// (harness/chaos), its etcd member processes (harness/chaos/etcdproc)
+// and Debian's etcd (internal/testkit/etcdtest). One Start, one Proc, one set of
 // rules:
 //
 //   - On Linux every child gets a parent-death signal of SIGKILL (unless

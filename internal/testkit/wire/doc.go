@@ -1,7 +1,7 @@
 // Package wire is the one format in which a holder process tells its
 // harness what it does: the chaos suite's library holders
-// (internal/chaos, HolderMain) and the soak tests' child processes
-// (internal/soaktest, ChildMain) write frames to their standard output
+// (harness/chaos, HolderMain) and the soak tests' child processes
+// (internal/testkit/soaktest, ChildMain) write frames to their standard output
 // with a Writer; the chaos harness and the soak parents read them with
 // Read. Commands the other way, on the child's standard input, stay text
 // lines ("step <ms> <seq>", "quit"; a soak child echoes any line back).
