@@ -15,9 +15,10 @@
 //
 // Options.Store picks the lease store: etcd (a three-member cluster,
 // package etcdproc, fresh for every scenario), PostgreSQL or DynamoDB
-// (servers of the suite's own, package storeproc: a PostgreSQL cluster, or
-// dynalite with its data on disk behind internal/testkit/dynashim; a fresh lease
-// table for every scenario, created as `snowfence leases init` does).
+// (servers of the suite's own, package internal/testkit/storeproc: a
+// PostgreSQL cluster, or dynalite with its data on disk behind
+// internal/testkit/dynashim; a fresh lease table for every scenario,
+// created as `snowfence leases init` does).
 // Services run `serve --lease-store postgres|dynamodb` with the store's
 // flags; library holders open pgstore or dynamostore. Holders take the
 // store's timings where a scenario sets none (lease.TableTimings on the
