@@ -11,7 +11,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 func pgConnect(t *testing.T) (*pgx.Conn, context.Context) {

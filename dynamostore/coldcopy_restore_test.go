@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
-	"github.com/snowfence/snowfence/internal/chaos/storeproc"
-	"github.com/snowfence/snowfence/internal/coldrestore"
-	"github.com/snowfence/snowfence/internal/dynashim"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/coldrestore"
+	"github.com/snowfence/snowfence/internal/testkit/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/storeproc"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
-	"github.com/snowfence/snowfence/internal/dynashim"
+	"github.com/snowfence/snowfence/internal/testkit/dynashim"
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
 

@@ -42,7 +42,7 @@ func TestSharedHolderLosesRace(t *testing.T) {
 }
 
 // TestDynaliteAloneOmitsItem shows why the store tests run through
-// internal/dynashim: on dynalite alone, the lost race above fails its
+// internal/testkit/dynashim: on dynalite alone, the lost race above fails its
 // condition with no item, so the store never reaches the ALL_OLD path it
 // takes on DynamoDB.
 func TestDynaliteAloneOmitsItem(t *testing.T) {

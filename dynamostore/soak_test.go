@@ -15,14 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/snowfence/snowfence/dynamostore"
-	"github.com/snowfence/snowfence/internal/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Child holder processes for the soak: the parent re-executes this test
 // binary with soakChildEnv set to a JSON soakConfig, and TestSoakChild
 // runs keepers and generators on the table, sending one flushed frame per
-// event as internal/soaktest describes; its request counts (Out.Counts, a
+// event as internal/testkit/soaktest describes; its request counts (Out.Counts, a
 // stats frame) are
 //
 //	stats 0 <n> <ms>           DynamoDB requests sent so far, in ms of life

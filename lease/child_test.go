@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/soaktest"
-	"github.com/snowfence/snowfence/internal/wire"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // Holders in child processes. The parent test re-executes its own test
 // binary with a JSON childConfig in SNOWFENCE_CHILD_CONFIG; TestChildHolder
 // then runs keepers and generators against the given etcd and reports what
-// they do, one flushed frame (package internal/wire) each, as
-// internal/soaktest describes (claimed, noclaim, ids, fenced, refused,
+// they do, one flushed frame (package internal/testkit/wire) each, as
+// internal/testkit/soaktest describes (claimed, noclaim, ids, fenced, refused,
 // echo, fatal). envChildConfig is in main_test.go, whose TestMain tells a
 // child process from a test run by it.
 

@@ -15,8 +15,8 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
-	"github.com/snowfence/snowfence/internal/etcdtest"
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 )
 

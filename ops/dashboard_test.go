@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 const dashboardFile = "grafana/snowfence-dashboard.json"

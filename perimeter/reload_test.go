@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 // servedSerial is the serial of the certificate a new handshake gets.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 func TestKnownCallersAccepted(t *testing.T) {

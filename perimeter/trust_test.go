@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 // postReused is post that also reports whether the request went on a

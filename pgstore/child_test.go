@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/snowfence/snowfence/internal/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )
@@ -19,7 +19,7 @@ import (
 // Child holder processes for the soak: the parent re-executes this test
 // binary with soakChildEnv set to a JSON soakConfig, and TestSoakChild runs
 // keepers and generators on the table, sending one flushed frame per event
-// as internal/soaktest describes; its request counts (Out.Counts, a stats
+// as internal/testkit/soaktest describes; its request counts (Out.Counts, a stats
 // frame) are
 //
 //	stats 0 <stmts> <calls> <extends> <ms>

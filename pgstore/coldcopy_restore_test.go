@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/snowfence/snowfence/internal/chaos/storeproc"
-	"github.com/snowfence/snowfence/internal/coldrestore"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/coldrestore"
+	"github.com/snowfence/snowfence/internal/testkit/storeproc"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/internal/soaktest"
+	"github.com/snowfence/snowfence/internal/testkit/soaktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )

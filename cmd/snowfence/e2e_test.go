@@ -22,8 +22,8 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/embedetcd"
-	"github.com/snowfence/snowfence/internal/etcdtest"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/internal/etcdtest"
-	"github.com/snowfence/snowfence/internal/spawn"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 )
 

@@ -18,12 +18,12 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/client"
-	"github.com/snowfence/snowfence/internal/testpki"
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 // The perimeter end to end: the real binary with mutual TLS, a callers file
 // and an admin listener, every certificate made by the test
-// (internal/testpki, crypto/x509 on this machine).
+// (internal/testkit/testpki, crypto/x509 on this machine).
 
 // perimeterFiles are a serve's TLS and callers files, and the CAs and caller
 // certificates the test signs.

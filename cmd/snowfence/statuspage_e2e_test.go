@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/snowfence/snowfence/internal/etcdtest"
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // screenshotsEnv names a directory where TestE2EStatusPage saves the

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/snowfence/snowfence/internal/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
 // TestMain gives the AWS SDK the credentials it wants for dynalite, which

@@ -4,7 +4,7 @@
 // compiler removes the code it guards; nothing at run time can turn one on.
 //
 // They exist to prove that the tests can fail: built with a tag, the search
-// in test/explore (and the test written for that path) must find a
+// in harness/explore (and the test written for that path) must find a
 // duplicate. scripts/prove-search runs the search once per tag — and, for
 // tablerestore, whose path the search's table restores never take (the
 // operator's raise-marks follows each), and highwater, the test written for

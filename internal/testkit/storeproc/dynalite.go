@@ -1,0 +1,158 @@
+package storeproc
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
+	"github.com/snowfence/snowfence/internal/testkit/spawn"
+)
+
+// Dynalite is a dynalite server of the suite's own on 127.0.0.1, with its
+// tables on disk (--path), so that a SIGKILL and a start again keep them.
+// Its methods are safe for concurrent use.
+type Dynalite struct {
+	node, script, dir string
+	port              int
+
+	mu     sync.Mutex
+	p      *spawn.Proc
+	starts int
+	copies int // CopyData's
+}
+
+// StartDynalite starts dynalite, under node, from the npm cache that
+// scripts/services/dynalite.sh installs (its run.js wrapper, which keeps a
+// client's aborted request from taking the server down), with its data in
+// a fresh temporary directory. Close stops it and removes the directory.
+func StartDynalite(ctx context.Context) (*Dynalite, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("%w: no node in PATH (apt-get install nodejs)", ErrMissing)
+	}
+	script := filepath.Join(dynaliteCache(), "run.js")
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("%w: no %s: run scripts/services/dynalite.sh start once to install dynalite", ErrMissing, script)
+	}
+	dir, err := os.MkdirTemp("", "snowfence-chaos-dynalite-")
+	if err != nil {
+		return nil, err
+	}
+	d := &Dynalite{node: node, script: script, dir: dir}
+	var lastErr error
+	for range 5 {
+		ports, err := freeport.Loopback(1)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		d.port = ports[0]
+		if lastErr = d.Start(ctx); lastErr == nil {
+			return d, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+// dynaliteCache is where scripts/services/dynalite.sh keeps dynalite.
+func dynaliteCache() string {
+	if c := os.Getenv("SNOWFENCE_CACHE"); c != "" {
+		return filepath.Join(c, "dynalite")
+	}
+	if c := os.Getenv("XDG_CACHE_HOME"); c != "" {
+		return filepath.Join(c, "snowfence", "dynalite")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "snowfence", "dynalite")
+}
+
+// data is the server's data directory (--path).
+func (d *Dynalite) data() string { return filepath.Join(d.dir, "data") }
+
+// URL is the server's endpoint, http://127.0.0.1:port.
+func (d *Dynalite) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.port) }
+
+// Start starts the server (again, after Kill) on its port and data and
+// waits until it answers.
+func (d *Dynalite) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.p != nil && !d.p.Exited() {
+		return fmt.Errorf("%w: dynalite runs", ErrNotRunning)
+	}
+	d.starts++
+	cmd := exec.Command(d.node, d.script, "--host", "127.0.0.1", "--port", strconv.Itoa(d.port),
+		"--path", d.data(), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	p, err := spawn.Start(cmd, spawn.Config{Name: fmt.Sprintf("dynalite#%d", d.starts)})
+	if err != nil {
+		return err
+	}
+	d.p = p
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	for {
+		// Any HTTP answer means it is up (dynalite answers a bare GET 400).
+		if resp, err := client.Get(d.URL()); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("storeproc: dynalite exited at start: %v: %s", p.Err(), p.Tail())
+		}
+		select {
+		case <-ctx.Done():
+			p.Kill()
+			return fmt.Errorf("storeproc: dynalite does not answer on %s: %w", d.URL(), ctx.Err())
+		case <-time.After(20 * time.Millisecond): // polling a process the harness does not control
+		}
+	}
+}
+
+// Kill crashes the server (SIGKILL) and waits for it to be reaped.
+func (d *Dynalite) Kill() error {
+	d.mu.Lock()
+	p := d.p
+	d.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%w: dynalite never started", ErrNotRunning)
+	}
+	return p.Kill()
+}
+
+// Freeze stops the server (SIGSTOP) and waits until the kernel shows it
+// stopped; dynalite is one process.
+func (d *Dynalite) Freeze() error { return d.setStopped(true) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (d *Dynalite) Thaw() error { return d.setStopped(false) }
+
+func (d *Dynalite) setStopped(stop bool) error {
+	d.mu.Lock()
+	p := d.p
+	d.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%w: dynalite never started", ErrNotRunning)
+	}
+	return p.SetStopped(stop, 5*time.Second)
+}
+
+// Close resumes, kills and removes the server and its data.
+func (d *Dynalite) Close() error {
+	d.mu.Lock()
+	p := d.p
+	d.mu.Unlock()
+	if p != nil && !p.Exited() {
+		p.SetStopped(false, time.Second)
+		p.Kill()
+	}
+	return os.RemoveAll(d.dir)
+}
