@@ -6,7 +6,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
-	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 )
 
