@@ -3,6 +3,7 @@
 package soaktest
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -55,11 +56,34 @@ type Collector struct {
 	fatal        []string
 	issued       map[int]bool
 	reports      map[int][]int64
+	// holders are the holders that issued at least one ID; newHolder is
+	// closed (and replaced) each time one is added (WaitHolders).
+	holders   map[int32]bool
+	newHolder chan struct{}
 }
 
 // NewCollector returns a Collector starting children as c.
 func NewCollector(t *testing.T, c Child) *Collector {
-	return &Collector{t: t, child: c, issued: map[int]bool{}, reports: map[int][]int64{}}
+	return &Collector{t: t, child: c, issued: map[int]bool{}, reports: map[int][]int64{},
+		holders: map[int32]bool{}, newHolder: make(chan struct{})}
+}
+
+// WaitHolders waits until n holders have issued at least one ID, or ctx
+// ends; it reports whether they had.
+func (col *Collector) WaitHolders(ctx context.Context, n int) bool {
+	for {
+		col.mu.Lock()
+		have, next := len(col.holders), col.newHolder
+		col.mu.Unlock()
+		if have >= n {
+			return true
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // Start starts a child process (a new incarnation) whose frames feed col.
@@ -91,6 +115,11 @@ func (col *Collector) Start() *Proc {
 			col.recs = append(col.recs, batch...)
 			col.disorder += disorder
 			col.issued[inc] = true
+			if len(batch) > 0 && !col.holders[holder] {
+				col.holders[holder] = true
+				close(col.newHolder)
+				col.newHolder = make(chan struct{})
+			}
 			col.mu.Unlock()
 		case wire.KindStats:
 			col.mu.Lock()
@@ -192,7 +221,13 @@ type Soak struct {
 	MinHolders int
 }
 
-// Run runs the soak: s.Procs children at once, and after s.Warmup, while, every 0.3–1.5 s on a
+// holdersWait bounds how long past the warm-up Run waits for MinHolders
+// holders to issue before the kills begin.
+const holdersWait = 2 * time.Minute
+
+// Run runs the soak: s.Procs children at once, and after s.Warmup (and
+// once MinHolders holders have issued, waiting at most holdersWait more),
+// while, every 0.3–1.5 s on a
 // schedule drawn from Seed, a random one is SIGKILLed and a fresh one
 // started in its place (or, with s.Pauses, one time in three SIGSTOPped for
 // 1–4 s); then it closes every child's stdin, waits for them and checks
@@ -211,6 +246,14 @@ func (s Soak) Run(t *testing.T) Result {
 		children[i] = col.Start()
 	}
 	sleep(t.Context(), s.Warmup) // the story's schedule, not synchronisation
+	// The kills begin once every first child's holders have issued: on a
+	// loaded machine a claim and its notice window can outlast the
+	// warm-up, and a child killed before it issued proves nothing.
+	wctx, cancel := context.WithTimeout(t.Context(), holdersWait)
+	if !col.WaitHolders(wctx, s.MinHolders) {
+		t.Logf("%s: %d holders had not issued %v after the warm-up; the kills begin anyway", s.Name, s.MinHolders, holdersWait)
+	}
+	cancel()
 	// The schedule: every 0.3–1.5 s one action on a random process. The
 	// waits are the schedule of the story, not synchronisation.
 	type pause struct {
