@@ -344,8 +344,12 @@ func checkRollbackFloorsEveryKeeper(t *testing.T, s *suite) {
 	run := func(name string, rng lease.Range) keeper {
 		t.Helper()
 		clk := fakeclock.New(start)
+		// The story runs on the fake clock; a store call's own time is
+		// the machine's, so its deadline is generous (the default,
+		// RenewEvery / 2 = 500 ms of real time, timed out a dynalite claim
+		// under load and hid the loss this checks behind the claim's error).
 		k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{Store: st, Holder: name, Range: &rng, Clock: clk,
-			LeaseFor: s.h.LeaseFor, RenewEvery: time.Second, SelfFence: s.h.LeaseFor / 2})
+			LeaseFor: s.h.LeaseFor, RenewEvery: time.Second, SelfFence: s.h.LeaseFor / 2, RequestTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatalf("StartKeeper(%s): %v", name, err)
 		}
