@@ -29,7 +29,7 @@
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
 //	                  and the floor claims start at after a restore was noticed (restore.go)
 //	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
-//	                  body the JSON of lease.Registry, written on version = :prev (registry.go); a claim
+//	                  body the JSON of registry.Registry, written on version = :prev (registry.go); a claim
 //	                  reads it with the fleet schedule, in its scan and again after its write, and is
 //	                  refused (given back, after the write) while it records another fleet schedule
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // multiStub is stubStore's rules over several machine numbers: a store
@@ -45,8 +46,8 @@ func newMultiStub(numbers ...int) *multiStub {
 
 func (s *multiStub) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
 func (s *multiStub) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
-func (s *multiStub) Registry(context.Context) (lease.Registry, error) {
-	return lease.Registry{}, nil
+func (s *multiStub) Registry(context.Context) (registry.Registry, error) {
+	return registry.Registry{}, nil
 }
 
 func (s *multiStub) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The region registry's rules — a region is one the registry has and in
@@ -22,12 +24,12 @@ import (
 
 // checkRegistry reads the region registry from the keeper's store (every
 // keyspace of a store shares one copy) and refuses a holder the registry
-// keeps out: KeeperConfig.Region not in it (ErrUnknownRegion) or retired
-// (ErrRegionRetired), a store that is not the region's home (ErrWrongHome,
-// CheckHome with the store's RegistryIdentity), or, when the registry
+// keeps out: KeeperConfig.Region not in it (registry.ErrUnknownRegion) or retired
+// (registry.ErrRegionRetired), a store that is not the region's home (registry.ErrWrongHome,
+// registry.CheckHome with the store's RegistryIdentity), or, when the registry
 // records the fleet schedule, a schedule or store record that is not it
 // (ErrSchedule, CheckHolderSchedule). A registry that records none yet
-// (written before it kept one, or by AddRegion) is not compared while at
+// (written before it kept one, or by registry.AddRegion) is not compared while at
 // most one of its regions is in service, as serve never compared it (a
 // retired region's IDs are all in the past); with two or more in service
 // the holder is refused until the schedule is recorded (snowfence
@@ -58,7 +60,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("lease: read the lease store's identity, to check it is region %s's home: %w", g.Name, err)
 		}
-		if err := CheckHome(reg, g, own); err != nil {
+		if err := registry.CheckHome(reg, g, own); err != nil {
 			return fmt.Errorf("region %d: %w", c.Region, err)
 		}
 	}
@@ -80,7 +82,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 }
 
 // inService counts the registry's regions that are not retired.
-func inService(reg Registry) int {
+func inService(reg registry.Registry) int {
 	n := 0
 	for _, g := range reg.Regions {
 		if !g.Retired() {
@@ -93,7 +95,7 @@ func inService(reg Registry) int {
 // registryRefused reports whether err, from checkRegistry, is a refusal
 // (final) rather than a failed read (retried).
 func registryRefused(err error) bool {
-	for _, final := range []error{ErrUnknownRegion, ErrRegionRetired, ErrWrongHome, ErrSchedule, ErrInvalid} {
+	for _, final := range []error{registry.ErrUnknownRegion, registry.ErrRegionRetired, registry.ErrWrongHome, ErrSchedule, ErrInvalid} {
 		if errors.Is(err, final) {
 			return true
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Errors returned by stores and keepers. Match them with errors.Is.
@@ -36,7 +38,9 @@ var (
 	// expected state.
 	ErrNotHeld = errors.New("lease: machine number not held")
 	// ErrInvalid: a request outside the store's limits (range, number).
-	ErrInvalid = errors.New("lease: invalid request")
+	// It is registry.ErrInvalid: one sentinel for an invalid request,
+	// whether a store, a keeper or the region registry refuses it.
+	ErrInvalid = registry.ErrInvalid
 	// ErrSchedule: the claimer's layout schedule differs from the fleet's
 	// schedule stored beside the leases. Two layouts can put the same bits
 	// in an ID for different machines, so a fleet must share one schedule;
@@ -280,9 +284,9 @@ type Store interface {
 	// (journal.go): Claim writes an entry in the same atomic write as the
 	// claim, Release, Quarantine and RaiseMarks end it in theirs.
 	Journal
-	// RegistryStore keeps this store's copy of the region registry
+	// registry.Store keeps this store's copy of the region registry
 	// (registry.go), beside the leases of every region it holds.
-	RegistryStore
+	registry.Store
 	// Keyspace returns a Store on the same connection whose leases live in
 	// keyspace index (what the store's Config.Region selects; KeyspaceOf
 	// names the keyspace of each layout step), sharing the fleet schedule,

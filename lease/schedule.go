@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // DefaultFleetSchedule is the fleet schedule of a store in which none was
@@ -38,14 +39,9 @@ type FleetSchedule struct {
 }
 
 // CanonicalSchedule returns the textual form stores compare: the schedule
-// parsed and formatted again, "v1" for the empty string.
-func CanonicalSchedule(text string) (string, error) {
-	s, err := snowfence.ParseSchedule(text)
-	if err != nil {
-		return "", err
-	}
-	return s.String(), nil
-}
+// parsed and formatted again, "v1" for the empty string
+// (registry.CanonicalSchedule, which the region registry compares too).
+func CanonicalSchedule(text string) (string, error) { return registry.CanonicalSchedule(text) }
 
 // CheckSchedule returns ErrSchedule, saying what to do, unless the holder's
 // schedule (canonical text, "" for the default) equals the fleet's. Every

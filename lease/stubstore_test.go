@@ -9,6 +9,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // stubStore is an in-memory store of one machine number, for the keeper's
@@ -38,7 +39,9 @@ func (s *stubStore) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNotic
 
 // Registry: the stub holds no region registry (version 0), as a store of a
 // one-region fleet; StartKeeper reads it before its first claim.
-func (s *stubStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
+func (s *stubStore) Registry(context.Context) (registry.Registry, error) {
+	return registry.Registry{}, nil
+}
 
 func (s *stubStore) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	s.mu.Lock()

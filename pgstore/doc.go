@@ -40,7 +40,7 @@
 //	                    WAL timeline as first seen, the restores noticed and
 //	                    the restore floor (see Restores).
 //	<table>_region    one row (id 1): this store's copy of the region
-//	                    registry, version and body (JSON of lease.Registry);
+//	                    registry, version and body (JSON of registry.Registry);
 //	                    no row means none was written (version 0). Written
 //	                    with INSERT … ON CONFLICT DO NOTHING for version 1
 //	                    and UPDATE … WHERE version = next − 1 after. A claim

@@ -16,6 +16,7 @@ import (
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
 )
@@ -242,7 +243,7 @@ func (f *storeFlags) resolveRegion(ctx context.Context) error {
 	}
 	g, ok := reg.Named(f.regionText)
 	if !ok {
-		return fmt.Errorf("--region %q: %w: not in the store's region registry (version %d); list the regions with snowfence regions list", f.regionText, lease.ErrUnknownRegion, reg.Version)
+		return fmt.Errorf("--region %q: %w: not in the store's region registry (version %d); list the regions with snowfence regions list", f.regionText, registry.ErrUnknownRegion, reg.Version)
 	}
 	f.region = g.Number
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -145,7 +146,9 @@ type checkStore struct {
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
 func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 
-func (s checkStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
+func (s checkStore) Registry(context.Context) (registry.Registry, error) {
+	return registry.Registry{}, nil
+}
 
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)

@@ -23,7 +23,7 @@
 // # The region registry
 //
 // Every store also keeps a copy of the region registry beside its leases
-// (lease.Store embeds lease.RegistryStore); the registry's checks are in
+// (lease.Store embeds registry.Store); the registry's checks are in
 // registry.go.
 //
 // leasetest.go holds the Harness and Run; checks.go the store checks;

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // regioned is what the suite reads a store's keyspace with: every store
@@ -135,7 +136,7 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	}
 
 	// One region registry.
-	v1 := mustWith(t, lease.Registry{}, "eu-west-1", 1000)
+	v1 := mustWith(t, registry.Registry{}, "eu-west-1", 1000)
 	if err := sib.SetRegistry(ctxFor(t), v1); err != nil {
 		t.Fatalf("SetRegistry(version 1) through the sibling: %v", err)
 	}
@@ -149,8 +150,8 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	if got := mustRegistry(t, sib); !got.Equal(v2) {
 		t.Fatalf("Registry through the sibling after the store wrote version 2 = %+v, want %+v", got, v2)
 	}
-	if err := sib.SetRegistry(ctxFor(t), mustWith(t, v1, "ap-south-1", 1002)); !errors.Is(err, lease.ErrRegistryConflict) {
-		t.Errorf("SetRegistry of another version 2 through the sibling: %v, want ErrRegistryConflict", err)
+	if err := sib.SetRegistry(ctxFor(t), mustWith(t, v1, "ap-south-1", 1002)); !errors.Is(err, registry.ErrConflict) {
+		t.Errorf("SetRegistry of another version 2 through the sibling: %v, want registry.ErrConflict", err)
 	}
 
 	// One fleet schedule.

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The region registry's checks: every store keeps a copy of the registry
-// beside its leases (lease.RegistryStore), written with a compare on the
+// beside its leases (registry.Store), written with a compare on the
 // version.
 
 // registryLimit is the region numbers the checks add regions under, as a
 // layout with 3 region bits has.
 const registryLimit = 8
 
-func mustRegistry(t *testing.T, rs lease.RegistryStore) lease.Registry {
+func mustRegistry(t *testing.T, rs registry.Store) registry.Registry {
 	t.Helper()
 	r, err := rs.Registry(ctxFor(t))
 	if err != nil {
@@ -28,7 +29,7 @@ func mustRegistry(t *testing.T, rs lease.RegistryStore) lease.Registry {
 	return r
 }
 
-func mustWith(t *testing.T, r lease.Registry, name string, nowMs int64) lease.Registry {
+func mustWith(t *testing.T, r registry.Registry, name string, nowMs int64) registry.Registry {
 	t.Helper()
 	next, _, err := r.WithRegion(name, nowMs, registryLimit)
 	if err != nil {
@@ -39,7 +40,7 @@ func mustWith(t *testing.T, r lease.Registry, name string, nowMs int64) lease.Re
 
 // checkRegistry: a store where none was written reads the zero Registry;
 // SetRegistry writes version 1, then 2 through another store value; a
-// write at any version but the stored one's next is ErrRegistryConflict
+// write at any version but the stored one's next is registry.ErrConflict
 // and changes nothing; rewriting the stored registry exactly (a retry)
 // succeeds; a registry no change can have written is ErrInvalid; and none
 // of it disturbs the leases of the same keyspace.
@@ -59,21 +60,21 @@ func checkRegistry(t *testing.T, s *suite) {
 	heldRec := s.stable(MustGet(t, st, held.Machine))
 	before := s.list(t, st)
 
-	v1 := mustWith(t, lease.Registry{}, "eu-west-1", 1000)
+	v1 := mustWith(t, registry.Registry{}, "eu-west-1", 1000)
 	if err := rs.SetRegistry(ctxFor(t), v1); err != nil {
 		t.Fatalf("SetRegistry(version 1) on a new store: %v", err)
 	}
 	if r := mustRegistry(t, ro); !r.Equal(v1) {
 		t.Fatalf("Registry after SetRegistry(version 1), through another store value = %+v; want %+v", r, v1)
 	}
-	rival := mustWith(t, lease.Registry{}, "us-east-1", 1001)
+	rival := mustWith(t, registry.Registry{}, "us-east-1", 1001)
 	skip := mustWith(t, mustWith(t, v1, "us-east-1", 1002), "ap-south-1", 1003)
-	for name, stale := range map[string]lease.Registry{
+	for name, stale := range map[string]registry.Registry{
 		"another version 1": rival,
 		"version 3 on 1":    skip,
 	} {
-		if err := ro.SetRegistry(ctxFor(t), stale); !errors.Is(err, lease.ErrRegistryConflict) {
-			t.Errorf("SetRegistry(%s) = %v; want ErrRegistryConflict", name, err)
+		if err := ro.SetRegistry(ctxFor(t), stale); !errors.Is(err, registry.ErrConflict) {
+			t.Errorf("SetRegistry(%s) = %v; want registry.ErrConflict", name, err)
 		}
 		if r := mustRegistry(t, rs); !r.Equal(v1) {
 			t.Fatalf("Registry after the refused SetRegistry(%s) = %+v; want it unchanged, %+v", name, r, v1)
@@ -84,26 +85,26 @@ func checkRegistry(t *testing.T, s *suite) {
 	if err := ro.SetRegistry(ctxFor(t), v2); err != nil {
 		t.Fatalf("SetRegistry(version 2) through another store value: %v", err)
 	}
-	for name, via := range map[string]lease.RegistryStore{"same store": ro, "another store": rs} {
+	for name, via := range map[string]registry.Store{"same store": ro, "another store": rs} {
 		if err := via.SetRegistry(ctxFor(t), v2); err != nil {
 			t.Errorf("SetRegistry of the stored registry again (%s, a retry) = %v; want nil", name, err)
 		}
 	}
-	if err := rs.SetRegistry(ctxFor(t), v1); !errors.Is(err, lease.ErrRegistryConflict) {
-		t.Errorf("SetRegistry(version 1) over version 2 = %v; want ErrRegistryConflict", err)
+	if err := rs.SetRegistry(ctxFor(t), v1); !errors.Is(err, registry.ErrConflict) {
+		t.Errorf("SetRegistry(version 1) over version 2 = %v; want registry.ErrConflict", err)
 	}
 	retired, _, err := v2.WithRetired("eu-west-1", 2001)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, bad := range map[string]lease.Registry{
+	for name, bad := range map[string]registry.Registry{
 		"version 0":       {},
-		"bad name":        {Version: 3, Regions: []lease.Region{{Name: "EU", Number: 0}}},
-		"number twice":    {Version: 3, Regions: []lease.Region{{Name: "a", Number: 1}, {Name: "b", Number: 1}}},
-		"name twice":      {Version: 3, Regions: []lease.Region{{Name: "a", Number: 0}, {Name: "a", Number: 1}}},
-		"negative":        {Version: 3, Regions: []lease.Region{{Name: "a", Number: -1}}},
-		"out of order":    {Version: 3, Regions: []lease.Region{{Name: "a", Number: 2}, {Name: "b", Number: 1}}},
-		"negative retire": {Version: 3, Regions: []lease.Region{{Name: "a", Number: 0, RetiredMs: -5}}},
+		"bad name":        {Version: 3, Regions: []registry.Region{{Name: "EU", Number: 0}}},
+		"number twice":    {Version: 3, Regions: []registry.Region{{Name: "a", Number: 1}, {Name: "b", Number: 1}}},
+		"name twice":      {Version: 3, Regions: []registry.Region{{Name: "a", Number: 0}, {Name: "a", Number: 1}}},
+		"negative":        {Version: 3, Regions: []registry.Region{{Name: "a", Number: -1}}},
+		"out of order":    {Version: 3, Regions: []registry.Region{{Name: "a", Number: 2}, {Name: "b", Number: 1}}},
+		"negative retire": {Version: 3, Regions: []registry.Region{{Name: "a", Number: 0, RetiredMs: -5}}},
 	} {
 		if err := rs.SetRegistry(ctxFor(t), bad); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("SetRegistry(%s) = %v; want ErrInvalid", name, err)
@@ -135,17 +136,17 @@ func checkRegistry(t *testing.T, s *suite) {
 func checkRegistryAdds(t *testing.T, s *suite) {
 	st := s.store(t)
 	const adders = registryLimit
-	stores := make([]lease.RegistryStore, adders)
+	stores := make([]registry.Store, adders)
 	for i := range stores {
 		stores[i] = s.reopen(t, st)
 	}
 	ctx := ctxFor(t)
-	got := make([]lease.Region, adders)
+	got := make([]registry.Region, adders)
 	errs := make([]error, adders)
 	var wg sync.WaitGroup
 	for i := range adders {
 		wg.Go(func() {
-			got[i], errs[i] = lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: stores[i]}}, fmt.Sprintf("r-%d", i), int64(1000+i), registryLimit)
+			got[i], errs[i] = registry.AddRegion(ctx, []registry.Copy{{Name: "copy", Store: stores[i]}}, fmt.Sprintf("r-%d", i), int64(1000+i), registryLimit)
 		})
 	}
 	wg.Wait()
@@ -160,7 +161,7 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(nums, want) {
 		t.Fatalf("numbers %v; want %v, once each", nums, want)
 	}
-	if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy", Store: st}}, "r-9", 2000, registryLimit); !errors.Is(err, lease.ErrNoRegionNumber) {
+	if _, err := registry.AddRegion(ctx, []registry.Copy{{Name: "copy", Store: st}}, "r-9", 2000, registryLimit); !errors.Is(err, registry.ErrNoRegionNumber) {
 		t.Fatalf("ninth region: %v; want ErrNoRegionNumber", err)
 	}
 	r := mustRegistry(t, st)
@@ -176,19 +177,19 @@ func checkRegistryAdds(t *testing.T, s *suite) {
 
 // checkRegistryCopies: two stores' keyspaces as the two copies of one
 // fleet's registry: AddRegion and RetireRegion write both; a change that
-// stopped after the first copy is ErrRegistryDiverged until SyncRegistry
+// stopped after the first copy is registry.ErrDiverged until registry.Sync
 // finishes it.
 func checkRegistryCopies(t *testing.T, s *suite) {
 	a, b := s.store(t), s.store(t)
-	copies := []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
+	copies := []registry.Copy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
 	ctx := ctxFor(t)
 	for i, name := range []string{"eu-west-1", "us-east-1"} {
-		g, err := lease.AddRegion(ctx, copies, name, 1000, registryLimit)
+		g, err := registry.AddRegion(ctx, copies, name, 1000, registryLimit)
 		if err != nil || g.Number != i {
 			t.Fatalf("AddRegion(%s) = %+v, %v; want number %d", name, g, err, i)
 		}
 	}
-	if _, err := lease.RetireRegion(ctx, copies, "eu-west-1", 2000); err != nil {
+	if _, err := registry.RetireRegion(ctx, copies, "eu-west-1", 2000); err != nil {
 		t.Fatalf("RetireRegion: %v", err)
 	}
 	ra, rb := mustRegistry(t, a), mustRegistry(t, b)
@@ -203,18 +204,18 @@ func checkRegistryCopies(t *testing.T, s *suite) {
 	if err := a.SetRegistry(ctx, half); err != nil { // the change stops here
 		t.Fatal(err)
 	}
-	if _, err := lease.AddRegion(ctx, copies, "sa-east-1", 3001, registryLimit); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Fatalf("AddRegion on copies one change apart = %v; want ErrRegistryDiverged", err)
+	if _, err := registry.AddRegion(ctx, copies, "sa-east-1", 3001, registryLimit); !errors.Is(err, registry.ErrDiverged) {
+		t.Fatalf("AddRegion on copies one change apart = %v; want registry.ErrDiverged", err)
 	}
-	if _, err := lease.SyncRegistry(ctx, copies); err != nil {
-		t.Fatalf("SyncRegistry: %v", err)
+	if _, err := registry.Sync(ctx, copies); err != nil {
+		t.Fatalf("registry.Sync: %v", err)
 	}
 	if rb := mustRegistry(t, b); !rb.Equal(half) {
-		t.Fatalf("second copy after SyncRegistry = %+v; want %+v", rb, half)
+		t.Fatalf("second copy after registry.Sync = %+v; want %+v", rb, half)
 	}
-	g, err := lease.AddRegion(ctx, copies, "sa-east-1", 3002, registryLimit)
+	g, err := registry.AddRegion(ctx, copies, "sa-east-1", 3002, registryLimit)
 	if err != nil || g.Number != 3 {
-		t.Fatalf("AddRegion after SyncRegistry = %+v, %v; want number 3", g, err)
+		t.Fatalf("AddRegion after registry.Sync = %+v, %v; want number 3", g, err)
 	}
 }
 
@@ -269,7 +270,7 @@ func checkRegistrySchedule(t *testing.T, s *suite) {
 	}
 	early := MustClaim(t, st, req("before-any-registry", 0))
 
-	reg := mustWith(t, lease.Registry{}, "a", 1000)
+	reg := mustWith(t, registry.Registry{}, "a", 1000)
 	if err := st.SetRegistry(ctx, reg); err != nil {
 		t.Fatalf("SetRegistry(no schedule recorded): %v", err)
 	}

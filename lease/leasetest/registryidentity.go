@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The checks of a registry copy's identity (RegistryIdentity) and of a
-// copy joining (CreateRegistry, lease.JoinRegistry).
+// copy joining (CreateRegistry, registry.Join).
 
-func mustIdentity(t *testing.T, rs lease.RegistryStore, what string) string {
+func mustIdentity(t *testing.T, rs registry.Store, what string) string {
 	t.Helper()
 	id, err := rs.RegistryIdentity(ctxFor(t))
 	if err != nil || id == "" {
@@ -49,15 +50,15 @@ func checkRegistryIdentity(t *testing.T, s *suite) {
 
 // checkRegistryJoin: CreateRegistry writes a registry at any version only
 // where none is (a retry of the same succeeds, another is
-// ErrRegistryConflict, and SetRegistry goes on from it); JoinRegistry
+// registry.ErrConflict, and SetRegistry goes on from it); JoinRegistry
 // gives a new store the registry of two others, recording it, and refuses
 // to join one of their stores again under another name.
 func checkRegistryJoin(t *testing.T, s *suite) {
 	ctx := ctxFor(t)
 	a, b, c := s.store(t), s.store(t), s.store(t)
-	copies := []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
+	copies := []registry.Copy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
 	for _, name := range []string{"eu-west-1", "us-east-1"} {
-		if _, err := lease.AddRegion(ctx, copies, name, 1000, registryLimit); err != nil {
+		if _, err := registry.AddRegion(ctx, copies, name, 1000, registryLimit); err != nil {
 			t.Fatalf("AddRegion(%s): %v", name, err)
 		}
 	}
@@ -67,10 +68,10 @@ func checkRegistryJoin(t *testing.T, s *suite) {
 	}
 	sib := mustKeyspace(t, a, 1)
 	defer sib.Close()
-	if _, err := lease.JoinRegistry(ctx, copies, lease.RegistryCopy{Name: "copy-c", Store: sib}); !errors.Is(err, lease.ErrCopyIdentity) {
+	if _, err := registry.Join(ctx, copies, registry.Copy{Name: "copy-c", Store: sib}, nil); !errors.Is(err, registry.ErrCopyIdentity) {
 		t.Fatalf("JoinRegistry of copy-a's store under another name (a keyspace sibling) = %v; want ErrCopyIdentity", err)
 	}
-	joined, err := lease.JoinRegistry(ctx, copies, lease.RegistryCopy{Name: "copy-c", Store: c})
+	joined, err := registry.Join(ctx, copies, registry.Copy{Name: "copy-c", Store: c}, nil)
 	if err != nil {
 		t.Fatalf("JoinRegistry(copy-c): %v", err)
 	}
@@ -85,11 +86,11 @@ func checkRegistryJoin(t *testing.T, s *suite) {
 	if err := c.CreateRegistry(ctx, joined); err != nil {
 		t.Errorf("CreateRegistry of the stored registry again (a retry) = %v; want nil", err)
 	}
-	if err := c.CreateRegistry(ctx, ra); !errors.Is(err, lease.ErrRegistryConflict) {
-		t.Errorf("CreateRegistry over a stored registry = %v; want ErrRegistryConflict", err)
+	if err := c.CreateRegistry(ctx, ra); !errors.Is(err, registry.ErrConflict) {
+		t.Errorf("CreateRegistry over a stored registry = %v; want registry.ErrConflict", err)
 	}
-	all := append(copies, lease.RegistryCopy{Name: "copy-c", Store: c})
-	if g, err := lease.AddRegion(ctx, all, "ap-south-1", 2000, registryLimit); err != nil || g.Number != 2 {
+	all := append(copies, registry.Copy{Name: "copy-c", Store: c})
+	if g, err := registry.AddRegion(ctx, all, "ap-south-1", 2000, registryLimit); err != nil || g.Number != 2 {
 		t.Fatalf("AddRegion with the joined copy = %+v, %v; want number 2", g, err)
 	}
 	if r := mustRegistry(t, c); r.Version != 4 {

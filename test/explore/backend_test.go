@@ -45,7 +45,7 @@ type service interface {
 	// lease stores of the kind (etcd: key prefixes of their own;
 	// PostgreSQL and DynamoDB: tables of their own), each with its own
 	// registry copy, fleet schedule record and identity
-	// (lease.RegistryStore's RegistryIdentity).
+	// (registry.Store's RegistryIdentity).
 	space(ctx context.Context, seed uint64, stores int) (space, error)
 	close()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Faults injected by faultyStore. Neither is a typed lease error, so the
@@ -183,9 +184,9 @@ func (f *faultyStore) List(ctx context.Context) ([]lease.Record, error) {
 // Registry and RegistryIdentity are reads a keeper may make at start (its
 // region's entry, its store's identity): a process cut off cannot make
 // them either.
-func (f *faultyStore) Registry(ctx context.Context) (lease.Registry, error) {
+func (f *faultyStore) Registry(ctx context.Context) (registry.Registry, error) {
 	if err := f.enter(); err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
 	return f.Store.Registry(ctx)
 }

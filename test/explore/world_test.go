@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -608,12 +609,12 @@ func classify(err error) string {
 		{lease.ErrNoFreeNumber, "no free number"},
 		// The registry's refusals first: they may wrap ErrSchedule or
 		// ErrInvalid too.
-		{lease.ErrUnknownRegion, "unknown region"},
-		{lease.ErrRegionRetired, "region retired"},
-		{lease.ErrWrongHome, "wrong home"},
-		{lease.ErrRegistryDiverged, "registry diverged"},
-		{lease.ErrCopyIdentity, "copy identity"},
-		{lease.ErrRegistryConflict, "registry conflict"},
+		{registry.ErrUnknownRegion, "unknown region"},
+		{registry.ErrRegionRetired, "region retired"},
+		{registry.ErrWrongHome, "wrong home"},
+		{registry.ErrDiverged, "registry diverged"},
+		{registry.ErrCopyIdentity, "copy identity"},
+		{registry.ErrConflict, "registry conflict"},
 		{snowfence.ErrLeaseBound, "lease bound"},
 		{lease.ErrSchedule, "schedule"},
 		{lease.ErrInvalid, "invalid"},
