@@ -38,7 +38,7 @@ func TestRegistryItemBesideLeases(t *testing.T) {
 	}
 	now := baseMs()
 	leasetest.MustClaim(t, s1, req("a", 0, 1023, now))
-	for _, st := range []lease.Store{s, s1} {
+	for _, st := range []lease.Admin{s, s1} {
 		recs, err := st.List(ctxFor(t))
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // multiStub is stubStore's rules over several machine numbers: a store
@@ -44,11 +43,9 @@ func newMultiStub(numbers ...int) *multiStub {
 	return s
 }
 
-func (s *multiStub) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
-func (s *multiStub) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
-func (s *multiStub) Registry(context.Context) (registry.Registry, error) {
-	return registry.Registry{}, nil
-}
+func (s *multiStub) MaxRestoreWindow() time.Duration      { return etcdstore.MaxRestoreWindow }
+func (s *multiStub) MaxNoticeWindow() time.Duration       { return etcdstore.MaxNoticeWindow }
+func (s *multiStub) RegistryReader() lease.RegistryReader { return nil }
 
 func (s *multiStub) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	s.mu.Lock()

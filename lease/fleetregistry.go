@@ -84,7 +84,7 @@ func CheckRecordedSchedule(reg registry.Registry, fleet FleetSchedule) error {
 // ErrSchedule one that differs from the schedule reg records: how a store
 // joining the registry (JoinRegistry) or given a region's home (snowfence
 // regions add --home) is checked before the registry records it.
-func CheckStoreSchedule(ctx context.Context, st Store, name string, reg registry.Registry) error {
+func CheckStoreSchedule(ctx context.Context, st RegistryReader, name string, reg registry.Registry) error {
 	if reg.Schedule == "" {
 		return nil
 	}
@@ -124,7 +124,7 @@ func registryCopies(copies []FleetCopy) []registry.Copy {
 // registry is (registry.Copy).
 type FleetCopy struct {
 	Name  string
-	Store Store
+	Store Admin
 }
 
 // A ScheduleChange is what ChangeFleetSchedule did.
@@ -197,10 +197,10 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		return ScheduleChange{}, err
 	}
 	names := make([]string, len(rcs))
-	stores := make([]Store, len(rcs))
+	stores := make([]Admin, len(rcs))
 	for i, c := range rcs {
 		names[i] = c.Name
-		stores[i] = c.Store.(Store) // built from a FleetCopy above
+		stores[i] = c.Store.(Admin) // built from a FleetCopy above
 	}
 	ch := ScheduleChange{Schedule: canon, Names: names, Was: make([]FleetSchedule, len(stores))}
 	if err != nil {
@@ -311,7 +311,7 @@ func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(registr
 // With create false a store holding no registry is refused (ErrInvalid): a
 // second registry would number its regions from 0 again.
 func AddRegionHome(ctx context.Context, copies []FleetCopy, name, home string, create bool, nowMs int64, limit int) (registry.Region, error) {
-	var homeStore Store
+	var homeStore Admin
 	for _, c := range copies {
 		if c.Name == home {
 			homeStore = c.Store

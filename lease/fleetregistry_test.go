@@ -19,7 +19,7 @@ import (
 // the records of each keyspace (recs, by index; List returns keyspace
 // 0's, a Keyspace view the index's). setErr, if set, fails SetFleetSchedule.
 type fleetStore struct {
-	lease.Store // nil: only the methods below are called
+	lease.Admin // nil: only the methods below are called
 	reg         registrytest.Mem
 	mu          sync.Mutex
 	fleet       lease.FleetSchedule
@@ -67,6 +67,10 @@ func (s *fleetStore) SetFleetSchedule(_ context.Context, prev int64, text string
 }
 
 func (s *fleetStore) Keyspace(index int) (lease.Store, error) { return keyspaceView{s, index}, nil }
+
+func (s *fleetStore) AdminKeyspace(index int) (lease.Admin, error) {
+	return keyspaceView{s, index}, nil
+}
 
 func (s *fleetStore) Close() error { return nil }
 

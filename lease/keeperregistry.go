@@ -22,8 +22,9 @@ import (
 // can (etcd, PostgreSQL), so a registry written after a keeper started is
 // seen at its next claim.
 
-// checkRegistry reads the region registry from the keeper's store (every
-// keyspace of a store shares one copy) and refuses a holder the registry
+// checkRegistry reads the region registry from the keeper's store
+// (Store.RegistryReader; every keyspace of a store shares one copy) and
+// refuses a holder the registry
 // keeps out: KeeperConfig.Region not in it (registry.ErrUnknownRegion) or retired
 // (registry.ErrRegionRetired), a store that is not the region's home (registry.ErrWrongHome,
 // registry.CheckHome with the store's RegistryIdentity), or, when the registry
@@ -36,13 +37,19 @@ import (
 // schedule set naming every region's store), because nothing else keeps
 // the regions' stores on one schedule, and region 0 on v1 beside region 1
 // on v2 mint the same bits (v1 machine 128 is v2 region 1 machine 0).
-// With no registry written it logs that the fleet is taken to be one
-// region and refuses nothing. Any other error is a failed read, to retry.
+// With no registry written, or a store that keeps none (RegistryReader
+// nil), it logs that the fleet is taken to be one region and refuses
+// nothing. Any other error is a failed read, to retry.
 func (k *Keeper) checkRegistry(ctx context.Context) error {
 	c := &k.cfg
 	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	defer cancel()
-	reg, err := c.Store.Registry(cctx)
+	rr := c.Store.RegistryReader()
+	var reg registry.Registry
+	var err error
+	if rr != nil {
+		reg, err = rr.Registry(cctx)
+	}
 	if err != nil {
 		return fmt.Errorf("lease: read the region registry from the lease store: %w", err)
 	}
@@ -56,7 +63,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 		return fmt.Errorf("region %d: %w", c.Region, err)
 	}
 	if g.Home != "" {
-		own, err := c.Store.RegistryIdentity(cctx)
+		own, err := rr.RegistryIdentity(cctx)
 		if err != nil {
 			return fmt.Errorf("lease: read the lease store's identity, to check it is region %s's home: %w", g.Name, err)
 		}
@@ -68,7 +75,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 		// With none recorded, CheckHolderSchedule refuses: two regions
 		// in service must be kept on one schedule, and only the
 		// registry's record does that.
-		fleet, err := c.Store.FleetSchedule(cctx)
+		fleet, err := rr.FleetSchedule(cctx)
 		if err != nil {
 			return fmt.Errorf("lease: read the fleet schedule record from the lease store: %w", err)
 		}

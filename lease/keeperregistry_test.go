@@ -70,6 +70,10 @@ func (s *registryStore) FleetSchedule(context.Context) (lease.FleetSchedule, err
 	return s.fleet, nil
 }
 
+// RegistryReader returns s: the keeper reads the registry, the identity
+// and the record above.
+func (s *registryStore) RegistryReader() lease.RegistryReader { return s }
+
 func (s *registryStore) MaxRestoreWindow() time.Duration { return time.Hour }
 
 func (s *registryStore) MaxNoticeWindow() time.Duration { return time.Hour }

@@ -43,7 +43,7 @@ func regionKeeper(t *testing.T, st lease.Store, holder string, region int, sched
 
 // setFleet sets st's fleet schedule record to text (the store's own write:
 // the notice rule is not what these tests are about).
-func setFleet(t *testing.T, st lease.Store, text string) {
+func setFleet(t *testing.T, st lease.Admin, text string) {
 	t.Helper()
 	cur, err := st.FleetSchedule(testCtx(t))
 	if err != nil {
@@ -265,7 +265,7 @@ func TestKeeperNextClaimRefusedOnceRegistryDiffers(t *testing.T) {
 	if err := b0.CreateRegistry(testCtx(t), reg); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := b0.Keyspace(lease.KeyspaceStride + 1)
+	v2, err := b0.AdminKeyspace(lease.KeyspaceStride + 1)
 	if err != nil {
 		t.Fatal(err)
 	}

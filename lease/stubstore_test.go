@@ -9,7 +9,6 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // stubStore is an in-memory store of one machine number, for the keeper's
@@ -37,11 +36,9 @@ type stubStore struct {
 func (s *stubStore) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
 func (s *stubStore) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
 
-// Registry: the stub holds no region registry (version 0), as a store of a
-// one-region fleet; StartKeeper reads it before its first claim.
-func (s *stubStore) Registry(context.Context) (registry.Registry, error) {
-	return registry.Registry{}, nil
-}
+// RegistryReader: the stub keeps no region registry, as a store of a
+// one-region fleet; StartKeeper asks for it before its first claim.
+func (s *stubStore) RegistryReader() lease.RegistryReader { return nil }
 
 func (s *stubStore) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	s.mu.Lock()

@@ -41,7 +41,7 @@ func connect(t *testing.T, endpoints []string) *etcdstore.Store {
 }
 
 // setRecord sets st's fleet schedule record to text.
-func setRecord(t *testing.T, st lease.Store, text string) {
+func setRecord(t *testing.T, st lease.Admin, text string) {
 	t.Helper()
 	cur, err := st.FleetSchedule(context.Background())
 	if err != nil {

@@ -78,10 +78,10 @@ func registryOf(regions ...registry.Region) registry.Registry {
 // schedule record is fleet; only Close, the registry and the record are
 // used.
 type memStore struct {
-	lease.Store
-	m      *memRegistry
-	fleet  lease.FleetSchedule
-	closed int
+	lease.Admin // nil: only the methods below are called
+	m           *memRegistry
+	fleet       lease.FleetSchedule
+	closed      int
 }
 
 func (s *memStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) { return s.fleet, nil }
@@ -97,3 +97,6 @@ func (s *memStore) RegistryIdentity(ctx context.Context) (string, error) {
 	return s.m.RegistryIdentity(ctx)
 }
 func (s *memStore) Close() error { s.closed++; return nil }
+
+// RegistryReader returns s: its registry, identity and record above.
+func (s *memStore) RegistryReader() lease.RegistryReader { return s }

@@ -27,7 +27,7 @@ const (
 // never the mint path, and it reads no store but the holder's own. Safe
 // for concurrent use.
 type regionNames struct {
-	store registry.Store
+	store registry.Reader // nil: a store that keeps no registry
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -41,7 +41,7 @@ type regionNames struct {
 }
 
 // newRegionNames returns the names of reg, read from store at now().
-func newRegionNames(store registry.Store, reg registry.Registry, log *slog.Logger, now func() time.Time) *regionNames {
+func newRegionNames(store registry.Reader, reg registry.Registry, log *slog.Logger, now func() time.Time) *regionNames {
 	c := &regionNames{store: store, log: log, now: now, lastRead: now(), stop: make(chan struct{}), done: make(chan struct{})}
 	c.reg.Store(&reg)
 	return c
@@ -71,6 +71,9 @@ func (c *regionNames) refresh(minAge time.Duration) {
 		return
 	}
 	c.lastRead = now
+	if c.store == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), regionNamesTimeout)
 	defer cancel()
 	reg, err := c.store.Registry(ctx)

@@ -282,8 +282,8 @@ func TestE2ERegistrySchedule(t *testing.T) {
 		if err1 != nil || err2 != nil || !r1.Equal(r2) {
 			t.Fatalf("registry copies %+v (%v) and %+v (%v); want them equal", r1, err1, r2, err2)
 		}
-		f1, err1 := rs1.(lease.Store).FleetSchedule(ctx)
-		f2, err2 := rs2.(lease.Store).FleetSchedule(ctx)
+		f1, err1 := rs1.(lease.Admin).FleetSchedule(ctx)
+		f2, err2 := rs2.(lease.Admin).FleetSchedule(ctx)
 		if err1 != nil || err2 != nil || f1.Text != f2.Text {
 			t.Fatalf("store records %+v (%v) and %+v (%v); want them equal", f1, err1, f2, err2)
 		}
@@ -297,7 +297,7 @@ func TestE2ERegistrySchedule(t *testing.T) {
 		t.Errorf("schedule set on two stores without a registry: stderr %s", errOut)
 	}
 	out, _ := cli(t, 0, append([]string{"schedule", "set", far}, flags...)...)
-	if _, err := lease.SetSchedule(ctx, rs2.(lease.Store), far, time.Now(), 0); err != nil {
+	if _, err := lease.SetSchedule(ctx, rs2.(lease.Admin), far, time.Now(), 0); err != nil {
 		t.Fatalf("set copy 2's record alone: %v (after %s)", err, out)
 	}
 	if reg, rec := schedules(); reg != "" || rec != far {
@@ -339,7 +339,7 @@ func TestE2ERegistrySchedule(t *testing.T) {
 	}
 
 	// Copy 2's store misses a change: its record differs from the registry.
-	st2 := rs2.(lease.Store)
+	st2 := rs2.(lease.Admin)
 	cur, err := st2.FleetSchedule(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,10 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	} else {
 		defer closeOpened(o)
 	}
-	reg, err := o.Store.Registry(ctx)
+	var reg registry.Registry
+	if rr := o.Store.RegistryReader(); rr != nil {
+		reg, err = rr.Registry(ctx)
+	}
 	if err != nil {
 		return hr, fmt.Errorf("read the region registry from the lease store: %w", err)
 	}

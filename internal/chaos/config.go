@@ -12,7 +12,6 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -146,9 +145,9 @@ type checkStore struct {
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
 func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 
-func (s checkStore) Registry(context.Context) (registry.Registry, error) {
-	return registry.Registry{}, nil
-}
+// RegistryReader: none, a store that keeps no registry (a fleet of one
+// region).
+func (s checkStore) RegistryReader() lease.RegistryReader { return nil }
 
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)

@@ -369,8 +369,8 @@ func (w *world) operatorOutcome(what, detail string, err error) {
 // objects of its own (at region 0: a store's registry copy and fleet
 // record are the store's, whatever the region), and returns them with a
 // function that closes them.
-func (w *world) operatorStores(ctx context.Context, stores []int) ([]lease.Store, func(), error) {
-	var sts []lease.Store
+func (w *world) operatorStores(ctx context.Context, stores []int) ([]lease.Admin, func(), error) {
+	var sts []lease.Admin
 	closeAll := func() {
 		for _, st := range sts {
 			st.Close()
@@ -401,7 +401,7 @@ func (w *world) setRecord(ctx context.Context, i int, text string, now time.Time
 }
 
 // registryCopies names the stores as the copies of a command.
-func registryCopies(stores []int, sts []lease.Store) []registry.Copy {
+func registryCopies(stores []int, sts []lease.Admin) []registry.Copy {
 	cs := make([]registry.Copy, len(stores))
 	for i, s := range stores {
 		cs[i] = registry.Copy{Name: storeName(s), Store: sts[i]}
@@ -496,7 +496,7 @@ func (w *world) regionsAddCopy(ctx context.Context, joining int) error {
 
 // storesSchedule is what snowfence regions add and retire apply to the
 // registry they make (lease.RecordStoresSchedule), over the copies' stores.
-func storesSchedule(ctx context.Context, sts []lease.Store) (func(registry.Registry) (registry.Registry, error), error) {
+func storesSchedule(ctx context.Context, sts []lease.Admin) (func(registry.Registry) (registry.Registry, error), error) {
 	cs := make([]lease.FleetCopy, len(sts))
 	for i, st := range sts {
 		cs[i] = lease.FleetCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: st}
