@@ -139,4 +139,13 @@
 // GetItem, UpdateItem, Scan and DescribeTable on the lease table; PutItem,
 // GetItem, Query, DeleteItem and DescribeTable on the journal table; and
 // CreateTable on both for the command that creates them.
+//
+// # Interfaces
+//
+// Store implements lease.Store, the fence contract a Keeper holds numbers
+// through (its RegistryReader is the Store itself); lease.Admin, the
+// operator's actions the snowfence CLI and the status page use (AdminKeyspace
+// is Keyspace as an Admin); and registry.Store, its copy of the region
+// registry. TestConformance runs the three suites: leasetest.Run,
+// leasetest.RunAdmin and registrytest.Run.
 package dynamostore
