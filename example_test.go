@@ -73,7 +73,7 @@ func ExampleSchedule_Decode() {
 func ExampleSchedule_DecodeNamed() {
 	sched, _ := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
 	// In a holder, the names come from the region registry in its own
-	// lease store (lease.Registry.Numbered).
+	// lease store (registry.Registry.Numbered).
 	names := func(number int) (string, bool) {
 		if number == 2 {
 			return "eu-west-1", true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The claim writes the holder, the new expiry and epoch, its nonce and its
@@ -374,7 +375,7 @@ func (s *Store) confirmRegistry(ctx context.Context, l *lease.Lease) error {
 	var cerr error
 	if err == nil {
 		var fleet lease.FleetSchedule
-		var reg lease.Registry
+		var reg registry.Registry
 		if fleet, cerr = parseSchedule(fleetItem); cerr == nil {
 			if reg, cerr = parseRegistry(regItem); cerr == nil {
 				cerr = lease.CheckRecordedSchedule(reg, fleet)

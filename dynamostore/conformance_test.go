@@ -6,14 +6,16 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
-// TestConformance runs the suite every lease store passes, each check on a
+// TestConformance runs the suites every lease store passes (the fence
+// contract's, the operator's actions', the registry copy's), each check on a
 // table of its own in dynalite. Its Rollback writes the table's items back
 // from a copy (copyAside).
 func TestConformance(t *testing.T) {
 	endpoint(t)
-	leasetest.Run(t, leasetest.Harness{
+	h := leasetest.Harness{
 		New: func(t *testing.T) lease.Store { return newStore(t) },
 		Reopen: func(t *testing.T, s lease.Store) lease.Store {
 			return connect(t, s.(*dynamostore.Store).Table(), 0)
@@ -28,5 +30,8 @@ func TestConformance(t *testing.T) {
 			s, sh := storeBehind(t, 1)
 			return s, func() { sh.DropNextReplies(1) }
 		},
-	})
+	}
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
+	registrytest.Run(t, leasetest.RegistryHarness(h))
 }

@@ -29,7 +29,7 @@
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
 //	                  and the floor claims start at after a restore was noticed (restore.go)
 //	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
-//	                  body the JSON of lease.Registry, written on version = :prev (registry.go); a claim
+//	                  body the JSON of registry.Registry, written on version = :prev (registry.go); a claim
 //	                  reads it with the fleet schedule, in its scan and again after its write, and is
 //	                  refused (given back, after the write) while it records another fleet schedule
 //
@@ -139,4 +139,13 @@
 // GetItem, UpdateItem, Scan and DescribeTable on the lease table; PutItem,
 // GetItem, Query, DeleteItem and DescribeTable on the journal table; and
 // CreateTable on both for the command that creates them.
+//
+// # Interfaces
+//
+// Store implements lease.Store, the fence contract a Keeper holds numbers
+// through (its RegistryReader is the Store itself); lease.Admin, the
+// operator's actions the snowfence CLI and the status page use (AdminKeyspace
+// is Keyspace as an Admin); and registry.Store, its copy of the region
+// registry. TestConformance runs the three suites: leasetest.Run,
+// leasetest.RunAdmin and registrytest.Run.
 package dynamostore

@@ -19,6 +19,24 @@ func (s *Store) Region() int { return s.region }
 // holds nothing to close; the sibling's Close only marks it closed.
 // After s's Close it fails like s's methods.
 func (s *Store) Keyspace(index int) (lease.Store, error) {
+	sib, err := s.sibling(index)
+	if err != nil {
+		return nil, err
+	}
+	return sib, nil
+}
+
+// AdminKeyspace is Keyspace as a lease.Admin, for the operator's actions.
+func (s *Store) AdminKeyspace(index int) (lease.Admin, error) {
+	sib, err := s.sibling(index)
+	if err != nil {
+		return nil, err
+	}
+	return sib, nil
+}
+
+// sibling is the Store on keyspace index that Keyspace returns.
+func (s *Store) sibling(index int) (*Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}

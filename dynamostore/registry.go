@@ -7,27 +7,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
-var _ lease.RegistryStore = (*Store)(nil)
+var _ registry.Store = (*Store)(nil)
 
-// attrBody is the registry item's body: lease.EncodeRegistry's JSON.
+// attrBody is the registry item's body: registry.Encode's JSON.
 const attrBody = "body"
 
 // Registry returns the region registry kept in the table's item at
 // machine_id -3 (consistent read), shared by every region of the table:
 // the zero Registry when it was never written.
-func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+func (s *Store) Registry(ctx context.Context) (registry.Registry, error) {
 	if err := s.open(); err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: metaKey(registryKey), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return lease.Registry{}, fmt.Errorf("dynamostore: read the region registry: %w; retry", err)
+		return registry.Registry{}, fmt.Errorf("dynamostore: read the region registry: %w; retry", err)
 	}
 	return parseRegistry(out.Item)
 }
@@ -39,17 +38,17 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // consistent read where none comes back) decides:
 // equal to next is success (an SDK retry of a write that committed, or a
 // second copy on the same table), anything else
-// lease.ErrRegistryConflict naming the version found. After an error of
+// registry.ErrConflict naming the version found. After an error of
 // unknown outcome it reads the item again and reports success if it holds
 // next.
-func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+func (s *Store) SetRegistry(ctx context.Context, next registry.Registry) error {
 	return s.writeRegistry(ctx, next, false)
 }
 
 // CreateRegistry writes r into the registry's item if it has no version
 // (SetRegistry's condition for version 1), whatever r's version; a stored
-// registry equal to r is success, any other lease.ErrRegistryConflict.
-func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+// registry equal to r is success, any other registry.ErrConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r registry.Registry) error {
 	return s.writeRegistry(ctx, r, true)
 }
 
@@ -74,11 +73,11 @@ func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 }
 
 // writeRegistry is SetRegistry, or with create CreateRegistry.
-func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
+func (s *Store) writeRegistry(ctx context.Context, next registry.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	body, err := lease.EncodeRegistry(next)
+	body, err := registry.Encode(next)
 	if err != nil {
 		return fmt.Errorf("dynamostore: write the region registry: %w", err)
 	}
@@ -115,9 +114,9 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 		}
 		where := fmt.Sprintf("the registry's item (machine_id %d)", registryKey)
 		if create {
-			return lease.RegistryCreateConflict(where, cur, next)
+			return registry.CreateConflict(where, cur, next)
 		}
-		return lease.RegistryConflict(where, cur, next)
+		return registry.Conflict(where, cur, next)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
 	defer cancel()
@@ -129,15 +128,15 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 
 // parseRegistry reads the registry's item; nil or empty is the zero
 // Registry.
-func parseRegistry(m map[string]types.AttributeValue) (lease.Registry, error) {
+func parseRegistry(m map[string]types.AttributeValue) (registry.Registry, error) {
 	if len(m) == 0 {
-		return lease.Registry{}, nil
+		return registry.Registry{}, nil
 	}
 	version, _, err := getNum(m, attrVersion)
-	var r lease.Registry
+	var r registry.Registry
 	if err == nil {
 		if b, ok := m[attrBody].(*types.AttributeValueMemberS); ok {
-			r, err = lease.DecodeRegistry([]byte(b.Value))
+			r, err = registry.Decode([]byte(b.Value))
 		} else {
 			err = fmt.Errorf("no string attribute %s", attrBody)
 		}
@@ -146,7 +145,7 @@ func parseRegistry(m map[string]types.AttributeValue) (lease.Registry, error) {
 		err = fmt.Errorf("its body is at version %d, its attribute %s at %d", r.Version, attrVersion, version)
 	}
 	if err != nil {
-		return lease.Registry{}, fmt.Errorf("dynamostore: the region registry's item (machine_id %d) is not one this store wrote: %v (was it written by hand?); "+
+		return registry.Registry{}, fmt.Errorf("dynamostore: the region registry's item (machine_id %d) is not one this store wrote: %v (was it written by hand?); "+
 			"put back the item of another region's copy of the registry (snowfence regions list there), or delete the item if no registry was ever meant to be here",
 			registryKey, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // TestRegistryItemBesideLeases: the region registry's item (machine_id
@@ -24,10 +25,10 @@ func TestRegistryItemBesideLeases(t *testing.T) {
 	s1 := connect(t, s.Table(), 1)
 	// The two regions' stores are one copy (one identity): named as two,
 	// they are refused.
-	if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}, {Name: "copy-s1", Store: s1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+	if _, err := registry.AddRegion(ctxFor(t), []registry.Copy{{Name: "copy-s", Store: s}, {Name: "copy-s1", Store: s1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, registry.ErrCopyIdentity) {
 		t.Fatalf("AddRegion on two regions of one table as two copies = %v; want ErrCopyIdentity", err)
 	}
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}}, "eu-west-1", baseMs(), 8)
+	g, err := registry.AddRegion(ctxFor(t), []registry.Copy{{Name: "copy-s", Store: s}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on region 0 of the table = %+v, %v; want number 0", g, err)
 	}
@@ -37,7 +38,7 @@ func TestRegistryItemBesideLeases(t *testing.T) {
 	}
 	now := baseMs()
 	leasetest.MustClaim(t, s1, req("a", 0, 1023, now))
-	for _, st := range []lease.Store{s, s1} {
+	for _, st := range []lease.Admin{s, s1} {
 		recs, err := st.List(ctxFor(t))
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +76,7 @@ func TestRegistryItemByHand(t *testing.T) {
 			t.Fatalf("Registry with the item %s = %+v, %v; want an error saying what to do", name, r, err)
 		}
 		t.Logf("%s: %v", name, err)
-		if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-s", Store: s}}, "us-east-1", baseMs(), 8); err == nil {
+		if _, err := registry.AddRegion(ctxFor(t), []registry.Copy{{Name: "copy-s", Store: s}}, "us-east-1", baseMs(), 8); err == nil {
 			t.Fatalf("AddRegion over the item %s succeeded; want the read's error", name)
 		}
 	}
@@ -87,15 +88,15 @@ func TestRegistryItemByHand(t *testing.T) {
 func TestRegistryRetryWithoutOldItem(t *testing.T) {
 	s := newStore(t)
 	bare := connectAt(t, endpoint(t), s.Table(), dynamostore.Config{})
-	v1, _, _ := lease.Registry{}.WithRegion("eu-west-1", baseMs(), 8)
+	v1, _, _ := registry.Registry{}.WithRegion("eu-west-1", baseMs(), 8)
 	if err := bare.SetRegistry(ctxFor(t), v1); err != nil {
 		t.Fatal(err)
 	}
 	if err := bare.SetRegistry(ctxFor(t), v1); err != nil {
 		t.Errorf("SetRegistry of the stored registry again, on dynalite alone: %v; want nil", err)
 	}
-	rival, _, _ := lease.Registry{}.WithRegion("us-east-1", baseMs(), 8)
-	if err := bare.SetRegistry(ctxFor(t), rival); !errors.Is(err, lease.ErrRegistryConflict) {
-		t.Errorf("SetRegistry of another version 1, on dynalite alone: %v; want ErrRegistryConflict", err)
+	rival, _, _ := registry.Registry{}.WithRegion("us-east-1", baseMs(), 8)
+	if err := bare.SetRegistry(ctxFor(t), rival); !errors.Is(err, registry.ErrConflict) {
+		t.Errorf("SetRegistry of another version 1, on dynalite alone: %v; want registry.ErrConflict", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // beforeUpdate is an HTTP client that runs hook once, armed, before the
@@ -45,7 +46,7 @@ func TestClaimRereadsRegistry(t *testing.T) {
 	if _, err := s.SetFleetSchedule(ctxFor(t), 0, record); err != nil {
 		t.Fatal(err)
 	}
-	agrees := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: record}
+	agrees := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: record}
 	if err := s.SetRegistry(ctxFor(t), agrees); err != nil {
 		t.Fatal(err)
 	}

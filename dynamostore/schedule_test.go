@@ -29,7 +29,7 @@ func TestScheduleItemBesideLeases(t *testing.T) {
 	if l.Schedule != sched {
 		t.Fatalf("lease %+v, want schedule %q", l, sched)
 	}
-	for _, st := range []lease.Store{s, s1} {
+	for _, st := range []lease.Admin{s, s1} {
 		recs, err := st.List(ctxFor(t))
 		if err != nil {
 			t.Fatal(err)

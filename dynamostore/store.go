@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Attribute names of a lease item.
@@ -48,7 +49,15 @@ type Store struct {
 	renewals lease.Renewals
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store    = (*Store)(nil)
+	_ lease.Admin    = (*Store)(nil)
+	_ registry.Store = (*Store)(nil)
+)
+
+// RegistryReader returns s: the store keeps its copy of the region
+// registry and its fleet schedule record beside the leases.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 // New returns a Store on client. The table must exist (CreateTable).
 func New(client *dynamodb.Client, cfg Config) (*Store, error) {

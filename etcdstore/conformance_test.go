@@ -15,9 +15,11 @@ import (
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
-// TestConformance runs the lease-store conformance suite against an
+// TestConformance runs the lease-store conformance suites (the fence
+// contract's, the operator's actions', the registry copy's) against an
 // embedded etcd. etcd judges expiry itself (the owner key's etcd lease), so
 // the harness expires a lease by revoking that etcd lease.
 func TestConformance(t *testing.T) {
@@ -55,7 +57,7 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 		defer mu.Unlock()
 		return prefixes[s]
 	}
-	leasetest.Run(t, leasetest.Harness{
+	h := leasetest.Harness{
 		New:    func(t *testing.T) lease.Store { return open(t, newPrefix(t)) },
 		Reopen: func(t *testing.T, s lease.Store) lease.Store { return open(t, prefixOf(s)) },
 		Expire: func(t *testing.T, s lease.Store, l *lease.Lease) {
@@ -71,7 +73,10 @@ func conformance(t *testing.T, cli *clientv3.Client) {
 			k := installFlaky(lc, func() fault { return pass })
 			return openOn(t, lc, newPrefix(t)), k.loseNextWrite
 		},
-	})
+	}
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
+	registrytest.Run(t, leasetest.RegistryHarness(h))
 }
 
 // revokeOwner revokes the etcd lease machine n's owner key is bound to,

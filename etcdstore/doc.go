@@ -81,4 +81,13 @@
 // A Store made by New uses a client the caller owns and closes; one made by
 // Connect owns its client and closes it in Close. Every method of Store is
 // safe for concurrent use.
+//
+// # Interfaces
+//
+// Store implements lease.Store, the fence contract a Keeper holds numbers
+// through (its RegistryReader is the Store itself); lease.Admin, the
+// operator's actions the snowfence CLI and the status page use (AdminKeyspace
+// is Keyspace as an Admin); and registry.Store, its copy of the region
+// registry. TestConformance runs the three suites: leasetest.Run,
+// leasetest.RunAdmin and registrytest.Run.
 package etcdstore

@@ -17,6 +17,24 @@ import "github.com/snowfence/snowfence/lease"
 // calls fail with the closed client's error when s owned the client, and
 // go on working when the caller owns it (New).
 func (s *Store) Keyspace(index int) (lease.Store, error) {
+	sib, err := s.sibling(index)
+	if err != nil {
+		return nil, err
+	}
+	return sib, nil
+}
+
+// AdminKeyspace is Keyspace as a lease.Admin, for the operator's actions.
+func (s *Store) AdminKeyspace(index int) (lease.Admin, error) {
+	sib, err := s.sibling(index)
+	if err != nil {
+		return nil, err
+	}
+	return sib, nil
+}
+
+// sibling is the Store on keyspace index that Keyspace returns.
+func (s *Store) sibling(index int) (*Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}

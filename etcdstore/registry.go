@@ -4,24 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/snowfence/snowfence/lease/registry"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/snowfence/snowfence/lease"
 )
 
-var _ lease.RegistryStore = (*Store)(nil)
+var _ registry.Store = (*Store)(nil)
 
 // Registry returns the region registry kept under <prefix>/registry, shared
 // by every region of the prefix: the zero Registry if it was never
 // written.
-func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+func (s *Store) Registry(ctx context.Context) (registry.Registry, error) {
 	if err := s.open(); err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
 	kv, err := s.registryKV(ctx)
 	if err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
 	return parseRegistry(kv)
 }
@@ -32,16 +31,16 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // revision 0, while absent) with the one read, so no other write can come
 // between the read and the put. A stored registry equal to next is
 // success (a retry, or a second copy under the same prefix); any other is
-// lease.ErrRegistryConflict, naming the version found.
-func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+// registry.ErrConflict, naming the version found.
+func (s *Store) SetRegistry(ctx context.Context, next registry.Registry) error {
 	return s.writeRegistry(ctx, next, false)
 }
 
 // CreateRegistry writes r under <prefix>/registry if the key is absent
 // (a transaction comparing its create revision with 0), whatever r's
 // version; a stored registry equal to r is success, any other
-// lease.ErrRegistryConflict.
-func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+// registry.ErrConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r registry.Registry) error {
 	return s.writeRegistry(ctx, r, true)
 }
 
@@ -67,11 +66,11 @@ func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 }
 
 // writeRegistry is SetRegistry, or with create CreateRegistry.
-func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
+func (s *Store) writeRegistry(ctx context.Context, next registry.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	body, err := lease.EncodeRegistry(next)
+	body, err := registry.Encode(next)
 	if err != nil {
 		return fmt.Errorf("etcdstore: write the region registry: %w", err)
 	}
@@ -85,10 +84,10 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 		return err
 	}
 	if create && cur.Version != 0 {
-		return lease.RegistryCreateConflict(key, cur, next)
+		return registry.CreateConflict(key, cur, next)
 	}
 	if !create && cur.Version != next.Version-1 {
-		return lease.RegistryConflict(key, cur, next)
+		return registry.Conflict(key, cur, next)
 	}
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	if kv != nil {
@@ -110,9 +109,9 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 			return err
 		}
 		if create {
-			return lease.RegistryCreateConflict(key, cur, next)
+			return registry.CreateConflict(key, cur, next)
 		}
-		return lease.RegistryConflict(key, cur, next) // it changed between the read and the write
+		return registry.Conflict(key, cur, next) // it changed between the read and the write
 	}
 	s.log.Warn("wrote the region registry", "version", next.Version, "regions", len(next.Regions), "key", key)
 	return nil
@@ -131,13 +130,13 @@ func (s *Store) registryKV(ctx context.Context) (*mvccpb.KeyValue, error) {
 }
 
 // parseRegistry decodes the registry's key; nil is the zero Registry.
-func parseRegistry(kv *mvccpb.KeyValue) (lease.Registry, error) {
+func parseRegistry(kv *mvccpb.KeyValue) (registry.Registry, error) {
 	if kv == nil {
-		return lease.Registry{}, nil
+		return registry.Registry{}, nil
 	}
-	r, err := lease.DecodeRegistry(kv.Value)
+	r, err := registry.Decode(kv.Value)
 	if err != nil {
-		return lease.Registry{}, fmt.Errorf("etcdstore: key %s holds %q: %v (was it written by hand?); "+
+		return registry.Registry{}, fmt.Errorf("etcdstore: key %s holds %q: %v (was it written by hand?); "+
 			"put back the value of another region's copy of the registry (snowfence regions list there), or delete the key if no registry was ever meant to be here",
 			kv.Key, kv.Value, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // TestClaimComparesRegistryAtomically: a region registry recording another
@@ -32,7 +33,7 @@ func TestClaimComparesRegistryAtomically(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched, reg := guardOf(resp.Kvs[0]), guardOf(nil) // what the claim's read saw: the record, no registry
-	written := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: recorded}
+	written := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: recorded}
 	if err := s.SetRegistry(testCtx(t), written); err != nil {
 		t.Fatal(err)
 	}

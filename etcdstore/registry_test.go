@@ -7,7 +7,7 @@ import (
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // TestRegistryKeySharedByRegions: the region registry lives in one key,
@@ -23,10 +23,10 @@ func TestRegistryKeySharedByRegions(t *testing.T) {
 	r1 := newStore(t, cli, etcdstore.Config{Prefix: prefix, Region: 1})
 	// The two regions' stores are one copy (one identity): named as two,
 	// they are refused.
-	if _, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+	if _, err := registry.AddRegion(ctxFor(t), []registry.Copy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", baseMs(), 8); !errors.Is(err, registry.ErrCopyIdentity) {
 		t.Fatalf("AddRegion on two regions of one prefix as two copies = %v; want ErrCopyIdentity", err)
 	}
-	g, err := lease.AddRegion(ctxFor(t), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "eu-west-1", baseMs(), 8)
+	g, err := registry.AddRegion(ctxFor(t), []registry.Copy{{Name: "copy-r0", Store: r0}}, "eu-west-1", baseMs(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on region 0 of the prefix = %+v, %v; want number 0", g, err)
 	}
@@ -61,8 +61,8 @@ func TestRegistryKeyByHand(t *testing.T) {
 			t.Fatalf("Registry with %s = %q: %+v, %v; want an error saying what to do", key, value, reg, err)
 		}
 		t.Logf("%q: %v", value, err)
-		next, _, _ := lease.Registry{}.WithRegion("eu-west-1", baseMs(), 8)
-		if err := s.SetRegistry(ctxFor(t), next); err == nil || errors.Is(err, lease.ErrRegistryConflict) {
+		next, _, _ := registry.Registry{}.WithRegion("eu-west-1", baseMs(), 8)
+		if err := s.SetRegistry(ctxFor(t), next); err == nil || errors.Is(err, registry.ErrConflict) {
 			t.Fatalf("SetRegistry over %q: %v; want the read's error", value, err)
 		}
 		if resp, err := cli.Get(ctxFor(t), key); err != nil || string(resp.Kvs[0].Value) != value {

@@ -13,9 +13,18 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store    = (*Store)(nil)
+	_ lease.Admin    = (*Store)(nil)
+	_ registry.Store = (*Store)(nil)
+)
+
+// RegistryReader returns s: the store keeps its copy of the region
+// registry and its fleet schedule record beside the leases.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 // ErrClosed is returned by every method of a Store after Close.
 var ErrClosed = errors.New("etcdstore: store closed")

@@ -43,11 +43,9 @@ func newMultiStub(numbers ...int) *multiStub {
 	return s
 }
 
-func (s *multiStub) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
-func (s *multiStub) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
-func (s *multiStub) Registry(context.Context) (lease.Registry, error) {
-	return lease.Registry{}, nil
-}
+func (s *multiStub) MaxRestoreWindow() time.Duration      { return etcdstore.MaxRestoreWindow }
+func (s *multiStub) MaxNoticeWindow() time.Duration       { return etcdstore.MaxNoticeWindow }
+func (s *multiStub) RegistryReader() lease.RegistryReader { return nil }
 
 func (s *multiStub) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	s.mu.Lock()

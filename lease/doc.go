@@ -4,8 +4,14 @@
 //
 // A Store keeps, per machine number, an owner (holder and fencing token) and a
 // high-water mark: the wall time up to which the current holder may issue.
-// Backends live in subpackages (etcdstore, and the lease tables); each passes
-// the conformance suite in leasetest. A Keeper claims a number from a Store,
+// Store is the fence contract, all a Keeper calls (nine methods); Admin adds
+// the operator's actions (listing, quarantine, raising marks, the journal,
+// the fleet schedule record, the store's copy of the region registry).
+// Backends live in their own packages (etcdstore, pgstore, dynamostore);
+// each implements both and passes leasetest.Run (the fence contract),
+// leasetest.RunAdmin (Admin) and registrytest.Run (its registry copy). A
+// store of one's own needs only Store, and leasetest.Run, to be held
+// through a Keeper. A Keeper claims a number from a Store,
 // keeps its mark ahead of the clock, and is the snowfence.LeaseView a
 // generator checks on every ID.
 //
@@ -26,9 +32,13 @@
 //
 // # Where things are
 //
-//   - lease.go: the Store interface, Lease, Record, ClaimRequest, Range and
-//     the errors; claimrequest.go and limits.go: the one validation of a
-//     claim, of a range and of a machine number that every store calls.
+//   - lease.go: the Store interface (the fence contract), Admin (the
+//     operator's actions), RegistryReader (what StartKeeper reads of the
+//     region registry), Lease, Record, ClaimRequest, Range and the errors;
+//     claimrequest.go and limits.go: the one validation of a claim, of a
+//     range and of a machine number that every store calls; ranges.go:
+//     the machine ranges per layout (ParseRanges); keyspace.go: the
+//     keyspace of each layout step and region (KeyspaceOf).
 //   - keeper.go: the Keeper, its configuration and its loop (claim, renew
 //     ahead, self-fence, release); hold.go: one layout step's lease;
 //     status.go: what it reports.
@@ -42,13 +52,19 @@
 //     sleeps.
 //   - schedule.go: the fleet schedule a store keeps, and the checks that
 //     keep holders of two schedules apart.
-//   - registry*.go: the region registry every region's store keeps a copy
-//     of (names, numbers, homes, the fleet's schedule) and the operator's
-//     changes to it; keeperregistry.go: its rules, which StartKeeper
-//     checks for every holder before its first claim (a region known and
-//     in service, its home store, the registry's schedule), and the
-//     compare of a store's fleet schedule record with its copy's schedule
-//     that every store makes in each claim (CheckRecordedSchedule).
+//   - The region registry is package lease/registry (names, numbers,
+//     homes, the fleet's schedule, and the operator's changes over every
+//     copy). keeperregistry.go: its rules, which StartKeeper checks for
+//     every holder before its first claim through Store.RegistryReader (a
+//     region known and in service, its home store, the registry's
+//     schedule); fleetregistry.go: what joins the registry with each
+//     store's fleet schedule record — the compare every store makes in
+//     each claim (CheckRecordedSchedule), a holder's at start
+//     (CheckHolderSchedule), and the changes that write both
+//     (ChangeFleetSchedule, AddRegionHome, JoinRegistry).
+//   - journal.go: the journal of who held each number when (Admin's
+//     History) and the intervals derived from it (Intervals, Who);
+//     raise.go: RaiseAllMarks, the runbook's step after a restore.
 //   - holder.go, nonce.go: holder names and claim nonces, which tell two
 //     claims apart when holder strings repeat; renewal.go: the renewal
 //     values that tell two copies of one holder process apart.

@@ -213,7 +213,7 @@ var errClosed = errors.New("lease: keeper closed")
 //
 // When the store holds a region registry (Store.Registry at a version
 // above 0), before any claim it also refuses cfg.Region if the registry
-// does not have it (ErrUnknownRegion) or it is retired (ErrRegionRetired),
+// does not have it (registry.ErrUnknownRegion) or it is retired (registry.ErrRegionRetired),
 // a store that is not the region's home (ErrWrongHome: the store's
 // RegistryIdentity is not the one the registry records for the region's
 // home copy), and, when the registry records the fleet schedule,

@@ -253,7 +253,7 @@ func TestKeeperStoreOutage(t *testing.T) {
 
 // waitAnswers polls the store until etcd answers again after a restart
 // (bounded: the test's context).
-func waitAnswers(t *testing.T, s lease.Store) {
+func waitAnswers(t *testing.T, s lease.Admin) {
 	t.Helper()
 	ctx := testCtx(t)
 	for {

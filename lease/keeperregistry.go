@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The region registry's rules — a region is one the registry has and in
@@ -20,27 +22,34 @@ import (
 // can (etcd, PostgreSQL), so a registry written after a keeper started is
 // seen at its next claim.
 
-// checkRegistry reads the region registry from the keeper's store (every
-// keyspace of a store shares one copy) and refuses a holder the registry
-// keeps out: KeeperConfig.Region not in it (ErrUnknownRegion) or retired
-// (ErrRegionRetired), a store that is not the region's home (ErrWrongHome,
-// CheckHome with the store's RegistryIdentity), or, when the registry
+// checkRegistry reads the region registry from the keeper's store
+// (Store.RegistryReader; every keyspace of a store shares one copy) and
+// refuses a holder the registry
+// keeps out: KeeperConfig.Region not in it (registry.ErrUnknownRegion) or retired
+// (registry.ErrRegionRetired), a store that is not the region's home (registry.ErrWrongHome,
+// registry.CheckHome with the store's RegistryIdentity), or, when the registry
 // records the fleet schedule, a schedule or store record that is not it
 // (ErrSchedule, CheckHolderSchedule). A registry that records none yet
-// (written before it kept one, or by AddRegion) is not compared while at
+// (written before it kept one, or by registry.AddRegion) is not compared while at
 // most one of its regions is in service, as serve never compared it (a
 // retired region's IDs are all in the past); with two or more in service
 // the holder is refused until the schedule is recorded (snowfence
 // schedule set naming every region's store), because nothing else keeps
 // the regions' stores on one schedule, and region 0 on v1 beside region 1
 // on v2 mint the same bits (v1 machine 128 is v2 region 1 machine 0).
-// With no registry written it logs that the fleet is taken to be one
-// region and refuses nothing. Any other error is a failed read, to retry.
+// With no registry written, or a store that keeps none (RegistryReader
+// nil), it logs that the fleet is taken to be one region and refuses
+// nothing. Any other error is a failed read, to retry.
 func (k *Keeper) checkRegistry(ctx context.Context) error {
 	c := &k.cfg
 	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	defer cancel()
-	reg, err := c.Store.Registry(cctx)
+	rr := c.Store.RegistryReader()
+	var reg registry.Registry
+	var err error
+	if rr != nil {
+		reg, err = rr.Registry(cctx)
+	}
 	if err != nil {
 		return fmt.Errorf("lease: read the region registry from the lease store: %w", err)
 	}
@@ -54,11 +63,11 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 		return fmt.Errorf("region %d: %w", c.Region, err)
 	}
 	if g.Home != "" {
-		own, err := c.Store.RegistryIdentity(cctx)
+		own, err := rr.RegistryIdentity(cctx)
 		if err != nil {
 			return fmt.Errorf("lease: read the lease store's identity, to check it is region %s's home: %w", g.Name, err)
 		}
-		if err := CheckHome(reg, g, own); err != nil {
+		if err := registry.CheckHome(reg, g, own); err != nil {
 			return fmt.Errorf("region %d: %w", c.Region, err)
 		}
 	}
@@ -66,7 +75,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 		// With none recorded, CheckHolderSchedule refuses: two regions
 		// in service must be kept on one schedule, and only the
 		// registry's record does that.
-		fleet, err := c.Store.FleetSchedule(cctx)
+		fleet, err := rr.FleetSchedule(cctx)
 		if err != nil {
 			return fmt.Errorf("lease: read the fleet schedule record from the lease store: %w", err)
 		}
@@ -80,7 +89,7 @@ func (k *Keeper) checkRegistry(ctx context.Context) error {
 }
 
 // inService counts the registry's regions that are not retired.
-func inService(reg Registry) int {
+func inService(reg registry.Registry) int {
 	n := 0
 	for _, g := range reg.Regions {
 		if !g.Retired() {
@@ -93,7 +102,7 @@ func inService(reg Registry) int {
 // registryRefused reports whether err, from checkRegistry, is a refusal
 // (final) rather than a failed read (retried).
 func registryRefused(err error) bool {
-	for _, final := range []error{ErrUnknownRegion, ErrRegionRetired, ErrWrongHome, ErrSchedule, ErrInvalid} {
+	for _, final := range []error{registry.ErrUnknownRegion, registry.ErrRegionRetired, registry.ErrWrongHome, ErrSchedule, ErrInvalid} {
 		if errors.Is(err, final) {
 			return true
 		}

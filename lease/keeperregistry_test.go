@@ -12,6 +12,8 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 // Schedules on the keepers' fake clock (t0): the cutover to v2 an hour
@@ -33,7 +35,7 @@ var errClaimReached = errors.New("the keeper reached its claim")
 // failReads reads of the registry fail.
 type registryStore struct {
 	lease.Store // nil: only the methods below are called
-	reg         *memRegistry
+	reg         *registrytest.Mem
 	fleet       lease.FleetSchedule
 
 	mu        sync.Mutex
@@ -41,22 +43,22 @@ type registryStore struct {
 	reads     int
 }
 
-func (s *registryStore) Registry(ctx context.Context) (lease.Registry, error) {
+func (s *registryStore) Registry(ctx context.Context) (registry.Registry, error) {
 	s.mu.Lock()
 	s.reads++
 	fail := s.reads <= s.failReads
 	s.mu.Unlock()
 	if fail {
-		return lease.Registry{}, fmt.Errorf("read %d: the store is down", s.reads)
+		return registry.Registry{}, fmt.Errorf("read %d: the store is down", s.reads)
 	}
 	return s.reg.Registry(ctx)
 }
 
-func (s *registryStore) SetRegistry(ctx context.Context, r lease.Registry) error {
+func (s *registryStore) SetRegistry(ctx context.Context, r registry.Registry) error {
 	return s.reg.SetRegistry(ctx, r)
 }
 
-func (s *registryStore) CreateRegistry(ctx context.Context, r lease.Registry) error {
+func (s *registryStore) CreateRegistry(ctx context.Context, r registry.Registry) error {
 	return s.reg.CreateRegistry(ctx, r)
 }
 
@@ -67,6 +69,10 @@ func (s *registryStore) RegistryIdentity(ctx context.Context) (string, error) {
 func (s *registryStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) {
 	return s.fleet, nil
 }
+
+// RegistryReader returns s: the keeper reads the registry, the identity
+// and the record above.
+func (s *registryStore) RegistryReader() lease.RegistryReader { return s }
 
 func (s *registryStore) MaxRestoreWindow() time.Duration { return time.Hour }
 
@@ -107,16 +113,16 @@ func startOn(t *testing.T, st lease.Store, region int, sched string) error {
 // keeper makes them for every holder.)
 func TestKeeperChecksRegistrySchedule(t *testing.T) {
 	far := "v1,v2@2099-01-01T00:00:00Z"
-	reg := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}}, Schedule: far}
+	reg := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}}, Schedule: far}
 	noSchedule := reg
 	noSchedule.Schedule = ""
 	twoNoSchedule := noSchedule
-	twoNoSchedule.Regions = []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2}}
+	twoNoSchedule.Regions = []registry.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2}}
 	oneLeft := twoNoSchedule
-	oneLeft.Regions = []lease.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3}}
+	oneLeft.Regions = []registry.Region{{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3}}
 	for _, c := range []struct {
 		name, schedule string
-		reg            lease.Registry
+		reg            registry.Registry
 		fleet          lease.FleetSchedule
 		want           string // "" to reach the claim
 	}{
@@ -135,7 +141,7 @@ func TestKeeperChecksRegistrySchedule(t *testing.T) {
 		{"one in service, none recorded", far, oneLeft, lease.FleetSchedule{Text: far, Version: 1}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := &registryStore{reg: &memRegistry{reg: c.reg}, fleet: c.fleet}
+			st := &registryStore{reg: &registrytest.Mem{Reg: c.reg}, fleet: c.fleet}
 			err := startOn(t, st, 0, c.schedule)
 			if c.want == "" {
 				if !errors.Is(err, errClaimReached) {
@@ -158,11 +164,11 @@ func TestKeeperRefusesAnotherRegionsStore(t *testing.T) {
 	ctx := context.Background()
 	far := schedPast // v2 in force: regions have numbers
 	fleet := lease.FleetSchedule{Text: far, Version: 1}
-	us := &registryStore{reg: &memRegistry{id: "store us"}, fleet: fleet}
-	eu := &registryStore{reg: &memRegistry{id: "store eu"}, fleet: fleet}
-	cs := []lease.RegistryCopy{{Name: "us-east-1", Store: us}, {Name: "eu-west-1", Store: eu}}
+	us := &registryStore{reg: &registrytest.Mem{ID: "store us"}, fleet: fleet}
+	eu := &registryStore{reg: &registrytest.Mem{ID: "store eu"}, fleet: fleet}
+	cs := []registry.Copy{{Name: "us-east-1", Store: us}, {Name: "eu-west-1", Store: eu}}
 	for _, add := range []struct{ region, home string }{{"us-east-1", "us-east-1"}, {"eu-west-1", "eu-west-1"}, {"old-style", ""}} {
-		if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) {
+		if _, err := registry.Update(ctx, cs, func(r registry.Registry) (registry.Registry, error) {
 			next, _, err := r.WithRegionHome(add.region, add.home, 1, 8)
 			next.Schedule = far
 			return next, err
@@ -195,8 +201,8 @@ func TestKeeperRefusesAnotherRegionsStore(t *testing.T) {
 				}
 				return
 			}
-			var he *lease.HomeError
-			if !errors.Is(err, lease.ErrWrongHome) || !errors.As(err, &he) || he.Region.Name != c.region {
+			var he *registry.HomeError
+			if !errors.Is(err, registry.ErrWrongHome) || !errors.As(err, &he) || he.Region.Name != c.region {
 				t.Fatalf("region %s: %v; want ErrWrongHome, a *HomeError of the region", c.region, err)
 			}
 			for _, w := range c.want {
@@ -212,8 +218,8 @@ func TestKeeperRefusesAnotherRegionsStore(t *testing.T) {
 // fails; the keeper goes on to its claim once it reads it, and gives up,
 // saying why, when the context ends first.
 func TestKeeperRetriesRegistryRead(t *testing.T) {
-	reg := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: lease.DefaultFleetSchedule}
-	st := &registryStore{reg: &memRegistry{reg: reg}, fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, failReads: 3}
+	reg := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: lease.DefaultFleetSchedule}
+	st := &registryStore{reg: &registrytest.Mem{Reg: reg}, fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, failReads: 3}
 	clk := fakeclock.New(t0)
 	done := make(chan error, 1)
 	started, returned := context.WithCancel(testCtx(t))
@@ -232,7 +238,7 @@ func TestKeeperRetriesRegistryRead(t *testing.T) {
 		t.Fatalf("StartKeeper after %d failed reads of the registry: %v after %d reads; want the claim reached after %d", st.failReads, err, st.reads, st.failReads+1)
 	}
 
-	down := &registryStore{reg: &memRegistry{reg: reg}, fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, failReads: 1 << 30}
+	down := &registryStore{reg: &registrytest.Mem{Reg: reg}, fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, failReads: 1 << 30}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
 	_, err := lease.StartKeeper(ctx, lease.KeeperConfig{Store: down, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Clock: fakeclock.New(t0)})

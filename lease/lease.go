@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Errors returned by stores and keepers. Match them with errors.Is.
@@ -36,7 +38,9 @@ var (
 	// expected state.
 	ErrNotHeld = errors.New("lease: machine number not held")
 	// ErrInvalid: a request outside the store's limits (range, number).
-	ErrInvalid = errors.New("lease: invalid request")
+	// It is registry.ErrInvalid: one sentinel for an invalid request,
+	// whether a store, a keeper or the region registry refuses it.
+	ErrInvalid = registry.ErrInvalid
 	// ErrSchedule: the claimer's layout schedule differs from the fleet's
 	// schedule stored beside the leases. Two layouts can put the same bits
 	// in an ID for different machines, so a fleet must share one schedule;
@@ -198,8 +202,12 @@ type ClaimRequest struct {
 	RestoreWindow time.Duration
 }
 
-// A Store keeps machine-number leases. Every method is safe for concurrent
-// use. Implementations: etcdstore (and the lease-table stores).
+// A Store keeps machine-number leases: the fence contract, what a holder
+// needs and all a Keeper calls. Every method is safe for concurrent use.
+// Implementations: etcdstore, pgstore, dynamostore, each of which also
+// implements Admin (the operator's actions) and registry.Store (its copy
+// of the region registry); a store of one's own needs only Store to be
+// held through a Keeper, and passes leasetest.Run.
 //
 // After any error other than the typed ones, the write may or may not have
 // taken effect; callers re-read with Get before deciding.
@@ -233,30 +241,6 @@ type Store interface {
 	// Get returns the record of one number (a zero record, not an error, for
 	// a number never claimed).
 	Get(ctx context.Context, machine int) (Record, error)
-	// List returns the records of every number that has one, in order.
-	List(ctx context.Context) ([]Record, error)
-	// Quarantine makes the number unclaimable and unrenewable; its holder
-	// stops at its mark. Unquarantine undoes it.
-	Quarantine(ctx context.Context, machine int) error
-	Unquarantine(ctx context.Context, machine int) error
-	// RaiseMarks fences every holder of a number in r and raises the mark
-	// of every number in r to at least markMs, in one conditional write per
-	// number, so that every later claim starts at or above it: the
-	// operator's action after a restore from an old backup
-	// (docs/runbook.md). A holder whose claim survived in the restored
-	// store gets ErrLost at its next extension and claims again above the
-	// raised mark; it issues nothing past the mark it held meanwhile. It
-	// returns how many records it changed.
-	RaiseMarks(ctx context.Context, r Range, markMs int64) (int, error)
-	// FleetSchedule returns the layout schedule stored beside the leases:
-	// version 0 and DefaultFleetSchedule when none was ever set.
-	FleetSchedule(ctx context.Context) (FleetSchedule, error)
-	// SetFleetSchedule writes text as the fleet schedule if the stored
-	// version is still prev (0: never set), and returns the new record
-	// (version prev+1). ErrConflict if the version moved. It checks
-	// nothing else: use SetSchedule, which refuses changes to instants
-	// already past or near.
-	SetFleetSchedule(ctx context.Context, prev int64, text string) (FleetSchedule, error)
 	// MaxRestoreWindow is the longest restore window a holder of this
 	// store may have: after a restore it noticed, the store starts every
 	// claim at least this long after the moment it noticed, whichever
@@ -276,13 +260,6 @@ type Store interface {
 	// holder through the plain store may still issue for the store's own
 	// bound after a wrapper's holder claimed its number.
 	MaxNoticeWindow() time.Duration
-	// Journal is the store's record of who held each number when
-	// (journal.go): Claim writes an entry in the same atomic write as the
-	// claim, Release, Quarantine and RaiseMarks end it in theirs.
-	Journal
-	// RegistryStore keeps this store's copy of the region registry
-	// (registry.go), beside the leases of every region it holds.
-	RegistryStore
 	// Keyspace returns a Store on the same connection whose leases live in
 	// keyspace index (what the store's Config.Region selects; KeyspaceOf
 	// names the keyspace of each layout step), sharing the fleet schedule,
@@ -294,6 +271,72 @@ type Store interface {
 	// receiver's own keyspace (a new value). Closing it does not close the
 	// connection the receiver owns; the receiver must outlive it.
 	Keyspace(index int) (Store, error)
+	// RegistryReader returns what StartKeeper reads to enforce the region
+	// registry's rules before the first claim (keeperregistry.go): the
+	// store's copy of the registry, the identity of where that copy lives,
+	// and the store's fleet schedule record; every keyspace of a store
+	// reads one copy. A store that keeps no registry returns nil (untyped:
+	// a nil pointer in the interface is not nil), and its keepers take the
+	// fleet to be one region, as for a store whose registry was never
+	// written. It is a method of the contract, not an optional interface,
+	// so that a wrapper embedding Store passes the rules on rather than
+	// hiding them.
+	RegistryReader() RegistryReader
 	// Close releases the store's connections (not the leases).
 	Close() error
+}
+
+// A RegistryReader is what a keeper reads of its store at start to keep
+// the region registry's rules (Store.RegistryReader): the store's copy of
+// the registry and its identity (registry.Reader), and the store's fleet
+// schedule record.
+type RegistryReader interface {
+	registry.Reader
+	// FleetSchedule returns the layout schedule stored beside the leases:
+	// version 0 and DefaultFleetSchedule when none was ever set.
+	FleetSchedule(ctx context.Context) (FleetSchedule, error)
+}
+
+// An Admin is a Store with the operator's actions: listing, quarantine,
+// raising marks after a restore, the journal of who held each number, the
+// fleet schedule record, and the store's copy of the region registry. The
+// CLI (snowfence leases, quarantine, raise-marks, who, schedule, regions)
+// and the server's status pages use it; a Keeper never does. Every store
+// of this module implements it (leasetest.RunAdmin is its conformance
+// suite; registrytest.Run that of the registry's copy).
+type Admin interface {
+	Store
+	// List returns the records of every number that has one, in order.
+	List(ctx context.Context) ([]Record, error)
+	// Quarantine makes the number unclaimable and unrenewable; its holder
+	// stops at its mark. Unquarantine undoes it.
+	Quarantine(ctx context.Context, machine int) error
+	Unquarantine(ctx context.Context, machine int) error
+	// RaiseMarks fences every holder of a number in r and raises the mark
+	// of every number in r to at least markMs, in one conditional write per
+	// number, so that every later claim starts at or above it: the
+	// operator's action after a restore from an old backup
+	// (docs/runbook.md). A holder whose claim survived in the restored
+	// store gets ErrLost at its next extension and claims again above the
+	// raised mark; it issues nothing past the mark it held meanwhile. It
+	// returns how many records it changed.
+	RaiseMarks(ctx context.Context, r Range, markMs int64) (int, error)
+	// SetFleetSchedule writes text as the fleet schedule if the stored
+	// version is still prev (0: never set), and returns the new record
+	// (version prev+1). ErrConflict if the version moved. It checks
+	// nothing else: use SetSchedule, which refuses changes to instants
+	// already past or near.
+	SetFleetSchedule(ctx context.Context, prev int64, text string) (FleetSchedule, error)
+	// Journal is the store's record of who held each number when
+	// (journal.go): Claim writes an entry in the same atomic write as the
+	// claim, Release, Quarantine and RaiseMarks end it in theirs.
+	Journal
+	// Store is the store's copy of the region registry, beside the
+	// leases of every region it holds; its reads are RegistryReader's.
+	registry.Store
+	// RegistryReader's FleetSchedule: the fleet schedule record.
+	FleetSchedule(ctx context.Context) (FleetSchedule, error)
+	// AdminKeyspace is Keyspace with the operator's actions: an Admin on
+	// keyspace index, checked and shared as Keyspace's Store is.
+	AdminKeyspace(index int) (Admin, error)
 }

@@ -14,7 +14,7 @@ import (
 // when unsure. st is a store of region's step-0 keyspace (Config.Region =
 // region). It returns how many records it changed, and stops at the first
 // error.
-func RaiseAllMarks(ctx context.Context, st Store, region, steps int, r Range, markMs int64) (int, error) {
+func RaiseAllMarks(ctx context.Context, st Admin, region, steps int, r Range, markMs int64) (int, error) {
 	if steps < 1 || steps > MaxSteps {
 		return 0, fmt.Errorf("%w: %d layout steps; give 1 to %d", ErrInvalid, steps, MaxSteps)
 	}
@@ -31,7 +31,7 @@ func RaiseAllMarks(ctx context.Context, st Store, region, steps int, r Range, ma
 			if err != nil {
 				return total, err
 			}
-			if ks, err = st.Keyspace(idx); err != nil {
+			if ks, err = st.AdminKeyspace(idx); err != nil {
 				return total, err
 			}
 		}

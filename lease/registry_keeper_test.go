@@ -14,6 +14,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Issue 25: the region registry's rules (a region resolved against the
@@ -42,7 +43,7 @@ func regionKeeper(t *testing.T, st lease.Store, holder string, region int, sched
 
 // setFleet sets st's fleet schedule record to text (the store's own write:
 // the notice rule is not what these tests are about).
-func setFleet(t *testing.T, st lease.Store, text string) {
+func setFleet(t *testing.T, st lease.Admin, text string) {
 	t.Helper()
 	cur, err := st.FleetSchedule(testCtx(t))
 	if err != nil {
@@ -56,10 +57,10 @@ func setFleet(t *testing.T, st lease.Store, text string) {
 // addHomed adds region name at home to the registry in cs, recording the
 // fleet schedule sched if the registry records none yet (as the first
 // regions add does).
-func addHomed(t *testing.T, cs []lease.RegistryCopy, name, home, sched string) lease.Region {
+func addHomed(t *testing.T, cs []registry.Copy, name, home, sched string) registry.Region {
 	t.Helper()
-	var g lease.Region
-	if _, err := lease.UpdateRegistry(testCtx(t), cs, func(r lease.Registry) (lease.Registry, error) {
+	var g registry.Region
+	if _, err := registry.Update(testCtx(t), cs, func(r registry.Registry) (registry.Registry, error) {
 		next, added, err := r.WithRegionHome(name, home, 1, 8)
 		g = added
 		if next.Schedule == "" {
@@ -103,11 +104,11 @@ func TestKeeperRefusesRegionOffItsHome(t *testing.T) {
 	a0, b0 := regionStore(t, ca.Endpoints(), 0), regionStore(t, cb.Endpoints(), 0)
 	setFleet(t, a0, schedPast)
 	setFleet(t, b0, schedPast)
-	cs := []lease.RegistryCopy{{Name: "copy-a", Store: a0}, {Name: "copy-b", Store: b0}}
+	cs := []registry.Copy{{Name: "copy-a", Store: a0}, {Name: "copy-b", Store: b0}}
 	addHomed(t, cs, "a", "copy-a", schedPast)
 	addHomed(t, cs, "b", "copy-b", schedPast)
 	addHomed(t, cs, "c", "copy-a", schedPast)
-	if _, err := lease.RetireRegion(testCtx(t), cs, "c", 2); err != nil {
+	if _, err := registry.RetireRegion(testCtx(t), cs, "c", 2); err != nil {
 		t.Fatal(err)
 	}
 
@@ -131,11 +132,11 @@ func TestKeeperRefusesRegionOffItsHome(t *testing.T) {
 		want   error
 		says   string
 	}{
-		{"region b on A", a1, 1, lease.ErrWrongHome, "leases from copy copy-b"},
-		{"region b on a Keyspace view of A", viewA1, 1, lease.ErrWrongHome, "leases from copy copy-b"},
-		{"region a on B", b0, 0, lease.ErrWrongHome, "leases from copy copy-a"},
-		{"retired region c on its home A", regionStore(t, ca.Endpoints(), 2), 2, lease.ErrRegionRetired, "never used again"},
-		{"region 5, not in the registry", regionStore(t, ca.Endpoints(), 5), 5, lease.ErrUnknownRegion, "snowfence regions list"},
+		{"region b on A", a1, 1, registry.ErrWrongHome, "leases from copy copy-b"},
+		{"region b on a Keyspace view of A", viewA1, 1, registry.ErrWrongHome, "leases from copy copy-b"},
+		{"region a on B", b0, 0, registry.ErrWrongHome, "leases from copy copy-a"},
+		{"retired region c on its home A", regionStore(t, ca.Endpoints(), 2), 2, registry.ErrRegionRetired, "never used again"},
+		{"region 5, not in the registry", regionStore(t, ca.Endpoints(), 5), 5, registry.ErrUnknownRegion, "snowfence regions list"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			k, err := regionKeeper(t, c.st, "intruder", c.region, schedPast, lease.Range{Lo: 0, Hi: 0})
@@ -162,7 +163,7 @@ func TestKeeperRefusesRegionOffItsHome(t *testing.T) {
 // joinByHand writes, as a caller bypassing JoinRegistry's checks would,
 // the registry of cs's stores with joining recorded as one more copy (its
 // name sorting after theirs), to every copy and to joining's store.
-func joinByHand(t *testing.T, cs []lease.RegistryCopy, joining lease.RegistryCopy) lease.Registry {
+func joinByHand(t *testing.T, cs []registry.Copy, joining registry.Copy) registry.Registry {
 	t.Helper()
 	ctx := testCtx(t)
 	cur, err := cs[0].Store.Registry(ctx)
@@ -201,10 +202,10 @@ func TestKeeperRefusesStoreScheduleOffRegistry(t *testing.T) {
 	a0, b0 := regionStore(t, ca.Endpoints(), 0), regionStore(t, cb.Endpoints(), 0)
 	setFleet(t, a0, schedFuture)
 	setFleet(t, b0, schedPast)
-	cs := []lease.RegistryCopy{{Name: "copy-a", Store: a0}}
+	cs := []registry.Copy{{Name: "copy-a", Store: a0}}
 	addHomed(t, cs, "a", "copy-a", schedFuture)
-	joining := lease.RegistryCopy{Name: "copy-b", Store: b0}
-	_, err := lease.JoinRegistry(testCtx(t), cs, joining)
+	joining := registry.Copy{Name: "copy-b", Store: b0}
+	_, err := lease.JoinRegistry(testCtx(t), []lease.FleetCopy{{Name: "copy-a", Store: a0}}, lease.FleetCopy{Name: "copy-b", Store: b0})
 	if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "snowfence schedule set '"+schedFuture+"'") {
 		t.Errorf("JoinRegistry of B, whose record is %s, to a registry recording %s: %v; want ErrSchedule naming snowfence schedule set '%s'",
 			schedPast, schedFuture, err, schedFuture)
@@ -260,11 +261,11 @@ func TestKeeperNextClaimRefusedOnceRegistryDiffers(t *testing.T) {
 		t.Errorf("keeper on a store with no registry logged:\n%s\nwant it to say it found no region registry", logs.String())
 	}
 	held := h.k.Lease()
-	reg := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}, {Name: "b", Number: 1, CreatedMs: 1}}, Schedule: schedFuture}
+	reg := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "a", Number: 0, CreatedMs: 1}, {Name: "b", Number: 1, CreatedMs: 1}}, Schedule: schedFuture}
 	if err := b0.CreateRegistry(testCtx(t), reg); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := b0.Keyspace(lease.KeyspaceStride + 1)
+	v2, err := b0.AdminKeyspace(lease.KeyspaceStride + 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // These tests each run a sequence of operators' steps (a reviewer's) that
@@ -36,7 +37,7 @@ func keepsRunning(s *fleetStore, holder string) bool {
 }
 
 // A registry that records no schedule (written before the registry kept
-// it, or by lease.AddRegion) and a schedule change that stops after the
+// it, or by registry.AddRegion) and a schedule change that stops after the
 // first store: region 1 now starts holders on the new schedule, region 2
 // on the old one, and both keep running past the cutover. The documented
 // promise ("a change stopped half way leaves one schedule that holders can
@@ -46,10 +47,10 @@ func TestScheduleChangeStoppedHalfWayOnRegistryWithoutSchedule(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	cs, ss := fleetCopies(2)
-	if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), "a", 1, 8); err != nil {
+	if _, err := registry.AddRegion(ctx, registryCopiesOf(cs), "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), "b", 1, 8); err != nil {
+	if _, err := registry.AddRegion(ctx, registryCopiesOf(cs), "b", 1, 8); err != nil {
 		t.Fatal(err)
 	}
 	ss[1].setErr = errStoreDown
@@ -109,7 +110,7 @@ func TestConcurrentScheduleChangesLeaveOneSchedule(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	base, ss := fleetCopies(2)
-	if _, err := lease.UpdateRegistry(ctx, registryCopiesOf(base), func(r lease.Registry) (lease.Registry, error) {
+	if _, err := registry.Update(ctx, registryCopiesOf(base), func(r registry.Registry) (registry.Registry, error) {
 		next, _, err := r.WithRegion("a", 1, 8)
 		if err != nil {
 			return next, err

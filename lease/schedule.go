@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // DefaultFleetSchedule is the fleet schedule of a store in which none was
@@ -38,14 +39,9 @@ type FleetSchedule struct {
 }
 
 // CanonicalSchedule returns the textual form stores compare: the schedule
-// parsed and formatted again, "v1" for the empty string.
-func CanonicalSchedule(text string) (string, error) {
-	s, err := snowfence.ParseSchedule(text)
-	if err != nil {
-		return "", err
-	}
-	return s.String(), nil
-}
+// parsed and formatted again, "v1" for the empty string
+// (registry.CanonicalSchedule, which the region registry compares too).
+func CanonicalSchedule(text string) (string, error) { return registry.CanonicalSchedule(text) }
 
 // CheckSchedule returns ErrSchedule, saying what to do, unless the holder's
 // schedule (canonical text, "" for the default) equals the fleet's. Every
@@ -103,7 +99,7 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // would issue, before they learn of the change or below marks they already
 // reserved, IDs that the new one gives other bits. A notice shorter than MinScheduleNotice is refused with
 // ErrInvalid. The write is a compare-and-set on the version read.
-func SetSchedule(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
+func SetSchedule(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
 	cur, next, err := checkScheduleChange(ctx, st, text, now, notice)
 	if err != nil || cur.Text == next {
 		return cur, err
@@ -114,7 +110,7 @@ func SetSchedule(ctx context.Context, st Store, text string, now time.Time, noti
 // checkScheduleChange is SetSchedule's check without the write: it returns
 // the fleet schedule stored in st and text in canonical form, or the
 // error SetSchedule refuses the change with.
-func checkScheduleChange(ctx context.Context, st Store, text string, now time.Time, notice time.Duration) (FleetSchedule, string, error) {
+func checkScheduleChange(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (FleetSchedule, string, error) {
 	if notice == 0 {
 		notice = DefaultScheduleNotice
 	}
@@ -159,7 +155,7 @@ func checkScheduleChange(ctx context.Context, st Store, text string, now time.Ti
 // layouts have room for, in each step's keyspace (KeyspaceOf) — and what it
 // came from. The fleet schedule is one for all of them, and a holder's marks
 // live in its region's keyspace of the step in force, not in st's own.
-func highestMark(ctx context.Context, st Store, old, next snowfence.Schedule, now time.Time) (time.Time, string, error) {
+func highestMark(ctx context.Context, st Admin, old, next snowfence.Schedule, now time.Time) (time.Time, string, error) {
 	regions, steps := 1, max(len(old.Steps()), len(next.Steps()))
 	for _, s := range []snowfence.Schedule{old, next} {
 		for _, step := range s.Steps() {
@@ -176,7 +172,7 @@ func highestMark(ctx context.Context, st Store, old, next snowfence.Schedule, no
 					return from, by, err
 				}
 			}
-			ks, err := st.Keyspace(idx)
+			ks, err := st.AdminKeyspace(idx)
 			if err != nil {
 				return from, by, err
 			}

@@ -46,7 +46,7 @@ func TestKeeperScheduleChangedUnderHolder(t *testing.T) {
 	h := mustHolder(t, w, clk, "a", lease.Range{Lo: 2, Hi: 2})
 	h.mint(5)
 	at := clk.Time().Add(15 * time.Second) // renewals reserve 10 s ahead: the one 6 s from now would reach it
-	if _, err := w.SetFleetSchedule(testCtx(t), 0, "v1,v2@"+at.Format(time.RFC3339)); err != nil {
+	if _, err := w.admin().SetFleetSchedule(testCtx(t), 0, "v1,v2@"+at.Format(time.RFC3339)); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

@@ -65,3 +65,8 @@ func (w *wrapStore) requests() []lease.ClaimRequest {
 	defer w.mu.Unlock()
 	return append([]lease.ClaimRequest(nil), w.claims...)
 }
+
+// admin is the real store underneath, for the operator's actions a test
+// takes beside the keeper (the wrapper itself has only the fence
+// contract).
+func (w *wrapStore) admin() lease.Admin { return w.Store.(lease.Admin) }

@@ -36,9 +36,9 @@ type stubStore struct {
 func (s *stubStore) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
 func (s *stubStore) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
 
-// Registry: the stub holds no region registry (version 0), as a store of a
-// one-region fleet; StartKeeper reads it before its first claim.
-func (s *stubStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
+// RegistryReader: the stub keeps no region registry, as a store of a
+// one-region fleet; StartKeeper asks for it before its first claim.
+func (s *stubStore) RegistryReader() lease.RegistryReader { return nil }
 
 func (s *stubStore) Claim(_ context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
 	s.mu.Lock()

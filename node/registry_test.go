@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -40,7 +41,7 @@ func connect(t *testing.T, endpoints []string) *etcdstore.Store {
 }
 
 // setRecord sets st's fleet schedule record to text.
-func setRecord(t *testing.T, st lease.Store, text string) {
+func setRecord(t *testing.T, st lease.Admin, text string) {
 	t.Helper()
 	cur, err := st.FleetSchedule(context.Background())
 	if err != nil {
@@ -53,9 +54,9 @@ func setRecord(t *testing.T, st lease.Store, text string) {
 
 // addRegion adds region name at home to the registry in cs, recording
 // sched when it records no schedule yet.
-func addRegion(t *testing.T, cs []lease.RegistryCopy, name, home, sched string) {
+func addRegion(t *testing.T, cs []registry.Copy, name, home, sched string) {
 	t.Helper()
-	if _, err := lease.UpdateRegistry(context.Background(), cs, func(r lease.Registry) (lease.Registry, error) {
+	if _, err := registry.Update(context.Background(), cs, func(r registry.Registry) (registry.Registry, error) {
 		next, _, err := r.WithRegionHome(name, home, 1, 8)
 		if next.Schedule == "" {
 			next.Schedule = sched
@@ -97,11 +98,11 @@ func TestStartRefusesRegionOffItsHome(t *testing.T) {
 	a, b := connect(t, srv.Endpoints()), connect(t, cb.Endpoints())
 	setRecord(t, a, sched)
 	setRecord(t, b, sched)
-	cs := []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
+	cs := []registry.Copy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}
 	addRegion(t, cs, "a", "copy-a", sched)
 	addRegion(t, cs, "b", "copy-b", sched)
 	addRegion(t, cs, "c", "copy-a", sched)
-	if _, err := lease.RetireRegion(ctx, cs, "c", 2); err != nil {
+	if _, err := registry.RetireRegion(ctx, cs, "c", 2); err != nil {
 		t.Fatal(err)
 	}
 
@@ -113,7 +114,7 @@ func TestStartRefusesRegionOffItsHome(t *testing.T) {
 	for _, c := range []struct {
 		region int
 		want   error
-	}{{1, lease.ErrWrongHome}, {2, lease.ErrRegionRetired}, {5, lease.ErrUnknownRegion}} {
+	}{{1, registry.ErrWrongHome}, {2, registry.ErrRegionRetired}, {5, registry.ErrUnknownRegion}} {
 		onA := node.EtcdCluster(etcdstore.ClientConfig{Endpoints: srv.Endpoints()}, etcdstore.Config{})
 		n, err := node.Start(ctx, regionNode(t, onA, c.region, sched))
 		if err == nil {
@@ -131,7 +132,7 @@ func TestStartRefusesRegionOffItsHome(t *testing.T) {
 	if n, err := node.Start(ctx, regionNode(t, node.OnEmbedded(srv, etcdstore.Config{}), 1, sched)); err == nil {
 		n.Close(ctx)
 		t.Errorf("node.Start of region 1 on the embedded etcd A, opened by the node: started; want ErrWrongHome")
-	} else if !errors.Is(err, lease.ErrWrongHome) {
+	} else if !errors.Is(err, registry.ErrWrongHome) {
 		t.Errorf("node.Start of region 1 on the embedded etcd A, opened by the node: %v; want ErrWrongHome", err)
 	}
 }
@@ -149,7 +150,7 @@ func TestStartRefusesStoreScheduleOffRegistry(t *testing.T) {
 	a, b := connect(t, ca.Endpoints()), connect(t, cb.Endpoints())
 	setRecord(t, a, future)
 	setRecord(t, b, past)
-	addRegion(t, []lease.RegistryCopy{{Name: "copy-a", Store: a}}, "a", "copy-a", future)
+	addRegion(t, []registry.Copy{{Name: "copy-a", Store: a}}, "a", "copy-a", future)
 	reg, err := a.Registry(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestStartRefusesStoreScheduleOffRegistry(t *testing.T) {
 	if err := b.CreateRegistry(ctx, reg); err != nil {
 		t.Fatal(err)
 	}
-	addRegion(t, []lease.RegistryCopy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}, "b", "copy-b", future)
+	addRegion(t, []registry.Copy{{Name: "copy-a", Store: a}, {Name: "copy-b", Store: b}}, "b", "copy-b", future)
 
 	n, err := node.Start(ctx, regionNode(t, node.EtcdCluster(etcdstore.ClientConfig{Endpoints: cb.Endpoints()}, etcdstore.Config{}), 1, past))
 	if err == nil {

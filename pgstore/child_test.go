@@ -89,11 +89,6 @@ func (s *countingStore) Get(ctx context.Context, machine int) (lease.Record, err
 	return s.Store.Get(ctx, machine)
 }
 
-func (s *countingStore) List(ctx context.Context) ([]lease.Record, error) {
-	s.n.Add(1)
-	return s.Store.List(ctx)
-}
-
 // TestSoakChild is not a test: it is the body of a soak child process, and
 // skips unless TestSoakKilledHoldersNeverDuplicate started it.
 func TestSoakChild(t *testing.T) {

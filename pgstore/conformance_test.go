@@ -5,10 +5,12 @@ import (
 
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// TestConformance runs the lease-store conformance suite against a real
+// TestConformance runs the lease-store conformance suites (the fence
+// contract's, the operator's actions', the registry copy's) against a real
 // PostgreSQL, each check in a table of its own. Expiry is the claimer's
 // clock against lease_expiry, so the harness needs no Expire hook. Its
 // Rollback writes the table's rows back from a copy on the same server
@@ -16,7 +18,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	pool := testPool(t, 16)
-	leasetest.Run(t, leasetest.Harness{
+	h := leasetest.Harness{
 		New: func(t *testing.T) lease.Store { return openStore(t, pool, newTable(t, pool)) },
 		Reopen: func(t *testing.T, s lease.Store) lease.Store {
 			return openStore(t, pool, s.(*pgstore.Store).Table())
@@ -32,5 +34,8 @@ func TestConformance(t *testing.T) {
 			arm.sql = "" // the next statement, whichever
 			return s, func() { arm.mode.Store(cutResponse) }
 		},
-	})
+	}
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
+	registrytest.Run(t, leasetest.RegistryHarness(h))
 }

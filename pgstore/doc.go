@@ -40,7 +40,7 @@
 //	                    WAL timeline as first seen, the restores noticed and
 //	                    the restore floor (see Restores).
 //	<table>_region    one row (id 1): this store's copy of the region
-//	                    registry, version and body (JSON of lease.Registry);
+//	                    registry, version and body (JSON of registry.Registry);
 //	                    no row means none was written (version 0). Written
 //	                    with INSERT … ON CONFLICT DO NOTHING for version 1
 //	                    and UPDATE … WHERE version = next − 1 after. A claim
@@ -197,4 +197,13 @@
 //	UPDATE idgen_leases SET holder = 'QUARANTINED', floor_ms = GREATEST(floor_ms, lease_expiry),
 //	       lease_expiry = 4102444800000, lease_epoch = lease_epoch + 1
 //	 WHERE region = 0 AND machine_id = 170 AND holder <> 'QUARANTINED';
+//
+// # Interfaces
+//
+// Store implements lease.Store, the fence contract a Keeper holds numbers
+// through (its RegistryReader is the Store itself); lease.Admin, the
+// operator's actions the snowfence CLI and the status page use (AdminKeyspace
+// is Keyspace as an Admin); and registry.Store, its copy of the region
+// registry. TestConformance runs the three suites: leasetest.Run,
+// leasetest.RunAdmin and registrytest.Run.
 package pgstore

@@ -188,7 +188,7 @@ func TestJournalInterleaving(t *testing.T) {
 		return
 	}
 
-	for region, st := range map[int]lease.Store{0: op, 1: mustKeyspace(t, op, 1)} {
+	for region, st := range map[int]lease.Admin{0: op, 1: mustKeyspace(t, op, 1)} {
 		for n := lo; n <= hi; n++ {
 			var want []*claimed
 			for _, rs := range results {
@@ -204,9 +204,9 @@ func TestJournalInterleaving(t *testing.T) {
 	}
 }
 
-func mustKeyspace(t *testing.T, s *pgstore.Store, i int) lease.Store {
+func mustKeyspace(t *testing.T, s *pgstore.Store, i int) lease.Admin {
 	t.Helper()
-	k, err := s.Keyspace(i)
+	k, err := s.AdminKeyspace(i)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func mustKeyspace(t *testing.T, s *pgstore.Store, i int) lease.Store {
 
 // checkJournalOf checks the journal of number n against the claims of it
 // that succeeded, in token order.
-func checkJournalOf(t *testing.T, st lease.Store, region, n int, want []*claimed) {
+func checkJournalOf(t *testing.T, st lease.Admin, region, n int, want []*claimed) {
 	t.Helper()
 	h, err := st.History(t.Context(), n)
 	if err != nil {

@@ -42,9 +42,9 @@ func TestKeyspaceRows(t *testing.T) {
 			t.Errorf("New with region %d: %v, want ErrInvalid, as Keyspace", bad, err)
 		}
 	}
-	top, err := s.Keyspace(math.MaxInt32)
+	top, err := s.AdminKeyspace(math.MaxInt32)
 	if err != nil {
-		t.Fatalf("Keyspace(MaxInt32): %v", err)
+		t.Fatalf("AdminKeyspace(MaxInt32): %v", err)
 	}
 	defer top.Close()
 	if _, err := top.List(t.Context()); err != nil {

@@ -358,7 +358,7 @@ RETURNING seq`),
 		fleetInit: q(`INSERT INTO {f} (id, schedule, version) VALUES (1, $1, 1) ON CONFLICT (id) DO NOTHING RETURNING version`),
 		fleetSet:  q(`UPDATE {f} SET schedule = $1, version = version + 1, updated_at = now() WHERE id = 1 AND version = $2 RETURNING version`),
 		// The registry's copy. $1 the version written, $2 the body
-		// (lease.EncodeRegistry): the row is inserted for version 1 and
+		// (registry.Encode): the row is inserted for version 1 and
 		// updated from version $1 - 1 otherwise; no row returned means the
 		// version stored was another.
 		registry: q(`SELECT version, body::text FROM {r} WHERE id = 1`),

@@ -7,18 +7,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
-var _ lease.RegistryStore = (*Store)(nil)
+var _ registry.Store = (*Store)(nil)
 
 // Registry returns the region registry kept in <table>_region (one row,
 // id 1), shared by every region of the table: the zero Registry when no
 // row was written.
-func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
+func (s *Store) Registry(ctx context.Context) (registry.Registry, error) {
 	if err := s.open(); err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
 	return s.readRegistry(ctx)
 }
@@ -27,16 +26,16 @@ func (s *Store) Registry(ctx context.Context) (lease.Registry, error) {
 // next.Version-1, in one statement: an insert of the row for version 1,
 // an update on the version otherwise. When it changes nothing, the row is
 // read again: equal to next is success (a retry, or a second copy on the
-// same table), anything else lease.ErrRegistryConflict naming the version
+// same table), anything else registry.ErrConflict naming the version
 // found.
-func (s *Store) SetRegistry(ctx context.Context, next lease.Registry) error {
+func (s *Store) SetRegistry(ctx context.Context, next registry.Registry) error {
 	return s.writeRegistry(ctx, next, false)
 }
 
 // CreateRegistry inserts r into <table>_region if it has no row, whatever
 // r's version (the insert of SetRegistry's version 1); a stored registry
-// equal to r is success, any other lease.ErrRegistryConflict.
-func (s *Store) CreateRegistry(ctx context.Context, r lease.Registry) error {
+// equal to r is success, any other registry.ErrConflict.
+func (s *Store) CreateRegistry(ctx context.Context, r registry.Registry) error {
 	return s.writeRegistry(ctx, r, true)
 }
 
@@ -58,11 +57,11 @@ func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 }
 
 // writeRegistry is SetRegistry, or with create CreateRegistry.
-func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create bool) error {
+func (s *Store) writeRegistry(ctx context.Context, next registry.Registry, create bool) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	body, err := lease.EncodeRegistry(next)
+	body, err := registry.Encode(next)
 	if err != nil {
 		return fmt.Errorf("pgstore: write the region registry: %w", err)
 	}
@@ -76,12 +75,12 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 	case errors.Is(err, pgx.ErrNoRows):
 		cur, rerr := s.readRegistry(ctx)
 		if rerr != nil {
-			return fmt.Errorf("%w: %s%s is no longer at version %d, and reading it failed: %v", lease.ErrRegistryConflict, s.name, registrySuffix, next.Version-1, rerr)
+			return fmt.Errorf("%w: %s%s is no longer at version %d, and reading it failed: %v", registry.ErrConflict, s.name, registrySuffix, next.Version-1, rerr)
 		}
 		if create {
-			return lease.RegistryCreateConflict(s.name+registrySuffix, cur, next)
+			return registry.CreateConflict(s.name+registrySuffix, cur, next)
 		}
-		return lease.RegistryConflict(s.name+registrySuffix, cur, next)
+		return registry.Conflict(s.name+registrySuffix, cur, next)
 	case err != nil:
 		// The statement may have committed: read the row back before
 		// saying so.
@@ -98,22 +97,22 @@ func (s *Store) writeRegistry(ctx context.Context, next lease.Registry, create b
 }
 
 // readRegistry reads the registry's row; none is the zero Registry.
-func (s *Store) readRegistry(ctx context.Context) (lease.Registry, error) {
+func (s *Store) readRegistry(ctx context.Context) (registry.Registry, error) {
 	var version int64
 	var body string
 	err := s.pool.QueryRow(ctx, s.queries.registry).Scan(&version, &body)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return lease.Registry{}, nil
+		return registry.Registry{}, nil
 	case err != nil:
-		return lease.Registry{}, fmt.Errorf("pgstore: read the region registry of %s: %w", s.name, s.schemaErr(err))
+		return registry.Registry{}, fmt.Errorf("pgstore: read the region registry of %s: %w", s.name, s.schemaErr(err))
 	}
-	r, err := lease.DecodeRegistry([]byte(body))
+	r, err := registry.Decode([]byte(body))
 	if err == nil && r.Version != version {
 		err = fmt.Errorf("its body is at version %d, its version column at %d", r.Version, version)
 	}
 	if err != nil {
-		return lease.Registry{}, fmt.Errorf("pgstore: the row of %s%s holds %q: %v (was it written by hand?); "+
+		return registry.Registry{}, fmt.Errorf("pgstore: the row of %s%s holds %q: %v (was it written by hand?); "+
 			"put back the row of another region's copy of the registry (snowfence regions list there), or delete the row if no registry was ever meant to be here",
 			s.name, registrySuffix, body, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -28,10 +29,10 @@ func TestRegistryTable(t *testing.T) {
 	}
 	// The two regions' stores are one copy (one identity): named as two,
 	// they are refused.
-	if _, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", time.Now().UnixMilli(), 8); !errors.Is(err, lease.ErrCopyIdentity) {
+	if _, err := registry.AddRegion(t.Context(), []registry.Copy{{Name: "copy-r0", Store: r0}, {Name: "copy-r1", Store: r1}}, "eu-west-1", time.Now().UnixMilli(), 8); !errors.Is(err, registry.ErrCopyIdentity) {
 		t.Fatalf("AddRegion on two regions of one table as two copies = %v; want ErrCopyIdentity", err)
 	}
-	g, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "eu-west-1", time.Now().UnixMilli(), 8)
+	g, err := registry.AddRegion(t.Context(), []registry.Copy{{Name: "copy-r0", Store: r0}}, "eu-west-1", time.Now().UnixMilli(), 8)
 	if err != nil || g.Number != 0 {
 		t.Fatalf("AddRegion on region 0 of the table = %+v, %v; want number 0", g, err)
 	}
@@ -63,7 +64,7 @@ func TestRegistryTable(t *testing.T) {
 			t.Fatalf("Registry after SET %s = %+v, %v; want an error saying what to do", set, reg, err)
 		}
 		t.Logf("SET %s: %v", set, err)
-		if _, err := lease.AddRegion(t.Context(), []lease.RegistryCopy{{Name: "copy-r0", Store: r0}}, "us-east-1", time.Now().UnixMilli(), 8); err == nil {
+		if _, err := registry.AddRegion(t.Context(), []registry.Copy{{Name: "copy-r0", Store: r0}}, "us-east-1", time.Now().UnixMilli(), 8); err == nil {
 			t.Fatalf("AddRegion over a row after SET %s succeeded; want the read's error", set)
 		}
 	}
@@ -98,7 +99,7 @@ func TestClaimWaitsForRegistryWrite(t *testing.T) {
 	if _, err := s.SetFleetSchedule(t.Context(), 0, record); err != nil {
 		t.Fatal(err)
 	}
-	agrees := lease.Registry{Version: 1, Regions: []lease.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: record}
+	agrees := registry.Registry{Version: 1, Regions: []registry.Region{{Name: "a", Number: 0, CreatedMs: 1}}, Schedule: record}
 	if err := s.SetRegistry(t.Context(), agrees); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestClaimWaitsForRegistryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := lease.EncodeRegistry(differs)
+	body, err := registry.Encode(differs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // DefaultTable is the table Config.Table names when empty.
@@ -88,7 +89,15 @@ const (
 	journalSuffix  = "_claims"
 )
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store    = (*Store)(nil)
+	_ lease.Admin    = (*Store)(nil)
+	_ registry.Store = (*Store)(nil)
+)
+
+// RegistryReader returns s: the store keeps its copy of the region
+// registry and its fleet schedule record beside the leases.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$`)
 

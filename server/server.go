@@ -73,7 +73,7 @@ type Config struct {
 	// should answer from memory. Nil: "region" is the number in decimal.
 	RegionNames func(number int) (string, bool)
 	// RegionNumbers, if set, is called on every scrape of /metrics for
-	// the region numbers the region registry has left (lease.Registry.Left)
+	// the region numbers the region registry has left (registry.Registry.Left)
 	// out of the total the fleet schedule's last layout has (1 <<
 	// RegionBits), exported as snowfence_region_numbers_left and
 	// snowfence_region_numbers; a total of zero (no region bits) exports

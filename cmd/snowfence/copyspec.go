@@ -119,7 +119,7 @@ func redactErr(err error, spec string) string {
 // A registryCopy is one copy of the region registry: a store, opened.
 type registryCopy struct {
 	name  string // as the operator named it, password hidden
-	store lease.Store
+	store lease.Admin
 }
 
 // openCopies opens the store of the store flags (copy 1) and of every

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // runDecode prints an ID's fields, the ID given in decimal or in its UUIDv8
@@ -104,21 +104,21 @@ func runDecode(ctx context.Context, e env, args []string) error {
 
 // storeDecodeFacts reads, from the lease store sf names, the fleet schedule
 // (its text, "" for the default) and the region registry.
-func storeDecodeFacts(ctx context.Context, sf *storeFlags) (string, lease.Registry, error) {
+func storeDecodeFacts(ctx context.Context, sf *storeFlags) (string, registry.Registry, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	store, err := sf.connect(ctx)
 	if err != nil {
-		return "", lease.Registry{}, err
+		return "", registry.Registry{}, err
 	}
 	defer store.Close()
 	fleet, err := store.FleetSchedule(ctx)
 	if err != nil {
-		return "", lease.Registry{}, fmt.Errorf("read the fleet schedule: %w", err)
+		return "", registry.Registry{}, fmt.Errorf("read the fleet schedule: %w", err)
 	}
 	reg, err := store.Registry(ctx)
 	if err != nil {
-		return "", lease.Registry{}, err
+		return "", registry.Registry{}, err
 	}
 	return fleet.Text, reg, nil
 }

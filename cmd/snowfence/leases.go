@@ -150,7 +150,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 // schedule's layout named name (lease.KeyspaceOf), or for the layout in
 // force at now when name is empty. A name the schedule has twice is its
 // first step's.
-func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string, now time.Time) (lease.Store, error) {
+func layoutKeyspace(ctx context.Context, st lease.Admin, region int, name string, now time.Time) (lease.Admin, error) {
 	fleet, err := st.FleetSchedule(ctx)
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func layoutKeyspace(ctx context.Context, st lease.Store, region int, name string
 			return nil, err
 		}
 	}
-	return st.Keyspace(idx)
+	return st.AdminKeyspace(idx)
 }
 
 // initTable creates the lease table of a table store.

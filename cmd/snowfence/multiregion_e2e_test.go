@@ -23,7 +23,7 @@ import (
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/internal/testkit/spawn"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The multi-region test runs what a fleet of three regions is: each region
@@ -264,7 +264,7 @@ func newRegions(t *testing.T, names []string) []*mrRegion {
 	}
 	numbers := map[int]bool{}
 	for _, r := range regions {
-		g, ok := lease.Registry{Regions: reg.Regions}.Named(r.name)
+		g, ok := registry.Registry{Regions: reg.Regions}.Named(r.name)
 		if !ok || numbers[g.Number] {
 			t.Fatalf("regions list: %s missing or its number %d taken twice: %+v", r.name, g.Number, reg.Regions)
 		}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // How often serve's region names are read again from the holder's own
@@ -27,11 +27,11 @@ const (
 // never the mint path, and it reads no store but the holder's own. Safe
 // for concurrent use.
 type regionNames struct {
-	store lease.RegistryStore
+	store registry.Reader // nil: a store that keeps no registry
 	log   *slog.Logger
 	now   func() time.Time
 
-	reg atomic.Pointer[lease.Registry]
+	reg atomic.Pointer[registry.Registry]
 	// mu makes one read at a time and guards lastRead.
 	mu       sync.Mutex
 	lastRead time.Time
@@ -41,13 +41,13 @@ type regionNames struct {
 }
 
 // newRegionNames returns the names of reg, read from store at now().
-func newRegionNames(store lease.RegistryStore, reg lease.Registry, log *slog.Logger, now func() time.Time) *regionNames {
+func newRegionNames(store registry.Reader, reg registry.Registry, log *slog.Logger, now func() time.Time) *regionNames {
 	c := &regionNames{store: store, log: log, now: now, lastRead: now(), stop: make(chan struct{}), done: make(chan struct{})}
 	c.reg.Store(&reg)
 	return c
 }
 
-// Name returns the name of region number n (lease.Registry.NameOf), false
+// Name returns the name of region number n (registry.Registry.NameOf), false
 // if the registry does not have it even after a fresh read. While the
 // store has no registry it returns the number in decimal; the background
 // read finds a registry once one is written.
@@ -71,6 +71,9 @@ func (c *regionNames) refresh(minAge time.Duration) {
 		return
 	}
 	c.lastRead = now
+	if c.store == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), regionNamesTimeout)
 	defer cancel()
 	reg, err := c.store.Registry(ctx)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // A fake instant serve's region names read the time from.
@@ -29,7 +29,7 @@ func (f *fakeNow) add(d time.Duration) {
 // its name.
 func TestRegionNamesMiss(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registryOf(lease.Region{Name: "us-east-1", Number: 0, CreatedMs: 1}, lease.Region{Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3})
+	reg := registryOf(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1}, registry.Region{Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3})
 	store := &memRegistry{reg: reg}
 	clk := &fakeNow{t: time.Unix(1000, 0)}
 	c := newRegionNames(store, reg, quiet, clk.now)
@@ -49,7 +49,7 @@ func TestRegionNamesMiss(t *testing.T) {
 	clk.add(regionNamesOnMiss)
 	check(2, "", false, 1)
 	check(2, "", false, 1) // not again within 5 s
-	store.set(registryOf(reg.Regions[0], reg.Regions[1], lease.Region{Name: "ap-south-1", Number: 2, CreatedMs: 4}))
+	store.set(registryOf(reg.Regions[0], reg.Regions[1], registry.Region{Name: "ap-south-1", Number: 2, CreatedMs: 4}))
 	clk.add(regionNamesOnMiss - time.Millisecond)
 	check(2, "", false, 1)
 	clk.add(time.Millisecond)
@@ -69,7 +69,7 @@ func TestRegionNamesBackground(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := &memRegistry{reads: make(chan struct{})}
 	clk := &fakeNow{t: time.Unix(1000, 0)}
-	c := newRegionNames(store, lease.Registry{}, quiet, clk.now)
+	c := newRegionNames(store, registry.Registry{}, quiet, clk.now)
 	tick := make(chan time.Time)
 	go c.run(tick)
 	defer c.close()
@@ -78,7 +78,7 @@ func TestRegionNamesBackground(t *testing.T) {
 		t.Errorf("no registry: Name(3) = %q, %v; want \"3\", true", name, ok)
 	}
 	store.mu.Lock()
-	store.reg = registryOf(lease.Region{Name: "us-east-1", Number: 0, CreatedMs: 1})
+	store.reg = registryOf(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1})
 	store.mu.Unlock()
 	tick <- clk.now()
 	<-store.reads     // the background read

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
@@ -82,7 +83,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 		}
 	case (verb == "add" || verb == "retire") && len(rest) == 1:
 		name = rest[0]
-		if err := lease.CheckRegionName(name); err != nil {
+		if err := registry.CheckRegionName(name); err != nil {
 			return usageError{err}
 		}
 		if verb == "retire" && !*yes {
@@ -140,10 +141,10 @@ type regionsRun struct {
 
 // stores are the copies, named as the operator named them (the registry
 // records the names: every later change must name the same copies).
-func (r regionsRun) stores() []lease.RegistryCopy {
-	rs := make([]lease.RegistryCopy, len(r.copies))
+func (r regionsRun) stores() []registry.Copy {
+	rs := make([]registry.Copy, len(r.copies))
 	for i, c := range r.copies {
-		rs[i] = lease.RegistryCopy{Name: c.name, Store: c.store}
+		rs[i] = registry.Copy{Name: c.name, Store: c.store}
 	}
 	return rs
 }
@@ -169,7 +170,7 @@ type copyVersion struct {
 
 // regionsReport is what list prints.
 type regionsReport struct {
-	lease.Registry
+	registry.Registry
 	// Layout is the fleet schedule's last layout; RegionBits its region
 	// width, RegionNumbers 1 << RegionBits (0 without region bits) and
 	// RegionNumbersLeft how many of those no region ever had.
@@ -200,7 +201,7 @@ func (r regionsRun) list(ctx context.Context) error {
 		rep.Copies = append(rep.Copies, copyVersion{Copy: i + 1, Store: c.name, Version: reg.Version, Same: reg.Equal(rep.Registry)})
 	}
 	if rep.Regions == nil {
-		rep.Regions = []lease.Region{}
+		rep.Regions = []registry.Region{}
 	}
 	if l.RegionBits > 0 {
 		rep.RegionNumbers = 1 << l.RegionBits
@@ -323,8 +324,8 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	var g lease.Region
-	_, err = lease.UpdateRegistry(ctx, r.stores(), func(reg lease.Registry) (lease.Registry, error) {
+	var g registry.Region
+	_, err = registry.Update(ctx, r.stores(), func(reg registry.Registry) (registry.Registry, error) {
 		next, retired, err := reg.WithRetired(name, r.now.UnixMilli())
 		g = retired
 		if err != nil {
@@ -350,12 +351,12 @@ func (r regionsRun) fleetCopies() []lease.FleetCopy {
 }
 
 // storesSchedule is lease.RecordStoresSchedule over the copies.
-func (r regionsRun) storesSchedule(ctx context.Context) (func(lease.Registry) (lease.Registry, error), error) {
+func (r regionsRun) storesSchedule(ctx context.Context) (func(registry.Registry) (registry.Registry, error), error) {
 	return lease.RecordStoresSchedule(ctx, r.fleetCopies())
 }
 
 func (r regionsRun) sync(ctx context.Context) error {
-	reg, err := lease.SyncRegistry(ctx, r.stores())
+	reg, err := registry.Sync(ctx, r.stores())
 	if err != nil {
 		return err
 	}
@@ -363,10 +364,10 @@ func (r regionsRun) sync(ctx context.Context) error {
 }
 
 // addCopy joins the store of c to the registry kept in r's copies
-// (lease.JoinRegistry, which refuses a store whose fleet schedule record is
-// not the one the registry records, naming the command that sets it).
+// (lease.JoinRegistry, which refuses a store whose fleet schedule record
+// is not the one the registry records, naming the command that sets it).
 func (r regionsRun) addCopy(ctx context.Context, c registryCopy) error {
-	reg, err := lease.JoinRegistry(ctx, r.stores(), lease.RegistryCopy{Name: c.name, Store: c.store})
+	reg, err := lease.JoinRegistry(ctx, r.fleetCopies(), lease.FleetCopy{Name: c.name, Store: c.store})
 	if err != nil {
 		return err
 	}

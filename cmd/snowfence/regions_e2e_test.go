@@ -15,11 +15,12 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // registryOn connects to the etcd at url and returns its region registry
 // copy.
-func registryOn(t *testing.T, url string) lease.RegistryStore {
+func registryOn(t *testing.T, url string) registry.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -56,11 +57,11 @@ func TestE2EServeRegionRefusal(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
 	for _, name := range []string{"us-east-1", "eu-west-1"} {
-		if _, err := lease.AddRegion(ctx, []lease.RegistryCopy{{Name: "copy-rs", Store: rs}}, name, now, 8); err != nil {
+		if _, err := registry.AddRegion(ctx, []registry.Copy{{Name: "copy-rs", Store: rs}}, name, now, 8); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lease.RetireRegion(ctx, []lease.RegistryCopy{{Name: "copy-rs", Store: rs}}, "eu-west-1", now); err != nil {
+	if _, err := registry.RetireRegion(ctx, []registry.Copy{{Name: "copy-rs", Store: rs}}, "eu-west-1", now); err != nil {
 		t.Fatal(err)
 	}
 	serve := func(region string) []string {
@@ -99,11 +100,11 @@ func tryCLI(t *testing.T, args ...string) (int, string, string) {
 
 // regionsList is the part of regions list --json the tests read.
 type regionsList struct {
-	Version int64          `json:"version"`
-	Regions []lease.Region `json:"regions"`
-	Layout  string         `json:"layout"`
-	Left    int            `json:"region_numbers_left"`
-	Copies  []copyVersion  `json:"copies"`
+	Version int64             `json:"version"`
+	Regions []registry.Region `json:"regions"`
+	Layout  string            `json:"layout"`
+	Left    int               `json:"region_numbers_left"`
+	Copies  []copyVersion     `json:"copies"`
 }
 
 // regionsCLI runs snowfence regions on two copies, flags naming copy 1
@@ -134,7 +135,7 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 	cli(t, 0, append([]string{"schedule", "set", far}, serve2...)...)
 	for i, name := range []string{"us-east-1", "eu-west-1"} {
 		out, _ := cli(t, 0, with("regions", "add", name, "--json", "--create", "--home", "2")...)
-		var g lease.Region
+		var g registry.Region
 		if err := json.Unmarshal([]byte(out), &g); err != nil || g.Name != name || g.Number != i {
 			t.Fatalf("regions add %s --json: %q, %v; want number %d", name, out, err, i)
 		}
@@ -233,7 +234,7 @@ func TestE2ERegionsTableStores(t *testing.T) {
 func TestE2EDecodeFromStore(t *testing.T) {
 	t.Parallel()
 	_, url, _ := embeddedStore(t, "41")
-	reg := lease.Registry{Version: 1, Regions: []lease.Region{
+	reg := registry.Registry{Version: 1, Regions: []registry.Region{
 		{Name: "us-east-1", Number: 0, CreatedMs: 1}, {Name: "ap-south-1", Number: 1, CreatedMs: 1}, {Name: "eu-west-1", Number: 2, CreatedMs: 1},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -281,8 +282,8 @@ func TestE2ERegistrySchedule(t *testing.T) {
 		if err1 != nil || err2 != nil || !r1.Equal(r2) {
 			t.Fatalf("registry copies %+v (%v) and %+v (%v); want them equal", r1, err1, r2, err2)
 		}
-		f1, err1 := rs1.(lease.Store).FleetSchedule(ctx)
-		f2, err2 := rs2.(lease.Store).FleetSchedule(ctx)
+		f1, err1 := rs1.(lease.Admin).FleetSchedule(ctx)
+		f2, err2 := rs2.(lease.Admin).FleetSchedule(ctx)
 		if err1 != nil || err2 != nil || f1.Text != f2.Text {
 			t.Fatalf("store records %+v (%v) and %+v (%v); want them equal", f1, err1, f2, err2)
 		}
@@ -296,7 +297,7 @@ func TestE2ERegistrySchedule(t *testing.T) {
 		t.Errorf("schedule set on two stores without a registry: stderr %s", errOut)
 	}
 	out, _ := cli(t, 0, append([]string{"schedule", "set", far}, flags...)...)
-	if _, err := lease.SetSchedule(ctx, rs2.(lease.Store), far, time.Now(), 0); err != nil {
+	if _, err := lease.SetSchedule(ctx, rs2.(lease.Admin), far, time.Now(), 0); err != nil {
 		t.Fatalf("set copy 2's record alone: %v (after %s)", err, out)
 	}
 	if reg, rec := schedules(); reg != "" || rec != far {
@@ -338,7 +339,7 @@ func TestE2ERegistrySchedule(t *testing.T) {
 	}
 
 	// Copy 2's store misses a change: its record differs from the registry.
-	st2 := rs2.(lease.Store)
+	st2 := rs2.(lease.Admin)
 	cur, err := st2.FleetSchedule(ctx)
 	if err != nil {
 		t.Fatal(err)

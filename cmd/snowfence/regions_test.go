@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 func TestParseCopySpec(t *testing.T) {
@@ -126,7 +127,7 @@ func TestRegionsCommands(t *testing.T) {
 	if err := r.retire(ctx, "eu-west-1"); err != nil || !strings.Contains(out.String(), "never used again") {
 		t.Fatalf("retire: %v, %q", err, out)
 	}
-	if err := r.retire(ctx, "eu-west-1"); !errors.Is(err, lease.ErrRegionRetired) {
+	if err := r.retire(ctx, "eu-west-1"); !errors.Is(err, registry.ErrRegionRetired) {
 		t.Errorf("retiring twice: %v", err)
 	}
 	if !ms[0].reg.Equal(ms[1].reg) || ms[0].reg.Version != 4 {
@@ -162,13 +163,13 @@ timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 tick
 		t.Fatal(err)
 	}
 	var rep struct {
-		Version           int64          `json:"version"`
-		Regions           []lease.Region `json:"regions"`
-		Layout            string         `json:"layout"`
-		RegionNumbers     int            `json:"region_numbers"`
-		RegionNumbersLeft int            `json:"region_numbers_left"`
-		TimestampsEnd     time.Time      `json:"timestamps_end"`
-		Copies            []copyVersion  `json:"copies"`
+		Version           int64             `json:"version"`
+		Regions           []registry.Region `json:"regions"`
+		Layout            string            `json:"layout"`
+		RegionNumbers     int               `json:"region_numbers"`
+		RegionNumbersLeft int               `json:"region_numbers_left"`
+		TimestampsEnd     time.Time         `json:"timestamps_end"`
+		Copies            []copyVersion     `json:"copies"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("list --json: %q: %v", out, err)
@@ -205,7 +206,7 @@ timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 tick
 			t.Fatal(err)
 		}
 	}
-	if err := r.add(ctx, "r-8"); !errors.Is(err, lease.ErrNoRegionNumber) {
+	if err := r.add(ctx, "r-8"); !errors.Is(err, registry.ErrNoRegionNumber) {
 		t.Errorf("a ninth region under v2: %v, want ErrNoRegionNumber", err)
 	}
 }

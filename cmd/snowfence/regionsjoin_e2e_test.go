@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // snowfence regions add-copy on embedded etcds: a store named twice (two
@@ -34,7 +34,7 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 		t.Errorf("add-copy of copy 1's store under another name: stderr %s; want it refused as one store", errOut)
 	}
 	out, _ := cli(t, 0, with("regions", "add-copy", copy3, "--json")...)
-	var joined lease.Registry
+	var joined registry.Registry
 	if err := json.Unmarshal([]byte(out), &joined); err != nil || joined.Version != 2 || len(joined.Copies) != 3 || len(joined.CopyIdentities) != 3 {
 		t.Fatalf("add-copy --json: %s (%v); want version 2 recording three copies and their identities", out, err)
 	}
@@ -43,7 +43,7 @@ func TestE2ERegionsJoinAndIdentity(t *testing.T) {
 	}
 	all := append(with("regions", "add", "eu-west-1", "--json", "--home", "3"), "--copy", copy3)
 	out, _ = cli(t, 0, all...)
-	var g lease.Region
+	var g registry.Region
 	if err := json.Unmarshal([]byte(out), &g); err != nil || g.Number != 1 {
 		t.Fatalf("add with the joined copy: %s (%v); want number 1", out, err)
 	}

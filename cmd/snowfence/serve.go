@@ -20,6 +20,8 @@ import (
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/perimeter"
 	"github.com/snowfence/snowfence/server"
@@ -188,7 +190,7 @@ func (s *idService) run(ctx context.Context, e env, cfg serveConfig) (err error)
 	// The status page (on the admin listener when there is one) shows the
 	// fleet from the holder's own store, while waiting for a number too.
 	s.starting = server.NewStarting(server.StartingConfig{Gatherer: s.reg, Region: hr.region.Number, Logger: cfg.log,
-		Fleet: s.opened.Store.List, RegionNames: hr.registry.NameOf, Schedule: cfg.node.Generator.Schedule})
+		Fleet: fleetOf(s.opened.Store), RegionNames: hr.registry.NameOf, Schedule: cfg.node.Generator.Schedule})
 	if s.adminLn != nil {
 		s.main.set(s.starting.APIHandler())
 		s.admin.set(s.starting.AdminHandler())
@@ -319,9 +321,9 @@ func (s *idService) startServer(cfg serveConfig, hr holderRegion) (err error) {
 	// --test-clock-offset): decode's future check and the UUIDv7s of
 	// POST /v1/uuids read the same time as the IDs.
 	sc := server.Config{Generator: n.Generator, Schedule: cfg.node.Generator.Schedule, Lease: n.Keeper, Logger: cfg.log, Registerer: s.reg,
-		Quota: s.perimeter.Quota(), Clock: cfg.node.Generator.Clock, Fleet: s.opened.Store.List}
+		Quota: s.perimeter.Quota(), Clock: cfg.node.Generator.Clock, Fleet: fleetOf(s.opened.Store)}
 	cfg.publicIDs.configure(&sc, s.perimeter)
-	s.names = newRegionNames(n.Store, hr.registry, cfg.log, time.Now)
+	s.names = newRegionNames(registryReader(n.Store), hr.registry, cfg.log, time.Now)
 	s.names.start()
 	sc.RegionNames = s.names.Name
 	// Region numbers left, for the alert on a registry nearly used up:
@@ -474,4 +476,24 @@ func newLogger(e env, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}
 	return nil, usagef("--log-format %q: use text or json", format)
+}
+
+// fleetOf is the status page's read of every record of st (Admin.List),
+// nil — the page says the fleet is not available — for a store with no
+// operator's actions. Every store serve opens has them; the page only
+// shows what they say, and decides nothing.
+func fleetOf(st lease.Store) func(context.Context) ([]lease.Record, error) {
+	if a, ok := st.(lease.Admin); ok {
+		return a.List
+	}
+	return nil
+}
+
+// registryReader is st's registry.Reader (Store.RegistryReader), or nil
+// for a store that keeps no registry.
+func registryReader(st lease.Store) registry.Reader {
+	if rr := st.RegistryReader(); rr != nil {
+		return rr
+	}
+	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/snowfence/snowfence/etcdstore"
-	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -15,9 +15,9 @@ import (
 type holderRegion struct {
 	// region is the registry's entry (only Number set when no registry is
 	// written and --region is a number).
-	region lease.Region
+	region registry.Region
 	// registry is the registry read; the zero Registry if none is written.
-	registry lease.Registry
+	registry registry.Registry
 	// open opens the store for the node: the Opener given, or, when the
 	// embedded etcd was started to read the registry, one that reuses it.
 	open node.Opener
@@ -31,7 +31,7 @@ type holderRegion struct {
 // should open start the embedded etcd) — opened by open at region 0, since the
 // registry is one per store beside every region's leases — and resolves
 // text (--region, a name or a number) into the region's number with
-// lease.Registry.Resolve: a name is known only there, and an unknown or
+// registry.Registry.Resolve: a name is known only there, and an unknown or
 // retired region is refused with the message Resolve gives, which names
 // the command that fixes it. With no registry written a number is taken
 // as it is.
@@ -74,7 +74,10 @@ func resolveHolderRegion(ctx context.Context, open node.Opener, embedded etcdsto
 	} else {
 		defer closeOpened(o)
 	}
-	reg, err := o.Store.Registry(ctx)
+	var reg registry.Registry
+	if rr := o.Store.RegistryReader(); rr != nil {
+		reg, err = rr.Registry(ctx)
+	}
 	if err != nil {
 		return hr, fmt.Errorf("read the region registry from the lease store: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -28,13 +29,13 @@ func openerOf(store lease.Store, regions *[]int) node.Opener {
 func TestServeResolvesRegion(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fleet := registryOf(
-		lease.Region{Name: "us-east-1", Number: 0, CreatedMs: 1},
-		lease.Region{Name: "old-region", Number: 1, CreatedMs: 2, RetiredMs: 3},
-		lease.Region{Name: "eu-west-1", Number: 2, CreatedMs: 4},
+		registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1},
+		registry.Region{Name: "old-region", Number: 1, CreatedMs: 2, RetiredMs: 3},
+		registry.Region{Name: "eu-west-1", Number: 2, CreatedMs: 4},
 	)
 	for _, c := range []struct {
 		name     string
-		reg      lease.Registry
+		reg      registry.Registry
 		text     string
 		want     int
 		wantErr  error
@@ -42,12 +43,12 @@ func TestServeResolvesRegion(t *testing.T) {
 	}{
 		{"by name", fleet, "eu-west-1", 2, nil, ""},
 		{"by number", fleet, "2", 2, nil, ""},
-		{"retired by name", fleet, "old-region", 0, lease.ErrRegionRetired, "snowfence regions list"},
-		{"retired by number", fleet, "1", 0, lease.ErrRegionRetired, "was retired"},
-		{"unknown name", fleet, "ap-south-9", 0, lease.ErrUnknownRegion, "snowfence regions add"},
-		{"unknown number", fleet, "5", 0, lease.ErrUnknownRegion, "snowfence regions list"},
-		{"no registry, a number", lease.Registry{}, "3", 3, nil, ""},
-		{"no registry, a name", lease.Registry{}, "eu-west-1", 0, lease.ErrUnknownRegion, "snowfence regions add eu-west-1"},
+		{"retired by name", fleet, "old-region", 0, registry.ErrRegionRetired, "snowfence regions list"},
+		{"retired by number", fleet, "1", 0, registry.ErrRegionRetired, "was retired"},
+		{"unknown name", fleet, "ap-south-9", 0, registry.ErrUnknownRegion, "snowfence regions add"},
+		{"unknown number", fleet, "5", 0, registry.ErrUnknownRegion, "snowfence regions list"},
+		{"no registry, a number", registry.Registry{}, "3", 3, nil, ""},
+		{"no registry, a name", registry.Registry{}, "eu-west-1", 0, registry.ErrUnknownRegion, "snowfence regions add eu-west-1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store := &memStore{m: &memRegistry{reg: c.reg}}

@@ -16,6 +16,7 @@ import (
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
 )
@@ -163,7 +164,7 @@ func (f *storeFlags) check() error {
 
 // tableStore opens the PostgreSQL or DynamoDB store, and returns it with the
 // function that creates its table; the caller closes it.
-func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Store, func(context.Context) error, error) {
+func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Admin, func(context.Context) error, error) {
 	switch f.kind {
 	case "postgres":
 		s, err := pgstore.Connect(ctx, f.postgresURL, f.pgConfig(log))
@@ -185,7 +186,7 @@ func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.St
 // external etcd cluster, or the embedded etcd of a snowfence serve running
 // on this machine (found through the client-url file in its data
 // directory).
-func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
+func (f *storeFlags) connect(ctx context.Context) (lease.Admin, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (f *storeFlags) connect(ctx context.Context) (lease.Store, error) {
 }
 
 // connectRegion is connect for the region number in f.region.
-func (f *storeFlags) connectRegion(ctx context.Context) (lease.Store, error) {
+func (f *storeFlags) connectRegion(ctx context.Context) (lease.Admin, error) {
 	if f.isTable() {
 		s, _, err := f.tableStore(ctx, nil)
 		return s, err
@@ -242,7 +243,7 @@ func (f *storeFlags) resolveRegion(ctx context.Context) error {
 	}
 	g, ok := reg.Named(f.regionText)
 	if !ok {
-		return fmt.Errorf("--region %q: %w: not in the store's region registry (version %d); list the regions with snowfence regions list", f.regionText, lease.ErrUnknownRegion, reg.Version)
+		return fmt.Errorf("--region %q: %w: not in the store's region registry (version %d); list the regions with snowfence regions list", f.regionText, registry.ErrUnknownRegion, reg.Version)
 	}
 	f.region = g.Number
 	return nil

@@ -135,10 +135,10 @@ func stateText(iv lease.Interval) string {
 // whoLookup answers who for many IDs against one store, reading each
 // number's journal once.
 type whoLookup struct {
-	store  lease.Store
+	store  lease.Admin
 	sched  snowfence.Schedule
 	region int // for layouts without region bits
-	spaces map[int]lease.Store
+	spaces map[int]lease.Admin
 	ivs    map[[2]int][]lease.Interval
 }
 
@@ -162,7 +162,7 @@ func openWho(ctx context.Context, sf *storeFlags, schedText string) (*whoLookup,
 		store.Close()
 		return nil, usageError{err}
 	}
-	return &whoLookup{store: store, sched: sched, region: sf.region, spaces: map[int]lease.Store{}, ivs: map[[2]int][]lease.Interval{}}, nil
+	return &whoLookup{store: store, sched: sched, region: sf.region, spaces: map[int]lease.Admin{}, ivs: map[[2]int][]lease.Interval{}}, nil
 }
 
 // Close closes the keyspaces opened and the store.
@@ -249,7 +249,7 @@ func (w *whoLookup) intervals(ctx context.Context, ks, machine int) ([]lease.Int
 	st, ok := w.spaces[ks]
 	if !ok {
 		var err error
-		if st, err = w.store.Keyspace(ks); err != nil {
+		if st, err = w.store.AdminKeyspace(ks); err != nil {
 			return nil, err
 		}
 		w.spaces[ks] = st

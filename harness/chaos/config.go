@@ -145,7 +145,9 @@ type checkStore struct {
 func (s checkStore) MaxRestoreWindow() time.Duration { return s.window }
 func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 
-func (s checkStore) Registry(context.Context) (lease.Registry, error) { return lease.Registry{}, nil }
+// RegistryReader: none, a store that keeps no registry (a fleet of one
+// region).
+func (s checkStore) RegistryReader() lease.RegistryReader { return nil }
 
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)

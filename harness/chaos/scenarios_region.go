@@ -24,6 +24,7 @@ import (
 	"github.com/snowfence/snowfence/harness/chaos/etcdproc"
 	"github.com/snowfence/snowfence/internal/testkit/freeport"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Scenario 11, a lost region (docs/regions.md, "What losing a region
@@ -388,7 +389,7 @@ func (e *Env) registerRegions(regions [2]*chaosRegion) error {
 		if err != nil {
 			return err
 		}
-		var g lease.Region
+		var g registry.Region
 		if err := json.Unmarshal(out, &g); err != nil || g.Name != r.name {
 			return fmt.Errorf("regions add %s --json: %q (%v)", r.name, out, err)
 		}

@@ -565,7 +565,7 @@ func (w *world) latestClock() int64 {
 // raiseWithRetry runs lease.RaiseAllMarks over the keyspaces of both layout
 // steps a world's schedules have until it succeeds (a store just restored
 // may refuse the first calls while it reconnects), bounded by ctx.
-func raiseWithRetry(ctx context.Context, st lease.Store, region int, r lease.Range, mark int64) (int, error) {
+func raiseWithRetry(ctx context.Context, st lease.Admin, region int, r lease.Range, mark int64) (int, error) {
 	for {
 		n, err := lease.RaiseAllMarks(ctx, st, region, 2, r, mark)
 		if err == nil || ctx.Err() != nil {

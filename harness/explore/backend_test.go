@@ -45,7 +45,7 @@ type service interface {
 	// lease stores of the kind (etcd: key prefixes of their own;
 	// PostgreSQL and DynamoDB: tables of their own), each with its own
 	// registry copy, fleet schedule record and identity
-	// (lease.RegistryStore's RegistryIdentity).
+	// (registry.Store's RegistryIdentity).
 	space(ctx context.Context, seed uint64, stores int) (space, error)
 	close()
 }
@@ -55,7 +55,7 @@ type service interface {
 type space interface {
 	// open returns a new store object (its own connection where the kind
 	// has one) on store number store of the space, for one region.
-	open(ctx context.Context, store, region int) (lease.Store, error)
+	open(ctx context.Context, store, region int) (lease.Admin, error)
 	// snapshot saves the data of every store of the space; restore writes
 	// the last snapshot back. detectable says whether the store must
 	// notice the restore by itself (if not, the operator step follows).
@@ -147,7 +147,7 @@ type etcdSpace struct {
 	stores   []*etcdstore.Store
 }
 
-func (e *etcdSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+func (e *etcdSpace) open(ctx context.Context, store, region int) (lease.Admin, error) {
 	s, err := etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: e.svc.c.Endpoints()},
 		etcdstore.Config{Prefix: e.prefixes[store], Region: region, RequestTimeout: 2 * time.Second})
 	if err != nil {
@@ -220,7 +220,7 @@ type pgSpace struct {
 	haveSnap bool
 }
 
-func (p *pgSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+func (p *pgSpace) open(ctx context.Context, store, region int) (lease.Admin, error) {
 	return pgstore.New(p.pool, pgstore.Config{Table: p.tables[store], Region: region})
 }
 
@@ -336,7 +336,7 @@ type dynamoSpace struct {
 	droppedAt int
 }
 
-func (d *dynamoSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+func (d *dynamoSpace) open(ctx context.Context, store, region int) (lease.Admin, error) {
 	return dynamostore.Connect(ctx, dynamostore.ClientConfig{
 		Endpoint: d.svc.shim.URL(), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
 	}, dynamostore.Config{Table: d.tables[store], Region: region, RequestTimeout: 2 * time.Second})

@@ -35,7 +35,7 @@ type clone struct {
 	idx   int // its ledger index: cloneBase + n, never a holder's
 	of    *holder
 	ofGen int
-	st    lease.Store
+	st    lease.Admin
 	l     *lease.Lease
 	view  cloneView
 	g     *snowfence.Generator

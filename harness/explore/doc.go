@@ -118,7 +118,7 @@
 //     store's fleet schedule record, v1,v2@T with T 6 to 30 seconds into the
 //     world or half an hour before it; the registry created over all
 //     stores or all but the last (a late store), regions r0, r1, r2 added
-//     with their homes (UpdateRegistry with Registry.WithRegionHome,
+//     with their homes (registry.Update with Registry.WithRegionHome,
 //     regions add --create --home), r2 sometimes retired (RetireRegion);
 //     and, in most worlds, one store's record set apart — a copy's alone
 //     with lease.SetSchedule after the registry recorded the fleet's, or

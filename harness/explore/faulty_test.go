@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // Faults injected by faultyStore. Neither is a typed lease error, so the
@@ -16,7 +17,7 @@ var (
 	errCutOff    = errors.New("explore: the store is unreachable from this process (injected outage)")
 )
 
-// faultyStore is a lease.Store in front of a real one that can lose the
+// faultyStore is a lease.Admin in front of a real one that can lose the
 // replies of calls it made (the write happened, the caller hears an error)
 // and cut its caller off (every call fails without reaching the store).
 //
@@ -26,7 +27,7 @@ var (
 // every keyspace at once, a budget of lost replies is spent by whichever
 // writes come next, and counts sums over all of them.
 type faultyStore struct {
-	lease.Store
+	lease.Admin
 	// root is the faultyStore whose fault state this one uses; nil: its
 	// own (the one the world made).
 	root *faultyStore
@@ -54,11 +55,16 @@ func (f *faultyStore) faults() *faultyStore {
 // faultyStore sharing f's faults. It is never refused while cut off: no
 // store sends a request to open a sibling.
 func (f *faultyStore) Keyspace(index int) (lease.Store, error) {
-	sib, err := f.Store.Keyspace(index)
+	return f.AdminKeyspace(index)
+}
+
+// AdminKeyspace is Keyspace for the operator's actions.
+func (f *faultyStore) AdminKeyspace(index int) (lease.Admin, error) {
+	sib, err := f.Admin.AdminKeyspace(index)
 	if err != nil {
 		return nil, err
 	}
-	return &faultyStore{Store: sib, root: f.faults()}, nil
+	return &faultyStore{Admin: sib, root: f.faults()}, nil
 }
 
 // loseReplies makes the next n writes (Claim, Extend, Release) run and
@@ -116,7 +122,7 @@ func (f *faultyStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease
 	if err := f.enter(); err != nil {
 		return nil, err
 	}
-	l, err := f.Store.Claim(ctx, req)
+	l, err := f.Admin.Claim(ctx, req)
 	if err == nil && f.leave() {
 		f.lostClaim(l)
 		return nil, errLostReply
@@ -148,7 +154,7 @@ func (f *faultyStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, 
 	if err := f.enter(); err != nil {
 		return nil, err
 	}
-	nl, err := f.Store.Extend(ctx, l, markMs, leaseFor)
+	nl, err := f.Admin.Extend(ctx, l, markMs, leaseFor)
 	if f.leave() {
 		return nil, errLostReply
 	}
@@ -159,7 +165,7 @@ func (f *faultyStore) Release(ctx context.Context, l *lease.Lease, markMs int64)
 	if err := f.enter(); err != nil {
 		return err
 	}
-	err := f.Store.Release(ctx, l, markMs)
+	err := f.Admin.Release(ctx, l, markMs)
 	if f.leave() {
 		return errLostReply
 	}
@@ -170,49 +176,53 @@ func (f *faultyStore) Get(ctx context.Context, machine int) (lease.Record, error
 	if err := f.enter(); err != nil {
 		return lease.Record{}, err
 	}
-	return f.Store.Get(ctx, machine)
+	return f.Admin.Get(ctx, machine)
 }
 
 func (f *faultyStore) List(ctx context.Context) ([]lease.Record, error) {
 	if err := f.enter(); err != nil {
 		return nil, err
 	}
-	return f.Store.List(ctx)
+	return f.Admin.List(ctx)
 }
 
 // Registry and RegistryIdentity are reads a keeper may make at start (its
 // region's entry, its store's identity): a process cut off cannot make
 // them either.
-func (f *faultyStore) Registry(ctx context.Context) (lease.Registry, error) {
+func (f *faultyStore) Registry(ctx context.Context) (registry.Registry, error) {
 	if err := f.enter(); err != nil {
-		return lease.Registry{}, err
+		return registry.Registry{}, err
 	}
-	return f.Store.Registry(ctx)
+	return f.Admin.Registry(ctx)
 }
 
 func (f *faultyStore) RegistryIdentity(ctx context.Context) (string, error) {
 	if err := f.enter(); err != nil {
 		return "", err
 	}
-	return f.Store.RegistryIdentity(ctx)
+	return f.Admin.RegistryIdentity(ctx)
 }
 
 func (f *faultyStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
 	if err := f.enter(); err != nil {
 		return lease.FleetSchedule{}, err
 	}
-	return f.Store.FleetSchedule(ctx)
+	return f.Admin.FleetSchedule(ctx)
 }
+
+// RegistryReader returns f, so that a keeper's reads at start go through
+// the faults above (the store's own would pass them by).
+func (f *faultyStore) RegistryReader() lease.RegistryReader { return f }
 
 // reopen returns a faultyStore in front of st, a store the same process
 // opened anew (restartFresh), with f's fault state carried over: the
 // outage and the budget of lost replies are the process's, and the counts
 // and the claims whose replies were lost go on being reported.
-func (f *faultyStore) reopen(st lease.Store) *faultyStore {
+func (f *faultyStore) reopen(st lease.Admin) *faultyStore {
 	f = f.faults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := &faultyStore{Store: st, loseNext: f.loseNext, down: f.down, lost: f.lost, refused: f.refused}
+	n := &faultyStore{Admin: st, loseNext: f.loseNext, down: f.down, lost: f.lost, refused: f.refused}
 	if f.lostClaims != nil {
 		n.lostClaims = make(map[[2]int]bool, len(f.lostClaims))
 		for k, v := range f.lostClaims {

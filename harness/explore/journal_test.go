@@ -80,7 +80,7 @@ func (w *world) checkJournal(at string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	jr := &journalReader{w: w, roots: map[[2]int]lease.Store{}, spaces: map[[2]int]lease.Store{}, ivs: map[[3]int]numberJournal{}}
+	jr := &journalReader{w: w, roots: map[[2]int]lease.Admin{}, spaces: map[[2]int]lease.Admin{}, ivs: map[[3]int]numberJournal{}}
 	defer jr.close()
 	w.fig.add("journal: checks", 1)
 	for _, s := range w.journalSample() {
@@ -314,8 +314,8 @@ func (nj numberJournal) String() string {
 // snowfence who would ask): see the package doc.
 type journalReader struct {
 	w      *world
-	roots  map[[2]int]lease.Store // by (store, region)
-	spaces map[[2]int]lease.Store // by (store, keyspace), siblings of a root
+	roots  map[[2]int]lease.Admin // by (store, region)
+	spaces map[[2]int]lease.Admin // by (store, keyspace), siblings of a root
 	ivs    map[[3]int]numberJournal
 }
 
@@ -332,7 +332,7 @@ func (jr *journalReader) read(ctx context.Context, store, ks, machine int) (numb
 	var nj numberJournal
 	var err error
 	for {
-		var st lease.Store
+		var st lease.Admin
 		if st, err = jr.store(ctx, store, ks); err == nil {
 			if nj.hist, err = st.History(ctx, machine); err == nil {
 				nj.rec, err = st.Get(ctx, machine)
@@ -360,7 +360,7 @@ func (jr *journalReader) read(ctx context.Context, store, ks, machine int) (numb
 
 // store returns keyspace ks of store: a new store object on its region, or
 // that object's sibling for a later layout step's keyspace.
-func (jr *journalReader) store(ctx context.Context, store, ks int) (lease.Store, error) {
+func (jr *journalReader) store(ctx context.Context, store, ks int) (lease.Admin, error) {
 	if st, ok := jr.spaces[[2]int{store, ks}]; ok {
 		return st, nil
 	}
@@ -376,7 +376,7 @@ func (jr *journalReader) store(ctx context.Context, store, ks int) (lease.Store,
 	st := root
 	if ks != region {
 		var err error
-		if st, err = root.Keyspace(ks); err != nil {
+		if st, err = root.AdminKeyspace(ks); err != nil {
 			return nil, err
 		}
 	}

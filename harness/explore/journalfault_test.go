@@ -24,7 +24,7 @@ func (s journalFaultService) space(ctx context.Context, seed uint64, stores int)
 
 type journalFaultSpace struct{ space }
 
-func (s journalFaultSpace) open(ctx context.Context, store, region int) (lease.Store, error) {
+func (s journalFaultSpace) open(ctx context.Context, store, region int) (lease.Admin, error) {
 	st, err := s.space.open(ctx, store, region)
 	if err != nil {
 		return nil, err
@@ -32,12 +32,12 @@ func (s journalFaultSpace) open(ctx context.Context, store, region int) (lease.S
 	return dropOldestEntry{st}, nil
 }
 
-// dropOldestEntry is a lease.Store whose History leaves out the oldest
+// dropOldestEntry is a lease.Admin whose History leaves out the oldest
 // entry.
-type dropOldestEntry struct{ lease.Store }
+type dropOldestEntry struct{ lease.Admin }
 
 func (d dropOldestEntry) History(ctx context.Context, machine int) ([]lease.JournalEntry, error) {
-	h, err := d.Store.History(ctx, machine)
+	h, err := d.Admin.History(ctx, machine)
 	if len(h) > 0 {
 		h = h[1:]
 	}
@@ -45,7 +45,11 @@ func (d dropOldestEntry) History(ctx context.Context, machine int) ([]lease.Jour
 }
 
 func (d dropOldestEntry) Keyspace(index int) (lease.Store, error) {
-	st, err := d.Store.Keyspace(index)
+	return d.AdminKeyspace(index)
+}
+
+func (d dropOldestEntry) AdminKeyspace(index int) (lease.Admin, error) {
+	st, err := d.Admin.AdminKeyspace(index)
 	if err != nil {
 		return nil, err
 	}

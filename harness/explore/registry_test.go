@@ -10,6 +10,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // A registry world (theme registry) runs two or three independent stores
@@ -368,8 +369,8 @@ func (w *world) operatorOutcome(what, detail string, err error) {
 // objects of its own (at region 0: a store's registry copy and fleet
 // record are the store's, whatever the region), and returns them with a
 // function that closes them.
-func (w *world) operatorStores(ctx context.Context, stores []int) ([]lease.Store, func(), error) {
-	var sts []lease.Store
+func (w *world) operatorStores(ctx context.Context, stores []int) ([]lease.Admin, func(), error) {
+	var sts []lease.Admin
 	closeAll := func() {
 		for _, st := range sts {
 			st.Close()
@@ -400,10 +401,10 @@ func (w *world) setRecord(ctx context.Context, i int, text string, now time.Time
 }
 
 // registryCopies names the stores as the copies of a command.
-func registryCopies(stores []int, sts []lease.Store) []lease.RegistryCopy {
-	cs := make([]lease.RegistryCopy, len(stores))
+func registryCopies(stores []int, sts []lease.Admin) []registry.Copy {
+	cs := make([]registry.Copy, len(stores))
 	for i, s := range stores {
-		cs[i] = lease.RegistryCopy{Name: storeName(s), Store: sts[i]}
+		cs[i] = registry.Copy{Name: storeName(s), Store: sts[i]}
 	}
 	return cs
 }
@@ -459,7 +460,7 @@ func (w *world) regionsRetire(ctx context.Context, n int, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = lease.UpdateRegistry(ctx, registryCopies(w.reg.copies, sts), func(reg lease.Registry) (lease.Registry, error) {
+	_, err = registry.Update(ctx, registryCopies(w.reg.copies, sts), func(reg registry.Registry) (registry.Registry, error) {
 		next, _, err := reg.WithRetired(regionName(n), now.UnixMilli())
 		if err != nil {
 			return next, err
@@ -481,7 +482,10 @@ func (w *world) regionsAddCopy(ctx context.Context, joining int) error {
 		return err
 	}
 	defer closeAll()
-	cs := registryCopies(stores, sts)
+	cs := make([]lease.FleetCopy, len(stores))
+	for i, s := range stores {
+		cs[i] = lease.FleetCopy{Name: storeName(s), Store: sts[i]}
+	}
 	if _, err := lease.JoinRegistry(ctx, cs[:len(cs)-1], cs[len(cs)-1]); err != nil {
 		return err
 	}
@@ -492,7 +496,7 @@ func (w *world) regionsAddCopy(ctx context.Context, joining int) error {
 
 // storesSchedule is what snowfence regions add and retire apply to the
 // registry they make (lease.RecordStoresSchedule), over the copies' stores.
-func storesSchedule(ctx context.Context, sts []lease.Store) (func(lease.Registry) (lease.Registry, error), error) {
+func storesSchedule(ctx context.Context, sts []lease.Admin) (func(registry.Registry) (registry.Registry, error), error) {
 	cs := make([]lease.FleetCopy, len(sts))
 	for i, st := range sts {
 		cs[i] = lease.FleetCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: st}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -135,7 +136,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 		if err != nil {
 			return nil, fmt.Errorf("open the store of process %d: %w", i, err)
 		}
-		p.stores[pc.Region] = &faultyStore{Store: st}
+		p.stores[pc.Region] = &faultyStore{Admin: st}
 		if !slices.Contains(w.regions, pc.Region) {
 			w.regions = append(w.regions, pc.Region)
 		}
@@ -188,7 +189,7 @@ func newWorld(t *testing.T, cfg *config, sp space, fig *figures) (*world, error)
 // few seconds into the world, where holders reach it). A fleet on v2 from
 // its first claim is written with the store's compare-and-set, as
 // SetSchedule refuses to move instants already past.
-func setFleet(ctx context.Context, st lease.Store, text string, start time.Time) (lease.FleetSchedule, error) {
+func setFleet(ctx context.Context, st lease.Admin, text string, start time.Time) (lease.FleetSchedule, error) {
 	if text == "v2" {
 		cur, err := st.FleetSchedule(ctx)
 		if err != nil {
@@ -608,12 +609,12 @@ func classify(err error) string {
 		{lease.ErrNoFreeNumber, "no free number"},
 		// The registry's refusals first: they may wrap ErrSchedule or
 		// ErrInvalid too.
-		{lease.ErrUnknownRegion, "unknown region"},
-		{lease.ErrRegionRetired, "region retired"},
-		{lease.ErrWrongHome, "wrong home"},
-		{lease.ErrRegistryDiverged, "registry diverged"},
-		{lease.ErrCopyIdentity, "copy identity"},
-		{lease.ErrRegistryConflict, "registry conflict"},
+		{registry.ErrUnknownRegion, "unknown region"},
+		{registry.ErrRegionRetired, "region retired"},
+		{registry.ErrWrongHome, "wrong home"},
+		{registry.ErrDiverged, "registry diverged"},
+		{registry.ErrCopyIdentity, "copy identity"},
+		{registry.ErrConflict, "registry conflict"},
 		{snowfence.ErrLeaseBound, "lease bound"},
 		{lease.ErrSchedule, "schedule"},
 		{lease.ErrInvalid, "invalid"},

@@ -128,7 +128,7 @@ func checkClaimOnlyWhenFree(t *testing.T, s *suite) {
 // checkTokensIncrease: every claim of a number gets a larger token,
 // whether the number was released, expired, or quarantined in between.
 func checkTokensIncrease(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	var last uint64
 	claim := func(i int) *lease.Lease {
@@ -343,7 +343,7 @@ func checkMarkSurvivesRelease(t *testing.T, s *suite) {
 // never claimed reads as a zero record; List returns numbers in numeric
 // order (1000 after 10, not before 5).
 func checkGetList(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	if rec := MustGet(t, st, 9); rec.Machine != 9 || rec.Held() || rec.Token != 0 || rec.MarkMs != 0 || rec.Quarantined {
 		t.Errorf("Get of a never-claimed number = %+v, want a zero record for machine 9", rec)
@@ -379,7 +379,7 @@ func checkGetList(t *testing.T, s *suite) {
 // and is idempotent; unquarantine makes the number claimable again, with a
 // mark no lower than what the holder before could have issued.
 func checkQuarantine(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	base := s.top(nowMs)
 	l := MustClaim(t, st, s.req("h", 4, 4, nowMs))
@@ -417,7 +417,7 @@ func checkQuarantine(t *testing.T, s *suite) {
 	}
 	// The old holder releases (through another Store value); a store may
 	// refuse, as the quarantine took the number from it.
-	relErr := s.reopen(t, st).Release(ctxFor(t), l, base+800)
+	relErr := s.adminReopen(t, st).Release(ctxFor(t), l, base+800)
 	want := pre
 	switch {
 	case relErr == nil:
@@ -499,7 +499,7 @@ func checkRanges(t *testing.T, s *suite) {
 // clock than MaxAhead is passed over; within it, the claim starts at the
 // mark.
 func checkMaxAhead(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	far := nowMs + 3_600_000
 	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 20, Hi: 20}, far); err != nil || n != 1 {
@@ -529,7 +529,7 @@ func checkMaxAhead(t *testing.T, s *suite) {
 // that survived in the restored store must not extend again), and the next
 // claim of every number starts at or above the raised mark.
 func checkRaiseMarks(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	base := s.top(nowMs)
 	held := s.mustExtend(t, st, MustClaim(t, st, s.req("h", 1, 1, nowMs)), base+1000)
@@ -548,7 +548,7 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 	if n, err := st.RaiseMarks(ctxFor(t), lease.Range{Lo: 0, Hi: 3}, raised); err != nil || n != 0 {
 		t.Errorf("RaiseMarks again = %d, %v; want 0, nil", n, err)
 	}
-	for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+	for name, via := range map[string]lease.Admin{"same store": st, "another store": s.adminReopen(t, st)} {
 		if _, err := via.Extend(ctxFor(t), held, base+2000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
 			t.Errorf("%s: Extend of a lease held across RaiseMarks = %v, want ErrLost (RaiseMarks fences every holder)", name, err)
 		}
@@ -579,7 +579,7 @@ func checkRaiseMarks(t *testing.T, s *suite) {
 // one never claimed, and one whose holder's mark is already above the raised
 // mark — that holder is fenced too, and its higher mark kept.
 func checkRaiseMarksEveryNumber(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	base := s.top(nowMs)
 	held := MustClaim(t, st, s.req("a", 0, 0, nowMs))
@@ -609,7 +609,7 @@ func checkRaiseMarksEveryNumber(t *testing.T, s *suite) {
 		t.Errorf("machine 3 after RaiseMarks: %+v, want its higher mark %d kept (tables: and epoch %d)", rec, base+999_000, high.Token+1)
 	}
 	for _, l := range []*lease.Lease{held, high} {
-		for name, via := range map[string]lease.Store{"same store": st, "another store": s.reopen(t, st)} {
+		for name, via := range map[string]lease.Admin{"same store": st, "another store": s.adminReopen(t, st)} {
 			if _, err := via.Extend(ctxFor(t), l, base+2_000_000, s.h.LeaseFor); !errors.Is(err, lease.ErrLost) {
 				t.Errorf("%s: Extend of machine %d held across RaiseMarks: %v, want ErrLost", name, l.Machine, err)
 			}
@@ -705,8 +705,8 @@ func checkExtendComparesClaim(t *testing.T, s *suite) {
 // Writes are compare-and-set on the version.
 func checkSchedule(t *testing.T, s *suite) {
 	const next = "v1,v2@2036-01-01T00:00:00Z"
-	st := s.store(t)
-	other := s.reopen(t, st)
+	st := s.adminStore(t)
+	other := s.adminReopen(t, st)
 	fs, err := st.FleetSchedule(ctxFor(t))
 	if err != nil || fs.Text != lease.DefaultFleetSchedule || fs.Version != 0 {
 		t.Fatalf("FleetSchedule of a new store = %+v, %v; want v1 at version 0", fs, err)
@@ -733,12 +733,12 @@ func checkSchedule(t *testing.T, s *suite) {
 	// what it is given, and refuses what does not parse, which would stop
 	// every claim and extension.
 	t.Run("canonical", func(t *testing.T) {
-		if set, err := s.store(t).SetFleetSchedule(ctxFor(t), 0, "v1,v2@2036-01-01T00:00:00+00:00"); err != nil || set.Text != next {
+		if set, err := s.adminStore(t).SetFleetSchedule(ctxFor(t), 0, "v1,v2@2036-01-01T00:00:00+00:00"); err != nil || set.Text != next {
 			t.Errorf("SetFleetSchedule of %q spelled with +00:00 = %+v, %v; want %q stored", next, set, err, next)
 		}
 	})
 	t.Run("unparsable", func(t *testing.T) {
-		if _, err := s.store(t).SetFleetSchedule(ctxFor(t), 0, "v3"); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := s.adminStore(t).SetFleetSchedule(ctxFor(t), 0, "v3"); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("SetFleetSchedule(\"v3\") = %v, want ErrInvalid", err)
 		}
 	})
@@ -768,7 +768,7 @@ func checkSchedule(t *testing.T, s *suite) {
 
 // checkInvalid: requests outside the store's limits fail with ErrInvalid.
 func checkInvalid(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	nowMs := now()
 	with := func(f func(*lease.ClaimRequest)) lease.ClaimRequest {
 		r := s.req("h", 0, 1, nowMs)

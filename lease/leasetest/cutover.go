@@ -32,7 +32,7 @@ import (
 // No ID repeats across the keepers.
 func checkCutover(t *testing.T, s *suite) {
 	const lead = 2 * time.Minute
-	st := s.store(t)
+	st := s.adminStore(t)
 	ctx := ctxFor(t)
 	// T on an even second, 5 min after the clock's start, so the keepers'
 	// 2 s renewals (from the start) wake exactly at T.
@@ -57,7 +57,7 @@ func checkCutover(t *testing.T, s *suite) {
 	start := func(holder string, rng, v2 lease.Range) (*lease.Keeper, *snowfence.Generator) {
 		t.Helper()
 		k, err := lease.StartKeeper(ctx, lease.KeeperConfig{
-			Store: s.reopen(t, st), Holder: holder, Range: &rng, LayoutRanges: map[string]lease.Range{"v2": v2}, Region: region,
+			Store: s.adminReopen(t, st), Holder: holder, Range: &rng, LayoutRanges: map[string]lease.Range{"v2": v2}, Region: region,
 			Schedule: sched, Clock: clk, Lead: lead, MaxWait: 2 * time.Second,
 		})
 		if err != nil {

@@ -1,4 +1,8 @@
-// Package leasetest is the conformance suite every lease.Store must pass.
+// Package leasetest is the conformance suite of lease stores: Run checks
+// the fence contract (lease.Store), which every store must pass and a
+// store with nothing else can; RunAdmin checks the operator's actions
+// (lease.Admin); RegistryHarness adapts a Harness to registrytest.Run, the
+// suite of the store's copy of the region registry.
 // A store's own tests call Run with a Harness that opens stores on a real
 // server (etcd, PostgreSQL, DynamoDB Local, …); the suite then checks the
 // two rules of package lease — a new fencing token on every claim, compared
@@ -22,19 +26,22 @@
 //
 // # The region registry
 //
-// Every store also keeps a copy of the region registry beside its leases
-// (lease.Store embeds lease.RegistryStore); the registry's checks are in
-// registry.go.
+// Every store of this module also keeps a copy of the region registry
+// beside its leases (lease.Admin embeds registry.Store). The checks of the
+// copy itself are package registrytest's (RegistryHarness); registry.go
+// here holds the two that need the leases too: writing the registry
+// disturbs no lease, and every claim compares the store's fleet schedule
+// record with the schedule its copy records.
 //
-// leasetest.go holds the Harness and Run; checks.go the store checks;
-// registry.go the checks of the registry's copy; registryidentity.go
-// those of a copy's identity and of a copy joining; keyspaces.go the check of
-// a store's siblings on other keyspaces (lease.Store.Keyspace, one per
-// layout step); keepers.go the checks of
-// real keepers on the store; rollback.go the checks of what a store
-// notices after its data was put back to an earlier state where the server
-// shows no sign of it (Harness.Rollback); clone.go those of a cloned holder
-// process (two copies of one lease, each renewing through its own Store
-// value); helpers.go what they share (and what a store's own tests may
-// use).
+// leasetest.go holds the Harness, Run (fenceChecks), RunAdmin
+// (adminChecks) and RegistryHarness; checks.go the store checks;
+// journal.go those of the journal; cutover.go that of a schedule's
+// cutover; keyspaces.go the check of a store's siblings on other
+// keyspaces (lease.Store.Keyspace and lease.Admin.AdminKeyspace, one per
+// layout step); keepers.go the checks of real keepers on the store;
+// rollback.go the checks of what a store notices after its data was put
+// back to an earlier state where the server shows no sign of it
+// (Harness.Rollback); clone.go those of a cloned holder process (two
+// copies of one lease, each renewing through its own Store value);
+// helpers.go what they share (and what a store's own tests may use).
 package leasetest

@@ -153,3 +153,27 @@ func untilIssuing(t *testing.T, ctx context.Context, clk *fakeclock.Clock, n int
 		t.Fatalf("%d keeper loops never went back to sleep: %v", n, err)
 	}
 }
+
+// adminStore is s.store as a lease.Admin, for the checks of RunAdmin: it
+// fails the test if the harness's store has no operator's actions.
+func (s *suite) adminStore(t *testing.T) lease.Admin {
+	t.Helper()
+	return mustAdmin(t, s.store(t))
+}
+
+// adminReopen is s.reopen as a lease.Admin.
+func (s *suite) adminReopen(t *testing.T, st lease.Admin) lease.Admin {
+	t.Helper()
+	return mustAdmin(t, s.reopen(t, st))
+}
+
+// mustAdmin returns st as a lease.Admin, failing the test if it is not
+// one.
+func mustAdmin(t *testing.T, st lease.Store) lease.Admin {
+	t.Helper()
+	a, ok := st.(lease.Admin)
+	if !ok {
+		t.Fatalf("%T is not a lease.Admin: RunAdmin checks the operator's actions, which the store does not have", st)
+	}
+	return a
+}

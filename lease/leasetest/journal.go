@@ -9,7 +9,7 @@ import (
 )
 
 // MustHistory reads the journal of machine, failing the test on an error.
-func MustHistory(t testing.TB, st lease.Store, machine int) []lease.JournalEntry {
+func MustHistory(t testing.TB, st lease.Journal, machine int) []lease.JournalEntry {
 	t.Helper()
 	h, err := st.History(ctxFor(t), machine)
 	if err != nil {
@@ -20,7 +20,7 @@ func MustHistory(t testing.TB, st lease.Store, machine int) []lease.JournalEntry
 
 // MustIntervals reads the journal and the record of machine and returns
 // their intervals, failing the test if any two overlap.
-func MustIntervals(t testing.TB, st lease.Store, machine int) []lease.Interval {
+func MustIntervals(t testing.TB, st lease.Admin, machine int) []lease.Interval {
 	t.Helper()
 	ivs := lease.Intervals(MustHistory(t, st, machine), MustGet(t, st, machine))
 	if err := lease.CheckIntervals(ivs); err != nil {
@@ -48,7 +48,7 @@ func entryOf(t *testing.T, what string, e lease.JournalEntry, l *lease.Lease, r 
 // mark as its end. The intervals never overlap, and Who answers each with
 // the holder that held it.
 func checkJournal(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	const m = 6
 	if h := MustHistory(t, st, m); len(h) != 0 {
 		t.Fatalf("History of a number never claimed = %+v, want none", h)
@@ -149,7 +149,7 @@ func checkJournal(t *testing.T, s *suite) {
 	}
 	// The quarantined holder's release (a store may refuse it) leaves the
 	// holding ended by the quarantine, at the same mark.
-	_ = s.reopen(t, st).Release(ctxFor(t), d, d.MarkMs)
+	_ = s.adminReopen(t, st).Release(ctxFor(t), d, d.MarkMs)
 	ivs = MustIntervals(t, st, m)
 	if last := ivs[3]; last.State != lease.EndQuarantined || last.UntilMs != d.MarkMs {
 		t.Errorf("interval of the quarantined holder after its release = %+v, want still quarantined until %d", last, d.MarkMs)
@@ -171,7 +171,7 @@ func checkJournal(t *testing.T, s *suite) {
 // checkJournalRetention: a number claimed more than JournalRetention times
 // keeps the newest JournalRetention entries, in claim order.
 func checkJournalRetention(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	const m = 7
 	nowMs := now()
 	var tokens []uint64
@@ -197,7 +197,7 @@ func checkJournalRetention(t *testing.T, s *suite) {
 // entry, no entry names a claim that failed, and the intervals of every
 // number are disjoint.
 func checkJournalRace(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	const lo, hi, rounds = 10, 12, 6
 	nowMs := now()
 	won := map[int]map[uint64]string{}
@@ -240,7 +240,7 @@ func checkJournalRace(t *testing.T, s *suite) {
 // renewal still has its entry, with an empty interval (it issued nothing),
 // and the next claim's interval starts at or above everything before it.
 func checkJournalUnrenewed(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	const m = 8
 	nowMs := now()
 	r := s.req("dies-before-renewing", m, m, nowMs)
@@ -265,7 +265,7 @@ func checkJournalUnrenewed(t *testing.T, s *suite) {
 // disjoint. A store that lowered the kept mark to the release's and left
 // the entry ending at the reservation fails here.
 func checkJournalQuarantinedRelease(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	const m = 9
 	nowMs := now()
 	base := s.top(nowMs)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 // regioned is what the suite reads a store's keyspace with: every store
@@ -60,13 +62,14 @@ func holders(recs []lease.Record) map[int]string {
 // the store's own region reaches the store's records; closing a sibling
 // leaves the store working; a negative index is ErrInvalid.
 func checkKeyspaces(t *testing.T, s *suite) {
-	st := s.store(t)
+	st := s.adminStore(t)
 	r := regionOf(t, st)
 	idx, err := lease.KeyspaceOf(1, r)
 	if err != nil {
 		t.Fatalf("KeyspaceOf(1, %d): %v", r, err)
 	}
-	sib := mustKeyspace(t, st, idx)
+	sib := mustAdminKeyspace(t, st, idx)
+	fence := mustKeyspace(t, st, idx) // the fence contract's Keyspace: the same keyspace as AdminKeyspace's
 
 	// One number, two holders at once.
 	nowMs := now()
@@ -80,6 +83,9 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	if _, err := st.Claim(ctxFor(t), s.req("ks-rival", 5, 5, nowMs)); !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Errorf("claim of machine 5, held in the store's own keyspace: %v, want ErrNoFreeNumber", err)
 	}
+	if rec := MustGet(t, fence, 5); rec.Holder != "ks-sibling" || rec.Region != idx {
+		t.Errorf("Get(5) through Keyspace(%d) = %+v; want the sibling's holder ks-sibling, region %d (AdminKeyspace and Keyspace reach one keyspace)", idx, rec, idx)
+	}
 	// A lease of one keyspace is no lease of the other.
 	if _, err := sib.Extend(ctxFor(t), lp, s.top(nowMs)+3000, s.h.LeaseFor); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Extend through the sibling of a lease of the store's keyspace: %v, want ErrInvalid", err)
@@ -92,7 +98,7 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	}
 	for _, c := range []struct {
 		name   string
-		st     lease.Store
+		st     lease.Admin
 		region int
 		want   map[int]string
 	}{
@@ -124,8 +130,8 @@ func checkKeyspaces(t *testing.T, s *suite) {
 
 	// Keyspace of the store's own region, and back from the sibling, reach
 	// the store's records.
-	for name, from := range map[string]lease.Store{"store": st, "sibling": sib} {
-		same := mustKeyspace(t, from, r)
+	for name, from := range map[string]lease.Admin{"store": st, "sibling": sib} {
+		same := mustAdminKeyspace(t, from, r)
 		if rec := MustGet(t, same, 5); rec.Holder != "ks-parent" || rec.Token != lp.Token {
 			t.Errorf("Get(5) through the %s's Keyspace(%d) = %+v, want ks-parent token %d", name, r, rec, lp.Token)
 		}
@@ -135,22 +141,22 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	}
 
 	// One region registry.
-	v1 := mustWith(t, lease.Registry{}, "eu-west-1", 1000)
+	v1 := registrytest.MustWith(t, registry.Registry{}, "eu-west-1", 1000)
 	if err := sib.SetRegistry(ctxFor(t), v1); err != nil {
 		t.Fatalf("SetRegistry(version 1) through the sibling: %v", err)
 	}
-	if got := mustRegistry(t, st); !got.Equal(v1) {
+	if got := registrytest.MustRegistry(t, st); !got.Equal(v1) {
 		t.Fatalf("Registry through the store after the sibling wrote version 1 = %+v, want %+v", got, v1)
 	}
-	v2 := mustWith(t, v1, "us-east-1", 1001)
+	v2 := registrytest.MustWith(t, v1, "us-east-1", 1001)
 	if err := st.SetRegistry(ctxFor(t), v2); err != nil {
 		t.Fatalf("SetRegistry(version 2) through the store: %v", err)
 	}
-	if got := mustRegistry(t, sib); !got.Equal(v2) {
+	if got := registrytest.MustRegistry(t, sib); !got.Equal(v2) {
 		t.Fatalf("Registry through the sibling after the store wrote version 2 = %+v, want %+v", got, v2)
 	}
-	if err := sib.SetRegistry(ctxFor(t), mustWith(t, v1, "ap-south-1", 1002)); !errors.Is(err, lease.ErrRegistryConflict) {
-		t.Errorf("SetRegistry of another version 2 through the sibling: %v, want ErrRegistryConflict", err)
+	if err := sib.SetRegistry(ctxFor(t), registrytest.MustWith(t, v1, "ap-south-1", 1002)); !errors.Is(err, registry.ErrConflict) {
+		t.Errorf("SetRegistry of another version 2 through the sibling: %v, want registry.ErrConflict", err)
 	}
 
 	// One fleet schedule.
@@ -188,7 +194,7 @@ func checkKeyspaces(t *testing.T, s *suite) {
 	if got, want := holders(s.list(t, st)), map[int]string{5: "ks-parent", 7: "", 11: "ks-next"}; !maps.Equal(got, want) {
 		t.Errorf("List through the store after the sibling closed = %v, want %v", got, want)
 	}
-	again := mustKeyspace(t, st, idx)
+	again := mustAdminKeyspace(t, st, idx)
 	if rec := MustGet(t, again, 5); rec.Holder != "ks-sibling" || rec.Token != ls.Token {
 		t.Errorf("Get(5) through a new Keyspace(%d) = %+v; want ks-sibling token %d, left held by the closed sibling", idx, rec, ls.Token)
 	}
@@ -202,4 +208,18 @@ func checkKeyspaces(t *testing.T, s *suite) {
 			t.Errorf("Keyspace(%d) of a sibling = %v, %v; want ErrInvalid", bad, got, err)
 		}
 	}
+}
+
+// mustAdminKeyspace is mustKeyspace through st.AdminKeyspace.
+func mustAdminKeyspace(t *testing.T, st lease.Admin, index int) lease.Admin {
+	t.Helper()
+	sib, err := st.AdminKeyspace(index)
+	if err != nil {
+		t.Fatalf("AdminKeyspace(%d): %v", index, err)
+	}
+	t.Cleanup(func() { sib.Close() })
+	if got := regionOf(t, sib); got != index {
+		t.Fatalf("AdminKeyspace(%d).Region() = %d, want %d", index, got, index)
+	}
+	return sib
 }

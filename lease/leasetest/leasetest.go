@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 // A Harness tells the suite how to open and age stores of one kind.
@@ -49,9 +51,84 @@ type Harness struct {
 	LoseReply func(t *testing.T) (st lease.Store, lose func())
 }
 
-// Run runs every check of the suite against stores from h, each as a
-// parallel subtest named after what it checks.
+// A check is one named check of the suite.
+type check struct {
+	name string
+	f    func(*testing.T, *suite)
+}
+
+// fenceChecks need only the fence contract, lease.Store: the two rules
+// (a new token on every claim, compared on every extension; a mark every
+// later holder starts at or above), a cloned holder, a restore the store
+// must notice, and real keepers on the store.
+var fenceChecks = []check{
+	{"ClaimRace", checkClaimRace},
+	{"ClaimOnlyWhenFreeOrExpired", checkClaimOnlyWhenFree},
+	{"ExtendComparesHolderAndToken", checkExtendCompares},
+	{"ExtendOnlyForward", checkExtendOnlyForward},
+	{"StaleHolderLost", checkStaleHolderLost},
+	{"Release", checkRelease},
+	{"MarkSurvivesRelease", checkMarkSurvivesRelease},
+	{"Ranges", checkRanges},
+	{"SharedHolderRace", checkSharedHolderRace},
+	{"ExtendComparesClaim", checkExtendComparesClaim},
+	{"KeeperRace", checkKeeperRace},
+	{"RollbackEpochFell", checkRollbackEpochFell},
+	{"RollbackEpochRepeated", checkRollbackEpochRepeated},
+	{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
+	{"RollbackReleaseOwnMarkFell", checkRollbackReleaseOwnMarkFell},
+	{"RollbackRenewalValueBack", checkRollbackRenewalValueBack},
+	{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
+	{"CloneIsLost", checkCloneIsLost},
+	{"CloneReleaseKeepsMark", checkCloneReleaseKeepsMark},
+	{"CloneUnknownOutcome", checkCloneUnknownOutcome},
+	{"CloneMintsOnce", checkCloneMints},
+}
+
+// adminChecks need lease.Admin: the operator's actions (list, quarantine,
+// raise marks, the journal, the fleet schedule record), and the checks of
+// the fence whose set-up or reading needs one of them (token steps of a
+// quarantine, keyspaces listed apart, the fleet schedule compared at
+// claims, a cutover, a restore seen in the records).
+var adminChecks = []check{
+	{"TokensIncrease", checkTokensIncrease},
+	{"GetList", checkGetList},
+	{"Quarantine", checkQuarantine},
+	{"MaxAhead", checkMaxAhead},
+	{"RaiseMarks", checkRaiseMarks},
+	{"RaiseMarksEveryNumber", checkRaiseMarksEveryNumber},
+	{"Schedule", checkSchedule},
+	{"RegistryBesideLeases", checkRegistryBesideLeases},
+	{"RegistrySchedule", checkRegistrySchedule},
+	{"Keyspaces", checkKeyspaces},
+	{"Invalid", checkInvalid},
+	{"Journal", checkJournal},
+	{"JournalRetention", checkJournalRetention},
+	{"JournalRace", checkJournalRace},
+	{"JournalUnrenewed", checkJournalUnrenewed},
+	{"JournalQuarantinedRelease", checkJournalQuarantinedRelease},
+	{"Cutover", checkCutover},
+	{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
+	{"LossNotRestore", checkLossNotRestore},
+}
+
+// Run runs the fence contract's checks against stores from h, each as a
+// parallel subtest named after what it checks. A store that implements
+// only lease.Store passes them; a store with the operator's actions also
+// runs RunAdmin, and registrytest.Run on RegistryHarness(h).
 func Run(t *testing.T, h Harness) {
+	t.Helper()
+	run(t, h, fenceChecks)
+}
+
+// RunAdmin runs the checks that need lease.Admin against stores from h,
+// whose New must return one (each check fails otherwise).
+func RunAdmin(t *testing.T, h Harness) {
+	t.Helper()
+	run(t, h, adminChecks)
+}
+
+func run(t *testing.T, h Harness, checks []check) {
 	t.Helper()
 	if h.New == nil {
 		t.Fatal("leasetest: Harness.New is nil")
@@ -59,58 +136,42 @@ func Run(t *testing.T, h Harness) {
 	if h.LeaseFor == 0 {
 		h.LeaseFor = 10 * time.Second
 	}
-	for _, c := range []struct {
-		name string
-		f    func(*testing.T, *suite)
-	}{
-		{"ClaimRace", checkClaimRace},
-		{"ClaimOnlyWhenFreeOrExpired", checkClaimOnlyWhenFree},
-		{"TokensIncrease", checkTokensIncrease},
-		{"ExtendComparesHolderAndToken", checkExtendCompares},
-		{"ExtendOnlyForward", checkExtendOnlyForward},
-		{"StaleHolderLost", checkStaleHolderLost},
-		{"Release", checkRelease},
-		{"MarkSurvivesRelease", checkMarkSurvivesRelease},
-		{"GetList", checkGetList},
-		{"Quarantine", checkQuarantine},
-		{"Ranges", checkRanges},
-		{"MaxAhead", checkMaxAhead},
-		{"RaiseMarks", checkRaiseMarks},
-		{"RaiseMarksEveryNumber", checkRaiseMarksEveryNumber},
-		{"SharedHolderRace", checkSharedHolderRace},
-		{"ExtendComparesClaim", checkExtendComparesClaim},
-		{"Schedule", checkSchedule},
-		{"Registry", checkRegistry},
-		{"RegistryAdds", checkRegistryAdds},
-		{"RegistryCopies", checkRegistryCopies},
-		{"RegistryIdentity", checkRegistryIdentity},
-		{"RegistryJoin", checkRegistryJoin},
-		{"RegistrySchedule", checkRegistrySchedule},
-		{"Keyspaces", checkKeyspaces},
-		{"Invalid", checkInvalid},
-		{"KeeperRace", checkKeeperRace},
-		{"Journal", checkJournal},
-		{"JournalRetention", checkJournalRetention},
-		{"JournalRace", checkJournalRace},
-		{"JournalUnrenewed", checkJournalUnrenewed},
-		{"JournalQuarantinedRelease", checkJournalQuarantinedRelease},
-		{"Cutover", checkCutover},
-		{"RollbackEpochFell", checkRollbackEpochFell},
-		{"RollbackEpochRepeated", checkRollbackEpochRepeated},
-		{"RollbackOwnMarkFell", checkRollbackOwnMarkFell},
-		{"RollbackReleaseOwnMarkFell", checkRollbackReleaseOwnMarkFell},
-		{"RollbackRenewalValueBack", checkRollbackRenewalValueBack},
-		{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
-		{"RollbackFloorsEveryKeeper", checkRollbackFloorsEveryKeeper},
-		{"LossNotRestore", checkLossNotRestore},
-		{"CloneIsLost", checkCloneIsLost},
-		{"CloneReleaseKeepsMark", checkCloneReleaseKeepsMark},
-		{"CloneUnknownOutcome", checkCloneUnknownOutcome},
-		{"CloneMintsOnce", checkCloneMints},
-	} {
+	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.f(t, &suite{h: h})
 		})
 	}
+}
+
+// RegistryHarness is the harness of registrytest.Run for the stores of h,
+// which must be lease.Admin (and so registry.Store): each keeps its copy
+// of the region registry beside its leases, and its sibling on another
+// keyspace (lease.Admin.AdminKeyspace) shares that copy.
+func RegistryHarness(h Harness) registrytest.Harness {
+	asAdmin := func(t *testing.T, st registry.Store) lease.Admin {
+		t.Helper()
+		a, ok := st.(lease.Admin)
+		if !ok {
+			t.Fatalf("%T is not a lease.Admin", st)
+		}
+		return a
+	}
+	rh := registrytest.Harness{
+		New: func(t *testing.T) registry.Store { return mustAdmin(t, h.New(t)) },
+		Sibling: func(t *testing.T, st registry.Store) registry.Store {
+			a := asAdmin(t, st)
+			idx, err := lease.KeyspaceOf(1, regionOf(t, a))
+			if err != nil {
+				t.Fatalf("KeyspaceOf: %v", err)
+			}
+			return mustAdminKeyspace(t, a, idx)
+		},
+	}
+	if h.Reopen != nil {
+		rh.Reopen = func(t *testing.T, st registry.Store) registry.Store {
+			return mustAdmin(t, h.Reopen(t, asAdmin(t, st)))
+		}
+	}
+	return rh
 }

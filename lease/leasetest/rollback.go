@@ -217,12 +217,12 @@ func checkRollbackRenewalValueBack(t *testing.T, s *suite) {
 // restore window ahead, not at its clock: the scan it claims from shows
 // the mark fell.
 func checkRollbackSeenByClaimer(t *testing.T, s *suite) {
-	st := s.rollbackStore(t)
+	st := s.adminRollbackStore(t)
 	nowMs := now()
 	a := s.mustExtend(t, st, MustClaim(t, st, s.req("a", 1, 1, nowMs)), s.top(nowMs)+1000)
 	put := s.rollback(t, st)
 	a = s.mustExtend(t, st, a, s.top(nowMs)+60_000)
-	ds := s.reopen(t, st)
+	ds := s.adminReopen(t, st)
 	if _, err := ds.List(ctxFor(t)); err != nil {
 		t.Fatalf("D's List: %v", err)
 	}
@@ -249,8 +249,8 @@ func checkRollbackSeenByClaimer(t *testing.T, s *suite) {
 // reservation), without an error; and its next claims start at the
 // claimer's clock, not a restore window ahead.
 func checkLossNotRestore(t *testing.T, s *suite) {
-	st := s.store(t)
-	op := s.reopen(t, st)
+	st := s.adminStore(t)
+	op := s.adminReopen(t, st)
 	nowMs := now()
 	base := s.top(nowMs)
 	read := func(what string, n int) {
@@ -381,4 +381,10 @@ func checkRollbackFloorsEveryKeeper(t *testing.T, s *suite) {
 		t.Errorf("K2's next lease starts at %d, want ≥ the moment K1 noticed + the store's restore window = %d "+
 			"(K2's own window would give %d)", l.StartMs, want, k2.clk.Now().WallMs+lease.RestoreWindow(s.h.LeaseFor, s.h.LeaseFor/2).Milliseconds())
 	}
+}
+
+// adminRollbackStore is rollbackStore as a lease.Admin.
+func (s *suite) adminRollbackStore(t *testing.T) lease.Admin {
+	t.Helper()
+	return mustAdmin(t, s.rollbackStore(t))
 }

@@ -59,10 +59,3 @@ func (s *cutStore) Get(ctx context.Context, machine int) (lease.Record, error) {
 	}
 	return s.Store.Get(ctx, machine)
 }
-
-func (s *cutStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) {
-	if err := s.err(); err != nil {
-		return lease.FleetSchedule{}, err
-	}
-	return s.Store.FleetSchedule(ctx)
-}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 // fleetStore is a lease store in memory keeping only what changing the
@@ -17,8 +19,8 @@ import (
 // the records of each keyspace (recs, by index; List returns keyspace
 // 0's, a Keyspace view the index's). setErr, if set, fails SetFleetSchedule.
 type fleetStore struct {
-	lease.Store // nil: only the methods below are called
-	reg         memRegistry
+	lease.Admin // nil: only the methods below are called
+	reg         registrytest.Mem
 	mu          sync.Mutex
 	fleet       lease.FleetSchedule
 	recs        map[int][]lease.Record
@@ -29,15 +31,15 @@ func newFleetStore() *fleetStore {
 	return &fleetStore{fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}}
 }
 
-func (s *fleetStore) Registry(ctx context.Context) (lease.Registry, error) {
+func (s *fleetStore) Registry(ctx context.Context) (registry.Registry, error) {
 	return s.reg.Registry(ctx)
 }
 
-func (s *fleetStore) SetRegistry(ctx context.Context, next lease.Registry) error {
+func (s *fleetStore) SetRegistry(ctx context.Context, next registry.Registry) error {
 	return s.reg.SetRegistry(ctx, next)
 }
 
-func (s *fleetStore) CreateRegistry(ctx context.Context, r lease.Registry) error {
+func (s *fleetStore) CreateRegistry(ctx context.Context, r registry.Registry) error {
 	return s.reg.CreateRegistry(ctx, r)
 }
 
@@ -65,6 +67,10 @@ func (s *fleetStore) SetFleetSchedule(_ context.Context, prev int64, text string
 }
 
 func (s *fleetStore) Keyspace(index int) (lease.Store, error) { return keyspaceView{s, index}, nil }
+
+func (s *fleetStore) AdminKeyspace(index int) (lease.Admin, error) {
+	return keyspaceView{s, index}, nil
+}
 
 func (s *fleetStore) Close() error { return nil }
 
@@ -97,10 +103,10 @@ func fleetCopies(n int) ([]lease.FleetCopy, []*fleetStore) {
 	return cs, ss
 }
 
-func registryCopiesOf(cs []lease.FleetCopy) []lease.RegistryCopy {
-	rs := make([]lease.RegistryCopy, len(cs))
+func registryCopiesOf(cs []lease.FleetCopy) []registry.Copy {
+	rs := make([]registry.Copy, len(cs))
 	for i, c := range cs {
-		rs[i] = lease.RegistryCopy{Name: c.Name, Store: c.Store}
+		rs[i] = registry.Copy{Name: c.Name, Store: c.Store}
 	}
 	return rs
 }
@@ -113,19 +119,19 @@ const (
 // Every change of the registry keeps the fleet schedule it records; it
 // goes through the stored form; a change that drops it is refused.
 func TestRegistryKeepsSchedule(t *testing.T) {
-	r, _, err := lease.Registry{}.WithRegion("eu-west-1", 1, 8)
+	r, _, err := registry.Registry{}.WithRegion("eu-west-1", 1, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r, err = r.WithSchedule("v1,v2@2099-01-01T00:00:00+00:00"); err != nil || r.Schedule != schedFar || r.Version != 2 {
 		t.Fatalf("WithSchedule: %+v, %v; want %q recorded at version 2", r, err, schedFar)
 	}
-	steps := map[string]func(lease.Registry) (lease.Registry, error){
-		"WithRegion": func(r lease.Registry) (lease.Registry, error) {
+	steps := map[string]func(registry.Registry) (registry.Registry, error){
+		"WithRegion": func(r registry.Registry) (registry.Registry, error) {
 			n, _, err := r.WithRegion("us-east-1", 2, 8)
 			return n, err
 		},
-		"WithRetired": func(r lease.Registry) (lease.Registry, error) {
+		"WithRetired": func(r registry.Registry) (registry.Registry, error) {
 			n, _, err := r.WithRetired("eu-west-1", 3)
 			return n, err
 		},
@@ -139,42 +145,42 @@ func TestRegistryKeepsSchedule(t *testing.T) {
 	if _, err := r.WithSchedule("v3"); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("WithSchedule(v3): %v, want ErrInvalid", err)
 	}
-	body, err := lease.EncodeRegistry(r)
+	body, err := registry.Encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := lease.DecodeRegistry(body); err != nil || !got.Equal(r) {
-		t.Fatalf("DecodeRegistry(EncodeRegistry(%+v)) = %+v, %v", r, got, err)
+	if got, err := registry.Decode(body); err != nil || !got.Equal(r) {
+		t.Fatalf("registry.Decode(registry.Encode(%+v)) = %+v, %v", r, got, err)
 	}
 	if o := r; func() bool { o.Schedule = schedLater; return o.Equal(r) }() {
 		t.Errorf("registries that differ only in the schedule are Equal")
 	}
 
 	ctx := context.Background()
-	cs := copies(2)
-	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+	cs := registrytest.MemCopies(2)
+	if _, err := registry.AddRegion(ctx, cs, "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) { return r.WithSchedule(schedFar) }); err != nil {
+	if _, err := registry.Update(ctx, cs, func(r registry.Registry) (registry.Registry, error) { return r.WithSchedule(schedFar) }); err != nil {
 		t.Fatal(err)
 	}
-	for name, change := range map[string]func(lease.Registry) (lease.Registry, error){
-		"AddRegion": func(r lease.Registry) (lease.Registry, error) {
+	for name, change := range map[string]func(registry.Registry) (registry.Registry, error){
+		"AddRegion": func(r registry.Registry) (registry.Registry, error) {
 			n, _, err := r.WithRegion("b", 2, 8)
 			return n, err
 		},
-		"RetireRegion": func(r lease.Registry) (lease.Registry, error) {
+		"RetireRegion": func(r registry.Registry) (registry.Registry, error) {
 			n, _, err := r.WithRetired("a", 3)
 			return n, err
 		},
 	} {
-		got, err := lease.UpdateRegistry(ctx, cs, change)
+		got, err := registry.Update(ctx, cs, change)
 		if err != nil || got.Schedule != schedFar {
-			t.Errorf("%s through UpdateRegistry: %+v, %v; want the schedule kept", name, got, err)
+			t.Errorf("%s through registry.Update: %+v, %v; want the schedule kept", name, got, err)
 		}
 	}
-	if _, err := lease.UpdateRegistry(ctx, cs, func(r lease.Registry) (lease.Registry, error) {
-		return lease.Registry{Version: r.Version + 1, Regions: r.Regions}, nil
+	if _, err := registry.Update(ctx, cs, func(r registry.Registry) (registry.Registry, error) {
+		return registry.Registry{Version: r.Version + 1, Regions: r.Regions}, nil
 	}); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("a change dropping the schedule: %v, want ErrInvalid", err)
 	}
@@ -182,12 +188,12 @@ func TestRegistryKeepsSchedule(t *testing.T) {
 
 // A registry written before the schedule was kept decodes, with no
 // schedule; a schedule that does not parse, or is not canonical, is
-// refused by CheckRegistry (and so by EncodeRegistry and DecodeRegistry).
+// refused by registry.Check (and so by registry.Encode and registry.Decode).
 func TestRegistryScheduleBody(t *testing.T) {
 	old := `{"version":2,"regions":[{"name":"eu-west-1","number":0,"created_ms":1767225600000}],"copies":["a","b"]}`
-	r, err := lease.DecodeRegistry([]byte(old))
+	r, err := registry.Decode([]byte(old))
 	if err != nil || r.Schedule != "" || r.Version != 2 || len(r.Regions) != 1 {
-		t.Fatalf("DecodeRegistry(a body without a schedule) = %+v, %v; want it with the schedule empty", r, err)
+		t.Fatalf("registry.Decode(a body without a schedule) = %+v, %v; want it with the schedule empty", r, err)
 	}
 	for name, sched := range map[string]string{
 		"unknown layout": "v3",
@@ -195,27 +201,27 @@ func TestRegistryScheduleBody(t *testing.T) {
 		"not canonical":  "v1,v2@2099-01-01T00:00:00+00:00",
 		"spaces":         " v1",
 	} {
-		bad := lease.Registry{Version: 1, Schedule: sched}
-		if err := lease.CheckRegistry(bad); !errors.Is(err, lease.ErrInvalid) {
-			t.Errorf("CheckRegistry(%s: %q) = %v, want ErrInvalid", name, sched, err)
+		bad := registry.Registry{Version: 1, Schedule: sched}
+		if err := registry.Check(bad); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("registry.Check(%s: %q) = %v, want ErrInvalid", name, sched, err)
 		}
 		body := fmt.Sprintf(`{"version":1,"regions":[],"schedule":%q}`, sched)
-		if got, err := lease.DecodeRegistry([]byte(body)); err == nil {
-			t.Errorf("DecodeRegistry(%s: %s) = %+v; want an error", name, body, got)
+		if got, err := registry.Decode([]byte(body)); err == nil {
+			t.Errorf("registry.Decode(%s: %s) = %+v; want an error", name, body, got)
 		}
 	}
-	if err := lease.CheckRegistry(lease.Registry{Version: 1, Schedule: schedFar}); err != nil {
-		t.Errorf("CheckRegistry with %q: %v", schedFar, err)
+	if err := registry.Check(registry.Registry{Version: 1, Schedule: schedFar}); err != nil {
+		t.Errorf("registry.Check with %q: %v", schedFar, err)
 	}
 }
 
 // A schedule change that stopped after the first copy is finished by
-// SyncRegistry; a copy that changed the schedule another way is not
+// registry.Sync; a copy that changed the schedule another way is not
 // brought over.
 func TestSyncScheduleChange(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(2)
-	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+	cs := registrytest.MemCopies(2)
+	if _, err := registry.AddRegion(ctx, cs, "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := cs[0].Store.Registry(ctx)
@@ -223,7 +229,7 @@ func TestSyncScheduleChange(t *testing.T) {
 	if err := cs[0].Store.SetRegistry(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := lease.SyncRegistry(ctx, cs); err != nil || got.Schedule != schedFar {
+	if got, err := registry.Sync(ctx, cs); err != nil || got.Schedule != schedFar {
 		t.Fatalf("sync over a schedule change: %+v, %v", got, err)
 	}
 	if got, _ := cs[1].Store.Registry(ctx); !got.Equal(next) {
@@ -236,19 +242,19 @@ func TestSyncScheduleChange(t *testing.T) {
 	cs[1].Store.SetRegistry(ctx, theirs)
 	cs[0].Store.SetRegistry(ctx, ours)
 	cs[0].Store.SetRegistry(ctx, ours2)
-	if _, err := lease.SyncRegistry(ctx, cs); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Fatalf("sync over a copy that went another way: %v, want ErrRegistryDiverged", err)
+	if _, err := registry.Sync(ctx, cs); !errors.Is(err, registry.ErrDiverged) {
+		t.Fatalf("sync over a copy that went another way: %v, want registry.ErrDiverged", err)
 	}
 	// A region change that also changes a recorded schedule is not one
 	// change either.
-	cs2 := copies(2)
-	lease.UpdateRegistry(ctx, cs2, func(r lease.Registry) (lease.Registry, error) { return r.WithSchedule(schedFar) })
+	cs2 := registrytest.MemCopies(2)
+	registry.Update(ctx, cs2, func(r registry.Registry) (registry.Registry, error) { return r.WithSchedule(schedFar) })
 	base, _ := cs2[0].Store.Registry(ctx)
 	both, _, _ := base.WithRegion("c", 1, 8)
 	both.Schedule = schedLater
 	cs2[0].Store.SetRegistry(ctx, both)
-	if _, err := lease.SyncRegistry(ctx, cs2); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Fatalf("sync over a region added with the schedule changed: %v, want ErrRegistryDiverged", err)
+	if _, err := registry.Sync(ctx, cs2); !errors.Is(err, registry.ErrDiverged) {
+		t.Fatalf("sync over a region added with the schedule changed: %v, want registry.ErrDiverged", err)
 	}
 }
 
@@ -260,7 +266,7 @@ func TestChangeFleetSchedule(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	cs, ss := fleetCopies(2)
-	if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), "a", 1, 8); err != nil {
+	if _, err := registry.AddRegion(ctx, registryCopiesOf(cs), "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what, wantRecord, wantRegistry string) {
@@ -281,7 +287,7 @@ func TestChangeFleetSchedule(t *testing.T) {
 	// A mark within the notice of the cutover, in copy 2's keyspace of
 	// region 2's v2 numbers, refuses the change before any write.
 	for _, name := range []string{"b", "c"} {
-		if _, err := lease.AddRegion(ctx, registryCopiesOf(cs), name, 1, 8); err != nil {
+		if _, err := registry.AddRegion(ctx, registryCopiesOf(cs), name, 1, 8); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,8 +337,8 @@ func TestChangeFleetSchedule(t *testing.T) {
 	r, _ := ss[0].Registry(ctx)
 	next, _, _ := r.WithRegion("d", 2, 8)
 	ss[0].SetRegistry(ctx, next)
-	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedLater, now, 0); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Errorf("diverged copies: %v, want ErrRegistryDiverged", err)
+	if _, err := lease.ChangeFleetSchedule(ctx, cs, schedLater, now, 0); !errors.Is(err, registry.ErrDiverged) {
+		t.Errorf("diverged copies: %v, want registry.ErrDiverged", err)
 	}
 	check("after the refusal on diverged copies", schedFar, schedFar)
 }
@@ -356,7 +362,7 @@ func TestChangeFleetScheduleWithoutRegistry(t *testing.T) {
 }
 
 // mustReg reads s's copy of the registry.
-func mustReg(t *testing.T, s *fleetStore) lease.Registry {
+func mustReg(t *testing.T, s *fleetStore) registry.Registry {
 	t.Helper()
 	r, err := s.Registry(context.Background())
 	if err != nil {
@@ -369,11 +375,11 @@ func mustReg(t *testing.T, s *fleetStore) lease.Registry {
 // registry agree; a registry with no schedule recorded refuses; with no
 // registry, the store's claim checks.
 func TestCheckHolderSchedule(t *testing.T) {
-	reg := lease.Registry{Version: 3, Schedule: schedFar}
+	reg := registry.Registry{Version: 3, Schedule: schedFar}
 	far := lease.FleetSchedule{Text: schedFar, Version: 1}
 	for _, c := range []struct {
 		name   string
-		reg    lease.Registry
+		reg    registry.Registry
 		holder string
 		fleet  lease.FleetSchedule
 		want   string // "" for nil
@@ -384,8 +390,8 @@ func TestCheckHolderSchedule(t *testing.T) {
 		{"holder default", reg, "", far, "snowfence schedule set SCHEDULE"},
 		{"store missed the change", reg, schedFar, lease.FleetSchedule{Text: "v1"}, "snowfence regions sync"},
 		{"store missed it, holder on the store's", reg, "v1", lease.FleetSchedule{Text: "v1"}, "snowfence schedule set '" + schedFar + "'"},
-		{"none recorded", lease.Registry{Version: 3}, "v1", far, "records no fleet schedule"},
-		{"no registry", lease.Registry{}, "v1", far, ""},
+		{"none recorded", registry.Registry{Version: 3}, "v1", far, "records no fleet schedule"},
+		{"no registry", registry.Registry{}, "v1", far, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := lease.CheckHolderSchedule(c.reg, c.holder, c.fleet)
@@ -400,4 +406,32 @@ func TestCheckHolderSchedule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// schedule set refuses a copy that is not the store recorded under its
+// name before it changes any store's record.
+func TestChangeFleetScheduleRefusesAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	fcs, _ := fleetCopies(2)
+	if _, err := registry.AddRegion(ctx, registryCopiesOf(fcs), "eu-west-1", 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	other := newFleetStore()
+	other.reg.Reg, _ = fcs[1].Store.Registry(ctx)
+	moved := []lease.FleetCopy{fcs[0], {Name: "copy-2", Store: other}}
+	_, err := lease.ChangeFleetSchedule(ctx, moved, schedFar, time.Now(), 0)
+	registrytest.WantIdentityError(t, "schedule set with copy-2 another store", err, "copy-2", "")
+	for i, c := range moved {
+		if fs, _ := c.Store.FleetSchedule(ctx); fs.Version != 0 {
+			t.Fatalf("copy %d's record after the refused change: %+v, want it untouched", i+1, fs)
+		}
+	}
+}
+
+// schedule set refuses two names for one store.
+func TestChangeFleetScheduleRefusesOneStoreTwice(t *testing.T) {
+	fcs, _ := fleetCopies(1)
+	fcs = append(fcs, lease.FleetCopy{Name: "copy-9", Store: fcs[0].Store})
+	_, err := lease.ChangeFleetSchedule(context.Background(), fcs, schedFar, time.Now(), 0)
+	registrytest.WantIdentityError(t, "schedule set with one store twice", err, "copy-9", "copy-1")
 }

@@ -1,4 +1,4 @@
-package lease
+package registry
 
 import (
 	"context"
@@ -8,31 +8,31 @@ import (
 
 // A region added after the registry was created, with a store of its own,
 // needs a copy of the registry in that store before its holders can start
-// by name there. JoinRegistry gives it one: every later change writes it
+// by name there. Join gives it one: every later change writes it
 // too, and refuses to run without it.
 
-// JoinRegistry adds the copy joining to the registry kept in copies (every
+// Join adds the copy joining to the registry kept in copies (every
 // copy the registry records, named as it records them): the copies must
-// agree (ErrRegistryDiverged), be the ones recorded (ErrInvalid) and be
+// agree (ErrDiverged), be the ones recorded (ErrInvalid) and be
 // the stores recorded under their names (ErrCopyIdentity), and joining's
 // store must be none of theirs (ErrCopyIdentity) and hold no registry
-// (ErrRegistryDiverged otherwise), and when the registry records the fleet
+// (ErrDiverged otherwise), and when the registry records the fleet
 // schedule, joining's store must keep it as its fleet schedule record
 // (ErrSchedule, naming the command that sets it: CheckStoreSchedule). The
 // registry, one version on, records
 // every copy with its identity, joining's included, and is written to
 // copies in name order, each with its version compare (the first decides
-// between the join and a change made at once, as in UpdateRegistry), then
+// between the join and a change made at once, as in Update), then
 // to joining's store if it holds none (CreateRegistry). A registry must be
 // written first (ErrInvalid: create it with a change naming every copy).
 //
-// A join that stopped half way is finished by SyncRegistry with every
-// copy, joining's included; running the same JoinRegistry again finishes
+// A join that stopped half way is finished by Sync with every
+// copy, joining's included; running the same Join again finishes
 // it too once copies all record joining (joining's copy empty or equal to
 // theirs), without comparing the schedules again: a store holding a copy
 // refuses every claim while its record differs from the copy's schedule,
 // which a store holding none could not do.
-func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCopy) (Registry, error) {
+func Join(ctx context.Context, copies []Copy, joining Copy, check func(context.Context, Registry) error) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
 	if err != nil {
 		return Registry{}, err
@@ -83,10 +83,12 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 		if theirs.Version != 0 {
 			return cur, fmt.Errorf("%w: copy %s, joining, holds a region registry already (version %d, %d regions): a store joins with none; "+
 				"compare it with the others (snowfence regions list on each store) and, if it is left over from elsewhere, remove it from that store before joining",
-				ErrRegistryDiverged, joining.Name, theirs.Version, len(theirs.Regions))
+				ErrDiverged, joining.Name, theirs.Version, len(theirs.Regions))
 		}
-		if err := CheckStoreSchedule(ctx, joining.Store, joining.Name, cur); err != nil {
-			return cur, fmt.Errorf("%w; copy %s did not join, nothing was written", err, joining.Name)
+		if check != nil {
+			if err := check(ctx, cur); err != nil {
+				return cur, fmt.Errorf("%w; copy %s did not join, nothing was written", err, joining.Name)
+			}
 		}
 		next := Registry{Version: cur.Version + 1, Regions: slices.Clone(cur.Regions), Copies: allNames, CopyIdentities: allIDs, Schedule: cur.Schedule}
 		again, later, err := writeCopies(ctx, copies, next)
@@ -96,28 +98,28 @@ func JoinRegistry(ctx context.Context, copies []RegistryCopy, joining RegistryCo
 		case later != "":
 			return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, records copy %s at version %d; "+
 				"finish the join with snowfence regions sync naming every copy, %s included, before any other change",
-				ErrRegistryDiverged, later, err, copies[0].Name, joining.Name, next.Version, joining.Name)
+				ErrDiverged, later, err, copies[0].Name, joining.Name, next.Version, joining.Name)
 		case err != nil:
 			return cur, err
 		}
 		return next, writeJoined(ctx, joining, next)
 	}
-	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrRegistryConflict, registryRetries)
+	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrConflict, registryRetries)
 }
 
 // writeJoined gives joining's store the registry reg that records it,
 // unless it holds reg already.
-func writeJoined(ctx context.Context, joining RegistryCopy, reg Registry) error {
+func writeJoined(ctx context.Context, joining Copy, reg Registry) error {
 	if err := joining.Store.CreateRegistry(ctx, reg); err != nil {
 		return fmt.Errorf("%w: copy %s, joining, not written (%w), while every other copy records it at version %d: "+
 			"finish the join with snowfence regions sync naming every copy, %s included, before any other change",
-			ErrRegistryDiverged, joining.Name, err, reg.Version, joining.Name)
+			ErrDiverged, joining.Name, err, reg.Version, joining.Name)
 	}
 	return nil
 }
 
 // oneCopyJoined reports whether next is prev with one copy joined
-// (JoinRegistry): the regions and the schedule unchanged, and the copies
+// (Join): the regions and the schedule unchanged, and the copies
 // and identities prev records (every copy but one of next's, when prev
 // records none) kept, with one more.
 func oneCopyJoined(prev, next Registry) bool {

@@ -1,7 +1,6 @@
-package lease
+package registry
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -12,7 +11,7 @@ import (
 // same IDs. So a region records its home (Region.Home): the copy whose
 // store its holders lease from; and a holder, having resolved its region
 // from its own store's copy, compares its own store's identity
-// (RegistryStore.RegistryIdentity) with the one the registry records for
+// (Store.RegistryIdentity) with the one the registry records for
 // that copy (CheckHome).
 
 // ErrWrongHome: a holder was started in a region on a store that is not
@@ -60,53 +59,4 @@ func CheckHome(reg Registry, region Region, ownIdentity string) error {
 		return &HomeError{Region: region, Identity: ownIdentity, Recorded: rec}
 	}
 	return nil
-}
-
-// AddRegionHome adds the region called name, whose holders lease from the
-// store of the copy called home, to the registry kept in copies (every copy
-// the registry records, home among them), as snowfence regions add does:
-// the change through UpdateRegistry with Registry.WithRegionHome at nowMs,
-// under limit region numbers; the stores' fleet schedule recorded when the
-// registry records none (RecordStoresSchedule); and refused with
-// ErrSchedule while the home store's record is not the registry's schedule
-// (CheckStoreSchedule), since the region's holders could never start there.
-// With create false a store holding no registry is refused (ErrInvalid): a
-// second registry would number its regions from 0 again.
-func AddRegionHome(ctx context.Context, copies []FleetCopy, name, home string, create bool, nowMs int64, limit int) (Region, error) {
-	var homeStore Store
-	rcs := make([]RegistryCopy, len(copies))
-	for i, c := range copies {
-		rcs[i] = RegistryCopy{Name: c.Name, Store: c.Store}
-		if c.Name == home {
-			homeStore = c.Store
-		}
-	}
-	if homeStore == nil {
-		return Region{}, fmt.Errorf("%w: home %s is none of the copies given", ErrInvalid, home)
-	}
-	record, err := RecordStoresSchedule(ctx, copies)
-	if err != nil {
-		return Region{}, err
-	}
-	var g Region
-	_, err = UpdateRegistry(ctx, rcs, func(reg Registry) (Registry, error) {
-		if reg.Version == 0 && !create {
-			return reg, fmt.Errorf("%w: no copy holds a region registry, and regions add creates one only with --create: "+
-				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
-				"a second registry would number its regions from 0 again", ErrInvalid)
-		}
-		next, added, err := reg.WithRegionHome(name, home, nowMs, limit)
-		g = added
-		if err != nil {
-			return next, err
-		}
-		if next, err = record(next); err != nil {
-			return next, err
-		}
-		// The region's holders start only where the home store's record
-		// is the registry's schedule: refuse a home they could never
-		// start on, naming the command that makes it so.
-		return next, CheckStoreSchedule(ctx, homeStore, home, next)
-	})
-	return g, err
 }

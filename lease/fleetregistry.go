@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The fleet's layout schedule is kept twice: as every store's fleet
@@ -24,28 +25,16 @@ import (
 // holder starts only where its store has caught up, and two operators'
 // changes are ordered by the registry's version compare.
 
-// WithSchedule returns r, one version on, with the fleet schedule text
-// (canonicalised, CanonicalSchedule) recorded. ErrInvalid if text is not a
-// schedule. A text equal to the recorded one is still a change (one
-// version on): compare first when nothing should be written then.
-func (r Registry) WithSchedule(text string) (Registry, error) {
-	canon, err := CanonicalSchedule(text)
-	if err != nil {
-		return r, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return Registry{Version: r.Version + 1, Regions: slices.Clone(r.Regions), Copies: r.Copies, CopyIdentities: r.CopyIdentities, Schedule: canon}, nil
-}
-
 // CheckHolderSchedule returns ErrSchedule, saying which command fixes it,
 // unless a holder may start on the schedule holder (its text, "" for the
 // default) in a region whose store keeps the fleet schedule record fleet
 // and the registry reg: the record must equal reg.Schedule
 // (CheckRecordedSchedule) and so must holder. A registry that
-// records no schedule (written before it kept one, or through AddRegion)
+// records no schedule (written before it kept one, or through registry.AddRegion)
 // is refused until ChangeFleetSchedule records one; with no registry at
 // all it returns nil: the store compares the holder with its record at
 // every claim.
-func CheckHolderSchedule(reg Registry, holder string, fleet FleetSchedule) error {
+func CheckHolderSchedule(reg registry.Registry, holder string, fleet FleetSchedule) error {
 	switch {
 	case reg.Version == 0:
 		return nil // no registry: one region, whose store compares at every claim
@@ -79,7 +68,7 @@ func CheckHolderSchedule(reg Registry, holder string, fleet FleetSchedule) error
 // store's claim (on the registry and the record as its claim reads them),
 // and a store joining the registry or becoming a region's home
 // (CheckStoreSchedule) make it.
-func CheckRecordedSchedule(reg Registry, fleet FleetSchedule) error {
+func CheckRecordedSchedule(reg registry.Registry, fleet FleetSchedule) error {
 	if reg.Schedule == "" || fleet.Text == reg.Schedule {
 		return nil
 	}
@@ -94,17 +83,12 @@ func CheckRecordedSchedule(reg Registry, fleet FleetSchedule) error {
 // the registry's copy called name, and refuses with CheckRecordedSchedule's
 // ErrSchedule one that differs from the schedule reg records: how a store
 // joining the registry (JoinRegistry) or given a region's home (snowfence
-// regions add --home) is checked before the registry records it. A store
-// that keeps no fleet schedule record (a RegistryStore that is not a
-// Store) is not checked.
-func CheckStoreSchedule(ctx context.Context, st RegistryStore, name string, reg Registry) error {
-	fs, ok := st.(interface {
-		FleetSchedule(context.Context) (FleetSchedule, error)
-	})
-	if !ok || reg.Schedule == "" {
+// regions add --home) is checked before the registry records it.
+func CheckStoreSchedule(ctx context.Context, st RegistryReader, name string, reg registry.Registry) error {
+	if reg.Schedule == "" {
 		return nil
 	}
-	fleet, err := fs.FleetSchedule(ctx)
+	fleet, err := st.FleetSchedule(ctx)
 	if err != nil {
 		return fmt.Errorf("read the fleet schedule record of copy %s's store: %w", name, err)
 	}
@@ -114,11 +98,33 @@ func CheckStoreSchedule(ctx context.Context, st RegistryStore, name string, reg 
 	return nil
 }
 
+// JoinRegistry adds the copy joining to the registry kept in copies, as
+// registry.Join does, refusing with ErrSchedule (CheckStoreSchedule) a
+// joining store whose fleet schedule record is not the schedule the
+// registry records: a store holding a copy refuses every claim while its
+// record differs from the copy's schedule, and a region homed there could
+// never start a holder.
+func JoinRegistry(ctx context.Context, copies []FleetCopy, joining FleetCopy) (registry.Registry, error) {
+	check := func(ctx context.Context, reg registry.Registry) error {
+		return CheckStoreSchedule(ctx, joining.Store, joining.Name, reg)
+	}
+	return registry.Join(ctx, registryCopies(copies), registry.Copy{Name: joining.Name, Store: joining.Store}, check)
+}
+
+// registryCopies returns the registry's copies that copies are.
+func registryCopies(copies []FleetCopy) []registry.Copy {
+	rcs := make([]registry.Copy, len(copies))
+	for i, c := range copies {
+		rcs[i] = registry.Copy{Name: c.Name, Store: c.Store}
+	}
+	return rcs
+}
+
 // A FleetCopy is one region's lease store, named as its copy of the
-// registry is (RegistryCopy).
+// registry is (registry.Copy).
 type FleetCopy struct {
 	Name  string
-	Store Store
+	Store Admin
 }
 
 // A ScheduleChange is what ChangeFleetSchedule did.
@@ -132,10 +138,10 @@ type ScheduleChange struct {
 	Was, Now []FleetSchedule
 	// Registry is the registry after the change: the zero Registry if no
 	// registry is written (then only the records changed).
-	Registry Registry
+	Registry registry.Registry
 }
 
-// errScheduleRecorded stops UpdateRegistry when the registry records the
+// errScheduleRecorded stops registry.Update when the registry records the
 // schedule already.
 var errScheduleRecorded = errors.New("lease: the registry records the schedule already")
 
@@ -144,19 +150,19 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 // order:
 //
 //  1. It reads every copy of the registry and refuses if they differ
-//     (ErrRegistryDiverged: run SyncRegistry) or are not the copies the
+//     (registry.ErrDiverged: run registry.Sync) or are not the copies the
 //     registry records (ErrInvalid), or two are one store or one is not
-//     the store recorded under its name (ErrCopyIdentity), and checks the change on every
+//     the store recorded under its name (registry.ErrCopyIdentity), and checks the change on every
 //     store's record (SetSchedule's refusals, with the marks of every
 //     keyspace a registered region's holders lease in under the old or
 //     the new schedule, region 0's always), before writing anything.
-//  2. It records text in the registry (UpdateRegistry: every copy, with
+//  2. It records text in the registry (registry.Update: every copy, with
 //     the version compare), unless it records text already; with no
 //     registry, more than one store is refused (ErrInvalid: nothing would
 //     keep their records one).
 //  3. It sets every store's record (SetSchedule), in the copies' name
 //     order, each only while that store's own copy of the registry still
-//     records this change (ErrRegistryConflict otherwise: another change
+//     records this change (registry.ErrConflict otherwise: another change
 //     ran meanwhile). A store at text already is left as it is.
 //
 // Holders start only where the holder's schedule, the store's record and
@@ -178,7 +184,7 @@ var errScheduleRecorded = errors.New("lease: the registry records the schedule a
 // transaction): the record is then overwritten, and that region's running
 // holders on a third, older schedule keep running while it agrees with
 // this one. Running ChangeFleetSchedule again with the same text finishes a
-// change (SyncRegistry first, when the registry's copies differ), as long
+// change (registry.Sync first, when the registry's copies differ), as long
 // as the notice rule still admits it on the stores not yet set: finish it
 // promptly.
 func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, now time.Time, notice time.Duration) (ScheduleChange, error) {
@@ -186,34 +192,19 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 	if err != nil {
 		return ScheduleChange{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	rcs := make([]RegistryCopy, len(copies))
-	for i, c := range copies {
-		rcs[i] = RegistryCopy{Name: c.Name, Store: c.Store}
-	}
-	rcs, names, err := sortedCopies(rcs)
-	if err != nil {
+	reg, rcs, err := registry.Read(ctx, registryCopies(copies))
+	if rcs == nil {
 		return ScheduleChange{}, err
 	}
-	stores := make([]Store, len(rcs))
+	names := make([]string, len(rcs))
+	stores := make([]Admin, len(rcs))
 	for i, c := range rcs {
-		stores[i] = c.Store.(Store) // built from a FleetCopy above
+		names[i] = c.Name
+		stores[i] = c.Store.(Admin) // built from a FleetCopy above
 	}
 	ch := ScheduleChange{Schedule: canon, Names: names, Was: make([]FleetSchedule, len(stores))}
-	ids, err := readIdentities(ctx, rcs)
 	if err != nil {
 		return ch, err
-	}
-	reg, err := readCopies(ctx, rcs, names, ids)
-	if err != nil {
-		return ch, err
-	}
-	if reg.Version > 0 {
-		if err := sameCopies(reg, names); err != nil {
-			return ch, err
-		}
-		if err := checkIdentities(reg, names, ids); err != nil {
-			return ch, err
-		}
 	}
 	for i, st := range stores {
 		if ch.Was[i], _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
@@ -227,9 +218,9 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 	// The registry first: its version compare, on the first copy, orders
 	// two operators' changes, and a store's record is set only while its
 	// own copy of the registry records this change.
-	var at Registry
+	var at registry.Registry
 	if reg.Version > 0 {
-		at, err = UpdateRegistry(ctx, rcs, func(r Registry) (Registry, error) {
+		at, err = registry.Update(ctx, rcs, func(r registry.Registry) (registry.Registry, error) {
 			if r.Schedule == canon {
 				return r, errScheduleRecorded
 			}
@@ -253,7 +244,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 			case own.Schedule != canon || (at.Version > 0 && own.Version != at.Version):
 				return ch, fmt.Errorf("%w: copy %s's registry is at version %d recording %q, not this change's: another change ran meanwhile; "+
 					"its store's record is left as it is (holders are refused at start where the record and the registry differ); run snowfence schedule set again once it is done",
-					ErrRegistryConflict, names[i], own.Version, own.Schedule)
+					registry.ErrConflict, names[i], own.Version, own.Schedule)
 			}
 		}
 		set, err := SetSchedule(ctx, st, canon, now, notice)
@@ -271,7 +262,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 }
 
 // RecordStoresSchedule reads the fleet schedule record of every copy's
-// store and returns what a registry change (UpdateRegistry's change, after
+// store and returns what a registry change (registry.Update's change, after
 // its own) applies to the registry it makes: a registry that records no
 // fleet schedule yet (one being created, or written before the registry
 // kept it) records the stores' — refused with ErrSchedule, naming the
@@ -279,7 +270,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 // it is left as it is (every keeper refuses a holder, and every claim,
 // where the store's record differs from it). snowfence regions add and
 // retire apply it.
-func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(Registry) (Registry, error), error) {
+func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(registry.Registry) (registry.Registry, error), error) {
 	recs := make([]FleetSchedule, len(copies))
 	for i, c := range copies {
 		fs, err := c.Store.FleetSchedule(ctx)
@@ -297,7 +288,7 @@ func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(Registr
 			break
 		}
 	}
-	return func(next Registry) (Registry, error) {
+	return func(next registry.Registry) (registry.Registry, error) {
 		if next.Schedule != "" {
 			return next, nil
 		}
@@ -307,4 +298,52 @@ func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(Registr
 		next.Schedule = recs[0].Text
 		return next, nil
 	}, nil
+}
+
+// AddRegionHome adds the region called name, whose holders lease from the
+// store of the copy called home, to the registry kept in copies (every copy
+// the registry records, home among them), as snowfence regions add does:
+// the change through registry.Update with Registry.WithRegionHome at nowMs,
+// under limit region numbers; the stores' fleet schedule recorded when the
+// registry records none (RecordStoresSchedule); and refused with
+// ErrSchedule while the home store's record is not the registry's schedule
+// (CheckStoreSchedule), since the region's holders could never start there.
+// With create false a store holding no registry is refused (ErrInvalid): a
+// second registry would number its regions from 0 again.
+func AddRegionHome(ctx context.Context, copies []FleetCopy, name, home string, create bool, nowMs int64, limit int) (registry.Region, error) {
+	var homeStore Admin
+	for _, c := range copies {
+		if c.Name == home {
+			homeStore = c.Store
+		}
+	}
+	rcs := registryCopies(copies)
+	if homeStore == nil {
+		return registry.Region{}, fmt.Errorf("%w: home %s is none of the copies given", ErrInvalid, home)
+	}
+	record, err := RecordStoresSchedule(ctx, copies)
+	if err != nil {
+		return registry.Region{}, err
+	}
+	var g registry.Region
+	_, err = registry.Update(ctx, rcs, func(reg registry.Registry) (registry.Registry, error) {
+		if reg.Version == 0 && !create {
+			return reg, fmt.Errorf("%w: no copy holds a region registry, and regions add creates one only with --create: "+
+				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
+				"a second registry would number its regions from 0 again", ErrInvalid)
+		}
+		next, added, err := reg.WithRegionHome(name, home, nowMs, limit)
+		g = added
+		if err != nil {
+			return next, err
+		}
+		if next, err = record(next); err != nil {
+			return next, err
+		}
+		// The region's holders start only where the home store's record
+		// is the registry's schedule: refuse a home they could never
+		// start on, naming the command that makes it so.
+		return next, CheckStoreSchedule(ctx, homeStore, home, next)
+	})
+	return g, err
 }

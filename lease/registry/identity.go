@@ -1,4 +1,4 @@
-package lease
+package registry
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // AWS profile or endpoint from the environment, another data directory),
 // or two names one store. Then one region's copy is missing from every
 // change and two regions could be handed one number. So every change reads
-// each copy's identity from the store itself (RegistryStore's
+// each copy's identity from the store itself (Store's
 // RegistryIdentity), refuses two copies of one identity, and records the
 // identities beside the names (Registry.CopyIdentities), refusing a copy
 // whose identity is not the one recorded for its name.
@@ -51,7 +51,7 @@ func (e *CopyIdentityError) Unwrap() error { return ErrCopyIdentity }
 
 // readIdentities reads the identity of every copy, in copies' order, and
 // refuses two copies of one identity.
-func readIdentities(ctx context.Context, copies []RegistryCopy) ([]string, error) {
+func readIdentities(ctx context.Context, copies []Copy) ([]string, error) {
 	ids := make([]string, len(copies))
 	seen := make(map[string]string, len(copies))
 	for i, c := range copies {

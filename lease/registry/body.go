@@ -1,4 +1,4 @@
-package lease
+package registry
 
 import (
 	"encoding/json"
@@ -13,10 +13,10 @@ import (
 // […], "schedule":
 // "v1,v2@2031-01-01T00:00:00Z"}, beside whatever it compares the
 // version on (an etcd revision, a version column, a version attribute).
-// EncodeRegistry and DecodeRegistry are that form, the same in every
+// Encode and Decode are that form, the same in every
 // store.
 
-// CheckRegistry returns ErrInvalid unless r is a registry a change can
+// Check returns ErrInvalid unless r is a registry a change can
 // have written: version 1 or more, regions in increasing number order with
 // numbers and names used once, every name a valid one (CheckRegionName),
 // no time negative where 0 means unset (RetiredMs), and the fleet
@@ -25,7 +25,7 @@ import (
 // before the registry kept the schedule has none and decodes with Schedule
 // empty; one written before regions had homes decodes with every Home
 // empty.
-func CheckRegistry(r Registry) error {
+func Check(r Registry) error {
 	if r.Version < 1 {
 		return fmt.Errorf("%w: region registry version %d: a written registry is at version 1 or more", ErrInvalid, r.Version)
 	}
@@ -81,26 +81,26 @@ func CheckRegistry(r Registry) error {
 	return nil
 }
 
-// EncodeRegistry returns the JSON a store keeps for r, or ErrInvalid if r
-// fails CheckRegistry: no store writes a registry a change cannot have
+// Encode returns the JSON a store keeps for r, or ErrInvalid if r
+// fails Check: no store writes a registry a change cannot have
 // made.
-func EncodeRegistry(r Registry) ([]byte, error) {
-	if err := CheckRegistry(r); err != nil {
+func Encode(r Registry) ([]byte, error) {
+	if err := Check(r); err != nil {
 		return nil, err
 	}
 	return json.Marshal(r)
 }
 
-// DecodeRegistry parses a stored registry (EncodeRegistry's JSON). A body
-// that is not JSON of a Registry, or one that fails CheckRegistry, is an
+// Decode parses a stored registry (Encode's JSON). A body
+// that is not JSON of a Registry, or one that fails Check, is an
 // error, never an empty registry: the caller says where the body was and
 // what to do.
-func DecodeRegistry(body []byte) (Registry, error) {
+func Decode(body []byte) (Registry, error) {
 	var r Registry
 	if err := json.Unmarshal(body, &r); err != nil {
 		return Registry{}, fmt.Errorf("not a region registry: %v", err)
 	}
-	if err := CheckRegistry(r); err != nil {
+	if err := Check(r); err != nil {
 		return Registry{}, fmt.Errorf("not a region registry a change can have written: %v", err)
 	}
 	return r, nil

@@ -1,4 +1,4 @@
-package lease
+package registry
 
 import (
 	"context"
@@ -12,26 +12,14 @@ import (
 	"github.com/snowfence/snowfence"
 )
 
-// The region registry names the regions of a fleet: which region number
-// belongs to which name, since when, and whether it is retired. A region
-// number is never reused: a retired region keeps its number for ever, and
-// a new region takes the lowest number no region ever had, so an ID's
-// region number names one region across the whole life of the ID space.
-//
-// Every region keeps a copy of the registry in its own lease store
-// (RegistryStore), so a holder reads it from the store it leases from and
-// never calls another region. An operator's change writes every copy
-// (UpdateRegistry), each with a version compare, and is refused when the
-// copies differ.
-
 // Errors of the region registry. Match them with errors.Is.
 var (
-	// ErrRegistryConflict: the stored registry is not at the version the
+	// ErrConflict: the stored registry is not at the version the
 	// write expected; another change came first.
-	ErrRegistryConflict = errors.New("lease: the region registry changed since it was read")
-	// ErrRegistryDiverged: the copies of the registry in the regions'
-	// stores differ (a change that stopped half way); see SyncRegistry.
-	ErrRegistryDiverged = errors.New("lease: the copies of the region registry differ")
+	ErrConflict = errors.New("lease: the region registry changed since it was read")
+	// ErrDiverged: the copies of the registry in the regions'
+	// stores differ (a change that stopped half way); see Sync.
+	ErrDiverged = errors.New("lease: the copies of the region registry differ")
 	// ErrUnknownRegion: no region of that name or number is registered.
 	ErrUnknownRegion = errors.New("lease: unknown region")
 	// ErrRegionRetired: the region is retired; its number is never used
@@ -74,7 +62,7 @@ type Registry struct {
 	// Regions are every region ever added, in number order.
 	Regions []Region `json:"regions"`
 	// Copies names the copies of the registry, in the order every change
-	// writes them (by name), as the first change through UpdateRegistry
+	// writes them (by name), as the first change through Update
 	// gave them; later changes must name the same copies. Empty until then.
 	Copies []string `json:"copies,omitempty"`
 	// CopyIdentities are the copies' identities (RegistryIdentity: where
@@ -96,7 +84,7 @@ type Registry struct {
 	Schedule string `json:"schedule,omitempty"`
 }
 
-// A RegistryCopy is one copy of the registry — one region's store — with
+// A Copy is one copy of the registry — one region's store — with
 // the name its operator gives it (a store URL, say). The names are
 // recorded in the registry (Registry.Copies), so that a change naming
 // other copies, or fewer, is refused, and every change writes them in the
@@ -105,9 +93,9 @@ type Registry struct {
 // the identity the store reports (RegistryIdentity), so that a name that
 // has come to mean another store, or two names meaning one, is refused
 // too.
-type RegistryCopy struct {
+type Copy struct {
 	Name  string
-	Store RegistryStore
+	Store Store
 }
 
 // Equal reports whether r and o are the same registry.
@@ -202,8 +190,8 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 // WithRegionHome is WithRegion recording home as the region's Home: the
 // copy whose store its holders lease from. A home that is not one of the
 // copies r records is ErrInvalid; in a registry that records no copies yet
-// (one being created) UpdateRegistry records them after the change, and
-// CheckRegistry refuses the result if home is not among them.
+// (one being created) Update records them after the change, and
+// Check refuses the result if home is not among them.
 func (r Registry) WithRegionHome(name, home string, nowMs int64, limit int) (Registry, Region, error) {
 	if err := CheckRegionName(name); err != nil {
 		return r, Region{}, err
@@ -261,60 +249,66 @@ func CheckRegionName(name string) error {
 	return nil
 }
 
-// A RegistryStore keeps one copy of the region registry: every lease store
-// implements it, beside its leases (etcd: the key <prefix>/registry;
-// PostgreSQL: the table <table>_region; DynamoDB: an item of the lease
-// table).
-type RegistryStore interface {
+// A Reader reads one copy of the region registry and says where it lives:
+// what a holder's start-up checks read (lease.StartKeeper).
+type Reader interface {
 	// Registry returns the stored registry: the zero Registry if none was
 	// written.
 	Registry(ctx context.Context) (Registry, error)
-	// SetRegistry writes next if the stored registry is at version
-	// next.Version-1 (none written, for version 1). If it is at another
-	// version it returns ErrRegistryConflict, unless the stored registry
-	// equals next: a retry of a write that committed, or a second copy on
-	// the same store, succeeds.
-	SetRegistry(ctx context.Context, next Registry) error
-	// CreateRegistry writes r if no registry is stored (create if
-	// absent), whatever r's version: how a copy joins a registry already
-	// at some version (JoinRegistry, SyncRegistry). A stored registry
-	// equal to r is success (a retry); any other is ErrRegistryConflict.
-	CreateRegistry(ctx context.Context, r Registry) error
 	// RegistryIdentity returns a stable identity of the place this
 	// store's copy of the registry lives, read from the store itself and
-	// not from how it was reached: the same for every Store value on that
-	// copy (every keyspace, Keyspace, shares it) and different for two
-	// copies. etcd: the cluster ID and the key prefix; PostgreSQL: the
+	// not from how it was reached: the same for every store value on that
+	// copy (every keyspace of a lease store shares it) and different for
+	// two copies. etcd: the cluster ID and the key prefix; PostgreSQL: the
 	// server's system identifier, the database, schema and table;
 	// DynamoDB: the table's ARN and TableId. A store rebuilt or restored
 	// into a new cluster or table reports a new identity.
 	RegistryIdentity(ctx context.Context) (string, error)
 }
 
-// RegistryConflict is a RegistryStore's answer when its conditional write
+// A Store keeps one copy of the region registry: every lease store
+// implements it, beside its leases (etcd: the key <prefix>/registry;
+// PostgreSQL: the table <table>_region; DynamoDB: an item of the lease
+// table). registrytest.Run is its conformance suite.
+type Store interface {
+	Reader
+	// SetRegistry writes next if the stored registry is at version
+	// next.Version-1 (none written, for version 1). If it is at another
+	// version it returns ErrConflict, unless the stored registry
+	// equals next: a retry of a write that committed, or a second copy on
+	// the same store, succeeds.
+	SetRegistry(ctx context.Context, next Registry) error
+	// CreateRegistry writes r if no registry is stored (create if
+	// absent), whatever r's version: how a copy joins a registry already
+	// at some version (Join, Sync). A stored registry
+	// equal to r is success (a retry); any other is ErrConflict.
+	CreateRegistry(ctx context.Context, r Registry) error
+}
+
+// Conflict is a Store's answer when its conditional write
 // of next changed nothing and the stored registry cur was read back: nil
 // if cur is next already (a retry of a write that committed, or a second
-// copy on the same store), else ErrRegistryConflict naming where the copy
+// copy on the same store), else ErrConflict naming where the copy
 // is and the version found there.
-func RegistryConflict(where string, cur, next Registry) error {
+func Conflict(where string, cur, next Registry) error {
 	if cur.Equal(next) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is at version %d, not %d; read it again", ErrRegistryConflict, where, cur.Version, next.Version-1)
+	return fmt.Errorf("%w: %s is at version %d, not %d; read it again", ErrConflict, where, cur.Version, next.Version-1)
 }
 
-// RegistryCreateConflict is a RegistryStore's answer when its
+// CreateConflict is a Store's answer when its
 // create-if-absent write of r (CreateRegistry) changed nothing and the
 // stored registry cur was read back: nil if cur is r already (a retry),
-// else ErrRegistryConflict naming where the copy is and its version.
-func RegistryCreateConflict(where string, cur, r Registry) error {
+// else ErrConflict naming where the copy is and its version.
+func CreateConflict(where string, cur, r Registry) error {
 	if cur.Equal(r) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s holds a registry already, at version %d; a copy is created only where none is", ErrRegistryConflict, where, cur.Version)
+	return fmt.Errorf("%w: %s holds a registry already, at version %d; a copy is created only where none is", ErrConflict, where, cur.Version)
 }
 
-// registryRetries bounds how often UpdateRegistry re-reads after another
+// registryRetries bounds how often Update re-reads after another
 // operator's change won the first copy.
 const registryRetries = 8
 
@@ -330,27 +324,27 @@ func waitBehind(ctx context.Context, err error, attempt int) (bool, error) {
 	return true, snowfence.SystemClock().Sleep(ctx, time.Duration(attempt+1)*registryBackoff)
 }
 
-// UpdateRegistry changes the registry of a fleet: it reads every copy's
+// Update changes the registry of a fleet: it reads every copy's
 // identity (RegistryIdentity) and every copy (each region's store, taken
-// in the order of their names), refuses with ErrRegistryDiverged if they
+// in the order of their names), refuses with ErrDiverged if they
 // differ, with ErrInvalid if they are not the copies the registry records
 // (Registry.Copies: the first change records them) and with
 // ErrCopyIdentity (a *CopyIdentityError) if two copies are one store or a
 // copy's identity is not the one recorded for its name (the first change
 // records them, and so does the next change of a registry written before
 // identities were kept), applies change to the registry read, refuses a
-// result CheckRegistry refuses (no store would write it), and writes the
+// result Check refuses (no store would write it), and writes the
 // result to every copy in that order, each with its version compare. The
 // first copy decides between two operators changing the registry at once:
 // the one whose write there fails on its version re-reads and applies its
 // change again (so two regions added at once get two numbers). A compare
 // that fails on a later copy means the copies diverged meanwhile:
-// ErrRegistryDiverged.
+// ErrDiverged.
 //
 // Not protected: two operators creating the registry at once (no copies
 // recorded yet) with different sets of copies; create it once, from one
 // place, before anyone else changes it.
-func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Registry) (Registry, error)) (Registry, error) {
+func Update(ctx context.Context, copies []Copy, change func(Registry) (Registry, error)) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
 	if err != nil {
 		return Registry{}, err
@@ -386,7 +380,7 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		if cur.Schedule != "" && next.Schedule == "" {
 			return cur, fmt.Errorf("%w: registry change to version %d drops the fleet schedule %q it records; a change keeps it (WithSchedule changes it)", ErrInvalid, next.Version, cur.Schedule)
 		}
-		if err := CheckRegistry(next); err != nil {
+		if err := Check(next); err != nil {
 			return cur, err // what no store would write (a home that is none of the copies, say): refused before any copy is
 		}
 		again, later, err := writeCopies(ctx, copies, next)
@@ -396,13 +390,13 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 		case later != "":
 			return next, fmt.Errorf("%w: copy %s not written (%w): copy %s, written first, is at version %d; "+
 				"start no holder in a region this change named until snowfence regions sync has brought every copy there",
-				ErrRegistryDiverged, later, err, copies[0].Name, next.Version)
+				ErrDiverged, later, err, copies[0].Name, next.Version)
 		case err != nil:
 			return cur, err
 		}
 		return next, nil
 	}
-	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrRegistryConflict, registryRetries)
+	return Registry{}, fmt.Errorf("%w: the registry changed under %d attempts in a row; try again", ErrConflict, registryRetries)
 }
 
 // writeCopies writes next to every copy in order. The first copy's version
@@ -410,9 +404,9 @@ func UpdateRegistry(ctx context.Context, copies []RegistryCopy, change func(Regi
 // won it (nothing was written; read and try again). A later copy that
 // fails is named in later, with its error: the first copies hold next, and
 // the change must be finished by sync.
-func writeCopies(ctx context.Context, copies []RegistryCopy, next Registry) (again bool, later string, err error) {
+func writeCopies(ctx context.Context, copies []Copy, next Registry) (again bool, later string, err error) {
 	err = copies[0].Store.SetRegistry(ctx, next)
-	if errors.Is(err, ErrRegistryConflict) {
+	if errors.Is(err, ErrConflict) {
 		return true, "", nil
 	}
 	if err != nil {
@@ -426,12 +420,12 @@ func writeCopies(ctx context.Context, copies []RegistryCopy, next Registry) (aga
 	return false, "", nil
 }
 
-// readCopies returns the registry every copy holds, or ErrRegistryDiverged.
+// readCopies returns the registry every copy holds, or ErrDiverged.
 // With ids (the copies' identities, parallel to names) it first refuses,
 // with ErrCopyIdentity, a copy whose identity differs from the one any
 // copy's registry records for its name: a copy that is another store
 // differs from the others, and that is the cause to report.
-func readCopies(ctx context.Context, copies []RegistryCopy, names, ids []string) (Registry, error) {
+func readCopies(ctx context.Context, copies []Copy, names, ids []string) (Registry, error) {
 	regs := make([]Registry, len(copies))
 	for i, c := range copies {
 		r, err := c.Store.Registry(ctx)
@@ -454,7 +448,7 @@ func readCopies(ctx context.Context, copies []RegistryCopy, names, ids []string)
 		}
 		if !r.Equal(first) {
 			err := fmt.Errorf("%w: copy %s (written first) is at version %d, copy %s at version %d; run snowfence regions sync, which brings every copy to the first one's version when they are one change apart",
-				ErrRegistryDiverged, copies[0].Name, first.Version, c.Name, r.Version)
+				ErrDiverged, copies[0].Name, first.Version, c.Name, r.Version)
 			// Every change writes copy 1 first, so a later copy ahead of
 			// it was changed after copy 1 was read, and one a change
 			// behind is most likely being written: read again.
@@ -467,23 +461,23 @@ func readCopies(ctx context.Context, copies []RegistryCopy, names, ids []string)
 	return first, nil
 }
 
-// copiesBehind is ErrRegistryDiverged when a change may be under way: a
+// copiesBehind is ErrDiverged when a change may be under way: a
 // copy one change behind the first, or ahead of it.
 type copiesBehind struct{ err error }
 
 func (e *copiesBehind) Error() string { return e.err.Error() }
 func (e *copiesBehind) Unwrap() error { return e.err }
 
-// registryBackoff is the first wait of UpdateRegistry for another
+// registryBackoff is the first wait of Update for another
 // operator's change to reach every copy; each retry waits longer.
 const registryBackoff = 20 * time.Millisecond
 
 // AddRegion adds a region called name at nowMs to every copy, under the
 // lowest region number below limit (1 << RegionBits of the layout) never
 // used, and returns it.
-func AddRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs int64, limit int) (Region, error) {
+func AddRegion(ctx context.Context, copies []Copy, name string, nowMs int64, limit int) (Region, error) {
 	var added Region
-	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
+	_, err := Update(ctx, copies, func(r Registry) (Registry, error) {
 		next, g, err := r.WithRegion(name, nowMs, limit)
 		added = g
 		return next, err
@@ -492,9 +486,9 @@ func AddRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs in
 }
 
 // RetireRegion retires the region called name at nowMs in every copy.
-func RetireRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs int64) (Region, error) {
+func RetireRegion(ctx context.Context, copies []Copy, name string, nowMs int64) (Region, error) {
 	var retired Region
-	_, err := UpdateRegistry(ctx, copies, func(r Registry) (Registry, error) {
+	_, err := Update(ctx, copies, func(r Registry) (Registry, error) {
 		next, g, err := r.WithRetired(name, nowMs)
 		retired = g
 		return next, err
@@ -502,19 +496,19 @@ func RetireRegion(ctx context.Context, copies []RegistryCopy, name string, nowMs
 	return retired, err
 }
 
-// SyncRegistry finishes a change that stopped half way. The registry it
+// Sync finishes a change that stopped half way. The registry it
 // brings every copy to is that of the first copy in name order that holds
-// one (the first a change writes; a copy that joined last, JoinRegistry,
+// one (the first a change writes; a copy that joined last, Join,
 // may be empty still). Every copy whose registry is the one that was made
 // from (one version behind, with one region added or retired, the fleet
 // schedule changed, or one copy joined since) is given it (with the
 // version compare), and so is an empty copy that the registry records with
 // the identity its store reports (a join that stopped before writing it).
-// Any other difference is refused with ErrRegistryDiverged: it needs an
+// Any other difference is refused with ErrDiverged: it needs an
 // operator's look. The copies must be the ones the registry names, in its
 // order, each the store recorded under its name (ErrCopyIdentity). With
 // no copy written it does nothing.
-func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) {
+func Sync(ctx context.Context, copies []Copy) (Registry, error) {
 	copies, names, err := sortedCopies(copies)
 	if err != nil {
 		return Registry{}, err
@@ -561,7 +555,7 @@ func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) 
 			}
 		default:
 			return reg, fmt.Errorf("%w: copy %s is at version %d and copy %s (written first) at %d, not one change apart: compare them (snowfence regions list on each store) before writing either, and start no holder meanwhile",
-				ErrRegistryDiverged, c.Name, r.Version, copies[first].Name, reg.Version)
+				ErrDiverged, c.Name, r.Version, copies[first].Name, reg.Version)
 		}
 	}
 	return reg, nil
@@ -571,12 +565,12 @@ func SyncRegistry(ctx context.Context, copies []RegistryCopy) (Registry, error) 
 // name, whatever order the caller gave, so that two operators naming the
 // same copies write the same one first — and their names, refusing none,
 // an empty name or a name given twice.
-func sortedCopies(copies []RegistryCopy) ([]RegistryCopy, []string, error) {
+func sortedCopies(copies []Copy) ([]Copy, []string, error) {
 	if len(copies) == 0 {
 		return nil, nil, fmt.Errorf("%w: no copy of the registry given: give every region's store", ErrInvalid)
 	}
 	copies = slices.Clone(copies)
-	slices.SortStableFunc(copies, func(a, b RegistryCopy) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(copies, func(a, b Copy) int { return strings.Compare(a.Name, b.Name) })
 	names := make([]string, len(copies))
 	for i, c := range copies {
 		switch {

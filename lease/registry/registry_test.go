@@ -1,4 +1,4 @@
-package lease_test
+package registry_test
 
 import (
 	"context"
@@ -9,69 +9,20 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
-
-// memRegistry is a RegistryStore in memory, with the compare the stores
-// make. Its identity is id, or its address when id is empty.
-type memRegistry struct {
-	mu  sync.Mutex
-	reg lease.Registry
-	id  string
-}
-
-func (m *memRegistry) CreateRegistry(_ context.Context, r lease.Registry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.reg.Version != 0 {
-		return lease.RegistryCreateConflict("the copy in memory", m.reg, r)
-	}
-	m.reg = r
-	return nil
-}
-
-func (m *memRegistry) RegistryIdentity(context.Context) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.id != "" {
-		return m.id, nil
-	}
-	return fmt.Sprintf("memory %p", m), nil
-}
-
-func (m *memRegistry) Registry(context.Context) (lease.Registry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.reg, nil
-}
-
-func (m *memRegistry) SetRegistry(_ context.Context, next lease.Registry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.reg.Version != next.Version-1 {
-		return lease.RegistryConflict("the copy in memory", m.reg, next)
-	}
-	m.reg = next
-	return nil
-}
-
-func copies(n int) []lease.RegistryCopy {
-	cs := make([]lease.RegistryCopy, n)
-	for i := range cs {
-		cs[i] = lease.RegistryCopy{Name: fmt.Sprintf("copy-%d", i+1), Store: &memRegistry{}}
-	}
-	return cs
-}
 
 // Eight operators adding a region each at once, on three copies, get eight
 // different numbers; a ninth finds none left; every copy agrees.
 func TestAddRegionConcurrently(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(3)
+	cs := registrytest.MemCopies(3)
 	var wg sync.WaitGroup
-	got := make([]lease.Region, 8)
+	got := make([]registry.Region, 8)
 	errs := make([]error, 8)
 	for i := range 8 {
-		wg.Go(func() { got[i], errs[i] = lease.AddRegion(ctx, cs, fmt.Sprintf("r-%d", i), int64(1000+i), 8) })
+		wg.Go(func() { got[i], errs[i] = registry.AddRegion(ctx, cs, fmt.Sprintf("r-%d", i), int64(1000+i), 8) })
 	}
 	wg.Wait()
 	var nums []int
@@ -85,7 +36,7 @@ func TestAddRegionConcurrently(t *testing.T) {
 	if !slices.Equal(nums, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("numbers %v, want 0..7 once each", nums)
 	}
-	if _, err := lease.AddRegion(ctx, cs, "r-9", 2000, 8); !errors.Is(err, lease.ErrNoRegionNumber) {
+	if _, err := registry.AddRegion(ctx, cs, "r-9", 2000, 8); !errors.Is(err, registry.ErrNoRegionNumber) {
 		t.Fatalf("ninth region: %v, want ErrNoRegionNumber", err)
 	}
 	first, _ := cs[0].Store.Registry(ctx)
@@ -100,20 +51,20 @@ func TestAddRegionConcurrently(t *testing.T) {
 // a holder cannot start in the retired one.
 func TestRetiredNumberNeverReused(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(2)
+	cs := registrytest.MemCopies(2)
 	for _, name := range []string{"eu-west-1", "us-east-1"} {
-		if _, err := lease.AddRegion(ctx, cs, name, 1, 8); err != nil {
+		if _, err := registry.AddRegion(ctx, cs, name, 1, 8); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lease.RetireRegion(ctx, cs, "eu-west-1", 2); err != nil {
+	if _, err := registry.RetireRegion(ctx, cs, "eu-west-1", 2); err != nil {
 		t.Fatal(err)
 	}
-	g, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8)
+	g, err := registry.AddRegion(ctx, cs, "ap-south-1", 3, 8)
 	if err != nil || g.Number != 2 {
 		t.Fatalf("region after a retirement: %+v, %v; want number 2 (0 stays eu-west-1's)", g, err)
 	}
-	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 4, 8); !errors.Is(err, lease.ErrInvalid) {
+	if _, err := registry.AddRegion(ctx, cs, "eu-west-1", 4, 8); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("a retired name again: %v, want ErrInvalid", err)
 	}
 	r, _ := cs[1].Store.Registry(ctx)
@@ -122,12 +73,12 @@ func TestRetiredNumberNeverReused(t *testing.T) {
 		want error
 		num  int
 	}{
-		{"eu-west-1", lease.ErrRegionRetired, 0},
-		{"0", lease.ErrRegionRetired, 0},
+		{"eu-west-1", registry.ErrRegionRetired, 0},
+		{"0", registry.ErrRegionRetired, 0},
 		{"us-east-1", nil, 1},
 		{"2", nil, 2},
-		{"mars-1", lease.ErrUnknownRegion, 0},
-		{"5", lease.ErrUnknownRegion, 0},
+		{"mars-1", registry.ErrUnknownRegion, 0},
+		{"5", registry.ErrUnknownRegion, 0},
 		{"-1", lease.ErrInvalid, 0},
 	} {
 		g, err := r.Resolve(tc.text)
@@ -143,21 +94,21 @@ func TestRetiredNumberNeverReused(t *testing.T) {
 // With no registry written, a number is taken as it is and a name is
 // unknown.
 func TestResolveWithoutRegistry(t *testing.T) {
-	var r lease.Registry
+	var r registry.Registry
 	if g, err := r.Resolve("3"); err != nil || g.Number != 3 {
 		t.Fatalf("Resolve(3) without a registry: %+v, %v", g, err)
 	}
-	if _, err := r.Resolve("eu-west-1"); !errors.Is(err, lease.ErrUnknownRegion) {
+	if _, err := r.Resolve("eu-west-1"); !errors.Is(err, registry.ErrUnknownRegion) {
 		t.Fatalf("Resolve(name) without a registry: %v, want ErrUnknownRegion", err)
 	}
 }
 
 // Copies that differ are refused; a change stopped after the first copy is
-// finished by SyncRegistry.
+// finished by Sync.
 func TestRegistryDivergedAndSync(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(3)
-	if _, err := lease.AddRegion(ctx, cs, "eu-west-1", 1, 8); err != nil {
+	cs := registrytest.MemCopies(3)
+	if _, err := registry.AddRegion(ctx, cs, "eu-west-1", 1, 8); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := cs[0].Store.Registry(ctx)
@@ -165,20 +116,20 @@ func TestRegistryDivergedAndSync(t *testing.T) {
 	if err := cs[0].Store.SetRegistry(ctx, next); err != nil { // the change stops here
 		t.Fatal(err)
 	}
-	if _, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Fatalf("add on diverged copies: %v, want ErrRegistryDiverged", err)
+	if _, err := registry.AddRegion(ctx, cs, "ap-south-1", 3, 8); !errors.Is(err, registry.ErrDiverged) {
+		t.Fatalf("add on diverged copies: %v, want ErrDiverged", err)
 	}
-	if _, err := lease.SyncRegistry(ctx, cs); err != nil {
+	if _, err := registry.Sync(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := lease.AddRegion(ctx, cs, "ap-south-1", 3, 8); err != nil || g.Number != 2 {
+	if g, err := registry.AddRegion(ctx, cs, "ap-south-1", 3, 8); err != nil || g.Number != 2 {
 		t.Fatalf("add after sync: %+v, %v; want number 2", g, err)
 	}
 }
 
 func TestCheckRegionName(t *testing.T) {
 	for name, ok := range map[string]bool{"eu-west-1": true, "a": true, "": false, "1eu": false, "EU": false, "eu-": false, "eu_w": false, "é": false} {
-		if err := lease.CheckRegionName(name); (err == nil) != ok {
+		if err := registry.CheckRegionName(name); (err == nil) != ok {
 			t.Errorf("CheckRegionName(%q) = %v, want ok %v", name, err, ok)
 		}
 	}
@@ -189,13 +140,13 @@ func TestCheckRegionName(t *testing.T) {
 func TestAddRegionCopiesInAnyOrder(t *testing.T) {
 	ctx := context.Background()
 	for range 20 {
-		cs := copies(3)
-		rev := []lease.RegistryCopy{cs[2], cs[1], cs[0]}
+		cs := registrytest.MemCopies(3)
+		rev := []registry.Copy{cs[2], cs[1], cs[0]}
 		var wg sync.WaitGroup
-		var ga, gb lease.Region
+		var ga, gb registry.Region
 		var ea, eb error
-		wg.Go(func() { ga, ea = lease.AddRegion(ctx, cs, "a", 1, 8) })
-		wg.Go(func() { gb, eb = lease.AddRegion(ctx, rev, "b", 1, 8) })
+		wg.Go(func() { ga, ea = registry.AddRegion(ctx, cs, "a", 1, 8) })
+		wg.Go(func() { gb, eb = registry.AddRegion(ctx, rev, "b", 1, 8) })
 		wg.Wait()
 		if ea != nil || eb != nil || ga.Number == gb.Number {
 			t.Fatalf("adds in two orders: a %+v %v, b %+v %v; want two numbers", ga, ea, gb, eb)
@@ -207,18 +158,18 @@ func TestAddRegionCopiesInAnyOrder(t *testing.T) {
 // or another, is refused before it writes anything.
 func TestRegistryRefusesOtherCopies(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(3)
-	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+	cs := registrytest.MemCopies(3)
+	if _, err := registry.AddRegion(ctx, cs, "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
-	other := lease.RegistryCopy{Name: "copy-9", Store: cs[2].Store}
-	for name, given := range map[string][]lease.RegistryCopy{
+	other := registry.Copy{Name: "copy-9", Store: cs[2].Store}
+	for name, given := range map[string][]registry.Copy{
 		"a subset":       cs[:2],
 		"another name":   {cs[0], cs[1], other},
 		"one copy twice": {cs[0], cs[1], cs[1]},
 		"no copy":        nil,
 	} {
-		if _, err := lease.AddRegion(ctx, given, "b", 2, 8); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := registry.AddRegion(ctx, given, "b", 2, 8); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -233,8 +184,8 @@ func TestRegistryRefusesOtherCopies(t *testing.T) {
 // over a registry that differs otherwise.
 func TestSyncOnlyOverOneChange(t *testing.T) {
 	ctx := context.Background()
-	cs := copies(2)
-	if _, err := lease.AddRegion(ctx, cs, "a", 1, 8); err != nil {
+	cs := registrytest.MemCopies(2)
+	if _, err := registry.AddRegion(ctx, cs, "a", 1, 8); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := cs[1].Store.Registry(ctx)
@@ -248,8 +199,8 @@ func TestSyncOnlyOverOneChange(t *testing.T) {
 	ours2, _, _ := ours.WithRegion("d", 4, 8)
 	cs[0].Store.SetRegistry(ctx, ours)
 	cs[0].Store.SetRegistry(ctx, ours2)
-	if _, err := lease.SyncRegistry(ctx, cs); !errors.Is(err, lease.ErrRegistryDiverged) {
-		t.Fatalf("sync over a copy that went another way: %v, want ErrRegistryDiverged", err)
+	if _, err := registry.Sync(ctx, cs); !errors.Is(err, registry.ErrDiverged) {
+		t.Fatalf("sync over a copy that went another way: %v, want ErrDiverged", err)
 	}
 	if got, _ := cs[1].Store.Registry(ctx); !got.Equal(theirs) {
 		t.Fatalf("copy 2 after the refused sync: %+v, want it untouched", got)
