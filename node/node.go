@@ -41,10 +41,9 @@ type Config struct {
 	// timings are the store's.
 	TimingsChosen bool
 	// Generator configures minting: schedule, clock policy, waits. Its
-	// Lease and Logger are filled in by Start. A Schedule set both here
-	// and in Keeper must be the same; so must a Clock (snowfence.New
-	// refuses two that do not read the same, after the keeper's first
-	// claim, which it then releases).
+	// Lease and Logger are filled in by Start. A Schedule or Clock set both
+	// here and in Keeper must be the same (snowfence.New refuses them
+	// otherwise, after the keeper's first claim, which it then releases).
 	Generator snowfence.Config
 	// Logger receives the store's, keeper's and generator's logs. Nil
 	// discards them.
@@ -86,9 +85,6 @@ type Node struct {
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if ks, gs := cfg.Keeper.Schedule, cfg.Generator.Schedule; !ks.IsZero() && !gs.IsZero() && ks.String() != gs.String() {
-		return nil, fmt.Errorf("%w: Keeper.Schedule %q differs from Generator.Schedule %q; give both the same, or set one", lease.ErrInvalid, ks, gs)
 	}
 	n := &Node{Store: cfg.Store}
 	kc, gc := cfg.Keeper, cfg.Generator
