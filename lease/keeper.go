@@ -742,11 +742,11 @@ func (k *Keeper) watchdog(ctx context.Context) {
 //
 // lastIssued is the end of the last timestamp issued on the keeper's
 // numbers: its generator's LastIssued, read after the generator was closed
-// (Generator.Close, then LastIssued), so that nothing is issued after it;
-// 0 if no generator was made or it issued nothing. The next holder of a
-// number starts at the mark, so a lastIssued below an ID issued lets it
-// mint that ID again; when it is not known, give UnknownIssued. A second
-// Close does nothing.
+// (Generator.Close, then LastIssued), so that nothing is issued after it
+// (0 if it issued nothing). The next holder of a number starts at the mark,
+// so a lastIssued below an ID issued lets it mint that ID again; when it is
+// not known, or no generator was made, give UnknownIssued. A second Close
+// does nothing.
 func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	k.mu.Lock()
 	if k.closed {

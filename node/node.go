@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		gc.Logger = cfg.Logger
 	}
 	if n.Generator, err = snowfence.New(gc); err != nil {
-		n.Keeper.Close(context.WithoutCancel(ctx), 0) // nothing issued
+		n.Keeper.Close(context.WithoutCancel(ctx), lease.UnknownIssued) // no generator: every reservation kept, as before one was bound
 		return nil, err
 	}
 	if err := n.untilIssuing(ctx); err != nil {
