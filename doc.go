@@ -65,8 +65,11 @@
 // mark written before use, compared on a fencing token, so two holders of one
 // number — a paused one and its successor, or a process and its restarted
 // self — never issue the same timestamp. A keeper feeds one generator only
-// (ExclusiveLease: a second New on it fails with ErrLeaseBound), since the
-// generator's last tick and sequence are the only record of what it issued.
+// (LeaseView.Bind: a second New on it fails with ErrLeaseBound), since the
+// generator's last tick and sequence are the only record of what it issued;
+// its owner records the end of the last issued timestamp
+// (Generator.LastIssued) when it closes the keeper. The generator reads its
+// lease through LeaseView alone; the lease never reads the generator.
 // Static assigns a number by hand for tests and single processes; keeping
 // it to one generator is then the operator's part.
 //

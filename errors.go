@@ -42,7 +42,7 @@ var (
 	// is above the limit.
 	ErrClockUnsynchronized = errors.New("snowfence: clock not synchronized")
 	// ErrLeaseBound reports a second generator on a lease that feeds one
-	// already (an ExclusiveLease, such as a lease.Keeper): the first
+	// already (LeaseView.Bind, as a lease.Keeper's does): the first
 	// generator's last tick and sequence are the only record of what was
 	// issued on the number, so a second one would mint the same IDs. Give
 	// each generator a keeper of its own, or share one generator (it is

@@ -19,20 +19,20 @@ const MaxBatch = 1000
 // working default.
 type Config struct {
 	// Lease supplies the machine number and the fence. Required: use a
-	// lease.Keeper, or Static for a number assigned by hand. If it is a
-	// PlacedLease (both are), New refuses a machine range or region that a
-	// layout of the schedule in force from now on cannot hold. A keeper
-	// feeds one generator only (ExclusiveLease): a second New on it fails
-	// with ErrLeaseBound.
+	// lease.Keeper, or Static for a number assigned by hand. New refuses a
+	// machine range or region of its Placements that a layout of the
+	// schedule in force from now on cannot hold, and binds the generator
+	// to it (LeaseView.Bind): a keeper feeds one generator only, and a
+	// second New on it fails with ErrLeaseBound.
 	Lease LeaseView
-	// Schedule is the layout schedule. Zero means the Lease's if it has a
-	// Schedule() method (lease.Keeper does: it claims its numbers with it,
-	// and a non-zero Schedule here must equal it), else DefaultSchedule
-	// (v1).
+	// Schedule is the layout schedule. Zero means the Lease's (a
+	// lease.Keeper claims its numbers with one, and a non-zero Schedule
+	// here must equal it), else DefaultSchedule (v1).
 	Schedule Schedule
-	// Clock is the source of time. Nil means the Lease's clock if it has a
-	// Clock() method (lease.Keeper does: the two must share one, and a
-	// different one is refused with ErrInvalidConfig), else SystemClock().
+	// Clock is the source of time. Nil means the Lease's (a lease.Keeper
+	// times its grants on one, and the two must share it: a Clock here
+	// that does not read as the Lease's is refused with ErrInvalidConfig),
+	// else SystemClock().
 	Clock Clock
 	// MaxBackwardWait is the largest wall-clock step back that is waited out;
 	// a larger one is refused with ErrClockBackwards. Zero means 5 ms; a
@@ -69,7 +69,6 @@ type Config struct {
 type Generator struct {
 	clock         Clock
 	lease         LeaseView
-	stepped       SteppedLease // lease, if it is one
 	schedule      Schedule
 	log           *slog.Logger
 	maxBackMs     int64
@@ -120,15 +119,13 @@ func New(cfg Config) (*Generator, error) {
 	}
 	// A lease keeper claims with a schedule of its own (the store compares
 	// it with the fleet's): the generator must mint under the same one.
-	if ls, ok := cfg.Lease.(interface{ Schedule() Schedule }); ok {
-		kept := ls.Schedule()
-		switch {
-		case !cfg.Schedule.valid():
-			cfg.Schedule = kept
-		case kept.valid() && kept.String() != cfg.Schedule.String():
-			return nil, fmt.Errorf("%w: Config.Schedule %q differs from the lease keeper's schedule %q, which it claims its numbers with; give both the same (or leave Config.Schedule zero to take the keeper's)",
-				ErrInvalidConfig, cfg.Schedule.String(), kept.String())
-		}
+	kept := cfg.Lease.Schedule()
+	switch {
+	case !cfg.Schedule.valid():
+		cfg.Schedule = kept
+	case kept.valid() && kept.String() != cfg.Schedule.String():
+		return nil, fmt.Errorf("%w: Config.Schedule %q differs from the lease keeper's schedule %q, which it claims its numbers with; give both the same (or leave Config.Schedule zero to take the keeper's)",
+			ErrInvalidConfig, cfg.Schedule.String(), kept.String())
 	}
 	if !cfg.Schedule.valid() {
 		cfg.Schedule = DefaultSchedule()
@@ -138,28 +135,26 @@ func New(cfg Config) (*Generator, error) {
 	// even another SystemClock, which reads monotonic time from the
 	// instant it was made — would make the generator stop late; a wrapper
 	// of the keeper's clock reads the same, and is accepted.
-	if c, ok := cfg.Lease.(interface{ Clock() Clock }); ok {
+	if c := cfg.Lease.Clock(); c != nil {
 		if cfg.Clock == nil {
-			cfg.Clock = c.Clock()
-		} else if err := checkSameClock(c.Clock(), cfg.Clock); err != nil {
+			cfg.Clock = c
+		} else if err := checkSameClock(c, cfg.Clock); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock()
 	}
-	if p, ok := cfg.Lease.(PlacedLease); ok {
-		now := time.UnixMilli(cfg.Clock.Now().WallMs)
-		for _, pl := range p.Placements() {
-			if !pl.Until.IsZero() && !pl.Until.After(now) {
-				continue // over already
-			}
-			if pl.From.Before(now) {
-				pl.From = now
-			}
-			if err := cfg.Schedule.CheckPlacement(pl); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-			}
+	now := time.UnixMilli(cfg.Clock.Now().WallMs)
+	for _, pl := range cfg.Lease.Placements() {
+		if !pl.Until.IsZero() && !pl.Until.After(now) {
+			continue // over already
+		}
+		if pl.From.Before(now) {
+			pl.From = now
+		}
+		if err := cfg.Schedule.CheckPlacement(pl); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
 	switch {
@@ -190,9 +185,7 @@ func New(cfg Config) (*Generator, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	first := cfg.Schedule.steps[0].Layout
-	stepped, _ := cfg.Lease.(SteppedLease)
 	g := &Generator{
-		stepped:       stepped,
 		clock:         cfg.Clock,
 		lease:         cfg.Lease,
 		schedule:      cfg.Schedule,
@@ -212,10 +205,8 @@ func New(cfg Config) (*Generator, error) {
 		stats:         Stats{Refused: map[string]uint64{}},
 	}
 	// Last, so that a configuration refused above binds nothing.
-	if ex, ok := cfg.Lease.(ExclusiveLease); ok {
-		if err := ex.Bind(g.LastIssued); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
+	if err := cfg.Lease.Bind(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return g, nil
 }
@@ -350,13 +341,7 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 		g.why = reason
 		return 0, 0, ms, nil
 	}
-	var grant *Grant
-	var gerr error
-	if g.stepped != nil {
-		grant, gerr = g.stepped.GrantAt(r.WallMs)
-	} else {
-		grant, gerr = g.lease.Grant()
-	}
+	grant, gerr := g.lease.GrantAt(r.WallMs)
 	if grant == nil || gerr != nil {
 		detail := "no machine number is leased yet"
 		if gerr != nil {
@@ -366,6 +351,14 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 	}
 	if grant != g.grant {
 		g.adopt(grant)
+	}
+	if r.WallMs >= grant.LimitMs {
+		// Refused below, whatever else is checked first (mark-reached,
+		// or clock-jumped after a forward step): the lease may renew
+		// now rather than at its next renewal, which may be a renewal
+		// period away (the wall clock stepped forward, or renewals are
+		// failing). Only a refused call tells it; GrantAt only reads.
+		g.lease.MarkReached(grant)
 	}
 	if grant.SelfFence > 0 && !revert.Jump {
 		// The self-fence below measures, on the monotonic clock, how long

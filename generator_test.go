@@ -16,17 +16,38 @@ import (
 // start is an arbitrary instant well inside v1's range.
 var start = time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 
-// lease is a LeaseView whose grant a test can swap.
+// lease is a LeaseView whose grant a test can swap: it has no schedule,
+// clock or placements of its own, binds any number of generators, and
+// records the grants the generator reported reached (MarkReached).
 type lease struct {
-	mu  sync.Mutex
-	g   *snowfence.Grant
-	err error
+	mu      sync.Mutex
+	g       *snowfence.Grant
+	err     error
+	reached []*snowfence.Grant
 }
 
-func (l *lease) Grant() (*snowfence.Grant, error) {
+func (l *lease) GrantAt(int64) (*snowfence.Grant, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.g, l.err
+}
+
+func (l *lease) Schedule() snowfence.Schedule      { return snowfence.Schedule{} }
+func (l *lease) Clock() snowfence.Clock            { return nil }
+func (l *lease) Placements() []snowfence.Placement { return nil }
+func (l *lease) Bind() error                       { return nil }
+
+func (l *lease) MarkReached(g *snowfence.Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reached = append(l.reached, g)
+}
+
+// reports returns the grants reported reached so far.
+func (l *lease) reports() []*snowfence.Grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*snowfence.Grant(nil), l.reached...)
 }
 
 func (l *lease) set(g *snowfence.Grant, err error) {
@@ -330,6 +351,46 @@ func TestFenced(t *testing.T) {
 	}
 	if s := g.Stats(); s.Issued != 2 || s.Refused["fenced"] != 4 {
 		t.Errorf("stats = %+v, want 2 issued and 4 fenced refusals", s)
+	}
+}
+
+// The generator tells its lease when a call is refused at or past a
+// grant's limit (MarkReached), so that a keeper can renew before its next
+// scheduled renewal — also when an earlier check refuses first, as the
+// clock-jumped fence does after a forward step — and never on a call that
+// issues: reading the grant (GrantAt) is all an issuing call does to its
+// lease.
+func TestRefusalAtTheMarkTellsTheLease(t *testing.T) {
+	l := &lease{}
+	g, clk := newGen(t, func(c *snowfence.Config) { c.Lease = l })
+	now := start.UnixMilli()
+	gr := &snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 10, RenewedAt: clk.Now().Mono, RenewedWallMs: now, SelfFence: 5 * time.Second}
+	l.set(gr, nil)
+	for range 9 {
+		next(t, g)
+		clk.Advance(time.Millisecond)
+	}
+	if r := l.reports(); len(r) != 0 {
+		t.Fatalf("calls below the limit reported the mark reached %d times", len(r))
+	}
+	clk.Advance(time.Millisecond) // now == LimitMs
+	if _, err := g.Next(context.Background()); !isFenced(err, "mark-reached") {
+		t.Fatalf("at the mark: err = %v", err)
+	}
+	if r := l.reports(); len(r) != 1 || r[0] != gr {
+		t.Fatalf("refused at the mark: reports %v, want the grant once", r)
+	}
+	// A forward step past the mark: the clock-jumped fence refuses first,
+	// and the lease is told all the same.
+	gr2 := &snowfence.Grant{Machine: 5, Token: 1, StartMs: now, LimitMs: now + 5000, RenewedAt: clk.Now().Mono, RenewedWallMs: clk.Now().WallMs, SelfFence: 5 * time.Second}
+	l.set(gr2, nil)
+	next(t, g)
+	clk.Step(time.Hour)
+	if _, err := g.Next(context.Background()); !isFenced(err, "clock-jumped") {
+		t.Fatalf("an hour past the mark: err = %v, want clock-jumped", err)
+	}
+	if r := l.reports(); len(r) != 2 || r[1] != gr2 {
+		t.Fatalf("refused an hour past the mark: reports %v, want the new grant", r)
 	}
 }
 

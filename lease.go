@@ -42,61 +42,89 @@ type Grant struct {
 	StartMono time.Duration
 }
 
-// A LeaseView tells a generator which machine number it may use and until
-// when. Package lease's Keeper is the implementation that leases numbers from
-// a store; Static is one for numbers assigned by hand.
+// A LeaseView is everything a generator takes from its lease, and all it
+// ever tells the lease: New reads the schedule, the clock and the
+// placements, and binds the generator (Bind); every call reads the grant of
+// the instant it issues at (GrantAt); a call refused at or past a grant's
+// limit says so (MarkReached). The lease never reads the generator: the
+// end of the last issued timestamp goes to the lease's owner
+// (Generator.LastIssued), who records it when it releases the number
+// (lease.Keeper.Close). Package lease's Keeper is the implementation that
+// leases numbers from a store; Static is one for numbers assigned by hand.
 //
-// Grant is called on every ID and must be cheap and safe for concurrent use.
+// GrantAt and MarkReached are called under the generator's lock, GrantAt on
+// every ID: both must be cheap and safe for concurrent use, and GrantAt must
+// change nothing.
 type LeaseView interface {
-	// Grant returns the grant in force, or nil and an error that says why
-	// there is none (not claimed yet, lost, quarantined).
-	Grant() (*Grant, error)
-}
-
-// A SteppedLease is a LeaseView whose grant depends on the instant an ID is
-// for: across a layout cutover a lease keeper holds one number for the
-// layout before it and another for the layout after it. The generator asks
-// GrantAt, with the wall-clock millisecond it is about to issue at, instead
-// of Grant. A grant returned for an instant must still bound itself:
-// StartMs and LimitMs keep its IDs within the layout step it was leased for,
-// so a grant handed out for the wrong instant is refused by the generator,
-// never minted on.
-type SteppedLease interface {
-	LeaseView
 	// GrantAt returns the grant for IDs at wall-clock millisecond wallMs
-	// (Unix), or nil and the reason there is none.
+	// (Unix), or nil and an error that says why there is none (not
+	// claimed yet, lost, quarantined). Across a layout cutover a lease
+	// keeper holds one number for the layout before it and another for
+	// the layout after it, so the grant depends on the instant. A grant
+	// returned for an instant must still bound itself: StartMs and LimitMs
+	// keep its IDs within the layout step it was leased for, so a grant
+	// handed out for the wrong instant is refused by the generator, never
+	// minted on.
 	GrantAt(wallMs int64) (*Grant, error)
-}
-
-// An ExclusiveLease is a LeaseView that feeds one generator only. A
-// generator's last tick and sequence are the only record of what it issued
-// on its number: two generators on one lease would both start at sequence
-// 0 in the same tick and mint the same IDs. New binds the generator it
-// makes to such a lease (Bind), as its last step, and fails with the error
-// Bind returns; a lease.Keeper is one, and refuses a second binding for
-// the rest of its life, also after the first generator was closed.
-//
-// Static is not: a number assigned by hand is the operator's to keep to
-// one generator (see Static).
-type ExclusiveLease interface {
-	LeaseView
-	// Bind records that a generator mints on the lease, and how to learn
-	// the end of its last issued timestamp (Generator.LastIssued), which
-	// the lease's owner records as the mark when it releases the number.
-	// It fails, matching ErrLeaseBound, once a generator is bound.
-	Bind(lastIssued func() int64) error
+	// Schedule is the layout schedule the lease's numbers are claimed
+	// under, which the generator must mint under (New takes it for a zero
+	// Config.Schedule and refuses a different one), or the zero Schedule
+	// for a lease with none of its own (Static).
+	Schedule() Schedule
+	// Clock is the clock the lease times its grants on (RenewedAt,
+	// StartMono), which the generator must share (New takes it for a nil
+	// Config.Clock and refuses one that does not read the same), or nil
+	// for a lease whose grants carry no self-fence (Static). A lease
+	// whose grants set SelfFence must return its clock: on another one
+	// the self-fence would stop late.
+	Clock() Clock
+	// Placements returns what the grants may carry, one Placement per
+	// stretch of time: New refuses a lease whose numbers a layout of the
+	// schedule in force during a placement cannot hold. Nil checks
+	// nothing at start; the generator still refuses, on every grant it
+	// adopts, numbers its layout cannot hold.
+	Placements() []Placement
+	// Bind records that a generator mints on the lease; New calls it as
+	// its last step, and fails with the error it returns. A generator's
+	// last tick and sequence are the only record of what it issued on its
+	// number: two generators on one lease would both start at sequence 0
+	// in the same tick and mint the same IDs. A lease.Keeper therefore
+	// refuses a second binding for the rest of its life, also after the
+	// first generator was closed, with an error matching ErrLeaseBound.
+	// Static binds any number of generators: a number assigned by hand is
+	// the operator's to keep to one generator (see Static).
+	Bind() error
+	// MarkReached tells the lease that a call for an instant at or past
+	// g's LimitMs was refused (its clock reached the reserved mark: the
+	// wall clock stepped forward, or renewals are failing), so that it
+	// may extend the mark before its next scheduled renewal. Only refused
+	// calls make it; a lease with no renewals does nothing.
+	MarkReached(g *Grant)
 }
 
 // staticLease is a LeaseView that never expires.
 type staticLease struct{ g *Grant }
 
-func (s staticLease) Grant() (*Grant, error) { return s.g, nil }
+// GrantAt returns the one grant, whatever the instant.
+func (s staticLease) GrantAt(int64) (*Grant, error) { return s.g, nil }
 
-// Placements implements PlacedLease: New checks the number against the
-// schedule.
+// Schedule is the zero Schedule: the generator's Config.Schedule applies.
+func (staticLease) Schedule() Schedule { return Schedule{} }
+
+// Clock is nil: the grant has no self-fence to time, and the generator's
+// Config.Clock applies.
+func (staticLease) Clock() Clock { return nil }
+
+// Placements tells New the number, which it checks against the schedule.
 func (s staticLease) Placements() []Placement {
 	return []Placement{{Lo: s.g.Machine, Hi: s.g.Machine, Region: s.g.Region}}
 }
+
+// Bind accepts every generator (see Static).
+func (staticLease) Bind() error { return nil }
+
+// MarkReached does nothing: the grant has no limit to reach.
+func (staticLease) MarkReached(*Grant) {}
 
 // Static returns a LeaseView for a machine and region number assigned by hand,
 // with no expiry and no fence. Uniqueness then rests entirely on the operator

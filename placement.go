@@ -7,23 +7,15 @@ import (
 	"github.com/snowfence/snowfence/internal/revert"
 )
 
-// A PlacedLease is a LeaseView that can tell, before its first grant, which
-// machine numbers and region its grants will carry, and for which stretch of
-// time: Static does, and so does lease.Keeper (per layout step it holds a
-// number for, the machine range and the region). New checks every placement
-// against every layout of the schedule in force during it from the clock's
-// reading on (Schedule.CheckPlacement), so a holder whose numbers a layout
-// cannot hold is refused at start rather than at a cutover.
-type PlacedLease interface {
-	LeaseView
-	// Placements returns what the grants may carry, one Placement per
-	// stretch of time.
-	Placements() []Placement
-}
-
 // A Placement is the inclusive range of machine numbers and the region that
 // a lease's grants carry for the IDs of instants in [From, Until). A zero
-// From means from the epoch on, a zero Until no end.
+// From means from the epoch on, a zero Until no end. A LeaseView tells its
+// placements before its first grant (Static its number; lease.Keeper, per
+// layout step it holds a number for, its machine range and region), and New
+// checks each against every layout of the schedule in force during it from
+// the clock's reading on (Schedule.CheckPlacement), so a holder whose
+// numbers a layout cannot hold is refused at start rather than at a
+// cutover.
 type Placement struct {
 	Lo, Hi, Region int
 	From, Until    time.Time

@@ -154,7 +154,7 @@ func TestSharedHolderKeepersRace(t *testing.T) {
 		}
 		for _, k := range ks {
 			if k != nil {
-				k.Close(context.Background())
+				k.Close(context.Background(), lease.UnknownIssued) // no generator
 			}
 		}
 	}

@@ -42,8 +42,9 @@ func startTraceHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name st
 	if err != nil {
 		t.Fatalf("StartKeeper(%s): %v", name, err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 		})
 		k0.issuing()
 		k0.mint(10)
-		if err := k0.k.Close(ctxFor(t)); err != nil {
+		if err := k0.k.Close(ctxFor(t), k0.g.LastIssued()); err != nil {
 			t.Fatal(err)
 		}
 	}

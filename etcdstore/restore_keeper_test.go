@@ -14,6 +14,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // TestRestoreSameTokenBumpedNoticedByMark is issue 10's third path, played
@@ -117,8 +118,9 @@ func startKeeper(t *testing.T, cli *clientv3.Client, prefix string, clk *fakeclo
 	if err != nil {
 		t.Fatalf("StartKeeper(%s): %v", kc.Holder, err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff, Schedule: kc.Schedule})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff, Schedule: kc.Schedule})
 	if err != nil {
 		t.Fatal(err)
 	}

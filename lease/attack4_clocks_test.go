@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -137,9 +138,10 @@ func TestAttack4ForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 //     fences it at its next tick (waited for, in real time, afterwards).
 //   - "tables/watchdog": the same with the tables' timings: a 60 s suspend.
 //   - "tables/no watchdog": A's keeper has a clock of its own (KeeperConfig
-//     .Clock set, as lease.ShareClock does for a Generator.Clock set —
-//     even to snowfence.SystemClock()), so no watchdog; A issues until its
-//     next renewal fails (up to RenewEvery, 10 s, after resuming).
+//     .Clock set to a clock that is not a snowfence.SystemClock value, as
+//     node.Start does for a Generator.Clock set to one), so no watchdog;
+//     A issues until its next renewal fails (up to RenewEvery, 10 s,
+//     after resuming).
 //
 // The watchdog subtests race a real-time ticker with one call: a run in
 // which the ticker wins shows no duplicate (the exposure is up to 200 ms of
@@ -236,8 +238,9 @@ func TestAttack4GeneratorOnAnotherClockOfTheKeepersKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clkG, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clkG, ClockPolicy: snowfence.ClockOff})
 	if err == nil {
 		g.Close()
 		t.Fatal("New accepted a generator clock whose monotonic reading is 30 s behind the keeper's: its self-fence would stop 30 s late")
@@ -280,26 +283,24 @@ func firstAfter(ids []snowfence.ID, ms int64) int64 {
 	return snowfence.V1().TimeOf(ids[0]).UnixMilli() - ms
 }
 
-// TestAttack4ShareClockWithExplicitSystemClockKeepsTheWatchdog: the system
-// clock's monotonic reading stops while the host is suspended; the keeper
-// watches CLOCK_BOOTTIME for that (KeeperConfig.Boottime), but only when
-// it chose the system clock itself (Clock nil). node.Start (and serve's
-// node) share the generator's clock with the keeper (lease.ShareClock): a
-// node.Config whose Generator.Clock is snowfence.SystemClock() — the same
-// clock, spelled out — leaves the keeper without the watchdog, and a
-// suspended host that wakes after a restore issues on (see
+// TestAttack4ExplicitSystemClockKeepsTheWatchdog: the system clock's
+// monotonic reading stops while the host is suspended; the keeper watches
+// CLOCK_BOOTTIME for that (KeeperConfig.Boottime), but only when its clock
+// is a system clock. node.Start (and serve's node) give the keeper the
+// generator's clock when the keeper has none: a node.Config whose
+// Generator.Clock is snowfence.SystemClock() — the same clock, spelled out
+// — must still leave the keeper with the watchdog, or a suspended host that
+// wakes after a restore issues on (see
 // TestAttack4SuspendedHolderResumesAfterRestore, "no watchdog").
-func TestAttack4ShareClockWithExplicitSystemClockKeepsTheWatchdog(t *testing.T) {
-	kc := lease.KeeperConfig{}
-	gc := snowfence.Config{Clock: snowfence.SystemClock()}
-	lease.ShareClock(&kc, &gc)
-	if kc.Boottime == nil {
-		t.Errorf("ShareClock with Generator.Clock = snowfence.SystemClock(): the keeper gets no CLOCK_BOOTTIME watchdog")
-	}
-	kc, gc = lease.KeeperConfig{}, snowfence.Config{}
-	lease.ShareClock(&kc, &gc)
-	if kc.Boottime == nil {
-		t.Errorf("ShareClock with no clock: no watchdog either")
+func TestAttack4ExplicitSystemClockKeepsTheWatchdog(t *testing.T) {
+	for name, clk := range map[string]snowfence.Clock{"snowfence.SystemClock()": snowfence.SystemClock(), "no clock": nil} {
+		kc, err := lease.Defaults(lease.KeeperConfig{Store: &stubStore{machine: 7}, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kc.Boottime == nil {
+			t.Errorf("KeeperConfig.Clock = %s: the keeper gets no CLOCK_BOOTTIME watchdog", name)
+		}
 	}
 }
 

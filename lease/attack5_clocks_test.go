@@ -10,6 +10,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // Adversarial review 5: the forward-jump fence (a keeper's grant refused
@@ -33,12 +34,13 @@ func startHolderGen(t *testing.T, s lease.Store, clk *fakeclock.Clock, name stri
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
 	gc := snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff}
 	if gen != nil {
 		gen(&gc)
 	}
-	g, err := snowfence.New(gc)
+	g, err = snowfence.New(gc)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func TestAttack5RepeatedStepsUnderTheThreshold(t *testing.T) {
 // renewal, and its wall clock (right: the kernel advanced it over each
 // suspend) stamps timestamps past B's 8 s floor. With a Clock that is not a
 // snowfence.SystemClock value — any caller's wrapper of it, node.Config's
-// Generator.Clock shared to the keeper by lease.ShareClock — the keeper
+// Generator.Clock that node.Start gives the keeper — the keeper
 // runs no CLOCK_BOOTTIME watchdog (KeeperConfig.Boottime doc), and nothing
 // else stops A. "watchdog": the same with the keeper's boot watchdog
 // (simulated boot clock, real-time 200 ms ticker, polled for between
@@ -388,15 +390,22 @@ func TestAttack5DriftingGeneratorClock(t *testing.T) {
 }
 
 // grantOnly is a caller's decorator of a keeper (for metrics, say) that
-// implements snowfence.LeaseView and nothing else.
+// forwards the grants and hides the rest: no schedule, clock or
+// placements, and no binding.
 type grantOnly struct{ v snowfence.LeaseView }
 
-func (g grantOnly) Grant() (*snowfence.Grant, error) { return g.v.Grant() }
+func (g grantOnly) GrantAt(wallMs int64) (*snowfence.Grant, error) { return g.v.GrantAt(wallMs) }
+func (g grantOnly) MarkReached(gr *snowfence.Grant)                { g.v.MarkReached(gr) }
+func (grantOnly) Schedule() snowfence.Schedule                     { return snowfence.Schedule{} }
+func (grantOnly) Clock() snowfence.Clock                           { return nil }
+func (grantOnly) Placements() []snowfence.Placement                { return nil }
+func (grantOnly) Bind() error                                      { return nil }
 
-// TestAttack5LeaseViewWrapperSkipsTheClockCheck: snowfence.New finds the
-// keeper's clock by asking its Lease for a Clock() method; a LeaseView
-// that wraps the keeper without forwarding it is not checked
-// (checkSameMono is not run), and with Config.Clock nil the generator
+// TestAttack5LeaseViewWrapperSkipsTheClockCheck: snowfence.New checks the
+// generator's clock against its Lease's Clock(); a LeaseView that wraps
+// the keeper and reports no clock (against the LeaseView doc, which asks
+// a lease whose grants self-fence for its clock) is not checked
+// (checkSameClock is not run), and with Config.Clock nil the generator
 // makes a SystemClock of its own — whose monotonic reading is the time
 // since New, not since the keeper's clock was made. Here the generator's
 // clock reads 8 s behind the keeper's (New called once the keeper issues,

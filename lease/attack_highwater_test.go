@@ -183,7 +183,7 @@ func TestHighWaterCloseStaysAboveCoTenant(t *testing.T) {
 	}
 	p1.mint(100)
 	p1.g.Close()
-	if err := p1.k.Close(testCtx(t)); err != nil {
+	if err := p1.k.Close(testCtx(t), p1.g.LastIssued()); err != nil {
 		t.Fatal(err)
 	}
 	lastMs := p1.g.LastIssued()

@@ -50,7 +50,7 @@ func TestKeeperCloseRacingClaim(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Fatal("the keeper never claimed again after the quarantine")
 	}
-	if err := h.k.Close(testCtx(t)); err != nil {
+	if err := h.k.Close(testCtx(t), h.g.LastIssued()); err != nil {
 		t.Logf("Close: %v", err)
 	}
 	other := 7 - first // 3 or 4

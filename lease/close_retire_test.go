@@ -87,8 +87,8 @@ func TestCloseRacingRetire(t *testing.T) {
 	clk.Advance(T2.Sub(clk.Time()) + time.Second)
 	<-gate.reached
 	closed := make(chan error)
-	go func() { closed <- k.Close(context.Background()) }()
-	for k.Status().State != lease.StateClosed { // step 2's hold, shut last
+	go func() { closed <- k.Close(context.Background(), lease.UnknownIssued) }() // no generator
+	for k.Status().State != lease.StateClosed {                                  // step 2's hold, shut last
 		runtime.Gosched()
 	}
 	close(gate.open)

@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // Short timings for tests on real time: a 3 s lease, renewed every 500 ms,
@@ -73,7 +74,7 @@ func tryStartMinter(t *testing.T, s lease.Store, clk snowfence.Clock, name strin
 	}
 	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
-		k.Close(context.Background())
+		k.Close(context.Background(), lease.UnknownIssued) // no generator
 		return nil, err
 	}
 	m := &minter{name: name, k: k, g: g, started: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), reasons: map[string]int{}}
@@ -82,7 +83,7 @@ func tryStartMinter(t *testing.T, s lease.Store, clk snowfence.Clock, name strin
 		m.halt()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		k.Close(ctx)
+		k.Close(ctx, leasetest.Released(g))
 	})
 	return m, nil
 }

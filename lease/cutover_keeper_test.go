@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // A keeper that has no number for the new layout at a cutover must refuse,
@@ -48,8 +49,9 @@ func TestCutoverWithoutNextNumberRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("keeper %s: %v", name, err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
-		g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+		var g *snowfence.Generator
+		t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+		g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,9 +47,9 @@
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the
 //     store (KeeperConfig.HighWater) and its file.
 //   - timings.go: Timings, the keeper timings each store exports; clock.go:
-//     ShareClock, the one decision of the clock a keeper and its generator
-//     share; boottime_*.go: the clock that keeps counting while the host
-//     sleeps.
+//     the keeper's clock when none is given, which its generator takes
+//     (snowfence.New refuses another), and when it watches the boot clock;
+//     boottime_*.go: the clock that keeps counting while the host sleeps.
 //   - schedule.go: the fleet schedule a store keeps, and the checks that
 //     keep holders of two schedules apart.
 //   - The region registry is package lease/registry (names, numbers,

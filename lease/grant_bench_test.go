@@ -10,6 +10,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // BenchmarkMintOnKeeper is the minting loop on a real Keeper (embedded
@@ -42,8 +43,9 @@ func BenchmarkMintOnKeeper(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer k.Close(ctx)
-			g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+			var g *snowfence.Generator
+			defer func() { k.Close(ctx, leasetest.Released(g)) }()
+			g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 			if err != nil {
 				b.Fatal(err)
 			}

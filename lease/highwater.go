@@ -179,8 +179,8 @@ func (w *highWater) reserve(markMs int64) error {
 // one, until its self-fence, which the store's notice window outlasts; a
 // restart that claims one of its numbers from a restored data directory
 // must start above those IDs too, and its claim waits that window anyway.
-// known is false when no generator told the keeper what it issued (none was
-// bound: Keeper.Bind), and then the mark stays.
+// known is false when Close was not told what was issued (UnknownIssued),
+// and then the mark stays.
 func (w *highWater) settle(lastIssued, noticeMs int64, known bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

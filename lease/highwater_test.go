@@ -99,7 +99,7 @@ func TestHighWaterKeepsARestartAboveARestore(t *testing.T) {
 			}
 			if stop == "Close" {
 				a.g.Close()
-				if err := a.k.Close(testCtx(t)); err != nil {
+				if err := a.k.Close(testCtx(t), a.g.LastIssued()); err != nil {
 					t.Fatal(err)
 				}
 				// Lowered to the end of the last ID issued, but not below
@@ -113,14 +113,14 @@ func TestHighWaterKeepsARestartAboveARestore(t *testing.T) {
 				}
 			} else {
 				// A crash: nothing more runs; its keeper is closed without
-				// a release, under a fresh HighWater of the same file kept
-				// from lowering it (the process is gone).
+				// a release, not knowing what was issued, under a fresh
+				// HighWater of the same file kept from lowering it (the
+				// process is gone).
 				a.g.Close()
-				a.k.ForgetGenerator()
 				s.mu.Lock()
 				s.holder = ""
 				s.mu.Unlock()
-				a.k.Close(testCtx(t))
+				a.k.Close(testCtx(t), lease.UnknownIssued)
 			}
 			s.restore()
 			// A minute behind the last ID, to the millisecond (so that the
@@ -228,7 +228,7 @@ func TestHighWaterRefusals(t *testing.T) {
 		t.Errorf("a second keeper on the same high-water file: %v, want ErrInvalid and ErrHighWater", err)
 	}
 	a.g.Close()
-	if err := a.k.Close(testCtx(t)); err != nil {
+	if err := a.k.Close(testCtx(t), a.g.LastIssued()); err != nil {
 		t.Fatal(err)
 	}
 	// Once the first has closed, the file is free again.

@@ -32,9 +32,9 @@ type hold struct {
 	rng             Range
 
 	grant atomic.Pointer[snowfence.Grant]
-	// woken is the grant whose limit last made GrantAt wake the keeper's
-	// loop: one wake-up per grant published, however many callers reach
-	// its limit (each would cost the loop a turn).
+	// woken is the grant whose limit last made MarkReached wake the
+	// keeper's loop: one wake-up per grant published, however many callers
+	// reach its limit (each would cost the loop a turn).
 	woken atomic.Pointer[snowfence.Grant]
 	// why says why there is no grant, as an error (never nil when read).
 	why atomic.Pointer[error]
@@ -413,21 +413,24 @@ func (h *hold) shut() *Lease {
 }
 
 // retire ends a hold whose window has passed: its number is released with
-// the end of the last ID issued on it as its mark.
+// the cutover as its mark (or the reservation, if it ends first), above
+// every ID issued on it: its grants end there. The end of the last ID
+// issued, which only the owner of the generator knows, is not needed: no
+// ID of this layout is issued at or after the cutover.
 func (h *hold) retire(ctx context.Context) {
 	l := h.shut()
 	if l == nil {
 		return
 	}
 	h.setWhy(fmt.Errorf("%w: layout %s ended at %s; its number was released", snowfence.ErrFenced, h.layout, msTime(h.untilMs)))
-	h.releaseHeld(ctx, l)
+	h.releaseHeld(ctx, l, UnknownIssued)
 }
 
-// releaseHeld releases l, the lease shut took. The grant is withdrawn: any
-// ID issued under it is already counted by LastIssued, because the
-// generator checks the grant and commits under one lock.
-func (h *hold) releaseHeld(ctx context.Context, l *Lease) error {
-	mark := min(h.k.releaseMark(l), max(h.untilMs, l.StartMs))
+// releaseHeld releases l, the lease shut took, with lastIssued as its mark
+// (releaseMark), within the hold's window. The grant is withdrawn first, so
+// nothing is issued on l while it is released.
+func (h *hold) releaseHeld(ctx context.Context, l *Lease, lastIssued int64) error {
+	mark := min(releaseMark(l, lastIssued), max(h.untilMs, l.StartMs))
 	cctx, cancel := context.WithTimeout(ctx, h.k.cfg.RequestTimeout)
 	defer cancel()
 	if err := h.store.Release(cctx, l, mark); err != nil {

@@ -26,7 +26,7 @@ func TestDefaultHolderUniquePerKeeper(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
+		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator
 		holders = append(holders, k.Status().Holder)
 	}
 	if holders[0] == holders[1] {

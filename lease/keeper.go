@@ -72,9 +72,9 @@ type KeeperConfig struct {
 	Schedule snowfence.Schedule
 	// Clock is the source of time; the generator must use the same one
 	// (snowfence.New takes it from the keeper when its own Config.Clock is
-	// nil; ShareClock chooses it for a keeper and a generator configured
-	// together), because the self-fence compares monotonic readings of
-	// both. Nil means snowfence.SystemClock().
+	// nil, and refuses one that does not read the same), because the
+	// self-fence compares monotonic readings of both. Nil means
+	// snowfence.SystemClock().
 	Clock snowfence.Clock
 	// LeaseFor is how long a lease lives in the store without renewal (the
 	// etcd lease TTL). Zero means 10 s.
@@ -147,21 +147,24 @@ type KeeperConfig struct {
 // schedule that is in force or about to be: it claims one, renews it and its
 // mark on a schedule, tells the generator its fence (it is the generator's
 // snowfence.LeaseView), claims a different number after losing one, and
-// releases on Close.
+// releases on Close with the mark its owner gives (the end of the last ID
+// issued: Generator.LastIssued). It never reads the generator.
 //
 // Across a cutover of the schedule (a step whose From is ahead), it starts
 // claiming a number for the next layout Lead before the cutover, in that
 // layout's own keyspace (KeyspaceOf), and holds both: each lease is renewed
 // and fenced on its own, grants of the old one end at the cutover and grants
 // of the new one start there, and the generator asks for the grant of the
-// instant it issues at (GrantAt). After the cutover the old number is
-// released with the end of the last ID issued on it as its mark. A holder
-// without a number for the new layout at the cutover refuses to issue until
-// it has one. It is safe for concurrent use.
+// instant it issues at (GrantAt). After the cutover the keeper releases the
+// old number itself, with the cutover as its mark (or its reservation, if
+// that ends first): every ID issued on it lies below, since its grants end
+// there. A holder without a number for the new layout at the cutover
+// refuses to issue until it has one. It is safe for concurrent use.
 //
 // A Keeper feeds exactly one generator: snowfence.New binds the first
 // (Bind) and refuses a second with snowfence.ErrLeaseBound. A program that
 // wants several generators starts a keeper for each.
+
 type Keeper struct {
 	cfg  KeeperConfig
 	log  *slog.Logger
@@ -172,10 +175,9 @@ type Keeper struct {
 	holds []*hold
 
 	mu sync.Mutex
-	// lastIssued is the bound generator's LastIssued (Bind); nil until
-	// one is bound.
-	lastIssued func() int64
-	closed     bool
+	// bound is set once a generator is bound (Bind).
+	bound  bool
+	closed bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -183,16 +185,13 @@ type Keeper struct {
 	hw highWater
 
 	// early wakes the renewal loop before its next renewal is due: a
-	// caller's clock reached a grant's LimitMs (GrantAt), as it does after
-	// a forward step of the wall clock, which the loop, sleeping on the
-	// monotonic clock, cannot see. One slot: wake-ups coalesce.
+	// caller's clock reached a grant's LimitMs (MarkReached), as it does
+	// after a forward step of the wall clock, which the loop, sleeping on
+	// the monotonic clock, cannot see. One slot: wake-ups coalesce.
 	early chan struct{}
 }
 
-var (
-	_ snowfence.SteppedLease   = (*Keeper)(nil)
-	_ snowfence.ExclusiveLease = (*Keeper)(nil)
-)
+var _ snowfence.LeaseView = (*Keeper)(nil)
 
 // errNotYet is the reason before the first claim.
 var errNotYet = errors.New("lease: no machine number claimed yet")
@@ -562,32 +561,21 @@ func RestoreWindow(reserve, selfFence time.Duration) time.Duration {
 	return w + w/10 + time.Second
 }
 
-// Grant implements snowfence.LeaseView: the grant for IDs at the keeper
-// clock's current reading (GrantAt), or nil and the reason there is none.
+// Grant is the grant for IDs at the keeper clock's current reading
+// (GrantAt), or nil and the reason there is none.
 func (k *Keeper) Grant() (*snowfence.Grant, error) {
 	return k.GrantAt(k.cfg.Clock.Now().WallMs)
 }
 
-// GrantAt implements snowfence.SteppedLease: the grant of the number held
-// for the layout in force at wallMs, or nil and the reason there is none.
+// GrantAt implements snowfence.LeaseView: the grant of the number held for
+// the layout in force at wallMs, or nil and the reason there is none. It
+// only reads.
 func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 	h := k.holdAt(wallMs)
 	if h == nil {
 		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
 	}
 	if g := h.grant.Load(); g != nil {
-		if wallMs >= g.LimitMs && h.woken.Load() != g {
-			// The caller will be refused at the mark: renew now rather
-			// than at the next renewal, which may be RenewEvery away
-			// (the wall clock stepped forward, or renewals are failing).
-			// Once per grant: a renewal that fails publishes none, and
-			// the loop retries at its own pace.
-			h.woken.Store(g)
-			select {
-			case k.early <- struct{}{}:
-			default:
-			}
-		}
 		return g, nil
 	}
 	if revert.Cutover && h != k.holds[0] {
@@ -626,35 +614,56 @@ func (k *Keeper) current() *hold {
 	return k.holds[0]
 }
 
-// Bind implements snowfence.ExclusiveLease: snowfence.New calls it for the
-// one generator the keeper feeds, whose LastIssued it reads when it releases
-// a number, so that every release records an exact mark (a keeper no
-// generator was bound to releases the whole reservation: safe, but the next
-// holder of the number passes it over until the clock catches up). A second
-// binding fails with snowfence.ErrLeaseBound, for the life of the keeper:
-// another generator would not know the first one's last tick and sequence.
-func (k *Keeper) Bind(lastIssued func() int64) error {
+// MarkReached implements snowfence.LeaseView: the generator's clock
+// reached g's LimitMs and its call was refused, so the renewal loop, asleep
+// on the monotonic clock (which a forward step of the wall clock does not
+// move), is woken to renew now rather than at the next renewal, which may
+// be RenewEvery away; the loop renews no sooner than RenewEvery/4 after its
+// last renewal. Once per grant: a renewal that fails publishes none, and
+// the loop retries at its own pace.
+func (k *Keeper) MarkReached(g *snowfence.Grant) {
+	for _, h := range k.holds {
+		if h.grant.Load() == g && h.woken.Load() != g {
+			h.woken.Store(g)
+			select {
+			case k.early <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// Bind implements snowfence.LeaseView: snowfence.New calls it for the one
+// generator the keeper feeds. A second binding fails with
+// snowfence.ErrLeaseBound, for the life of the keeper: another generator
+// would not know the first one's last tick and sequence.
+func (k *Keeper) Bind() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.lastIssued != nil && !revert.Bind {
+	if k.bound && !revert.Bind {
 		return fmt.Errorf("%w: keeper %s feeds one generator already; give each generator a keeper of its own (StartKeeper), or share the generator, which is safe for concurrent use",
 			snowfence.ErrLeaseBound, k.cfg.Holder)
 	}
-	k.lastIssued = lastIssued
+	k.bound = true
 	return nil
 }
 
-// releaseMark is the mark to release l with: the end of the last timestamp
-// issued, within what l reserved (a number of an earlier layout only ever
-// issued below its cutover, where its grants end).
-func (k *Keeper) releaseMark(l *Lease) int64 {
-	k.mu.Lock()
-	f := k.lastIssued
-	k.mu.Unlock()
-	if f == nil {
+// UnknownIssued is the lastIssued to give Close when the end of the last ID
+// issued on the keeper's numbers is not known: every number is then released
+// with its whole reservation (safe: the next holder of the number passes it
+// over until the clock reaches it), and the HighWater mark stays where it
+// was reserved. Any negative value means the same.
+const UnknownIssued int64 = -1
+
+// releaseMark is the mark to release l with: lastIssued (the end of the last
+// timestamp issued, from Close's caller; UnknownIssued or any negative
+// value: not known) within what l reserved.
+func releaseMark(l *Lease, lastIssued int64) int64 {
+	if lastIssued < 0 {
 		return l.MarkMs
 	}
-	return min(max(f(), l.StartMs), l.MarkMs)
+	return min(max(lastIssued, l.StartMs), l.MarkMs)
 }
 
 // Status returns a snapshot for health checks and metrics: the number of the
@@ -692,7 +701,7 @@ func (k *Keeper) Clock() snowfence.Clock { return k.cfg.Clock }
 // Config.Schedule is zero, and refuses a different one).
 func (k *Keeper) Schedule() snowfence.Schedule { return k.cfg.Schedule }
 
-// Placements implements snowfence.PlacedLease: per layout step held, the
+// Placements implements snowfence.LeaseView: per layout step held, the
 // machine range the keeper claims from and the region of its grants.
 func (k *Keeper) Placements() []snowfence.Placement {
 	now := k.cfg.Clock.Now().WallMs
@@ -732,9 +741,17 @@ func (k *Keeper) watchdog(ctx context.Context) {
 }
 
 // Close stops renewing, makes the generator refuse, and releases every
-// number held, recording the end of the last issued timestamp as its mark.
-// It waits for the background loops to stop.
-func (k *Keeper) Close(ctx context.Context) error {
+// number held, recording lastIssued as its mark. It waits for the
+// background loops to stop.
+//
+// lastIssued is the end of the last timestamp issued on the keeper's
+// numbers: its generator's LastIssued, read after the generator was closed
+// (Generator.Close, then LastIssued), so that nothing is issued after it
+// (0 if it issued nothing). The next holder of a number starts at the mark,
+// so a lastIssued below an ID issued lets it mint that ID again; when it is
+// not known, or no generator was made, give UnknownIssued. A second Close
+// does nothing.
+func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	k.mu.Lock()
 	if k.closed {
 		k.mu.Unlock()
@@ -751,21 +768,14 @@ func (k *Keeper) Close(ctx context.Context) error {
 	var errs []error
 	for i, h := range k.holds {
 		if held[i] != nil {
-			errs = append(errs, h.releaseHeld(ctx, held[i]))
+			errs = append(errs, h.releaseHeld(ctx, held[i], lastIssued))
 		}
-	}
-	k.mu.Lock()
-	f := k.lastIssued
-	k.mu.Unlock()
-	var last int64
-	if f != nil {
-		last = f()
 	}
 	notice := k.cfg.Clock.Now().WallMs + k.cfg.Store.MaxNoticeWindow().Milliseconds()
 	if revert.HighWater {
 		notice = 0 // the old behaviour: lowered to the last ID issued
 	}
-	if err := k.hw.settle(last, notice, f != nil); err != nil {
+	if err := k.hw.settle(max(lastIssued, 0), notice, lastIssued >= 0); err != nil {
 		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}
 	k.closeStores()

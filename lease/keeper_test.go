@@ -14,6 +14,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // These tests run the Keeper against real etcd (embedded, in-process) with a
@@ -61,10 +62,11 @@ func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string,
 	}
 	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
+		k.Close(context.Background(), lease.UnknownIssued)
 		t.Fatal(err)
 	}
 	h := &holder{t: t, k: k, g: g, clk: clk}
-	t.Cleanup(func() { k.Close(context.Background()) })
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
 	// The keeper's loop is asleep on the clock once StartKeeper returns.
 	h.settle()
 	return h, nil
@@ -153,7 +155,7 @@ func TestKeeperTwoHoldersRaceForOneNumber(t *testing.T) {
 			k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
 				Store: s, Holder: fmt.Sprintf("racer-%d", i), Range: &lease.Range{Lo: 5, Hi: 5}, Clock: fakeclock.New(t0)})
 			if err == nil {
-				t.Cleanup(func() { k.Close(context.Background()) })
+				t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator
 			}
 			results[i] = err
 		}()
@@ -277,7 +279,9 @@ func TestKeeperRestartNeverRepeats(t *testing.T) {
 	a.mint(1000)
 	a.mint(1000)
 	last := a.last()
-	if err := a.k.Close(testCtx(t)); err != nil {
+	// The owner tells the keeper what was issued: the release mark is its
+	// generator's LastIssued, which the next holder starts at or above.
+	if err := a.k.Close(testCtx(t), a.g.LastIssued()); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ := s.Get(testCtx(t), 7)
@@ -375,7 +379,7 @@ func TestKeeperLeaseTakenBehindItsBack(t *testing.T) {
 			if isClosed(h.k.Closed()) {
 				t.Fatal("Closed() is closed after a lost lease; want it open until Close")
 			}
-			if err := h.k.Close(testCtx(t)); err != nil {
+			if err := h.k.Close(testCtx(t), h.g.LastIssued()); err != nil {
 				t.Fatal(err)
 			}
 			if !isClosed(h.k.Closed()) {
@@ -453,8 +457,9 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close(context.Background())
-	g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	defer func() { k.Close(context.Background(), leasetest.Released(g)) }()
+	g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func startOn(t *testing.T, st lease.Store, region int, sched string) error {
 	}
 	k, err := lease.StartKeeper(testCtx(t), kc)
 	if err == nil {
-		k.Close(context.Background())
+		k.Close(context.Background(), lease.UnknownIssued)
 		t.Fatal("StartKeeper succeeded on a store that refuses every claim")
 	}
 	return err

@@ -9,6 +9,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // A generator's last tick and sequence are the only record of what it
@@ -25,8 +26,9 @@ func TestKeeperFeedsOneGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g1, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	var g1 *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g1)) })
+	g1, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +62,12 @@ func TestKeeperBindsOnlyOnSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
 	if _, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: "sometimes"}); err == nil {
 		t.Fatal("New accepted an unknown clock policy")
 	}
-	if _, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff}); err != nil {
+	if g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff}); err != nil {
 		t.Fatalf("New after a refused New: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // regionStore connects a store of one region under the test's prefix: the
@@ -44,7 +45,8 @@ func TestKeeperRefusesRegionUnderRegionlessLayout(t *testing.T) {
 		k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
 			Store: s, Holder: fmt.Sprintf("h%d", region), Range: &lease.Range{Lo: 5, Hi: 5}, Region: region, Clock: clk})
 		if err == nil {
-			t.Cleanup(func() { k.Close(context.Background()) })
+			var g *snowfence.Generator
+			t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
 			g, gerr := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 			if gerr != nil {
 				t.Fatalf("region %d: the keeper started but New refused it: %v", region, gerr)
@@ -89,8 +91,9 @@ func TestKeeperRegionAfterCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

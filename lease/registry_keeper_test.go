@@ -36,7 +36,7 @@ func regionKeeper(t *testing.T, st lease.Store, holder string, region int, sched
 	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: st, Holder: holder, Range: &rng, Region: region, Schedule: s, Clock: fakeclock.New(t0)})
 	if err == nil {
-		t.Cleanup(func() { k.Close(context.Background()) })
+		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator
 	}
 	return k, err
 }

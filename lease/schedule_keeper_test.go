@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // cutover is a v2 cutover far after t0, so machine numbers 0-511 fit both
@@ -88,11 +89,12 @@ func TestGeneratorSharesKeeperSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
 	if _, err := snowfence.New(snowfence.Config{Lease: k, Schedule: snowfence.DefaultSchedule(), ClockPolicy: snowfence.ClockOff}); !errors.Is(err, snowfence.ErrInvalidConfig) {
 		t.Errorf("generator on v1 with a keeper on %s: %v, want ErrInvalidConfig", sched, err)
 	}
-	g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+	g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

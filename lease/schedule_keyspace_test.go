@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // A layout's numbers live in the keyspace of its step's index, but a change
@@ -73,8 +74,9 @@ func TestSetScheduleSeesLaterKeyspaceMarks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("keeper %s: %v", name, err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
-		g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
+		var g *snowfence.Generator
+		t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+		g, err = snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +100,7 @@ func TestSetScheduleSeesLaterKeyspaceMarks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SetSchedule: %v, want ErrInvalid naming F's mark in keyspace %d", err, lease.KeyspaceStride)
 	}
-	kF.Close(context.Background())
+	kF.Close(context.Background(), leasetest.Released(gF))
 	kN, gN := start("n", next)
 	idN, err := gN.Next(context.Background())
 	if err != nil {

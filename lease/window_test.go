@@ -40,7 +40,7 @@ func TestKeeperRestoreWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer k.Close(testCtx(t))
+			defer k.Close(testCtx(t), lease.UnknownIssued) // no generator
 			reqs := w.requests()
 			if len(reqs) == 0 {
 				t.Fatal("no claim")

@@ -39,7 +39,10 @@
 // # Schedule, range and region
 //
 // Keeper.Schedule and Generator.Schedule must agree (either may be left
-// zero to take the other's). Start refuses, before it claims anything, a
+// zero to take the other's): snowfence.New refuses two different ones, once
+// the keeper has claimed its number, which Start then releases. The same
+// goes for Keeper.Clock and Generator.Clock. Start refuses, before it claims
+// anything, a
 // machine range or region that a layout of the schedule in force from now
 // on cannot hold — a region other than 0 under v1, which has no region
 // bits, among them (snowfence.Schedule.CheckPlacement).

@@ -28,9 +28,10 @@ type Config struct {
 	// Nil means EmbeddedEtcd(embedetcd.Config{}, etcdstore.Config{}).
 	Open Opener
 	// Keeper configures the lease keeper: machine range, region, timings.
-	// Its Store, Clock and Logger are filled in by Start when zero, its
-	// zero timings from the Opener's, and its Schedule from
-	// Generator.Schedule.
+	// Its Store and Logger are filled in by Start when zero, its zero
+	// timings from the Opener's, and its Schedule and Clock from
+	// Generator's when zero: the keeper claims with the schedule and times
+	// its grants on the clock, and the generator takes both from it.
 	Keeper lease.KeeperConfig
 	// TimingsChosen says Keeper's timings are final: Start does not fill
 	// their zero fields from the Opener's timings, so a zero keeps the
@@ -40,8 +41,9 @@ type Config struct {
 	// timings are the store's.
 	TimingsChosen bool
 	// Generator configures minting: schedule, clock policy, waits. Its
-	// Lease, Clock and Logger are filled in by Start when zero. A non-zero
-	// Schedule must equal Keeper.Schedule when that is set too.
+	// Lease and Logger are filled in by Start. A Schedule or Clock set both
+	// here and in Keeper must be the same (snowfence.New refuses them
+	// otherwise, after the keeper's first claim, which it then releases).
 	Generator snowfence.Config
 	// Logger receives the store's, keeper's and generator's logs. Nil
 	// discards them.
@@ -84,14 +86,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	switch ks, gs := cfg.Keeper.Schedule, cfg.Generator.Schedule; {
-	case ks.IsZero():
-		cfg.Keeper.Schedule = gs // zero too: the keeper's default, which New takes
-	case !gs.IsZero() && ks.String() != gs.String():
-		return nil, fmt.Errorf("%w: Keeper.Schedule %q differs from Generator.Schedule %q; give both the same, or set one", lease.ErrInvalid, ks, gs)
-	}
 	n := &Node{Store: cfg.Store}
 	kc, gc := cfg.Keeper, cfg.Generator
+	// The keeper's, which New takes: one schedule and one clock for the
+	// node, whichever config gave it.
+	if kc.Schedule.IsZero() {
+		kc.Schedule = gc.Schedule
+	}
+	if kc.Clock == nil {
+		kc.Clock = gc.Clock
+	}
 	if n.Store == nil {
 		if err := n.open(ctx, cfg, &kc); err != nil {
 			return nil, err
@@ -102,7 +106,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			}
 		}()
 	}
-	lease.ShareClock(&kc, &gc)
 	kc.Store = n.Store
 	if kc.Logger == nil {
 		kc.Logger = cfg.Logger
@@ -115,12 +118,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		gc.Logger = cfg.Logger
 	}
 	if n.Generator, err = snowfence.New(gc); err != nil {
-		n.Keeper.Close(context.WithoutCancel(ctx))
+		n.Keeper.Close(context.WithoutCancel(ctx), lease.UnknownIssued) // no generator: every reservation kept, as before one was bound
 		return nil, err
 	}
 	if err := n.untilIssuing(ctx); err != nil {
 		n.Generator.Close()
-		n.Keeper.Close(context.WithoutCancel(ctx))
+		n.Keeper.Close(context.WithoutCancel(ctx), n.Generator.LastIssued())
 		return nil, err
 	}
 	return n, nil
@@ -178,7 +181,9 @@ func (n *Node) open(ctx context.Context, cfg Config, kc *lease.KeeperConfig) err
 // Close stops minting, releases the machine number (recording the end of the
 // last issued timestamp as its mark) and closes the store it opened.
 func (n *Node) Close(ctx context.Context) error {
-	errs := []error{n.Generator.Close(), n.Keeper.Close(ctx)}
+	// The generator first: its LastIssued is final once it is closed.
+	errs := []error{n.Generator.Close()}
+	errs = append(errs, n.Keeper.Close(ctx, n.Generator.LastIssued()))
 	if n.closeStore != nil {
 		errs = append(errs, n.closeStore())
 	}

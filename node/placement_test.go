@@ -47,7 +47,9 @@ func TestStartRefusesRegionUnderV1(t *testing.T) {
 }
 
 // The generator's schedule goes to the keeper, which claims with it; two
-// different ones are refused.
+// different ones are refused by snowfence.New (ErrInvalidConfig: the one
+// check of the generator's schedule against its lease's), after the
+// keeper's claim, which Start releases.
 func TestStartSharesTheSchedule(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -58,8 +60,8 @@ func TestStartSharesTheSchedule(t *testing.T) {
 	cfg := embedded(t.TempDir(), lease.Range{Lo: 5, Hi: 5})
 	cfg.Keeper.Schedule = snowfence.DefaultSchedule()
 	cfg.Generator.Schedule = sched
-	if _, err := node.Start(ctx, cfg); !errors.Is(err, lease.ErrInvalid) {
-		t.Fatalf("keeper on v1, generator on %s: %v, want ErrInvalid", sched, err)
+	if _, err := node.Start(ctx, cfg); !errors.Is(err, snowfence.ErrInvalidConfig) || !strings.Contains(err.Error(), "differs from the lease keeper's schedule") {
+		t.Fatalf("keeper on v1, generator on %s: %v, want ErrInvalidConfig from New", sched, err)
 	}
 	// Only the generator's: the keeper claims with it, and the store
 	// (whose fleet schedule is still v1) refuses the claim.

@@ -212,10 +212,16 @@ func requestFrom(r *rig, id string) *http.Request {
 	return req
 }
 
-// noLease fences the generator: it has no grant.
+// noLease fences the generator: it has no grant, and nothing else of its
+// own.
 type noLease struct{}
 
-func (noLease) Grant() (*snowfence.Grant, error) { return nil, nil }
+func (noLease) GrantAt(int64) (*snowfence.Grant, error) { return nil, nil }
+func (noLease) Schedule() snowfence.Schedule            { return snowfence.Schedule{} }
+func (noLease) Clock() snowfence.Clock                  { return nil }
+func (noLease) Placements() []snowfence.Placement       { return nil }
+func (noLease) Bind() error                             { return nil }
+func (noLease) MarkReached(*snowfence.Grant)            {}
 
 // skewClock is a fake clock whose every reading is, at random, the time or
 // up to 50 ms before it: a reading that went stale before its request

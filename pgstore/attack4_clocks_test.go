@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -52,8 +53,9 @@ func attack4Start(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string
 	if err != nil {
 		t.Fatalf("%s: StartKeeper: %v", name, err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

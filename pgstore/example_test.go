@@ -39,12 +39,16 @@ func Example_keeper() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer keeper.Close(ctx) // releases the number, recording its mark
 	gen, err := snowfence.New(snowfence.Config{Lease: keeper})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer gen.Close()
+	defer func() {
+		gen.Close() // first: nothing is issued after its LastIssued
+		// Releases the number, recording the end of the last ID issued
+		// as its mark: the next holder starts above it.
+		keeper.Close(ctx, gen.LastIssued())
+	}()
 	id, err := gen.Next(ctx)
 	if err != nil {
 		log.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -31,8 +32,9 @@ func traceKeeper(t *testing.T, s lease.Store, clk *fakeclock.Clock, holder strin
 	if err != nil {
 		t.Fatalf("%s: StartKeeper: %v", holder, err)
 	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,16 +157,27 @@ func batchIDs(t *testing.T, r response) []snowfence.ID {
 	return b.IDs
 }
 
-// nilLease is a LeaseView with no grant: the generator is fenced.
+// nilLease is a LeaseView with no grant: the generator is fenced. It has
+// nothing else of its own either.
 type nilLease struct{}
 
-func (nilLease) Grant() (*snowfence.Grant, error) { return nil, nil }
+func (nilLease) GrantAt(int64) (*snowfence.Grant, error) { return nil, nil }
+func (nilLease) Schedule() snowfence.Schedule            { return snowfence.Schedule{} }
+func (nilLease) Clock() snowfence.Clock                  { return nil }
+func (nilLease) Placements() []snowfence.Placement       { return nil }
+func (nilLease) Bind() error                             { return nil }
+func (nilLease) MarkReached(*snowfence.Grant)            {}
 
 // grantLease is a LeaseView with a fixed grant that, unlike Static, does not
 // tell New its placement: the generator checks the grant when it uses it.
 type grantLease struct{ g *snowfence.Grant }
 
-func (l grantLease) Grant() (*snowfence.Grant, error) { return l.g, nil }
+func (l grantLease) GrantAt(int64) (*snowfence.Grant, error) { return l.g, nil }
+func (grantLease) Schedule() snowfence.Schedule              { return snowfence.Schedule{} }
+func (grantLease) Clock() snowfence.Clock                    { return nil }
+func (grantLease) Placements() []snowfence.Placement         { return nil }
+func (grantLease) Bind() error                               { return nil }
+func (grantLease) MarkReached(*snowfence.Grant)              {}
 
 // fixedStatus is a lease StatusReporter returning a set status.
 type fixedStatus struct {

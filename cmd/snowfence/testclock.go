@@ -12,8 +12,8 @@ import (
 // testClockPath is where --test-clock-offset serves the clock offset.
 const testClockPath = "/test/clock-offset"
 
-// useTestClock gives cfg's generator, and so its keeper (node.Start shares
-// one clock between them, lease.ShareClock), a system clock whose wall
+// useTestClock gives cfg's generator, and so its keeper (node.Start gives a
+// keeper without a clock the generator's), a system clock whose wall
 // reading carries a settable offset, keeping the keeper's CLOCK_BOOTTIME
 // watchdog, which a keeper adds by itself only to the plain system clock.
 func useTestClock(cfg *node.Config) *offsetclock.Clock {

@@ -190,7 +190,7 @@ func accepts(kind string, t lease.Timings, machines string) error {
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
 	k, err := lease.StartKeeper(context.Background(), kc)
 	if k != nil { // cannot happen: checkStore never grants
-		k.Close(context.Background())
+		k.Close(context.Background(), lease.UnknownIssued) // no generator
 		return errors.New("chaos: a keeper started on checkStore")
 	}
 	if errors.Is(err, errChecksPassed) {

@@ -322,20 +322,28 @@ func control(ctx context.Context, stdin io.Reader, clock *offsetclock.Clock, out
 // self-fence off and no mark, for ever. Test only (see HolderMain).
 func unfencedGenerator(n *node.Node, clock snowfence.Clock, log *slog.Logger) (*snowfence.Generator, error) {
 	v := &unfenced{inner: n.Keeper}
-	if _, err := v.Grant(); err != nil {
+	if _, err := v.GrantAt(clock.Now().WallMs); err != nil {
 		return nil, err
 	}
 	return snowfence.New(snowfence.Config{Lease: v, Clock: clock, Logger: log, ClockPolicy: snowfence.ClockOff})
 }
 
-// unfenced is a LeaseView that outlives its lease.
+// unfenced is a LeaseView that outlives its lease. It tells New nothing of
+// the keeper's (no schedule, clock or placements) and binds nothing: it is
+// a second generator on the keeper's number, which is what it is for.
 type unfenced struct {
 	inner snowfence.LeaseView
 	last  atomic.Pointer[snowfence.Grant]
 }
 
-func (u *unfenced) Grant() (*snowfence.Grant, error) {
-	if g, err := u.inner.Grant(); err == nil {
+func (u *unfenced) Schedule() snowfence.Schedule      { return snowfence.Schedule{} }
+func (u *unfenced) Clock() snowfence.Clock            { return nil }
+func (u *unfenced) Placements() []snowfence.Placement { return nil }
+func (u *unfenced) Bind() error                       { return nil }
+func (u *unfenced) MarkReached(*snowfence.Grant)      {}
+
+func (u *unfenced) GrantAt(wallMs int64) (*snowfence.Grant, error) {
+	if g, err := u.inner.GrantAt(wallMs); err == nil {
 		if l := u.last.Load(); l == nil || l.Token != g.Token {
 			c := *g
 			c.SelfFence, c.LimitMs = 0, math.MaxInt64/2
@@ -345,5 +353,5 @@ func (u *unfenced) Grant() (*snowfence.Grant, error) {
 	if l := u.last.Load(); l != nil {
 		return l, nil
 	}
-	return u.inner.Grant()
+	return u.inner.GrantAt(wallMs)
 }

@@ -59,12 +59,21 @@ type cloneView struct {
 	grant atomic.Pointer[snowfence.Grant]
 }
 
-func (v *cloneView) Grant() (*snowfence.Grant, error) {
+func (v *cloneView) GrantAt(int64) (*snowfence.Grant, error) {
 	if g := v.grant.Load(); g != nil {
 		return g, nil
 	}
 	return nil, fmt.Errorf("%w: the clone's lease was lost", snowfence.ErrFenced)
 }
+
+// The clone has no schedule, clock or placements of its own (its
+// generator's Config gives them), binds every generator and has no renewal
+// to hasten.
+func (v *cloneView) Schedule() snowfence.Schedule      { return snowfence.Schedule{} }
+func (v *cloneView) Clock() snowfence.Clock            { return nil }
+func (v *cloneView) Placements() []snowfence.Placement { return nil }
+func (v *cloneView) Bind() error                       { return nil }
+func (v *cloneView) MarkReached(*snowfence.Grant)      {}
 
 // origTried reports whether c's original has renewed (or lost its lease,
 // or stopped) since the clone.

@@ -83,8 +83,8 @@
 // followed by snowfence.New, as a program embedding the library does;
 // a fifth of the time node.Start with Config.Store set to the process's
 // store object (Start then opens nothing and applies no store timings,
-// so the keeper gets the same KeeperConfig, and lease.ShareClock gives it
-// the generator's clock, the one that moves instead of waiting — except
+// so the keeper gets the same KeeperConfig, and Start gives it the
+// generator's clock, the one that moves instead of waiting — except
 // for Start's own wait for the first grant, the store's notice window or a
 // restore's floor, which blocks while true time moves on for every
 // process, as it does while a real node starts); a tenth

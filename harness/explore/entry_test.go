@@ -29,7 +29,8 @@ import (
 //     it opens, with TimingsChosen false), so the keeper gets the
 //     process's timings as given, the same KeeperConfig as entryKeeper;
 //     the generator's clock (the minting clock, mintClock) becomes the
-//     keeper's through lease.ShareClock, which the keeper only sleeps on;
+//     keeper's through node.Start (a keeper without a clock takes the
+//     generator's), which the keeper only sleeps on;
 //     Start's own wait for the first grant on it is true time for the
 //     whole world (startWait);
 //   - entryService: node.Start, with package server's handler in front on

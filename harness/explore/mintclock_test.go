@@ -48,8 +48,9 @@ func (c mintClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Readi
 // for the whole world.
 //
 // node.Start shares the generator's clock with the keeper
-// (lease.ShareClock: Config.Generator.Clock, when set, is the keeper's
-// too, and must be, since the generator's self-fence compares the
+// (Config.Generator.Clock, when set, is the keeper's too when
+// Config.Keeper.Clock is nil, and must be, since the generator's
+// self-fence compares the
 // keeper's monotonic readings with its own), and then waits on it until
 // the first grant starts — the store's notice window after the claim (8 s
 // on etcd, 36 s on the tables), or a raised mark. Were that wait the

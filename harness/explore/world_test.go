@@ -435,7 +435,7 @@ func (w *world) started(p *proc, h *holder, k *lease.Keeper, n *node.Node, err e
 		g = n.Generator
 	} else if g, err = snowfence.New(w.generatorConfig(p, k, sched)); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-		k.Close(ctx)
+		k.Close(ctx, lease.UnknownIssued) // no generator
 		cancel()
 		h.refused = "generator: " + classify(err)
 		w.fig.add("refused: "+h.refused, 1)
@@ -501,15 +501,23 @@ func (w *world) stop(h *holder) {
 	if h.svc != nil {
 		h.svc.close()
 	}
-	for _, x := range h.extras {
-		x.g.Close()
-	}
 	var err error
 	if h.node != nil {
+		for _, x := range h.extras {
+			x.g.Close()
+		}
 		err = h.node.Close(ctx) // the generator, then the keeper; the store is the world's
 	} else {
+		// The generators first, then the keeper, told the end of the last
+		// ID any of them issued (more than one only with the binding
+		// undone: revert.Bind).
 		h.g.Close()
-		err = h.k.Close(ctx)
+		last := h.g.LastIssued()
+		for _, x := range h.extras {
+			x.g.Close()
+			last = max(last, x.g.LastIssued())
+		}
+		err = h.k.Close(ctx, last)
 	}
 	h.k, h.g, h.node, h.svc, h.extras = nil, nil, nil, nil, nil
 	if err != nil {

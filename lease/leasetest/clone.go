@@ -166,12 +166,20 @@ type cloneView struct {
 	grant atomic.Pointer[snowfence.Grant]
 }
 
-func (v *cloneView) Grant() (*snowfence.Grant, error) {
+func (v *cloneView) GrantAt(int64) (*snowfence.Grant, error) {
 	if g := v.grant.Load(); g != nil {
 		return g, nil
 	}
 	return nil, fmt.Errorf("%w: the copy's lease was lost", snowfence.ErrFenced)
 }
+
+// The copy has no schedule, clock or placements of its own, binds every
+// generator and has no renewal to hasten.
+func (v *cloneView) Schedule() snowfence.Schedule      { return snowfence.Schedule{} }
+func (v *cloneView) Clock() snowfence.Clock            { return nil }
+func (v *cloneView) Placements() []snowfence.Placement { return nil }
+func (v *cloneView) Bind() error                       { return nil }
+func (v *cloneView) MarkReached(*snowfence.Grant)      {}
 
 // checkCloneMints: a holder process is cloned right after an acknowledged
 // renewal, before it minted: two copies with one lease and one generator

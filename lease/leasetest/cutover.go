@@ -63,7 +63,7 @@ func checkCutover(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatalf("keeper %s: %v", holder, err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
+		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // after a failure: release every reservation
 		g, err := snowfence.New(snowfence.Config{Lease: k, ClockPolicy: snowfence.ClockOff})
 		if err != nil {
 			t.Fatal(err)
@@ -213,8 +213,8 @@ func checkCutover(t *testing.T, s *suite) {
 	if _, err := gB.Next(context.Background()); !errors.Is(err, snowfence.ErrFenced) || !strings.Contains(err.Error(), "v2") {
 		t.Fatalf("B at T without a v2 number: %v, want ErrFenced naming layout v2", err)
 	}
-	// A goes on under v2; its v1 number was released at T, with the end
-	// of its last v1 ID as its mark.
+	// A goes on under v2; its v1 number was released at T, with T (the
+	// cutover, where its grants ended) as its mark.
 	advanceTo(T.Add(time.Second))
 	after := take("a", gA, 100)
 	for _, id := range after {
@@ -247,10 +247,12 @@ func checkCutover(t *testing.T, s *suite) {
 	if !recovered {
 		t.Fatalf("B never issued after its v2 number was freed: %+v", kB.Status())
 	}
-	if err := kA.Close(ctx); err != nil {
+	gA.Close()
+	gB.Close()
+	if err := kA.Close(ctx, gA.LastIssued()); err != nil {
 		t.Errorf("A: Close: %v", err)
 	}
-	if err := kB.Close(ctx); err != nil {
+	if err := kB.Close(ctx, gB.LastIssued()); err != nil {
 		t.Errorf("B: Close: %v", err)
 	}
 	if n := len(seen); n != 100+3596+1000+10+100+10 {

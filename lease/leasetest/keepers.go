@@ -49,7 +49,7 @@ func checkKeeperRace(t *testing.T, s *suite) {
 		switch {
 		case err == nil:
 			winners = append(winners, i)
-			t.Cleanup(func() { ks[i].Close(context.Background()) })
+			t.Cleanup(func() { ks[i].Close(context.Background(), lease.UnknownIssued) })
 		case errors.Is(err, lease.ErrNoFreeNumber):
 			losers = append(losers, i)
 		default:
@@ -66,7 +66,9 @@ func checkKeeperRace(t *testing.T, s *suite) {
 	untilIssuing(t, ctx, clk, len(winning), winning...)
 	seen := map[snowfence.ID]string{}
 	lastOn := map[int]int64{} // machine → last timestamp of its first holder
-	mint := func(i int, k *lease.Keeper) []snowfence.ID {
+	// mint makes keeper i's generator, mints on it and closes it: its
+	// LastIssued is the mark the keeper is closed with.
+	mint := func(i int, k *lease.Keeper) ([]snowfence.ID, int64) {
 		t.Helper()
 		g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
 		if err != nil {
@@ -82,8 +84,10 @@ func checkKeeperRace(t *testing.T, s *suite) {
 			}
 			seen[id] = fmt.Sprintf("keeper %d", i)
 		}
-		return ids
+		g.Close()
+		return ids, g.LastIssued()
 	}
+	issued := map[int]int64{} // keeper → its generator's LastIssued
 	machines := map[int]int{}
 	for _, i := range winners {
 		l := ks[i].Lease()
@@ -94,11 +98,12 @@ func checkKeeperRace(t *testing.T, s *suite) {
 			t.Fatalf("machine %d held by keepers %d and %d", l.Machine, prev, i)
 		}
 		machines[l.Machine] = i
-		ids := mint(i, ks[i])
+		var ids []snowfence.ID
+		ids, issued[i] = mint(i, ks[i])
 		lastOn[l.Machine] = ids[len(ids)-1].Time().UnixMilli()
 	}
 	for _, i := range winners {
-		if err := ks[i].Close(ctx); err != nil {
+		if err := ks[i].Close(ctx, issued[i]); err != nil {
 			t.Errorf("keeper %d: Close: %v", i, err)
 		}
 	}
@@ -108,15 +113,15 @@ func checkKeeperRace(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatalf("keeper %d after the others closed: %v", i, err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
+		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) })
 		m := k.Lease().Machine
 		untilIssuing(t, ctx, clk, 1, k)
-		ids := mint(i, k)
+		ids, last := mint(i, k)
 		if first := ids[0].Time().UnixMilli(); first <= lastOn[m] {
 			t.Errorf("machine %d: keeper %d's first ID at %d ms, want above the previous holder's last at %d ms", m, i, first, lastOn[m])
 		}
 		lastOn[m] = ids[len(ids)-1].Time().UnixMilli()
-		if err := k.Close(ctx); err != nil {
+		if err := k.Close(ctx, last); err != nil {
 			t.Errorf("keeper %d: Close: %v", i, err)
 		}
 	}

@@ -353,7 +353,7 @@ func checkRollbackFloorsEveryKeeper(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatalf("StartKeeper(%s): %v", name, err)
 		}
-		t.Cleanup(func() { k.Close(context.Background()) })
+		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator
 		kp := keeper{k, clk}
 		settle(kp)
 		return kp

@@ -105,9 +105,16 @@ func (f *fleet) start(name string, tm lease.KeeperConfig, rng lease.Range) *hold
 	}
 	h.k = k
 	f.t.Cleanup(func() {
+		// The generator first: its LastIssued, the release mark, is
+		// final once it is closed.
+		var last int64
+		if h.g != nil {
+			h.g.Close()
+			last = h.g.LastIssued()
+		}
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		k.Close(cctx)
+		k.Close(cctx, last)
 	})
 	if h.g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff}); err != nil {
 		f.t.Fatal(err)

@@ -223,9 +223,17 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 			out.NoClaim(idx, err)
 		}
 	}
+	var g *snowfence.Generator
 	defer func() {
+		// The generator first: its LastIssued, the release mark, is
+		// final once it is closed.
+		var last int64
+		if g != nil {
+			g.Close()
+			last = g.LastIssued()
+		}
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		k.Close(cctx)
+		k.Close(cctx, last)
 		cancel()
 	}()
 	g, err := snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
