@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/fakeclock"
-	"github.com/snowfence/snowfence/internal/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 )
 
