@@ -14,7 +14,7 @@ import (
 
 // fenceOnly is the usual wrapper around a lease store, a struct embedding
 // lease.Store: its method set is the fence contract and nothing more (no
-// List, no journal, no registry methods, no Region()), whatever the store
+// List, no journal, no registry methods), whatever the store
 // underneath has.
 type fenceOnly struct{ lease.Store }
 
@@ -73,5 +73,24 @@ func TestKeeperRegionRulesThroughWrapper(t *testing.T) {
 	}
 	if !errors.Is(err, registry.ErrWrongHome) || !strings.Contains(err.Error(), "leases from copy copy-b") {
 		t.Fatalf("StartKeeper of region b on a wrapper around store A: %v; want ErrWrongHome saying it leases from copy copy-b", err)
+	}
+}
+
+// A store's region reaches the keeper through the fence contract
+// (Store.Region) too: a keeper of region 1 on the usual wrapper around a
+// store of region 0's keyspace is refused, as on the store itself. Were
+// Region an optional method the keeper looked for, the wrapper would hide
+// it and the keeper would mint region 1's IDs on numbers leased in region
+// 0's keyspace, where region 1's own holders never look.
+func TestKeeperRegionOfWrappedStoreChecked(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	base := regionStore(t, c.Endpoints(), 0)
+	setFleet(t, base, schedPast)
+	k, err := regionKeeper(t, fenceOnly{base}, "other-region", 1, schedPast, lease.Range{Lo: 0, Hi: 0})
+	if err == nil {
+		t.Fatalf("StartKeeper of region 1 on a wrapper around region 0's store started, holding %v; want ErrInvalid", k.Lease())
+	}
+	if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "differs from the store's region 0") {
+		t.Fatalf("StartKeeper of region 1 on a wrapper around region 0's store: %v; want ErrInvalid naming the store's region", err)
 	}
 }

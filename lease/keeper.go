@@ -546,8 +546,8 @@ func (c *KeeperConfig) defaults() error {
 	if err := c.checkNotice(); err != nil {
 		return err
 	}
-	if r, ok := c.Store.(interface{ Region() int }); ok && r.Region() != c.Region {
-		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r.Region())
+	if r := c.Store.Region(); r != c.Region {
+		return fmt.Errorf("%w: KeeperConfig.Region %d differs from the store's region %d; give both the same", ErrInvalid, c.Region, r)
 	}
 	return nil
 }

@@ -271,6 +271,12 @@ type Store interface {
 	// receiver's own keyspace (a new value). Closing it does not close the
 	// connection the receiver owns; the receiver must outlive it.
 	Keyspace(index int) (Store, error)
+	// Region is the keyspace the store's leases live in (what its
+	// Config.Region selected, or the index given to Keyspace). StartKeeper
+	// refuses a keeper whose Region differs: it would mint one region's IDs
+	// on numbers leased in another's keyspace. A method of the contract,
+	// not an optional one, so that a wrapper embedding Store forwards it.
+	Region() int
 	// RegistryReader returns what StartKeeper reads to enforce the region
 	// registry's rules before the first claim (keeperregistry.go): the
 	// store's copy of the registry, the identity of where that copy lives,
