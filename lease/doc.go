@@ -4,7 +4,7 @@
 //
 // A Store keeps, per machine number, an owner (holder and fencing token) and a
 // high-water mark: the wall time up to which the current holder may issue.
-// Store is the fence contract, all a Keeper calls (nine methods); Admin adds
+// Store is the fence contract, all a Keeper calls (ten methods); Admin adds
 // the operator's actions (listing, quarantine, raising marks, the journal,
 // the fleet schedule record, the store's copy of the region registry).
 // Backends live in their own packages (etcdstore, pgstore, dynamostore);
