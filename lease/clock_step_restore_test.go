@@ -15,16 +15,18 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// Adversarial review 4 of the notice floor (every claim's first grant starts
-// no earlier than the claim's return plus the store's MaxNoticeWindow). The
-// floor bounds how long, in time, a running holder A of a number goes on
-// issuing after a claim it cannot see (a store restored from an earlier
-// state); what two holders must not share is timestamps. A's timestamps
-// are its wall clock, bounded by its grant's limit (its mark, LeaseFor
-// ahead: 10 s on etcd, 5 min on the tables), and its self-fence is measured
-// on its generator's monotonic clock. These tests break the link between
-// the two, each through a different door, on a stub store with the window
-// of etcd or of the lease tables; B is a process started after the restore.
+// A running holder's clocks after a restore, against the notice floor (every
+// claim's first grant starts no earlier than the claim's return plus the
+// store's MaxNoticeWindow); the stories were found by an adversarial review of
+// the floor. The floor bounds how long, in time, a running holder A of a
+// number goes on issuing after a claim it cannot see (a store restored from an
+// earlier state); what two holders must not share is timestamps. A's
+// timestamps are its wall clock, bounded by its grant's limit (its mark,
+// LeaseFor ahead: 10 s on etcd, 5 min on the tables), and its self-fence is
+// measured on its generator's monotonic clock. These tests break the link
+// between the two, each through a different door, on a stub store with the
+// window of etcd or of the lease tables; B is a process started after the
+// restore. Every test counts IDs issued twice.
 
 // tableStub is a store with the lease tables' windows (pgstore's 36 s
 // notice window and restore window), over a stub.
@@ -33,8 +35,9 @@ type tableStub struct{ lease.Store }
 func (tableStub) MaxNoticeWindow() time.Duration  { return pgstore.MaxNoticeWindow }
 func (tableStub) MaxRestoreWindow() time.Duration { return pgstore.MaxRestoreWindow }
 
-// attack4Timings are the timings of the store's kind.
-func attack4Timings(tables bool) func(*lease.KeeperConfig) {
+// kindTimings are the timings of the store's kind (etcd's are the keeper's
+// defaults: TestEtcdTimingsAreKeeperDefaults).
+func kindTimings(tables bool) func(*lease.KeeperConfig) {
 	return func(kc *lease.KeeperConfig) {
 		if tables {
 			lease.TableTimings().Apply(kc)
@@ -44,9 +47,10 @@ func attack4Timings(tables bool) func(*lease.KeeperConfig) {
 	}
 }
 
-// attack4Stores returns the stub of one number (7), the store A sees (which
-// can be cut off) and the store B sees, with etcd's or the tables' windows.
-func attack4Stores(tables bool) (*stubStore, *cutStub, lease.Store, lease.Store) {
+// restoreStores returns the stub of one number (7), the store A sees (which
+// can be cut off) and the store B sees, with etcd's or the tables' windows:
+// A runs, the stub is restored (restoreAndClaimB), B claims A's number.
+func restoreStores(tables bool) (*stubStore, *cutStub, lease.Store, lease.Store) {
 	s := &stubStore{machine: 7}
 	cs := &cutStub{stubStore: s}
 	var sa, sb lease.Store = cs, s
@@ -67,23 +71,25 @@ func tryMint(h *holder, n int) int {
 	return len(ids)
 }
 
-// TestAttack4ForwardStepOfRunningHolderAfterRestore: the store is restored
-// to before A's claim (A is not told: nothing compares until its next
-// renewal) and B, started at once after the restore, claims A's number.
-// Then A's wall clock is stepped forward (an NTP step, a VM's clock
-// corrected by its host) while its monotonic clock runs on. The generator
-// sees the forward jump (Stats.ForwardJumps) and goes on issuing, stamping
-// its jumped wall clock, up to its grant's limit (its mark), until its next
-// renewal, which fails. B's first grant waited the store's notice window
-// from its claim, but A's timestamps ran ahead of it by the step: both
-// mint the same milliseconds. A stays connected (no cut-off needed); its
-// next renewal loses it. Step: etcd 7 s (A renews every 2 s, its mark is
-// 10 s ahead, B waits 8 s); tables 60 s (renewal every 10 s, mark 5 min,
-// B waits 36 s). Outside the documented fact "after a restore, wall clocks
-// agree to within about 1 s" (docs/design.md) — but the generator saw the
-// step and issued on; docs/deployment.md says uniqueness never depends on
-// clock sync.
-func TestAttack4ForwardStepOfRunningHolderAfterRestore(t *testing.T) {
+// TestForwardStepOfRunningHolderAfterRestore: a running holder whose wall
+// clock steps forward after a restore it cannot see mints none of the
+// claimer's IDs (the generator's clock-jumped fence stops it until a renewal
+// after the step, which fails). The store is restored to before A's claim (A
+// is not told: nothing compares until its next renewal) and B, started at
+// once after the restore, claims A's number. Then A's wall clock is stepped
+// forward (an NTP step, a VM's clock corrected by its host) while its
+// monotonic clock runs on. The generator sees the forward jump
+// (Stats.ForwardJumps) and goes on issuing, stamping its jumped wall clock,
+// up to its grant's limit (its mark), until its next renewal, which fails.
+// B's first grant waited the store's notice window from its claim, but A's
+// timestamps ran ahead of it by the step: both mint the same milliseconds. A
+// stays connected (no cut-off needed); its next renewal loses it. Step: etcd
+// 7 s (A renews every 2 s, its mark is 10 s ahead, B waits 8 s); tables 60 s
+// (renewal every 10 s, mark 5 min, B waits 36 s). Outside the documented
+// fact "after a restore, wall clocks agree to within about 1 s"
+// (docs/design.md) — but the generator saw the step and issued on;
+// docs/deployment.md says uniqueness never depends on clock sync.
+func TestForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		tables bool
@@ -93,18 +99,12 @@ func TestAttack4ForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 		{"tables", true, 60 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, _, sa, sb := attack4Stores(c.tables)
+			s, _, sa, sb := restoreStores(c.tables)
 			clkA := fakeclock.New(t0)
-			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(c.tables))
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(c.tables))
 			untilRenewed(a, clkA, a.step)
 			a.mint(10)
-			s.restore()
-			clkB := fakeclock.New(clkA.Time())
-			b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7}, attack4Timings(c.tables))
-			if err != nil {
-				t.Fatal(err)
-			}
-			claimed := clkB.Now().WallMs
+			b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), c.tables)
 			clkA.Step(c.step)
 			var aN, bN int
 			for range int((c.step + 40*time.Second) / (250 * time.Millisecond)) {
@@ -121,16 +121,17 @@ func TestAttack4ForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 	}
 }
 
-// TestAttack4SuspendedHolderResumesAfterRestore: A's host is suspended
-// (suspend to RAM; CLOCK_MONOTONIC stops, CLOCK_REALTIME and CLOCK_BOOTTIME
-// do not) just after a renewal. While it sleeps the store is restored and B
-// claims A's number; B waits out the notice window and issues. A resumes
-// with a correct wall clock — no clock disagreement at all — and its
-// generator, whose self-fence reads the monotonic clock, sees a renewal
-// only moments old. What stops it is the keeper's CLOCK_BOOTTIME watchdog
-// (a 200 ms real-time ticker) or its mark; the restore took the mark's
-// protection away (B starts at the restored mark), so until the watchdog's
-// next tick A mints the very milliseconds B mints.
+// TestSuspendedHolderResumesAfterRestore: a holder whose host was suspended
+// across a restore mints none of the claimer's IDs on waking. A's host is
+// suspended (suspend to RAM; CLOCK_MONOTONIC stops, CLOCK_REALTIME and
+// CLOCK_BOOTTIME do not) just after a renewal. While it sleeps the store is
+// restored and B claims A's number; B waits out the notice window and
+// issues. A resumes with a correct wall clock — no clock disagreement at all
+// — and its generator, whose self-fence reads the monotonic clock, sees a
+// renewal only moments old. What stops it is the keeper's CLOCK_BOOTTIME
+// watchdog (a 200 ms real-time ticker) or its mark; the restore took the
+// mark's protection away (B starts at the restored mark), so until the
+// watchdog's next tick A mints the very milliseconds B mints.
 //
 //   - "etcd/watchdog": the keeper's defaults, with the boot watchdog; a 9 s
 //     suspend (past B's 8 s floor, short of A's 10 s mark). A mints one
@@ -146,7 +147,7 @@ func TestAttack4ForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 // The watchdog subtests race a real-time ticker with one call: a run in
 // which the ticker wins shows no duplicate (the exposure is up to 200 ms of
 // a resumed generator's throughput).
-func TestAttack4SuspendedHolderResumesAfterRestore(t *testing.T) {
+func TestSuspendedHolderResumesAfterRestore(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		tables   bool
@@ -158,10 +159,10 @@ func TestAttack4SuspendedHolderResumesAfterRestore(t *testing.T) {
 		{"tables/no watchdog", true, false, 60 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, _, sa, sb := attack4Stores(c.tables)
+			s, _, sa, sb := restoreStores(c.tables)
 			clkA := fakeclock.New(t0)
 			var slept atomic.Int64
-			optsA := []func(*lease.KeeperConfig){attack4Timings(c.tables)}
+			optsA := []func(*lease.KeeperConfig){kindTimings(c.tables)}
 			if c.watchdog {
 				optsA = append(optsA, func(kc *lease.KeeperConfig) {
 					kc.Boottime = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
@@ -172,13 +173,7 @@ func TestAttack4SuspendedHolderResumesAfterRestore(t *testing.T) {
 			a.mint(10)
 			ga, _ := a.k.Grant()
 			// A's host sleeps now. The store is restored; B starts.
-			s.restore()
-			clkB := fakeclock.New(clkA.Time())
-			b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7}, attack4Timings(c.tables))
-			if err != nil {
-				t.Fatal(err)
-			}
-			claimed := clkB.Now().WallMs
+			b, clkB, claimed := restoreAndClaimB(t, s, sb, clkA.Time(), c.tables)
 			for clkB.Time().Before(clkA.Time().Add(c.suspend)) {
 				tryMint(b, 10)
 				b.step(250 * time.Millisecond)
@@ -216,7 +211,8 @@ func TestAttack4SuspendedHolderResumesAfterRestore(t *testing.T) {
 	}
 }
 
-// TestAttack4GeneratorOnAnotherClockOfTheKeepersKind: two
+// TestGeneratorOnAnotherClockOfTheKeepersKindRefused: snowfence.New refuses
+// a generator clock whose monotonic reading is not its keeper's. Two
 // snowfence.SystemClock() values are both the system clock, but each
 // measures its monotonic reading from the instant it was made, so a
 // generator whose clock was made D after the keeper's reads D less, and its
@@ -228,9 +224,9 @@ func TestAttack4SuspendedHolderResumesAfterRestore(t *testing.T) {
 // mark, past a fresh claimer's floor after a restore (800 of 6,810 IDs
 // twice). snowfence.New now refuses a clock whose monotonic reading is not
 // the keeper's; a wrapper of the keeper's clock is accepted.
-func TestAttack4GeneratorOnAnotherClockOfTheKeepersKind(t *testing.T) {
+func TestGeneratorOnAnotherClockOfTheKeepersKindRefused(t *testing.T) {
 	const d = 30 * time.Second
-	_, _, sa, _ := attack4Stores(false)
+	_, _, sa, _ := restoreStores(false)
 	clkK := fakeclock.New(t0.Add(-d))
 	clkK.Advance(d) // made d earlier: its monotonic reading is d ahead
 	clkG := fakeclock.New(t0)
@@ -283,16 +279,17 @@ func firstAfter(ids []snowfence.ID, ms int64) int64 {
 	return snowfence.V1().TimeOf(ids[0]).UnixMilli() - ms
 }
 
-// TestAttack4ExplicitSystemClockKeepsTheWatchdog: the system clock's
-// monotonic reading stops while the host is suspended; the keeper watches
-// CLOCK_BOOTTIME for that (KeeperConfig.Boottime), but only when its clock
-// is a system clock. node.Start (and serve's node) give the keeper the
-// generator's clock when the keeper has none: a node.Config whose
-// Generator.Clock is snowfence.SystemClock() — the same clock, spelled out
-// — must still leave the keeper with the watchdog, or a suspended host that
-// wakes after a restore issues on (see
-// TestAttack4SuspendedHolderResumesAfterRestore, "no watchdog").
-func TestAttack4ExplicitSystemClockKeepsTheWatchdog(t *testing.T) {
+// TestExplicitSystemClockKeepsTheWatchdog: a keeper given
+// snowfence.SystemClock() explicitly still runs its CLOCK_BOOTTIME watchdog.
+// The system clock's monotonic reading stops while the host is suspended;
+// the keeper watches CLOCK_BOOTTIME for that (KeeperConfig.Boottime), but
+// only when its clock is a system clock. node.Start (and serve's node) give
+// the keeper the generator's clock when the keeper has none: a node.Config
+// whose Generator.Clock is snowfence.SystemClock() — the same clock, spelled
+// out — must still leave the keeper with the watchdog, or a suspended host
+// that wakes after a restore issues on (see
+// TestSuspendedHolderResumesAfterRestore, "no watchdog").
+func TestExplicitSystemClockKeepsTheWatchdog(t *testing.T) {
 	for name, clk := range map[string]snowfence.Clock{"snowfence.SystemClock()": snowfence.SystemClock(), "no clock": nil} {
 		kc, err := lease.Defaults(lease.KeeperConfig{Store: &stubStore{machine: 7}, Clock: clk})
 		if err != nil {
@@ -304,32 +301,29 @@ func TestAttack4ExplicitSystemClockKeepsTheWatchdog(t *testing.T) {
 	}
 }
 
-// TestAttack4ClaimerClockCorrectedForwardAfterItsClaim: B's host starts
-// with its wall clock 3.5 s slow (before NTP's first step, as after a boot
-// from a stale RTC) and claims at once after a restore; right after the
-// claim NTP steps it 3.5 s forward, to the true time. B's floor (its
-// claim's return + 8 s) was read on the slow clock, so B issues 4.5 s of
-// true time after its claim, while A (cut off, default 5 s self-fence,
-// clock right) issues for 5 s. B's generator has issued nothing before the
-// step, so it sees no forward jump either. The documented fact "after a
-// restore, wall clocks agree to within about 1 s" is what fails here (the
-// default self-fence leaves 3 s of room); the floor is measured on the wall
-// clock only, where waiting the window on the monotonic clock as well
-// would hold. Entry point: lease.StartKeeper, a stub with etcd's windows.
-func TestAttack4ClaimerClockCorrectedForwardAfterItsClaim(t *testing.T) {
+// TestClaimerClockCorrectedForwardAfterItsClaim: a claimer whose slow wall
+// clock is stepped forward right after its claim still waits the notice
+// window on its monotonic clock. B's host starts with its wall clock 3.5 s
+// slow (before NTP's first step, as after a boot from a stale RTC) and
+// claims at once after a restore; right after the claim NTP steps it 3.5 s
+// forward, to the true time. B's floor (its claim's return + 8 s) was read
+// on the slow clock, so B issues 4.5 s of true time after its claim, while A
+// (cut off, default 5 s self-fence, clock right) issues for 5 s. B's
+// generator has issued nothing before the step, so it sees no forward jump
+// either. The documented fact "after a restore, wall clocks agree to within
+// about 1 s" is what fails here (the default self-fence leaves 3 s of room);
+// the floor is measured on the wall clock only, where waiting the window on
+// the monotonic clock as well would hold. Entry point: lease.StartKeeper, a
+// stub with etcd's windows.
+func TestClaimerClockCorrectedForwardAfterItsClaim(t *testing.T) {
 	const slow = 3500 * time.Millisecond
-	s, cs, sa, sb := attack4Stores(false)
+	s, cs, sa, sb := restoreStores(false)
 	clkA := fakeclock.New(t0)
 	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7})
 	untilRenewed(a, clkA, a.step)
 	a.mint(10)
 	cs.cut.Store(true)
-	s.restore()
-	clkB := fakeclock.New(clkA.Time().Add(-slow))
-	b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, clkB, _ := restoreAndClaimB(t, s, sb, clkA.Time().Add(-slow), false)
 	clkB.Step(slow)
 	claimed := clkA.Now().WallMs
 	for range 40 {

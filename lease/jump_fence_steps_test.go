@@ -10,12 +10,13 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Attack 6 on the clock-jumped fence (the wall clock's gain over the
-// monotonic one since the send of the last acknowledged renewal, refused
-// past 100 ms). Each test: A holds 7 and mints; the store is restored and B,
-// started at once, claims 7 and waits its notice floor; A's clock
-// misbehaves in a way attack4/attack5 did not try. Every test counts IDs
-// issued twice.
+// The clock-jumped fence (the wall clock's gain over the monotonic one
+// since the send of the last acknowledged renewal, refused past 100 ms)
+// against steps that add up, steps in a renewal's flight and budgets that
+// compound (found by an adversarial review). Each test: A holds 7 and
+// mints; the store is restored and B, started at once, claims 7 and waits
+// its notice floor; A's clock misbehaves in a way clock_step_restore_test.go
+// and jump_fence_test.go do not try. Every test counts IDs issued twice.
 
 // mintBoth mints on a and b every 250 ms for n rounds, calling at(i)
 // before round i; it returns how many each minted.
@@ -32,14 +33,16 @@ func mintBoth(a, b *holder, n int, at func(i int)) (aN, bN int) {
 	return aN, bN
 }
 
-// TestAttack6StepBackThenForward: A is cut off after its last renewal, the
-// store restored and 7 claimed by B; A's wall clock is stepped back, then
-// forward by a little more (a bad NTP source, then the correction), so
-// that each back-and-forward pair nets +90 ms, under the fence's 100 ms —
-// repeated, the net gains add up to well over it. The fence's formula is
-// measured from the renewal's readings, so it should see the sum, not each
-// pair. Entry point lease.StartKeeper; etcd and tables windows.
-func TestAttack6StepBackThenForward(t *testing.T) {
+// TestJumpFenceSumsStepBackThenForward: back-and-forward steps that each net
+// under 100 ms are added up by the fence (measured from the renewal's
+// readings). A is cut off after its last renewal, the store restored and 7
+// claimed by B; A's wall clock is stepped back, then forward by a little
+// more (a bad NTP source, then the correction), so that each
+// back-and-forward pair nets +90 ms, under the fence's 100 ms — repeated,
+// the net gains add up to well over it. The fence's formula is measured from
+// the renewal's readings, so it should see the sum, not each pair. Entry
+// point lease.StartKeeper; etcd and tables windows.
+func TestJumpFenceSumsStepBackThenForward(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		tables bool
@@ -51,9 +54,9 @@ func TestAttack6StepBackThenForward(t *testing.T) {
 		{"tables 30 pairs", true, 30},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, cs, sa, sb := attack4Stores(c.tables)
+			s, cs, sa, sb := restoreStores(c.tables)
 			clkA := fakeclock.New(t0)
-			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(c.tables))
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(c.tables))
 			untilRenewed(a, clkA, a.step)
 			a.mint(10)
 			cs.cut.Store(true)
@@ -101,13 +104,15 @@ func (f *flightStub) Extend(ctx context.Context, l *lease.Lease, markMs int64, l
 	return nl, err
 }
 
-// TestAttack6StepDuringRenewalFlight: A's wall clock is stepped while a
-// renewal is in flight (sent before the step, acknowledged after), then A
-// is cut off, the store restored and B claims. "forward": +7 s in flight;
-// the grant carries the send's readings, so the step counts. "back then
-// forward": −5 s in flight, then +5.09 s after B's claim (net +90 ms, under
-// the fence). Entry point lease.StartKeeper; etcd windows.
-func TestAttack6StepDuringRenewalFlight(t *testing.T) {
+// TestJumpFenceStepDuringRenewalFlight: a step while a renewal is in flight
+// counts against the grant that renewal makes (it carries the send's
+// readings). A's wall clock is stepped while a renewal is in flight (sent
+// before the step, acknowledged after), then A is cut off, the store
+// restored and B claims. "forward": +7 s in flight; the grant carries the
+// send's readings, so the step counts. "back then forward": −5 s in flight,
+// then +5.09 s after B's claim (net +90 ms, under the fence). Entry point
+// lease.StartKeeper; etcd windows.
+func TestJumpFenceStepDuringRenewalFlight(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		inFlight, fwd time.Duration
@@ -117,10 +122,10 @@ func TestAttack6StepDuringRenewalFlight(t *testing.T) {
 		{"back 5 s then forward 5.2 s", -5 * time.Second, 5200 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, cs, _, sb := attack4Stores(false)
+			s, cs, _, sb := restoreStores(false)
 			clkA := fakeclock.New(t0)
 			fs := &flightStub{Store: cs, clk: clkA}
-			a := mustHolder(t, fs, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			a := mustHolder(t, fs, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(false))
 			untilRenewed(a, clkA, a.step)
 			a.mint(10)
 			fs.step.Store(int64(c.inFlight))
@@ -148,16 +153,18 @@ func TestAttack6StepDuringRenewalFlight(t *testing.T) {
 	}
 }
 
-// TestAttack6TablesBudgetsCompounded: the tables' longest self-fence
+// TestJumpFenceTablesBudgetsCompounded: on the tables' longest self-fence, a
+// 1 s clock disagreement plus a step just under the fence still end the
+// cut-off holder before the claimer's floor. The tables' longest self-fence
 // (31.8 s, NoticeWindow 35.98 s of the 36 s every claim waits), A's wall
 // clock 1 s ahead of B's (the clock-agreement budget, from the start), and a
 // 99 ms step after A's last renewal (under the fence); A cut off. A's last
 // timestamp is bounded by renewal send + 31.8 s + 99 ms on its clock, 1 s
 // ahead of B's: claim + 32.9 s at most, against B's claim + 36 s.
-func TestAttack6TablesBudgetsCompounded(t *testing.T) {
-	s, cs, sa, sb := attack4Stores(true)
+func TestJumpFenceTablesBudgetsCompounded(t *testing.T) {
+	s, cs, sa, sb := restoreStores(true)
 	clkA := fakeclock.New(t0)
-	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(true),
+	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(true),
 		func(kc *lease.KeeperConfig) { kc.SelfFence = 31800 * time.Millisecond })
 	untilRenewed(a, clkA, a.step)
 	a.mint(10)

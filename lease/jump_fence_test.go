@@ -13,13 +13,14 @@ import (
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
-// Adversarial review 5: the forward-jump fence (a keeper's grant refused
-// after the wall clock ran ahead of the monotonic one by more than
-// ForwardJumpThreshold, until a renewal sent after the jump), StartMono and
-// checkSameMono. Scenario of attack4: A holds machine 7 on a stub with
-// etcd's (or the tables') windows, renewed just now; the store is restored
-// to before A's claim and B, started at once, claims 7 and waits its notice
-// floor; then A's clock misbehaves. Every test counts IDs issued twice.
+// The forward-jump fence (a keeper's grant refused after the wall clock ran
+// ahead of the monotonic one by more than ForwardJumpThreshold, until a
+// renewal sent after the jump), StartMono and checkSameMono, against the ways
+// an adversarial review tried to get past them. The scenario of
+// clock_step_restore_test.go: A holds machine 7 on a stub with etcd's (or the
+// tables') windows, renewed just now; the store is restored to before A's
+// claim and B, started at once, claims 7 and waits its notice floor; then A's
+// clock misbehaves. Every test counts IDs issued twice.
 
 // startHolderGen starts a holder as startHolder does, with the generator's
 // Config adjusted by gen (its Lease and Clock set first).
@@ -67,26 +68,28 @@ func restoreAndClaimB(t *testing.T, s *stubStore, sb lease.Store, at time.Time, 
 	t.Helper()
 	s.restore()
 	clkB := fakeclock.New(at)
-	b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7}, attack4Timings(tables))
+	b, err := startHolder(t, sb, clkB, "b", lease.Range{Lo: 7, Hi: 7}, kindTimings(tables))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, clkB, clkB.Now().WallMs
 }
 
-// TestAttack5ForwardJumpThresholdRaised: ForwardJumpThreshold was a
-// reporting knob (Stats, a log line, Health); it now also decides when the
-// clock-jumped fence applies, and snowfence.New takes any value. A
-// generator configured with ForwardJumpThreshold 30 s (say, to silence
-// warnings on a VM whose clock is corrected often) never fences on attack4's
-// 7 s step: the duplicates of TestAttack4ForwardStepOfRunningHolderAfterRestore
-// come back. Entry point snowfence.New on a keeper; etcd windows.
-func TestAttack5ForwardJumpThresholdRaised(t *testing.T) {
+// TestJumpFenceWithRaisedThreshold: a generator configured with a raised
+// ForwardJumpThreshold still mints none of the claimer's IDs after a 7 s
+// step. ForwardJumpThreshold was a reporting knob (Stats, a log line,
+// Health); it now also decides when the clock-jumped fence applies, and
+// snowfence.New takes any value. A generator configured with
+// ForwardJumpThreshold 30 s (say, to silence warnings on a VM whose clock is
+// corrected often) never fenced on a 7 s step: the duplicates of
+// TestForwardStepOfRunningHolderAfterRestore came back. Entry point
+// snowfence.New on a keeper; etcd windows.
+func TestJumpFenceWithRaisedThreshold(t *testing.T) {
 	const step = 7 * time.Second
-	s, _, sa, sb := attack4Stores(false)
+	s, _, sa, sb := restoreStores(false)
 	clkA := fakeclock.New(t0)
 	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
-		func(c *snowfence.Config) { c.ForwardJumpThreshold = 30 * time.Second }, attack4Timings(false))
+		func(c *snowfence.Config) { c.ForwardJumpThreshold = 30 * time.Second }, kindTimings(false))
 	if err != nil {
 		t.Logf("New refused the raised threshold: %v", err)
 		return
@@ -108,25 +111,27 @@ func TestAttack5ForwardJumpThresholdRaised(t *testing.T) {
 	checkUnique(t, a.ids, b.ids)
 }
 
-// TestAttack5StepBeforeFirstID: the jump is measured between two of the
-// generator's own readings, and a generator that has issued nothing yet
-// has none (observed is false): a step before its first ID is never seen.
-// A holds the number (claimed, notice window over, renewing) but has had
-// no request yet — a quiet service — when the store is restored and B
-// claims; A's wall clock is stepped 7 s forward; A's first requests come
-// after. A stays connected (its next renewal, ≤ 2 s away, loses it).
-// Entry point lease.StartKeeper + snowfence.New; etcd windows. Control:
-// the same with one ID minted before the restore (attack4's test, held).
-func TestAttack5StepBeforeFirstID(t *testing.T) {
+// TestJumpFenceStepBeforeFirstID: a forward step before a generator's first
+// ID is fenced like any other. The jump was once measured between two of the
+// generator's own readings, and a generator that has issued nothing yet has
+// none: a step before its first ID was never seen. A
+// holds the number (claimed, notice window over, renewing) but has had no
+// request yet — a quiet service — when the store is restored and B claims;
+// A's wall clock is stepped 7 s forward; A's first requests come after. A
+// stays connected (its next renewal, ≤ 2 s away, loses it). Entry point
+// lease.StartKeeper + snowfence.New; etcd windows. Control: the same with
+// one ID minted before the restore
+// (TestForwardStepOfRunningHolderAfterRestore, held).
+func TestJumpFenceStepBeforeFirstID(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		mintFirst bool
 	}{{"no ID before the step", false}, {"control: one ID before", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			const step = 7 * time.Second
-			s, _, sa, sb := attack4Stores(false)
+			s, _, sa, sb := restoreStores(false)
 			clkA := fakeclock.New(t0)
-			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(false))
 			untilRenewed(a, clkA, a.step)
 			if c.mintFirst {
 				a.mint(1)
@@ -147,26 +152,27 @@ func TestAttack5StepBeforeFirstID(t *testing.T) {
 	}
 }
 
-// TestAttack5RepeatedStepsUnderTheThreshold: the jump is judged pair by
-// pair: (wall delta − mono delta) between two consecutive readings must
-// exceed 1 s. A's wall clock is stepped 900 ms forward five times, a
+// TestJumpFenceRepeatedStepsUnderTheThreshold: steps each under the threshold
+// add up and are fenced once their sum is over it. The jump was once judged
+// pair by pair: (wall delta − mono delta) between two consecutive readings
+// must exceed 1 s. A's wall clock is stepped 900 ms forward five times, a
 // second apart (4.5 s in all), with A minting every 250 ms between — every
 // pair of readings shows at most 900 ms, none is a jump. A is cut off (its
-// renewals fail), so it issues until its 5 s self-fence, on a wall clock
-// now 4.5 s ahead of B's: past B's 8 s floor. docs/design.md leaves wall
-// clocks that disagree "without stepping" unprotected; these disagree by
-// stepping. Entry point lease.StartKeeper; etcd windows. Control: one
-// 4.5 s step (held: the fence).
-func TestAttack5RepeatedStepsUnderTheThreshold(t *testing.T) {
+// renewals fail), so it issues until its 5 s self-fence, on a wall clock now
+// 4.5 s ahead of B's: past B's 8 s floor. docs/design.md leaves wall clocks
+// that disagree "without stepping" unprotected; these disagree by stepping.
+// Entry point lease.StartKeeper; etcd windows. Control: one 4.5 s step (held:
+// the fence).
+func TestJumpFenceRepeatedStepsUnderTheThreshold(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		steps int
 		each  time.Duration
 	}{{"5 steps of 900 ms", 5, 900 * time.Millisecond}, {"control: 1 step of 4.5 s", 1, 4500 * time.Millisecond}} {
 		t.Run(c.name, func(t *testing.T) {
-			s, cs, sa, sb := attack4Stores(false)
+			s, cs, sa, sb := restoreStores(false)
 			clkA := fakeclock.New(t0)
-			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(false))
 			untilRenewed(a, clkA, a.step)
 			a.mint(10)
 			cs.cut.Store(true)
@@ -189,30 +195,31 @@ func TestAttack5RepeatedStepsUnderTheThreshold(t *testing.T) {
 	}
 }
 
-// TestAttack5ShortSuspendsWithoutWatchdog: a host suspend shorter than
-// ForwardJumpThreshold stops the monotonic clock without a jump being
-// seen. Five suspends of 900 ms, a second apart, leave A's monotonic clock
-// 4.5 s behind true time: its 5 s self-fence ends 9.5 s after its last
-// renewal, and its wall clock (right: the kernel advanced it over each
-// suspend) stamps timestamps past B's 8 s floor. With a Clock that is not a
+// TestJumpFenceShortSuspendsWithoutWatchdog: short suspends that add up
+// leave a cut-off holder minting none of the claimer's IDs, with or without
+// the keeper's boot watchdog. A host suspend shorter than
+// ForwardJumpThreshold stops the monotonic clock without a jump being seen.
+// Five suspends of 900 ms, a second apart, leave A's monotonic clock 4.5 s
+// behind true time: its 5 s self-fence ends 9.5 s after its last renewal,
+// and its wall clock (right: the kernel advanced it over each suspend)
+// stamps timestamps past B's 8 s floor. With a Clock that is not a
 // snowfence.SystemClock value — any caller's wrapper of it, node.Config's
-// Generator.Clock that node.Start gives the keeper — the keeper
-// runs no CLOCK_BOOTTIME watchdog (KeeperConfig.Boottime doc), and nothing
-// else stops A. "watchdog": the same with the keeper's boot watchdog
-// (simulated boot clock, real-time 200 ms ticker, polled for between
-// steps), expected to hold. Entry point lease.StartKeeper; etcd windows;
-// A cut off.
-func TestAttack5ShortSuspendsWithoutWatchdog(t *testing.T) {
+// Generator.Clock that node.Start gives the keeper — the keeper runs no
+// CLOCK_BOOTTIME watchdog (KeeperConfig.Boottime doc), and nothing else
+// stops A. "watchdog": the same with the keeper's boot watchdog (simulated
+// boot clock, real-time 200 ms ticker, polled for between steps), expected
+// to hold. Entry point lease.StartKeeper; etcd windows; A cut off.
+func TestJumpFenceShortSuspendsWithoutWatchdog(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		watchdog bool
 	}{{"no watchdog (caller's clock)", false}, {"watchdog", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			const each = 900 * time.Millisecond
-			s, cs, sa, sb := attack4Stores(false)
+			s, cs, sa, sb := restoreStores(false)
 			clkA := fakeclock.New(t0)
 			var slept atomic.Int64
-			opts := []func(*lease.KeeperConfig){attack4Timings(false)}
+			opts := []func(*lease.KeeperConfig){kindTimings(false)}
 			if c.watchdog {
 				opts = append(opts, func(kc *lease.KeeperConfig) {
 					kc.Boottime = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
@@ -271,19 +278,20 @@ func (c lagClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Readin
 	return r, err
 }
 
-// TestAttack5LaggingGeneratorClockClearsTheJumpFence: checkSameMono lets a
-// generator clock read up to 100 ms behind the keeper's monotonic clock
-// (two SystemClock values made up to 100 ms apart: kc.Clock =
-// snowfence.SystemClock(), then the generator's). The clock-jumped fence
-// compares the keeper's RenewedAt with the generator's detection reading:
-// with the generator 99 ms behind, a renewal sent up to 99 ms before the
-// jump counts as sent after it. A's host suspends just after a renewal
-// (attack4's suspend story, no watchdog): after the suspend the first
-// reading is "after" that renewal and the fence is lifted at once; A
-// issues until its next renewal on the restored store fails. Control: lag
-// 0 (held). Entry point snowfence.New on a keeper; etcd and the tables'
-// windows.
-func TestAttack5LaggingGeneratorClockClearsTheJumpFence(t *testing.T) {
+// TestJumpFenceLaggingGeneratorClock: a generator clock lagging the keeper's
+// (within what checkSameMono allows) does not lift the clock-jumped fence
+// early. CheckSameMono lets a generator clock read up to 100 ms behind the
+// keeper's monotonic clock (two SystemClock values made up to 100 ms apart:
+// kc.Clock = snowfence.SystemClock(), then the generator's). The
+// clock-jumped fence compares the keeper's RenewedAt with the generator's
+// detection reading: with the generator 99 ms behind, a renewal sent up to
+// 99 ms before the jump counts as sent after it. A's host suspends just
+// after a renewal (TestSuspendedHolderResumesAfterRestore, no watchdog):
+// after the suspend the first reading is "after" that renewal and the fence
+// is lifted at once; A issues until its next renewal on the restored store
+// fails. Control: lag 0 (held). Entry point snowfence.New on a keeper; etcd
+// and the tables' windows.
+func TestJumpFenceLaggingGeneratorClock(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		tables  bool
@@ -295,10 +303,10 @@ func TestAttack5LaggingGeneratorClockClearsTheJumpFence(t *testing.T) {
 		{"etcd/control lag 0", false, 9 * time.Second, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, _, sa, sb := attack4Stores(c.tables)
+			s, _, sa, sb := restoreStores(c.tables)
 			clkA := fakeclock.New(t0)
 			a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
-				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, c.lag} }, attack4Timings(c.tables))
+				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, c.lag} }, kindTimings(c.tables))
 			if err != nil {
 				t.Fatalf("New refused a generator clock %s behind: %v", c.lag, err)
 			}
@@ -352,18 +360,19 @@ func (c rateClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Readi
 	return c.Now(), nil
 }
 
-// TestAttack5DriftingGeneratorClock: checkSameMono compares the two clocks
-// once, at New. A generator clock whose monotonic reading starts equal to
-// the keeper's and runs at half its rate passes; after a while its
-// readings are far behind the keeper's RenewedAt, and the self-fence
-// (generator reading − RenewedAt ≥ SelfFence) never comes. A cut-off A
-// issues until its mark. Entry point snowfence.New on a keeper; etcd
-// windows.
-func TestAttack5DriftingGeneratorClock(t *testing.T) {
-	s, cs, sa, sb := attack4Stores(false)
+// TestJumpFenceDriftingGeneratorClock: a generator clock that drifts from
+// the keeper's after New never delays the self-fence past the claimer's
+// floor. CheckSameMono compares the two clocks once, at New. A generator
+// clock whose monotonic reading starts equal to the keeper's and runs at
+// half its rate passes; after a while its readings are far behind the
+// keeper's RenewedAt, and the self-fence (generator reading − RenewedAt ≥
+// SelfFence) never comes. A cut-off A issues until its mark. Entry point
+// snowfence.New on a keeper; etcd windows.
+func TestJumpFenceDriftingGeneratorClock(t *testing.T) {
+	s, cs, sa, sb := restoreStores(false)
 	clkA := fakeclock.New(t0)
 	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
-		func(gc *snowfence.Config) { gc.Clock = rateClock{clkA, clkA.Now().Mono, 0.5} }, attack4Timings(false))
+		func(gc *snowfence.Config) { gc.Clock = rateClock{clkA, clkA.Now().Mono, 0.5} }, kindTimings(false))
 	if err != nil {
 		t.Logf("New refused the drifting clock: %v", err)
 		return
@@ -401,23 +410,25 @@ func (grantOnly) Clock() snowfence.Clock                           { return nil 
 func (grantOnly) Placements() []snowfence.Placement                { return nil }
 func (grantOnly) Bind() error                                      { return nil }
 
-// TestAttack5LeaseViewWrapperSkipsTheClockCheck: snowfence.New checks the
-// generator's clock against its Lease's Clock(); a LeaseView that wraps
-// the keeper and reports no clock (against the LeaseView doc, which asks
-// a lease whose grants self-fence for its clock) is not checked
-// (checkSameClock is not run), and with Config.Clock nil the generator
-// makes a SystemClock of its own — whose monotonic reading is the time
-// since New, not since the keeper's clock was made. Here the generator's
-// clock reads 8 s behind the keeper's (New called once the keeper issues,
-// after its notice window): a cut-off A self-fences 8 s late, past B's
-// floor. Entry point snowfence.New on a wrapped keeper; etcd windows.
-func TestAttack5LeaseViewWrapperSkipsTheClockCheck(t *testing.T) {
-	s, cs, sa, sb := attack4Stores(false)
+// TestJumpFenceLeaseViewWrapperWithoutClock: a LeaseView wrapping the keeper
+// that reports no clock still leaves the generator's self-fence on the
+// keeper's clock. Snowfence.New checks the generator's clock against its
+// Lease's Clock(); a LeaseView that wraps the keeper and reports no clock
+// (against the LeaseView doc, which asks a lease whose grants self-fence for
+// its clock) is not checked (checkSameClock is not run), and with
+// Config.Clock nil the generator makes a SystemClock of its own — whose
+// monotonic reading is the time since New, not since the keeper's clock was
+// made. Here the generator's clock reads 8 s behind the keeper's (New called
+// once the keeper issues, after its notice window): a cut-off A self-fences
+// 8 s late, past B's floor. Entry point snowfence.New on a wrapped keeper;
+// etcd windows.
+func TestJumpFenceLeaseViewWrapperWithoutClock(t *testing.T) {
+	s, cs, sa, sb := restoreStores(false)
 	clkA := fakeclock.New(t0)
 	a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, func(gc *snowfence.Config) {
 		gc.Lease = grantOnly{gc.Lease}
 		gc.Clock = lagClock{clkA, 8 * time.Second}
-	}, attack4Timings(false))
+	}, kindTimings(false))
 	if err != nil {
 		t.Logf("New refused: %v", err)
 		return
@@ -446,22 +457,24 @@ func TestAttack5LeaseViewWrapperSkipsTheClockCheck(t *testing.T) {
 	checkUnique(t, a.ids, b.ids)
 }
 
-// TestAttack5LaggingGeneratorClockWithWatchdog: the lag story of
-// TestAttack5LaggingGeneratorClockClearsTheJumpFence with the keeper's boot
-// watchdog (what two SystemClock values made < 100 ms apart get): the
-// fence lifted by the pre-suspend renewal, A mints a batch on waking, as a
-// busy server would, before the watchdog's next real-time tick — attack4's
-// suspended-holder duplicates, which the clock-jumped fence was to close.
-// Control: lag 0. Entry point snowfence.New on a keeper; etcd windows.
-func TestAttack5LaggingGeneratorClockWithWatchdog(t *testing.T) {
+// TestJumpFenceLaggingGeneratorClockWithWatchdog: a lagging generator clock
+// with the keeper's boot watchdog mints none of the claimer's IDs after a
+// suspend. The lag story of TestJumpFenceLaggingGeneratorClock with the
+// keeper's boot watchdog (what two SystemClock values made < 100 ms apart
+// get): the fence lifted by the pre-suspend renewal, A mints a batch on
+// waking, as a busy server would, before the watchdog's next real-time tick
+// — the duplicates of TestSuspendedHolderResumesAfterRestore, which the
+// clock-jumped fence was to close. Control: lag 0. Entry point snowfence.New
+// on a keeper; etcd windows.
+func TestJumpFenceLaggingGeneratorClockWithWatchdog(t *testing.T) {
 	for _, lag := range []time.Duration{4 * time.Millisecond, 0} {
 		t.Run(lag.String(), func(t *testing.T) {
 			const suspend = 9 * time.Second
-			s, _, sa, sb := attack4Stores(false)
+			s, _, sa, sb := restoreStores(false)
 			clkA := fakeclock.New(t0)
 			var slept atomic.Int64
 			a, err := startHolderGen(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7},
-				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, lag} }, attack4Timings(false),
+				func(gc *snowfence.Config) { gc.Clock = lagClock{clkA, lag} }, kindTimings(false),
 				func(kc *lease.KeeperConfig) {
 					kc.Boottime = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
 				})
@@ -493,7 +506,7 @@ func TestAttack5LaggingGeneratorClockWithWatchdog(t *testing.T) {
 
 // heldByJumpFence reports whether a's generator refuses with clock-jumped
 // (its clock's monotonic reading has drifted from the keeper's: the fence
-// holds, and the attack cannot mint to begin with); it mints 10 IDs
+// holds, and the story cannot mint to begin with); it mints 10 IDs
 // otherwise, failing t on any other refusal.
 func heldByJumpFence(t *testing.T, a *holder) bool {
 	t.Helper()

@@ -608,3 +608,16 @@ func TestKeeperRefusedCallersDoNotSpinIt(t *testing.T) {
 		})
 	}
 }
+
+// stepAll advances a clock shared by n sleeping keepers by d, and waits
+// until all n sleep on it again.
+func stepAll(t *testing.T, clk *fakeclock.Clock, n int, d time.Duration) {
+	t.Helper()
+	if err := clk.BlockUntilWaiters(testCtx(t), n); err != nil {
+		t.Fatalf("keepers never went to sleep: %v", err)
+	}
+	clk.Advance(d)
+	if err := clk.BlockUntilWaiters(testCtx(t), n); err != nil {
+		t.Fatalf("keepers never went back to sleep: %v", err)
+	}
+}

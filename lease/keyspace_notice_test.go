@@ -19,37 +19,42 @@ import (
 // store's.
 type raisedNotice struct{ lease.Store }
 
-const attack4RaisedNotice = 24 * time.Second
+const raisedNoticeWindow = 24 * time.Second
 
-func (raisedNotice) MaxNoticeWindow() time.Duration { return attack4RaisedNotice }
+func (raisedNotice) MaxNoticeWindow() time.Duration { return raisedNoticeWindow }
 
-// TestAttack4KeyspaceViewDropsTheStoresNoticeWindow: the keeper checks its
-// own notice window against KeeperConfig.Store's MaxNoticeWindow
-// (checkNotice), but each hold's claim waits the MaxNoticeWindow of the
-// store it claims in (noticeFloorMs: h.store) — for every layout step but
-// step 0 that is Store.Keyspace(…), which a wrapper that embeds the store
-// forwards to the store underneath: etcd's 8 s, not the 24 s the fleet's
-// wrapper declares and the keeper admitted a 20 s self-fence against. So
-// on a fleet past a v1→v2 cutover (every holder's v2 number lives in
-// keyspace 65536), A with a 20 s self-fence (LeaseFor 30 s), cut off when
-// etcd is restored to before its claim, issues for up to 20 s; B, started
-// after the restore with the same wrapper and timings, claims A's number
-// and issues from its claim + 8 s. Two copies of one check that disagree.
-// Entry point: lease.StartKeeper (and snowfence.New on it), etcd.
+// TestKeyspaceClaimWaitsTheWrappersNoticeWindow: a claim in a later layout's
+// keyspace waits the notice window of the store the keeper was given (a
+// fleet's wrapper declaring a longer one), not the window of the store
+// underneath. The keeper checks its own notice window against
+// KeeperConfig.Store's MaxNoticeWindow (checkNotice), but each hold's claim
+// waits the MaxNoticeWindow of the store it claims in (noticeFloorMs: h.store)
+// — for every layout step but step 0 that is Store.Keyspace(…), which a
+// wrapper that embeds the store forwards to the store underneath: etcd's 8 s,
+// not the 24 s the fleet's wrapper declares and the keeper admitted a 20 s
+// self-fence against. So on a fleet past a v1→v2 cutover (every holder's v2
+// number lives in keyspace 65536), A with a 20 s self-fence (LeaseFor 30 s),
+// cut off when etcd is restored to before its claim, issues for up to 20 s; B,
+// started after the restore with the same wrapper and timings, claims A's
+// number and issues from its claim + 8 s. Two copies of one check that
+// disagreed (an adversarial review found it). Entry point: lease.StartKeeper
+// (and snowfence.New on it), etcd.
 //
 // The control, "one step (v1 only)": the same fleet with a one-step
 // schedule claims in the wrapper itself, waits its 24 s, and holds.
-func TestAttack4KeyspaceViewDropsTheStoresNoticeWindow(t *testing.T) {
+func TestKeyspaceClaimWaitsTheWrappersNoticeWindow(t *testing.T) {
 	T := t0.Add(-time.Hour)
 	t.Run("past a v1-v2 cutover", func(t *testing.T) {
-		attack4Keyspace(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}, snowfence.Step{From: T, Layout: snowfence.V2()}))
+		checkKeyspaceNotice(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}, snowfence.Step{From: T, Layout: snowfence.V2()}))
 	})
 	t.Run("one step (v1 only)", func(t *testing.T) {
-		attack4Keyspace(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}))
+		checkKeyspaceNotice(t, snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V1()}))
 	})
 }
 
-func attack4Keyspace(t *testing.T, sched snowfence.Schedule) {
+// checkKeyspaceNotice plays TestKeyspaceClaimWaitsTheWrappersNoticeWindow
+// on a fleet of schedule sched.
+func checkKeyspaceNotice(t *testing.T, sched snowfence.Schedule) {
 	c := etcdtest.Start(t, 1)
 	base := newStore(t, c.Endpoints())
 	if _, err := base.SetFleetSchedule(testCtx(t), 0, sched.String()); err != nil {
@@ -59,8 +64,8 @@ func attack4Keyspace(t *testing.T, sched snowfence.Schedule) {
 	opts := func(kc *lease.KeeperConfig) {
 		kc.Schedule, kc.LeaseFor, kc.SelfFence = sched, 30*time.Second, 20*time.Second
 	}
-	if w := lease.NoticeWindow(20 * time.Second); w <= etcdstore.MaxNoticeWindow || w > attack4RaisedNotice {
-		t.Fatalf("notice window %s: the test needs it above etcd's %s and within the wrapper's %s", w, etcdstore.MaxNoticeWindow, attack4RaisedNotice)
+	if w := lease.NoticeWindow(20 * time.Second); w <= etcdstore.MaxNoticeWindow || w > raisedNoticeWindow {
+		t.Fatalf("notice window %s: the test needs it above etcd's %s and within the wrapper's %s", w, etcdstore.MaxNoticeWindow, raisedNoticeWindow)
 	}
 
 	clkA := fakeclock.New(t0)
@@ -72,7 +77,7 @@ func attack4Keyspace(t *testing.T, sched snowfence.Schedule) {
 	claimedA := clkA.Now().WallMs
 	if g, err := a.k.Grant(); err == nil {
 		t.Logf("A (layout %s) claimed at %s; its first grant starts %d ms later (the wrapper's window is %s)",
-			a.k.Status().Layout, lease.FormatMs(claimedA), g.StartMs-claimedA, attack4RaisedNotice)
+			a.k.Status().Layout, lease.FormatMs(claimedA), g.StartMs-claimedA, raisedNoticeWindow)
 	}
 	a.issuing()
 	untilRenewed(a, clkA, a.step)

@@ -12,13 +12,15 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Attack 7, path 2: the re-read of an extension of unknown outcome
+// The re-read of an extension of unknown outcome
 // (hold.reread) with A's wall clock stepped while the outcome is unknown.
 // A holds 7 and mints; one renewal's reply is lost (the write applied, or
 // not); its wall clock is stepped in flight or during the re-read, and the
 // store is restored (7 free, no mark) at one of three moments; B, started
 // at once on a correct clock, claims 7 and waits its notice floor. Both
-// mint; no ID may be issued twice.
+// mint; no ID may be issued twice. (The second of two paths an adversarial
+// review found; the first is cutover_keeper_test.go's
+// TestClockStepAcrossCutover.)
 
 // errLostReply is an extension whose outcome the keeper cannot know.
 var errLostReply = errors.New("connection reset by peer (the reply was lost)")
@@ -68,8 +70,10 @@ func (s *rereadStepStub) Get(ctx context.Context, n int) (lease.Record, error) {
 	return s.cutStub.Get(ctx, n)
 }
 
-// TestAttack7StepDuringReread: the interleavings, each on etcd's windows
-// (2 s renewals, 5 s self-fence, 8 s notice floor). B's clock is correct: A's
+// TestJumpFenceStepDuringReread: a step while an extension's outcome is
+// unknown (hold.reread) counts against the grant the re-read publishes, and
+// no ID is issued twice. The interleavings, each on etcd's windows (2 s
+// renewals, 5 s self-fence, 8 s notice floor). B's clock is correct: A's
 // minus the net of its steps. jumped: A's grant must be refused as
 // clock-jumped right after the re-read decided.
 //
@@ -91,7 +95,7 @@ func (s *rereadStepStub) Get(ctx context.Context, n int) (lease.Record, error) {
 //   - applied, +7 s in flight, the store restored in flight; not applied,
 //     +7 s during the re-read, restored just before it: the re-read finds
 //     the number free and loses it (ErrLost).
-func TestAttack7StepDuringReread(t *testing.T) {
+func TestJumpFenceStepDuringReread(t *testing.T) {
 	for _, c := range []struct {
 		name            string
 		applied         bool
@@ -115,7 +119,7 @@ func TestAttack7StepDuringReread(t *testing.T) {
 			clkA := fakeclock.New(t0)
 			sa := &rereadStepStub{cutStub: &cutStub{stubStore: s}, clk: clkA, applied: c.applied,
 				inFlight: c.inFlight, inGet: c.inGet, restoreAt: c.restoreAt}
-			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, attack4Timings(false))
+			a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(false))
 			untilRenewed(a, clkA, a.step)
 			a.mint(10)
 			clkA.Step(c.before)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
@@ -111,4 +112,57 @@ func TestGeneratorSharesKeeperSchedule(t *testing.T) {
 	if d, _ := sched.Decode(id); d.Layout != "v2" {
 		t.Errorf("ID after the cutover decodes as %s, want v2: the generator did not take the keeper's schedule", d.Layout)
 	}
+}
+
+// TestScheduleCutoverBeforeReservedMarks: SetSchedule refuses a cutover before
+// marks the fleet already holds, whatever the operator's clock reads (an
+// adversarial review of issue 10's fixes found it). The notice SetSchedule
+// demands (now + 1 h) was measured on the operator's clock, and the marks that
+// holders already reserved under the old fleet schedule were never compared
+// with the new cutover: only the next extension was (CheckExtension).
+// Uniqueness is promised not to depend on clock sync (docs/deployment.md), yet
+// an operator whose clock is 2 h slow (or, the same thing, holders whose
+// clocks are 2 h fast) puts the cutover before marks the fleet already holds.
+// The v1 holder on machine 1 goes on issuing below its mark (v1 layout) while
+// a holder on the new schedule mints on machine 4 under v2 in the same
+// milliseconds: 1<<12 == 4<<10, the same ID.
+// SetSchedule now counts the notice from the later of the operator's clock
+// and the highest mark stored, and refuses.
+func TestScheduleCutoverBeforeReservedMarks(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c.Endpoints())
+	clk := fakeclock.New(t0)
+	old := mustHolder(t, s, clk, "old", lease.Range{Lo: 1, Hi: 1})
+
+	// The operator's host runs 2 h behind the fleet.
+	opNow := t0.Add(-2 * time.Hour)
+	at := opNow.Add(time.Hour + time.Minute).Truncate(time.Second)
+	text := "v1,v2@" + at.Format(time.RFC3339)
+	_, err := lease.SetSchedule(testCtx(t), s, text, opNow, 0)
+	if !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("SetSchedule %s on the operator's clock %s, 2 h behind the mark %s: %v; want ErrInvalid",
+			text, opNow.Format(time.RFC3339), time.UnixMilli(old.k.Status().MarkMs).UTC().Format(time.RFC3339), err)
+	}
+	t.Logf("refused: %v", err)
+	if !revert.Schedule {
+		return
+	}
+	// Under the revert tag, write it anyway and show the duplicate.
+	if _, err := s.SetFleetSchedule(testCtx(t), 0, text); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := snowfence.ParseSchedule(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nu := mustHolder(t, s, clk, "new", lease.Range{Lo: 4, Hi: 4}, func(kc *lease.KeeperConfig) { kc.Schedule = sched })
+
+	// Same millisecond, first ID of it for each generator.
+	a := old.mint(1)
+	b := nu.mint(1)
+	if a[0] == b[0] {
+		t.Errorf("machine 1 on v1 (mark %s) and machine 4 on %s both issued %d at %s: the cutover %s is before a mark reserved under the old schedule",
+			time.UnixMilli(old.k.Status().MarkMs).UTC().Format(time.RFC3339Nano), text, a[0], clk.Time().Format(time.RFC3339Nano), at.Format(time.RFC3339))
+	}
+	checkUnique(t, old.ids, nu.ids)
 }

@@ -2,7 +2,10 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/snowfence/snowfence/lease"
 )
@@ -70,3 +73,71 @@ func (w *wrapStore) requests() []lease.ClaimRequest {
 // takes beside the keeper (the wrapper itself has only the fence
 // contract).
 func (w *wrapStore) admin() lease.Admin { return w.Store.(lease.Admin) }
+
+// errCut is what a holder cut off from its store gets: a transient error
+// of unknown outcome, as from a partition.
+var errCut = errors.New("cut off from the store")
+
+// cutStore is a real store that, once cut is set, answers every call with
+// errCut without reaching the store: a network partition around one
+// holder.
+//
+// The partition is around the holder, not one keyspace: the siblings
+// Keyspace opens are cut off with the cutStore they were opened from
+// (their root).
+type cutStore struct {
+	lease.Store
+	// root is the cutStore whose cut this one obeys; nil: its own.
+	root *cutStore
+	cut  atomic.Bool
+}
+
+// isCut reports whether c's root is cut off.
+func (c *cutStore) isCut() bool {
+	if c.root != nil {
+		return c.root.cut.Load()
+	}
+	return c.cut.Load()
+}
+
+// Keyspace opens the real store's sibling behind a cutStore cut off with
+// c. Opening one sends no request, so it is never refused.
+func (c *cutStore) Keyspace(index int) (lease.Store, error) {
+	sib, err := c.Store.Keyspace(index)
+	if err != nil {
+		return nil, err
+	}
+	root := c
+	if c.root != nil {
+		root = c.root
+	}
+	return &cutStore{Store: sib, root: root}, nil
+}
+
+func (c *cutStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	if c.isCut() {
+		return nil, errCut
+	}
+	return c.Store.Claim(ctx, req)
+}
+
+func (c *cutStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if c.isCut() {
+		return nil, errCut
+	}
+	return c.Store.Extend(ctx, l, markMs, leaseFor)
+}
+
+func (c *cutStore) Get(ctx context.Context, n int) (lease.Record, error) {
+	if c.isCut() {
+		return lease.Record{}, errCut
+	}
+	return c.Store.Get(ctx, n)
+}
+
+func (c *cutStore) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	if c.isCut() {
+		return errCut
+	}
+	return c.Store.Release(ctx, l, markMs)
+}
