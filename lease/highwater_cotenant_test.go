@@ -43,6 +43,7 @@ func newMultiStub(numbers ...int) *multiStub {
 	return s
 }
 
+func (s *multiStub) Region() int                          { return 0 }
 func (s *multiStub) MaxRestoreWindow() time.Duration      { return etcdstore.MaxRestoreWindow }
 func (s *multiStub) MaxNoticeWindow() time.Duration       { return etcdstore.MaxNoticeWindow }
 func (s *multiStub) RegistryReader() lease.RegistryReader { return nil }

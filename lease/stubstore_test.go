@@ -34,7 +34,10 @@ type stubStore struct {
 }
 
 func (s *stubStore) MaxRestoreWindow() time.Duration { return etcdstore.MaxRestoreWindow }
-func (s *stubStore) MaxNoticeWindow() time.Duration  { return etcdstore.MaxNoticeWindow }
+
+// Region: the stub's leases live in keyspace 0, a one-region fleet's.
+func (s *stubStore) Region() int                    { return 0 }
+func (s *stubStore) MaxNoticeWindow() time.Duration { return etcdstore.MaxNoticeWindow }
 
 // RegistryReader: the stub keeps no region registry, as a store of a
 // one-region fleet; StartKeeper asks for it before its first claim.
