@@ -18,7 +18,8 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-func attack3FreePort(t *testing.T) int {
+// freePort is a loopback port free at the time of the call.
+func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +29,8 @@ func attack3FreePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func attack3CopyDir(t *testing.T, from, to string) {
+// copyDataDir copies an etcd data directory from one place to another.
+func copyDataDir(t *testing.T, from, to string) {
 	t.Helper()
 	if err := os.RemoveAll(to); err != nil {
 		t.Fatal(err)
@@ -63,7 +65,8 @@ func attack3CopyDir(t *testing.T, from, to string) {
 	}
 }
 
-func attack3Client(t *testing.T, eps []string) *clientv3.Client {
+// rawClient is an etcd client on eps, closed when t ends.
+func rawClient(t *testing.T, eps []string) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -73,7 +76,10 @@ func attack3Client(t *testing.T, eps []string) *clientv3.Client {
 	return cli
 }
 
-// An embedded etcd can be restored while its process runs:
+// TestEmbeddedRestartedInProcessOnRestoredDir: a keeper with a high-water
+// file, on an embedded etcd restarted in its process on a restored data
+// directory, still waits the claim's notice window. An embedded etcd can
+// be restored while its process runs:
 // embedetcd.Server.Close and embedetcd.Start are exported, so a process can
 // stop its etcd, put the data directory back from a backup (here one taken
 // before any claim) and start it again on the same client URL, while a
@@ -82,33 +88,38 @@ func attack3Client(t *testing.T, eps []string) *clientv3.Client {
 // the new server with its high-water file must still wait the claim's
 // notice window: a waiver for keepers with a high-water file on an
 // in-process etcd (tried, and backed out) let it mint 800 of 4,900 IDs a
-// second time (an adversarial review's test, kept as a regression test).
-func TestAttack3EmbeddedRestartedInProcessOnRestoredDir(t *testing.T) {
-	attack3RestartedInProcess(t, true, false)
+// second time (an adversarial review found it).
+func TestEmbeddedRestartedInProcessOnRestoredDir(t *testing.T) {
+	restartInProcess(t, true, false)
 }
 
-// TestAttack3EmbeddedStaleHighWaterAfterKeeperClose: the process's own
+// TestEmbeddedStaleHighWaterAfterKeeperClose: a high-water file left below
+// another holder's IDs by its own keeper's clean Close does not waive the
+// notice window after an in-process restore. The process's own
 // keeper (with the server's high-water file) ran and closed cleanly, while
 // the embedded etcd went on serving another holder A of the host for 20 s
 // more; the file follows its own keeper's marks, not the store's, so it
 // stayed 20 s below A's IDs. The etcd stops, its directory is put back, it
 // starts again, and a keeper loading that file claims A's number: it must
 // wait the notice window (the waiver minted 800 of 5,000 IDs twice).
-func TestAttack3EmbeddedStaleHighWaterAfterKeeperClose(t *testing.T) {
-	attack3RestartedInProcess(t, true, true)
+func TestEmbeddedStaleHighWaterAfterKeeperClose(t *testing.T) {
+	restartInProcess(t, true, true)
 }
 
-// TestAttack3EmbeddedRestartedInProcessControl is the same without a
+// TestEmbeddedRestartedInProcessControl is the same without a
 // high-water file for B.
-func TestAttack3EmbeddedRestartedInProcessControl(t *testing.T) {
-	attack3RestartedInProcess(t, false, false)
+func TestEmbeddedRestartedInProcessControl(t *testing.T) {
+	restartInProcess(t, false, false)
 }
 
-func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
+// restartInProcess plays the in-process restore of an embedded etcd: with
+// a high-water file for B (withHW), one left stale by its own keeper's
+// Close (staleFile).
+func restartInProcess(t *testing.T, withHW, staleFile bool) {
 	base := t.TempDir()
 	dir, backup := filepath.Join(base, "data"), filepath.Join(base, "backup")
-	url := "http://127.0.0.1:" + strconv.Itoa(attack3FreePort(t))
-	peer := "http://127.0.0.1:" + strconv.Itoa(attack3FreePort(t))
+	url := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
+	peer := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
 	cfg := embedetcd.Config{Dir: dir, ClientURL: url, PeerURL: peer}
 
 	// The backup: the directory with etcd data and no claim in it.
@@ -117,7 +128,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 		t.Fatal(err)
 	}
 	srv0.Close()
-	attack3CopyDir(t, dir, backup)
+	copyDataDir(t, dir, backup)
 
 	cfg1 := cfg
 	if staleFile {
@@ -132,7 +143,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 	if staleFile {
 		// The process's own keeper: claims 1, issues, closes.
 		clk0 := fakeclock.New(t0)
-		k0 := startKeeper(t, attack3Client(t, srv1.Endpoints()), prefix, clk0, lease.KeeperConfig{
+		k0 := startKeeper(t, rawClient(t, srv1.Endpoints()), prefix, clk0, lease.KeeperConfig{
 			Holder: "K0", Range: &lease.Range{Lo: 1, Hi: 1}, HighWater: srv1.HighWater(),
 		})
 		k0.issuing()
@@ -144,7 +155,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 	clkA := fakeclock.New(t0)
 	// A: a holder with the largest self-fence the store allows (no
 	// HighWater: e.g. another process of the host on the client URL).
-	a := startKeeper(t, attack3Client(t, srv1.Endpoints()), prefix, clkA, lease.KeeperConfig{
+	a := startKeeper(t, rawClient(t, srv1.Endpoints()), prefix, clkA, lease.KeeperConfig{
 		Holder: "A", Range: &lease.Range{Lo: 9, Hi: 9}, SelfFence: 6360 * time.Millisecond,
 	})
 	a.issuing()
@@ -159,7 +170,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 	// The process stops its etcd, restores the directory, starts it again
 	// on the same client URL. A still runs.
 	srv1.Close()
-	attack3CopyDir(t, backup, dir)
+	copyDataDir(t, backup, dir)
 	cfg2 := cfg
 	if !staleFile {
 		cfg2.HighWaterAt = clkA.Time() // "now", as the docs advise
@@ -171,7 +182,7 @@ func attack3RestartedInProcess(t *testing.T, withHW, staleFile bool) {
 	t.Cleanup(func() { srv2.Close() })
 
 	clkB := fakeclock.New(clkA.Time())
-	cliB := attack3Client(t, srv2.Endpoints())
+	cliB := rawClient(t, srv2.Endpoints())
 	kcB := lease.KeeperConfig{Holder: "B", Range: &lease.Range{Lo: 9, Hi: 9}}
 	if withHW {
 		kcB.HighWater = srv2.HighWater()
