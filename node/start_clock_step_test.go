@@ -12,7 +12,7 @@ import (
 	"github.com/snowfence/snowfence/node"
 )
 
-// TestAttack5StepRightAfterStartIsNotSeen: node.Start returns once the
+// TestNodeStepRightAfterStartFenced: node.Start returns once the
 // keeper's grant has started (untilIssuing reads the keeper's grant, not
 // the generator), so the generator has taken no reading of its own yet. A
 // wall clock stepped forward between Start and the first request is never
@@ -20,10 +20,10 @@ import (
 // the first ID is stamped on the jumped clock with no clock-jumped fence,
 // where the same step one request later is refused until a renewal after
 // it. With a store restored meanwhile this is
-// lease's TestAttack5StepBeforeFirstID (400 IDs twice). Entry point
+// lease's TestJumpFenceStepBeforeFirstID (400 IDs twice). Entry point
 // node.Start on the embedded etcd, a wall-offset clock over the system
 // clock (as serve --test-clock-offset runs), Keeper.Boottime set.
-func TestAttack5StepRightAfterStartIsNotSeen(t *testing.T) {
+func TestNodeStepRightAfterStartFenced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	oc := offsetclock.New(snowfence.SystemClock())

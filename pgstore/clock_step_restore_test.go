@@ -17,9 +17,106 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// Adversarial review 4 on PostgreSQL with the production table timings
-// (5 min lease and reserve, 10 s renewals, 30 s self-fence, 5 s margin; a
-// claim waits 36 s): the lease table and its journal are put back to their
+// stepHolder is one process of TestTableHolderClockStepAfterRestore: a
+// keeper on number 37 and its generator, on a fake clock.
+type stepHolder struct {
+	t   *testing.T
+	k   *lease.Keeper
+	g   *snowfence.Generator
+	clk *fakeclock.Clock
+	ids []snowfence.ID
+}
+
+func startStepHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, boot func() time.Duration) *stepHolder {
+	t.Helper()
+	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk, Boottime: boot}
+	pgstore.Timings().Apply(&kc)
+	k, err := lease.StartKeeper(t.Context(), kc)
+	if err != nil {
+		t.Fatalf("%s: StartKeeper: %v", name, err)
+	}
+	var g *snowfence.Generator
+	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
+	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, clk)
+	return &stepHolder{t: t, k: k, g: g, clk: clk}
+}
+
+func (h *stepHolder) step(d time.Duration) {
+	settle(h.t, h.clk)
+	h.clk.Advance(d)
+	settle(h.t, h.clk)
+}
+
+func (h *stepHolder) try(n int) int {
+	ids, err := h.g.NextN(context.Background(), n)
+	if err != nil {
+		return 0
+	}
+	h.ids = append(h.ids, ids...)
+	return len(ids)
+}
+
+// issuingJustRenewed steps h until its grant has started and its keeper
+// renewed at the clock's present reading.
+func (h *stepHolder) issuingJustRenewed() {
+	for range 1000 {
+		h.step(250 * time.Millisecond)
+		g, err := h.k.Grant()
+		if err == nil && h.clk.Now().WallMs >= g.StartMs && h.k.Status().LastRenewal.Equal(h.clk.Time().Truncate(time.Millisecond)) {
+			return
+		}
+	}
+	h.t.Fatalf("not issuing: %+v", h.k.Status())
+}
+
+// snapshotRows copies the lease table's and journal's rows beside them;
+// the returned func puts them back.
+func snapshotRows(t *testing.T, pool *pgxpool.Pool, table string) func() {
+	t.Helper()
+	var tables []string
+	for _, n := range []string{table, table + "_claims"} {
+		var ok bool
+		if err := pool.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", n).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		tables = append(tables, n)
+		id, snap := pgx.Identifier{n}.Sanitize(), pgx.Identifier{n + "_snap"}.Sanitize()
+		if _, err := pool.Exec(t.Context(), "CREATE TABLE "+snap+" AS SELECT * FROM "+id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+snap) })
+	}
+	return func() {
+		tx, err := pool.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range tables {
+			id, snap := pgx.Identifier{n}.Sanitize(), pgx.Identifier{n + "_snap"}.Sanitize()
+			if _, err := tx.Exec(t.Context(), "DELETE FROM "+id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(t.Context(), "INSERT INTO "+id+" SELECT * FROM "+snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTableHolderClockStepAfterRestore: a running holder whose clock
+// misbehaves after the store went back never mints a claimer's IDs, on
+// PostgreSQL with the production table timings (5 min lease and reserve,
+// 10 s renewals, 30 s self-fence, 5 s margin; a claim waits 36 s): the lease table and its journal are put back to their
 // rows from before A's claim (as a restore of the data would) while A
 // runs; B, a process started at once, claims A's number, free again, and
 // issues from its claim + 36 s. A's timestamps are its wall clock, bounded
@@ -36,102 +133,11 @@ import (
 //   - "forward step": A is not suspended; its wall clock steps 60 s
 //     forward right after B's claim. It issues on the jumped clock until
 //     its next renewal, 10 s later.
-
-type attack4Holder struct {
-	t   *testing.T
-	k   *lease.Keeper
-	g   *snowfence.Generator
-	clk *fakeclock.Clock
-	ids []snowfence.ID
-}
-
-func attack4Start(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, boot func() time.Duration) *attack4Holder {
-	t.Helper()
-	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk, Boottime: boot}
-	pgstore.Timings().Apply(&kc)
-	k, err := lease.StartKeeper(t.Context(), kc)
-	if err != nil {
-		t.Fatalf("%s: StartKeeper: %v", name, err)
-	}
-	var g *snowfence.Generator
-	t.Cleanup(func() { k.Close(context.Background(), leasetest.Released(g)) })
-	g, err = snowfence.New(snowfence.Config{Lease: k, Clock: clk, ClockPolicy: snowfence.ClockOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	settle(t, clk)
-	return &attack4Holder{t: t, k: k, g: g, clk: clk}
-}
-
-func (h *attack4Holder) step(d time.Duration) {
-	settle(h.t, h.clk)
-	h.clk.Advance(d)
-	settle(h.t, h.clk)
-}
-
-func (h *attack4Holder) try(n int) int {
-	ids, err := h.g.NextN(context.Background(), n)
-	if err != nil {
-		return 0
-	}
-	h.ids = append(h.ids, ids...)
-	return len(ids)
-}
-
-// issuingJustRenewed steps h until its grant has started and its keeper
-// renewed at the clock's present reading.
-func (h *attack4Holder) issuingJustRenewed() {
-	for range 1000 {
-		h.step(250 * time.Millisecond)
-		g, err := h.k.Grant()
-		if err == nil && h.clk.Now().WallMs >= g.StartMs && h.k.Status().LastRenewal.Equal(h.clk.Time().Truncate(time.Millisecond)) {
-			return
-		}
-	}
-	h.t.Fatalf("not issuing: %+v", h.k.Status())
-}
-
-// attack4Snapshot copies the lease table's and journal's rows beside them;
-// the returned func puts them back.
-func attack4Snapshot(t *testing.T, pool *pgxpool.Pool, table string) func() {
-	t.Helper()
-	var tables []string
-	for _, n := range []string{table, table + "_claims"} {
-		var ok bool
-		if err := pool.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", n).Scan(&ok); err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			continue
-		}
-		tables = append(tables, n)
-		id, snap := pgx.Identifier{n}.Sanitize(), pgx.Identifier{n + "_a4snap"}.Sanitize()
-		if _, err := pool.Exec(t.Context(), "CREATE TABLE "+snap+" AS SELECT * FROM "+id); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+snap) })
-	}
-	return func() {
-		tx, err := pool.Begin(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range tables {
-			id, snap := pgx.Identifier{n}.Sanitize(), pgx.Identifier{n + "_a4snap"}.Sanitize()
-			if _, err := tx.Exec(t.Context(), "DELETE FROM "+id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec(t.Context(), "INSERT INTO "+id+" SELECT * FROM "+snap); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.Commit(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestAttack4TableHolderClockAfterRestore(t *testing.T) {
+//
+// The stories are lease's TestSuspendedHolderResumesAfterRestore and
+// TestForwardStepOfRunningHolderAfterRestore (found by an adversarial
+// review), on a real lease table.
+func TestTableHolderClockStepAfterRestore(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		suspend  bool
@@ -146,7 +152,7 @@ func TestAttack4TableHolderClockAfterRestore(t *testing.T) {
 			pool := testPool(t, 8)
 			table := newTable(t, pool)
 			sA := openStore(t, pool, table)
-			restore := attack4Snapshot(t, pool, table)
+			restore := snapshotRows(t, pool, table)
 
 			t0 := time.Now().Truncate(time.Second)
 			clkA := fakeclock.New(t0)
@@ -155,14 +161,14 @@ func TestAttack4TableHolderClockAfterRestore(t *testing.T) {
 			if c.watchdog {
 				boot = func() time.Duration { return clkA.Now().Mono + time.Duration(slept.Load()) }
 			}
-			a := attack4Start(t, sA, clkA, "A", boot)
+			a := startStepHolder(t, sA, clkA, "A", boot)
 			a.issuingJustRenewed()
 			a.try(100)
 			ga, _ := a.k.Grant()
 
 			restore()
 			clkB := fakeclock.New(clkA.Time())
-			b := attack4Start(t, openStore(t, pool, table), clkB, "B", nil)
+			b := startStepHolder(t, openStore(t, pool, table), clkB, "B", nil)
 			claimed := clkB.Now().WallMs
 			if l := b.k.Lease(); l == nil || l.Machine != 37 {
 				t.Fatalf("B holds %+v, want 37", l)
