@@ -165,3 +165,26 @@ func TestReadKeyset(t *testing.T) {
 		t.Errorf("ReadKeyset(missing) = %v; want os.ErrNotExist", err)
 	}
 }
+
+// TestKeysetErrorsNeverQuoteAKey: ParseKeyset's errors name the version, never
+// a key, even when a key sits where a "status" value or a member name belongs
+// (they were once quoted verbatim). A key pasted into the wrong place of the
+// file (a slip when editing it by hand during a rotation) then reached the
+// error that serve prints and logs at start.
+func TestKeysetErrorsNeverQuoteAKey(t *testing.T) {
+	k := testKey3
+	for name, text := range map[string]string{
+		"key in status":      `{"keys": {"2": {"status": "` + k + `", "key": "` + testKey2 + `"}}}`,
+		"key as version":     `{"keys": {"` + k + `": {"status": "primary", "key": "` + testKey2 + `"}}}`,
+		"key as member name": `{"keys": {"2": {"status": "primary", "` + k + `": "x"}}}`,
+		"key as top member":  `{"` + k + `": {}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseKeyset([]byte(text))
+			if !errors.Is(err, ErrInvalidKeyset) {
+				t.Fatalf("ParseKeyset: %v; want ErrInvalidKeyset", err)
+			}
+			checkNoKeys(t, "error", err.Error())
+		})
+	}
+}

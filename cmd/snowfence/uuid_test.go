@@ -64,3 +64,15 @@ func TestDecodeUUIDForm(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNilUUIDRefused: snowfence decode refuses the Nil UUID as not one
+// of ours (exit 2), as the server's decode does. It read a 36-character
+// argument as a UUID and only called FromUUID when the UUID was not the zero
+// one, so the Nil UUID skipped the check that refuses foreign UUIDs and was
+// decoded as ID 0 (exit 0, a made-up decoding).
+func TestDecodeNilUUIDRefused(t *testing.T) {
+	code, out, errOut := runCLI(t, "decode", "00000000-0000-0000-0000-000000000000")
+	if code != 2 || out != "" || errOut == "" {
+		t.Errorf("decode of the Nil UUID: exit %d, stdout %q, stderr %q; want exit 2 (not one of ours)", code, out, errOut)
+	}
+}
