@@ -318,3 +318,57 @@ func TestRefillSize(t *testing.T) {
 		t.Errorf("refill with 500 IDs awaited: %d, want 500", got)
 	}
 }
+
+// TestNextNNoIDPastMaxAge: NextN hands out no ID past MaxAge, even when it
+// waits for a refill holding IDs it took from the buffer. NextN takes what the
+// buffer holds, then waits for a refill; when the refill is slow (a 503 with
+// Retry-After, backoff) the IDs it took aged past MaxAge and were handed out
+// anyway (an adversarial review found it), although MaxAge promises "an ID is
+// handed out only while less than MaxAge has passed since the request that
+// fetched it was sent".
+func TestNextNNoIDPastMaxAge(t *testing.T) {
+	clk := fakeclock.New(exampleTime)
+	var s *scripted
+	s = newScripted(t,
+		func(w http.ResponseWriter, r *http.Request) { s.ok(w, r) },                        // IDs 1..4
+		func(w http.ResponseWriter, r *http.Request) { writeError(w, 503, "2", "fenced") }, // wait 2 s
+		func(w http.ResponseWriter, r *http.Request) { s.ok(w, r) },                        // IDs 5..8
+	)
+	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, Clock: clk, MinRefill: 4, MaxBuffer: 4, LowWater: 1,
+		MaxAge: time.Second, MaxAttempts: 3})
+	ctx := ctxT(t)
+	if id, err := c.Next(ctx); err != nil || id != 1 {
+		t.Fatalf("Next = %d, %v; want 1", id, err)
+	}
+	// IDs 2..4 are buffered, fetched at the start.
+	type result struct {
+		ids []snowfence.ID
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ids, err := c.NextN(ctx, 4)
+		done <- result{ids, err}
+	}()
+	// The refill got the 503 and sleeps on the clock for its Retry-After.
+	if err := clk.BlockUntilWaiters(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	for _, id := range res.ids {
+		if id < 5 {
+			t.Errorf("NextN handed out ID %d, fetched 3 s before it returned (MaxAge 1 s); got %v", id, res.ids)
+			break
+		}
+	}
+	// IDs 2..4 were dropped for age, not handed out, and every ID
+	// received is accounted for.
+	st := c.Stats()
+	if st.Expired < 3 || st.Received != st.HandedOut+st.Expired+st.Discarded+uint64(st.Buffered) {
+		t.Errorf("Stats = %+v; want Expired ≥ 3 and Received = HandedOut + Expired + Discarded + Buffered", st)
+	}
+}

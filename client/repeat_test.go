@@ -1,8 +1,11 @@
 package client
 
 import (
+	"errors"
 	"maps"
 	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +191,67 @@ func BenchmarkMarksCheck(b *testing.B) {
 		if why := m.check(batch); why != "" {
 			b.Fatal(why)
 		}
+	}
+}
+
+// TestRepeatedIDsAcrossResponsesRefused: with Config.Schedule the client
+// refuses IDs a server repeats across responses. A server (or something
+// between it and the client) that answers two 200s with the same IDs would
+// make the client hand the same ID out twice. With Config.Schedule the client
+// remembers the last ID received from each machine number, and refuses the
+// repeat: the IDs of one machine number only increase.
+func TestRepeatedIDsAcrossResponsesRefused(t *testing.T) {
+	var replay atomic.Int64
+	s := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		replay.Store(0)
+		writeBatch(w, &replay, countOf(r)) // 1..n every time
+	})
+	sched := snowfence.DefaultSchedule()
+	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, MinRefill: 4, MaxBuffer: 4, LowWater: 1, MaxAttempts: 1, Schedule: &sched})
+	ctx := ctxT(t)
+	seen := map[snowfence.ID]bool{}
+	for range 8 {
+		id, err := c.Next(ctx)
+		if errors.Is(err, ErrUnavailable) {
+			if !errors.Is(err, ErrBadResponse) {
+				t.Errorf("Next: %v; want the repeat refused as ErrBadResponse", err)
+			}
+			if st := c.Stats(); st.HandedOut != 4 || st.Failures == 0 {
+				t.Errorf("Stats = %+v; want the 4 IDs of the first answer handed out and the repeat counted as a failure", st)
+			}
+			return // the repeat was refused
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Fatalf("ID %d handed out twice: the server repeated a batch and the client took it", id)
+		}
+		seen[id] = true
+	}
+	t.Errorf("Next gave %d IDs from a server that repeats 1..4 and no error; want the repeat refused", len(seen))
+}
+
+// TestRepeatedIDsTrustedWithoutSchedule: without Config.Schedule the
+// client trusts the servers not to repeat IDs, as documented: a repeated
+// answer is handed out again.
+func TestRepeatedIDsTrustedWithoutSchedule(t *testing.T) {
+	var replay atomic.Int64
+	s := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		replay.Store(0)
+		writeBatch(w, &replay, countOf(r))
+	})
+	c := newClient(t, Config{Endpoints: []string{s.ts.URL}, MinRefill: 4, MaxBuffer: 4, LowWater: 1, MaxAttempts: 1})
+	ctx := ctxT(t)
+	var got []snowfence.ID
+	for range 8 {
+		id, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next after %v: %v; want no check without Config.Schedule", got, err)
+		}
+		got = append(got, id)
+	}
+	if got[0] != 1 || got[4] != 1 {
+		t.Errorf("Next gave %v; want 1..4 twice (the server repeated them and nothing checks)", got)
 	}
 }

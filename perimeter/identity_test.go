@@ -2,9 +2,12 @@ package perimeter
 
 import (
 	"crypto/x509"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/snowfence/snowfence/internal/testkit/testpki"
 )
 
 func TestIdentity(t *testing.T) {
@@ -73,5 +76,33 @@ func TestIdentityKindsDisjoint(t *testing.T) {
 		if got, ok := Identity(&cert); !ok || got != id {
 			t.Errorf("a certificate carrying %q is named %q, %v", id, got, ok)
 		}
+	}
+}
+
+// TestDNSNameSpelledAsSPIFFEIDIsNoIdentity: a DNS SAN that is not a host name,
+// or a URI SAN without a scheme, names no caller. A certificate with no URI
+// SAN whose DNS SAN is the text of a listed SPIFFE ID was taken for that
+// SPIFFE ID (an adversarial review found it): crypto/x509 accepts any IA5
+// string as a dNSName, so a CA (or a team allowed to request DNS names from
+// it, as cert-manager style issuers allow) can mint "spiffe://corp/orders" as
+// a DNS name and get orders' authorization and quota. Identities of the two
+// kinds share no namespace: a DNS SAN that is not a host name (it holds ':' or
+// '/'), and a URI SAN without a scheme, name no caller.
+func TestDNSNameSpelledAsSPIFFEIDIsNoIdentity(t *testing.T) {
+	r := newRig(t, defaultCallers, nil)
+	leaf := r.ca.Client(t, testpki.Options{DNSNames: []string{orders}})
+	if id, ok := Identity(leaf.Cert); ok && id == orders {
+		t.Errorf("Identity of a certificate whose only SAN is the DNS name %q = %q: the DNS SAN is taken for the SPIFFE ID", orders, id)
+	}
+	before := r.issued()
+	resp, _, err := r.post(r.client(leaf, nil), "/v1/ids")
+	if err == nil && resp.StatusCode == http.StatusOK {
+		t.Errorf("a certificate with only a DNS SAN spelled %q got IDs as that caller (%d issued)", orders, r.issued()-before)
+	}
+	// The reverse: crypto/x509 also takes a relative reference as a URI
+	// SAN, so a URI SAN "billing.corp" (no scheme) is the DNS-named caller.
+	rel := r.ca.Client(t, testpki.Options{URIs: []string{billing}})
+	if id, ok := Identity(rel.Cert); ok && id == billing {
+		t.Errorf("Identity of a certificate whose only SAN is the relative URI %q = %q: the URI SAN is taken for the DNS-named caller", billing, id)
 	}
 }

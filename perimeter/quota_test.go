@@ -3,6 +3,7 @@ package perimeter
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +288,89 @@ func TestQuotaNeverOverGrants(t *testing.T) {
 			t.Errorf("seed %d: kept %d IDs in %v at 1,000/s in bursts of 1,000 (at most %d)", seed, kept, elapsed, limit)
 		}
 		p.Close()
+	}
+}
+
+// holdClock is a fake clock whose Now can be made to stall after reading
+// the time, as a goroutine preempted (or queued on the limiter's mutex)
+// between reading the clock and reserving does.
+type holdClock struct {
+	*fakeclock.Clock
+	armed         atomic.Bool
+	held, release chan struct{}
+}
+
+func (c *holdClock) Now() snowfence.Reading {
+	r := c.Clock.Now()
+	if c.armed.Load() {
+		c.held <- struct{}{}
+		<-c.release
+	}
+	return r
+}
+
+// TestQuotaStaleNowNeverRewindsBucket: a request whose clock reading is older
+// than another's never rewinds the caller's bucket, so concurrency grants no
+// IDs beyond the quota (an adversarial review found it did). Take reads the
+// clock, then reserves from the bucket; golang.org/x/time/rate sets the
+// limiter's last update to the time it is given even when that is earlier than
+// the last update, so a request whose reading is older than another's (it read
+// the clock first and reserved second) rewinds the bucket and the time between
+// the two readings is credited again. Under concurrency every such pair hands
+// the caller rate × gap IDs more than its quota. Here a caller at 1,000 IDs/s
+// with a burst of 1,000 takes 2,500 IDs in one second.
+func TestQuotaStaleNowNeverRewindsBucket(t *testing.T) {
+	clk := &holdClock{Clock: fakeclock.New(time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC)),
+		held: make(chan struct{}), release: make(chan struct{})}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "callers.json")
+	if err := os.WriteFile(file, []byte(`{"default": {"rate": 1000, "burst": 1000}, "callers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{CallersFile: file, PollInterval: -1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	q := p.Quota()
+	req := httptest.NewRequest(http.MethodPost, "/v1/ids?count=1000", nil)
+	granted := 0
+	take := func(n int) error {
+		g, err := q.Take(req, n)
+		if err == nil {
+			granted += n
+			g.Done(true)
+		}
+		return err
+	}
+	if err := take(1000); err != nil { // the full bucket, at 0 s
+		t.Fatal(err)
+	}
+	clk.Advance(500 * time.Millisecond)
+	clk.armed.Store(true)
+	stale := make(chan error, 1)
+	go func() {
+		g, err := q.Take(req, 1)
+		if err == nil {
+			g.Done(true)
+		}
+		stale <- err
+	}()
+	<-clk.held // the caller lookup's reading
+	clk.release <- struct{}{}
+	<-clk.held // Take's reading, 0.5 s: stalled before it reserves
+	clk.armed.Store(false)
+	clk.Advance(500 * time.Millisecond)
+	if err := take(1000); err != nil { // 1 s: the 1,000 refilled since 0 s
+		t.Fatal(err)
+	}
+	clk.release <- struct{}{}
+	var qe *server.QuotaError
+	if err := <-stale; !errors.As(err, &qe) {
+		t.Fatalf("the stalled request: %v; want refused, the bucket was empty", err)
+	}
+	take(500) // still 1 s: the bucket is empty
+	if granted > 2000 {
+		t.Errorf("granted %d IDs within one second to a caller of 1,000 IDs/s in bursts of 1,000 (at most 2,000)", granted)
 	}
 }

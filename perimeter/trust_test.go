@@ -156,3 +156,29 @@ func TestTakeAllocs(t *testing.T) {
 		t.Errorf("%g allocations per Take, want 1", got)
 	}
 }
+
+// TestRemovedCAOpenConnectionRefused: once the client CA bundle is replaced by
+// one without the CA that signed a caller's certificate, that caller's
+// kept-alive connection mints nothing more (before the fix it still minted; an
+// adversarial review found it). A CA is removed from the bundle because it
+// must no longer be trusted (compromised, retired); removing a caller from the
+// callers file is enforced per request (TestRemovedCallerOpenConnection), and
+// removing its CA must be too: a busy HTTP/2 or keep-alive connection never
+// handshakes again.
+func TestRemovedCAOpenConnectionRefused(t *testing.T) {
+	r := newRig(t, defaultCallers, nil)
+	c := r.client(r.caller(orders), nil)
+	if resp, _, err := r.post(c, "/v1/ids"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %v %v", resp, err)
+	}
+	other := testpki.NewCA(t, "the only trusted CA now")
+	writeAtomic(t, r.caFile, other.CertPEM)
+	if err := r.p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	before := r.issued()
+	resp, _, err := r.post(c, "/v1/ids")
+	if err == nil && resp.StatusCode == http.StatusOK {
+		t.Errorf("a caller whose CA was removed from the bundle got %d IDs on its open connection (resumed %v)", r.issued()-before, resp.TLS.DidResume)
+	}
+}
