@@ -58,6 +58,6 @@
 //	                               (a host suspend, a step) since the last acknowledged renewal was sent, until
 //	                               the next one, and a claim's notice window timed on the monotonic clock too
 //	                               (Grant.StartMono). scripts/prove-search proves it by lease's
-//	                               TestAttack4SuspendedHolderResumesAfterRestore (the search steps no clock of
+//	                               TestSuspendedHolderResumesAfterRestore (the search steps no clock of
 //	                               a running holder across a restore)
 package revert
