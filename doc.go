@@ -70,8 +70,11 @@
 // its owner records the end of the last issued timestamp
 // (Generator.LastIssued) when it closes the keeper. The generator reads its
 // lease through LeaseView alone; the lease never reads the generator.
-// Static assigns a number by hand for tests and single processes; keeping
-// it to one generator is then the operator's part.
+// Static assigns a number by hand for tests and single processes; every rule
+// a leased fleet has checked for it (distinct numbers, one shared schedule,
+// one generator per number, clocks that never go back across a restart) is
+// then the operator's part, as Static's doc lists. LeaseView, Grant and
+// Static are in leaseview.go.
 //
 // # Concurrency
 //

@@ -127,12 +127,38 @@ func (staticLease) Bind() error { return nil }
 func (staticLease) MarkReached(*Grant) {}
 
 // Static returns a LeaseView for a machine and region number assigned by hand,
-// with no expiry and no fence. Uniqueness then rests entirely on the operator
-// never running two generators with the same numbers — in one process or
-// many: nothing binds a Static view to one generator —, and on a restarted
-// process not reusing its own earlier timestamps (the generator only guards
-// the latter within one process life). Use it for tests, tools and single
-// processes; fleets should lease their numbers.
+// with no expiry and no fence. Use it for tests, tools and single processes;
+// fleets should lease their numbers (lease.Keeper), where a store and the
+// keeper check what follows. With Static nothing checks it: New checks only
+// that the number fits every layout of the generator's Config.Schedule, and
+// everything else is the operator's to keep, across every generator that
+// mints into one ID space (docs/design.md, "Facts about the whole fleet"):
+//
+//   - Distinct numbers. No two generators hold the same machine number in
+//     the same region at the same time; while any layout of the schedule has
+//     no region bits (v1), no two hold the same machine number at all, since
+//     the region is then not in the ID.
+//   - The same region. Each generator's region is the region it runs in, the
+//     one every generator of that region is given; numbers are distinct only
+//     within it.
+//   - One shared schedule. Every generator runs the same Config.Schedule: the
+//     same layouts, the same cutover instants. Distinct numbers are not
+//     enough across layouts: a generator still on v1 and one on v2 after a
+//     cutover write the same low 22 bits for different numbers (v1 machine
+//     128 is v2 region 1 machine 0, and v1 machine 1 is v2 machine 4, for
+//     every sequence number below 1,024), and both mint the same IDs in the
+//     same millisecond. A Static view reports no schedule, so nothing
+//     compares one generator's with another's.
+//   - One generator per view. Static binds any number of generators (Bind
+//     accepts all): a second generator on the same number, in this process
+//     or another, and a cloned process (a VM snapshot restored while the
+//     original runs, a forked image) mint the same IDs.
+//   - Clocks that never go back across a restart or a move. The generator
+//     guards against its own earlier timestamps only within one process
+//     life: a process restarted with its clock behind its last ID, or a
+//     number moved to a host whose clock is behind the old host's last ID,
+//     mints IDs already issued. Wait until the clock is past the last ID
+//     (Generator.LastIssued, kept by the operator) before starting again.
 func Static(machine, region int) LeaseView {
 	return staticLease{&Grant{Machine: machine, Region: region, Token: 1, LimitMs: math.MaxInt64}}
 }
