@@ -39,9 +39,13 @@
 //     range and of a machine number that every store calls; ranges.go:
 //     the machine ranges per layout (ParseRanges); keyspace.go: the
 //     keyspace of each layout step and region (KeyspaceOf).
-//   - keeper.go: the Keeper, its configuration and its loop (claim, renew
-//     ahead, self-fence, release); hold.go: one layout step's lease;
-//     status.go: what it reports.
+//   - keeper.go: the Keeper, its configuration (KeeperConfig, checked at
+//     StartKeeper), its loop (which hold to claim, renew or retire when)
+//     and the generator's view of it (GrantAt, MarkReached, Bind); hold.go:
+//     one layout step's number, where the store calls are: the claim, the
+//     renewals ahead of the clock, the re-read of an extension of unknown
+//     outcome, the self-fence and boot-clock checks, the loss and the
+//     release; status.go: what the keeper reports.
 //   - notice.go: the wait before a claim's first grant (the store's
 //     MaxNoticeWindow), for any holder still issuing on the number;
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the
@@ -70,6 +74,13 @@
 //     values that tell two copies of one holder process apart.
 //   - quarantine.go, format.go: the operator's quarantine values and the
 //     one time format of logs and errors.
+//   - fence_*.go (where present): the load-bearing lines of the two rules,
+//     each place a snowfence_revert_* build tag undoes (internal/revert);
+//     change them only with scripts/prove-search showing each is still
+//     caught.
+//   - Package lease/leasetest is the conformance suite every store runs:
+//     Run (the fence contract), RunAdmin (the operator's actions), with the
+//     registry's checks in lease/registry/registrytest.
 //
 // The design behind the two rules, and the failure stories they answer, is
 // in docs/design.md.
