@@ -20,6 +20,10 @@ type windowStore struct {
 
 func (s windowStore) MaxRestoreWindow() time.Duration { return s.max }
 
+// Region: keyspace 0, a one-region fleet's (StartKeeper compares it with
+// KeeperConfig.Region).
+func (windowStore) Region() int { return 0 }
+
 func (s windowStore) MaxNoticeWindow() time.Duration {
 	if s.notice == 0 {
 		return etcdstore.MaxNoticeWindow
