@@ -30,9 +30,11 @@ func TestKeeperOnFenceContractOnly(t *testing.T) {
 	if _, ok := any(st).(registry.Reader); ok {
 		t.Fatal("fenceOnly implements registry.Reader; the test needs a store with only the fence contract")
 	}
-	clk := fakeclock.New(t0)
-	a := mustHolder(t, st, clk, "a", lease.Range{Lo: 0, Hi: 1})
-	b := mustHolder(t, st, clk, "b", lease.Range{Lo: 0, Hi: 1})
+	// A clock each: on one shared clock, b's wait for its notice window
+	// stepped time on while a's keeper was between sleeps, and a, not
+	// renewed, was fenced (renewal-overdue) at its first mint.
+	a := mustHolder(t, st, fakeclock.New(t0), "a", lease.Range{Lo: 0, Hi: 1})
+	b := mustHolder(t, st, fakeclock.New(t0), "b", lease.Range{Lo: 0, Hi: 1})
 	if la, lb := a.k.Lease(), b.k.Lease(); la == nil || lb == nil || la.Machine == lb.Machine {
 		t.Fatalf("keepers on the fence-only store hold %v and %v; want two numbers", la, lb)
 	}
@@ -47,6 +49,7 @@ func TestKeeperOnFenceContractOnly(t *testing.T) {
 			}
 		}
 		a.issuing()
+		b.issuing()
 	}
 }
 

@@ -82,16 +82,28 @@ func (s *registryStore) Keyspace(int) (lease.Store, error) { return s, nil }
 
 func (s *registryStore) Close() error { return nil }
 
+// Region: the stand-in is region 0's store (startOn gives it others').
+func (s *registryStore) Region() int { return 0 }
+
 func (s *registryStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errClaimReached, lease.ErrNoFreeNumber)
 }
+
+// inRegion is st as a store of region's keyspace: the registry stand-in
+// serves every region.
+type inRegion struct {
+	lease.Store
+	region int
+}
+
+func (s inRegion) Region() int { return s.region }
 
 // startOn starts a keeper of region on st with schedule sched ("" for the
 // default) and returns StartKeeper's error: errClaimReached when every
 // check before the claim passed.
 func startOn(t *testing.T, st lease.Store, region int, sched string) error {
 	t.Helper()
-	kc := lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Region: region, Clock: fakeclock.New(t0)}
+	kc := lease.KeeperConfig{Store: inRegion{st, region}, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Region: region, Clock: fakeclock.New(t0)}
 	if sched != "" {
 		s, err := snowfence.ParseSchedule(sched)
 		if err != nil {
