@@ -149,6 +149,9 @@ func (s checkStore) MaxNoticeWindow() time.Duration  { return s.notice }
 // region).
 func (s checkStore) RegistryReader() lease.RegistryReader { return nil }
 
+// Region: region 0's store, as the keepers accepts starts are.
+func (s checkStore) Region() int { return 0 }
+
 func (s checkStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease, error) {
 	return nil, fmt.Errorf("%w (%w)", errChecksPassed, lease.ErrNoFreeNumber)
 }

@@ -49,6 +49,10 @@ func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, 
 	gc := w.generatorConfig(p, nil, sched)
 	sw := &startWait{waiting: waiting}
 	gc.Clock = mintClock{Clock: p.clk.Clock, start: sw}
+	// The keeper takes the generator's clock (node.Start gives a keeper
+	// without one the generator's): its own, when set, would win, and
+	// node.Start's wait for the first grant would not be startWait's.
+	kc.Clock = nil
 	n, err := node.Start(ctx, node.Config{Store: kc.Store, Keeper: kc, Generator: gc})
 	sw.over.Store(true)
 	if err != nil {
