@@ -48,7 +48,8 @@ func NoticeWindow(selfFence time.Duration) time.Duration {
 // checkNotice refuses a keeper whose notice window is longer than its
 // store's MaxNoticeWindow: the store's bound is what every other holder's
 // claim waits out, so a holder with a longer self-fence could still be
-// issuing when another's first grant starts.
+// issuing when another's first grant starts. Load-bearing for uniqueness:
+// change only with scripts/prove-search notice.
 func (c *KeeperConfig) checkNotice() error {
 	if revert.Notice {
 		return nil
@@ -73,15 +74,15 @@ func maxSelfFence(w time.Duration) time.Duration {
 // with the fix reverted). It is the Store the keeper was given, which
 // checkNotice checked its self-fence against, for every hold: a later
 // layout step's hold claims through that store's Keyspace view, which a
-// wrapper raising the bound forwards to the store beneath it.
+// wrapper raising the bound forwards to the store beneath it. It keeps the
+// claim's first IDs apart from those a holder that has not yet noticed the
+// claim still issues. Load-bearing for uniqueness: change only with
+// scripts/prove-search notice (and jump, for the monotonic reading).
 func (h *hold) noticeFloor(r snowfence.Reading) (wallMs int64, mono time.Duration) {
 	if revert.Notice {
 		return 0, 0
 	}
 	w := h.k.cfg.Store.MaxNoticeWindow()
 	wallMs = r.WallMs + int64((w+time.Millisecond-1)/time.Millisecond)
-	if revert.Jump {
-		return wallMs, 0
-	}
-	return wallMs, r.Mono + w
+	return wallMs, noticeMono(r, w)
 }
