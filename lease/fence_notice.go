@@ -37,7 +37,7 @@ import (
 // 8 % fast or slow and wall clocks up to 1 s apart: selfFence × 1.1 + 1 s,
 // RestoreWindow's formula without the reserve. Its generator stops
 // selfFence after the send time of its last acknowledged renewal, which was
-// sent before the claim (see the package's notice floor, notice.go); a
+// sent before the claim (see the package's notice floor, above); a
 // self-fence timed on a clock 8 % slow lasts up to 1/0.92 ≈ 1.087 times as
 // long in real time, and the claimer compares its own wall clock with the
 // timestamps the holder stamps with its own.

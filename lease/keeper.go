@@ -85,7 +85,7 @@ type KeeperConfig struct {
 	// shorter than LeaseFor by enough to hold with clocks 8 % fast or slow:
 	// SelfFence × 1.08 < LeaseFor × 0.92. Its NoticeWindow must be within
 	// the store's MaxNoticeWindow, the wait before the first grant of every
-	// claim on the store (notice.go).
+	// claim on the store (fence_notice.go).
 	SelfFence time.Duration
 	// Reserve is how far ahead of the clock each renewal puts the mark.
 	// Zero means LeaseFor, so that by the time a dead holder's lease expires

@@ -18,8 +18,14 @@ const revertPath = "github.com/snowfence/snowfence/internal/revert"
 // package in the product's code (the module's non-test files, outside this
 // package) is in a file named fence_*.go: the lines a revert tag undoes are
 // the fence's load-bearing lines, and the file name is what tells a reader
-// to change them only with scripts/prove-search.
+// to change them only with scripts/prove-search. A fence file uses the
+// switch its name says (fence_<tag>.go, revert.<Tag>) and no other, and
+// the package doc lists it.
 func TestSwitchesOnlyInFenceFiles(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +75,12 @@ func TestSwitchesOnlyInFenceFiles(t *testing.T) {
 		if name == "" {
 			return nil
 		}
-		fence := strings.HasPrefix(filepath.Base(path), "fence_")
+		base := filepath.Base(path)
+		fence := strings.HasPrefix(base, "fence_")
+		rel, _ := filepath.Rel(root, path)
+		if fence && !strings.Contains(string(doc), filepath.ToSlash(rel)) {
+			t.Errorf("%s is a fence file the package doc (internal/revert/doc.go) does not list under its tag", rel)
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
@@ -80,6 +91,9 @@ func TestSwitchesOnlyInFenceFiles(t *testing.T) {
 				if !fence {
 					t.Errorf("%s: revert.%s outside a fence_*.go file: move the guarded step into a named function in the package's fence_<rule>.go "+
 						"(see internal/revert's doc)", fset.Position(sel.Pos()).String()[len(root)+1:], sel.Sel.Name)
+				} else if want := strings.TrimSuffix(strings.TrimPrefix(base, "fence_"), ".go"); !strings.EqualFold(sel.Sel.Name, want) {
+					t.Errorf("%s: revert.%s in a fence file of another rule (%s): each rule's guarded lines are in its own fence_<tag>.go",
+						fset.Position(sel.Pos()).String()[len(root)+1:], sel.Sel.Name, want)
 				}
 			}
 			return true
