@@ -8,8 +8,6 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // MaxBatch is the largest count NextN takes.
@@ -360,22 +358,12 @@ func (g *Generator) check(r Reading) (tick, seq, waitMs int64, err error) {
 		// failing). Only a refused call tells it; GrantAt only reads.
 		g.lease.MarkReached(grant)
 	}
-	if grant.SelfFence > 0 && !revert.Jump {
-		// The self-fence below measures, on the monotonic clock, how long
-		// ago the store last acknowledged this holder; the timestamps come
-		// from the wall clock. If the wall clock has run ahead of the
-		// monotonic one since that renewal was sent — a step, or a host
-		// suspend, which stops the monotonic clock — the self-fence
-		// undercounts, and a store restored meanwhile may have handed the
-		// number to a claimer whose notice window trusted it. Measured
-		// against the renewal's own readings, so it needs no history: a
-		// step before the first ID counts, small steps add up until the
-		// next renewal, and a renewal sent after the jump (which the store
-		// acknowledged, so it still knows the lease) starts afresh.
-		if drift := (r.WallMs - grant.RenewedWallMs) - int64((r.Mono-grant.RenewedAt)/time.Millisecond); drift > jumpFenceMs {
-			return refuse("fenced", &FencedError{Reason: "clock-jumped", Detail: fmt.Sprintf(
-				"the wall clock ran %d ms ahead of the monotonic clock since the last acknowledged lease renewal (a clock step, or a host suspend); issuing resumes after the next renewal", drift)})
-		}
+	// The self-fence below is measured on the monotonic clock: refused if
+	// the wall clock ran ahead of it since the last acknowledged renewal
+	// (fence_jump.go).
+	if drift, jumped := clockJumped(grant, r); jumped {
+		return refuse("fenced", &FencedError{Reason: "clock-jumped", Detail: fmt.Sprintf(
+			"the wall clock ran %d ms ahead of the monotonic clock since the last acknowledged lease renewal (a clock step, or a host suspend); issuing resumes after the next renewal", drift)})
 	}
 	if grant.SelfFence > 0 && r.Mono-grant.RenewedAt >= grant.SelfFence {
 		return refuse("fenced", &FencedError{Reason: "renewal-overdue", Detail: fmt.Sprintf(
@@ -477,10 +465,7 @@ func (g *Generator) chooseLayout(tick int64) error {
 	// the stores lease machine numbers per region, so two regions' holders
 	// may hold the same number (Schedule.CheckPlacement refuses them at
 	// start; this is the same rule on every grant adopted).
-	region := gr.Region
-	if revert.Region && l.RegionBits == 0 {
-		region = 0 // the old behaviour: the region was dropped
-	}
+	region := regionInLayout(gr.Region, l)
 	if gr.Machine < 0 || gr.Machine >= 1<<l.MachineBits || region < 0 || region >= 1<<l.RegionBits {
 		from := "the epoch"
 		if i > 0 {

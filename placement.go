@@ -3,8 +3,6 @@ package snowfence
 import (
 	"fmt"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // A Placement is the inclusive range of machine numbers and the region that
@@ -88,7 +86,7 @@ func (s Schedule) CheckPlacement(p Placement) error {
 		case region < 0:
 			return bad("a region is never negative")
 		case region != 0 && l.RegionBits == 0:
-			if revert.Region {
+			if !regionBitsRequired() {
 				continue // the old behaviour: the region is dropped from the ID
 			}
 			return bad("it has no region bits, and the lease stores lease machine numbers per region, so holders of two regions " +

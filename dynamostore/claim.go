@@ -12,9 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/lease/registry"
 )
 
 // The claim writes the holder, the new expiry and epoch, its nonce and its
@@ -94,14 +92,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := checkFleet(req.Schedule, fleet); err != nil {
 		return nil, err
 	}
-	if !revert.Registry {
-		reg, err := parseRegistry(metas[registryKey])
-		if err != nil {
-			return nil, err
-		}
-		if err := lease.CheckRecordedSchedule(reg, fleet); err != nil {
-			return nil, err
-		}
+	if err := checkClaimRegistry(metas[registryKey], fleet); err != nil {
+		return nil, err
 	}
 	floor, gen, err := s.claimFloor(ctx, req, metas[identityKey])
 	if err != nil {
@@ -259,12 +251,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	mine := func(it item) bool {
-		if !revert.Nonce {
-			return it.nonce == nonce && it.holder == req.Holder
-		}
-		return it.holder == req.Holder && it.expiryMs == expiry
-	}
+	mine := func(it item) bool { return ownAttempt(it, nonce, req.Holder, expiry) }
 	// What the write made of the item, when it committed: the condition
 	// pinned everything the lease is built from.
 	it := item{exists: true, machine: c.n, holder: req.Holder, epoch: token, expiryMs: expiry, nonce: nonce}
@@ -344,53 +331,4 @@ func (s *Store) claimed(req lease.ClaimRequest, n int, it item, startMs int64) *
 	s.log.Info("claimed machine number", "machine", n, "holder", req.Holder, "epoch", it.epoch,
 		"start", lease.FormatMs(startMs), "mark", lease.FormatMs(it.expiryMs))
 	return l
-}
-
-// confirmRegistry reads the fleet schedule record and the registry's copy
-// again, consistently, after the claim of l committed, and gives l back
-// (Release, keeping its mark), with lease.ErrSchedule, if the registry now
-// records a fleet schedule other than the record. DynamoDB cannot
-// condition the claim's UpdateItem on other items, and the store writes no
-// transactions (dynalite, the test server, has no TransactWriteItems), so
-// the scan's check is a read before the write; this read after it closes
-// the gap: a lease is returned only if the two agreed after it was
-// claimed, before anything is issued on it. A registry written later is
-// one written after the claim, as it would be on any store.
-func (s *Store) confirmRegistry(ctx context.Context, l *lease.Lease) error {
-	if revert.Registry {
-		return nil
-	}
-	read := func(key int64) (map[string]types.AttributeValue, error) {
-		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: metaKey(key), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return nil, err
-		}
-		return out.Item, nil
-	}
-	fleetItem, err := read(scheduleKey)
-	var regItem map[string]types.AttributeValue
-	if err == nil {
-		regItem, err = read(registryKey)
-	}
-	var cerr error
-	if err == nil {
-		var fleet lease.FleetSchedule
-		var reg registry.Registry
-		if fleet, cerr = parseSchedule(fleetItem); cerr == nil {
-			if reg, cerr = parseRegistry(regItem); cerr == nil {
-				cerr = lease.CheckRecordedSchedule(reg, fleet)
-			}
-		}
-	}
-	if err == nil && cerr == nil {
-		return nil
-	}
-	if rerr := s.Release(context.WithoutCancel(ctx), l, max(l.MarkMs, l.StartMs)); rerr != nil {
-		s.log.Warn("giving back a claim made while the registry came to differ failed; it frees itself at its mark", "machine", l.Machine, "epoch", l.Token, "error", rerr)
-	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: claim machine %d region %d: reading the region registry and the fleet schedule again after the claim failed: %w; the claim was given back; retry",
-			l.Machine, s.region, err)
-	}
-	return cerr
 }

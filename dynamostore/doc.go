@@ -27,7 +27,7 @@
 //
 //	machine_id -1     schedule S, version N: the fleet schedule (FleetSchedule, SetFleetSchedule)
 //	machine_id -2     table_id S, restore_floor N: the TableId the table had when a store first used it,
-//	                  and the floor claims start at after a restore was noticed (restore.go)
+//	                  and the floor claims start at after a restore was noticed (fence_restore.go)
 //	machine_id -3     version N, body S: the table's copy of the region registry (Registry, SetRegistry),
 //	                  body the JSON of registry.Registry, written on version = :prev (registry.go); a claim
 //	                  reads it with the fleet schedule, in its scan and again after its write, and is
@@ -91,7 +91,7 @@
 // removed, one more epoch), so a claim that survived in a restored table
 // cannot extend above the raised mark.
 //
-// A restore is noticed by a new TableId (restore.go) and, for one that keeps
+// A restore is noticed by a new TableId (fence_restore.go) and, for one that keeps
 // the TableId, by the items a Store value saw going back (signs.go): an
 // item gone, an epoch lower than one seen, the epoch seen under another
 // claim nonce, a mark lower than one seen under the same claim. Either

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -30,16 +28,6 @@ const (
 	notBelow     = " AND lease_expiry >= :keep"
 )
 
-// withClaim adds the compare on l's claim nonce to a condition on l and its
-// value to vals (nothing under revert.Nonce).
-func withClaim(cond string, vals map[string]types.AttributeValue, l *lease.Lease) string {
-	if revert.Nonce {
-		return cond
-	}
-	vals[":my_claim"] = str(l.Claim)
-	return cond + claimMatches
-}
-
 // notBelowKeep adds to a renewal's condition on l that the item's mark is
 // not below keep, the one this Store value last saw under l's claim
 // (tablewatch.Span.Held; 0: none, no compare), and its value to vals: a
@@ -50,30 +38,6 @@ func notBelowKeep(cond string, vals map[string]types.AttributeValue, keep int64)
 	}
 	vals[":keep"] = num(keep)
 	return cond + notBelow
-}
-
-// withRenewal adds to a condition on l the compare of the item's renewal
-// value with accepted (lease.Renewals.Accepted; "" stands for none, as
-// after a claim or in an item written before renewal values), their values
-// to vals (nothing under revert.Clone).
-func withRenewal(cond string, vals map[string]types.AttributeValue, accepted []string) string {
-	if revert.Clone {
-		return cond
-	}
-	var alts, in []string
-	for i, v := range accepted {
-		if v == "" {
-			alts = append(alts, "attribute_not_exists(renewal)")
-			continue
-		}
-		k := fmt.Sprintf(":renewal%d", i)
-		vals[k] = str(v)
-		in = append(in, k)
-	}
-	if len(in) > 0 {
-		alts = append(alts, "renewal IN ("+strings.Join(in, ", ")+")")
-	}
-	return cond + " AND (" + strings.Join(alts, " OR ") + ")"
 }
 
 // Extend raises l's mark, which is also its lease's expiry, to markMs with
@@ -253,7 +217,7 @@ func owns(l *lease.Lease, it item) error {
 	case it.holder != l.Holder || it.epoch != l.Token:
 		return fmt.Errorf("%w: machine %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim another",
 			lease.ErrLost, l.Machine, it.holder, it.epoch, l.Holder, l.Token)
-	case !revert.Nonce && it.nonce != l.Claim:
+	case otherClaim(it, l):
 		return fmt.Errorf("%w: machine %d is held under %q epoch %d by another claim than this lease's (the epoch repeated after "+
 			"the table went back in time, or another claimer shares the holder name); stop issuing on it and claim another",
 			lease.ErrLost, l.Machine, it.holder, it.epoch)

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -68,24 +67,6 @@ type identity struct {
 	watch tablewatch.Watch
 }
 
-// restoreWindow is how long after noticing a restore claims start, on the
-// claimer's clock: the longest of the request's RestoreWindow,
-// MaxRestoreWindow and the store's MaxReserve plus a tenth (for clocks 8 %
-// fast or slow). The cut-off holder the floor must outlast may be another
-// process with longer timings than the claimer's; every keeper on a
-// DynamoDB store is refused a window above MaxRestoreWindow, which
-// therefore covers them all.
-func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	byReserve := s.cfg.MaxReserve + s.cfg.MaxReserve/10
-	if revert.Window {
-		if req.RestoreWindow > 0 {
-			return req.RestoreWindow
-		}
-		return byReserve
-	}
-	return max(req.RestoreWindow, byReserve, MaxRestoreWindow)
-}
-
 // MaxRestoreWindow is the longest restore window a holder of a DynamoDB
 // store may have (lease.RestoreWindow of its Reserve and SelfFence: 5 min
 // 31 s at the table timings); StartKeeper refuses a longer one.
@@ -132,53 +113,6 @@ func notGlobal(table string, d *types.TableDescription) error {
 	return fmt.Errorf("%w: dynamostore: table %s is a DynamoDB global table (%d replicas): its replicas check conditions "+
 		"independently, so two of them can grant one machine number; remove the replicas and give each AWS region "+
 		"its own lease table (docs/lease-stores.md)", lease.ErrInvalid, table, len(d.Replicas))
-}
-
-// claimFloor checks the table's identity before a claim and returns the
-// floor every claim starts at or above (0: none), and the generation of
-// the Watch the claim is made in, for remember. stored is the identity
-// item read by the claim's scan (nil: none). The first claim after a
-// restore was noticed — by a new TableId, or by the items (signs.go) —
-// sets the floor and writes it into the identity item, where every Store
-// value's claims find it.
-func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, stored map[string]types.AttributeValue) (int64, uint64, error) {
-	id := s.id
-	if revert.Restore {
-		floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
-		return floor, gen, nil
-	}
-	live, err := s.describeTableID(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	var itemID string
-	var itemFloor int64
-	if v, ok := stored[attrTableID].(*types.AttributeValueMemberS); ok {
-		itemID = v.Value
-	}
-	if itemFloor, _, err = getNum(stored, attrRestoreFloor); err != nil {
-		return 0, 0, err
-	}
-	id.mu.Lock()
-	switch {
-	case id.tableID != "" && id.tableID != live:
-		s.noticeLocked(id.tableID, live)
-	case itemID != "" && itemID != live:
-		s.noticeLocked(itemID, live)
-	}
-	if id.tableID == "" {
-		id.tableID = live
-	}
-	id.checked = time.Now()
-	id.mu.Unlock()
-	floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
-	floor = max(floor, itemFloor)
-	if itemID != live || floor > itemFloor {
-		if err := s.writeIdentity(ctx, live, floor); err != nil {
-			return 0, 0, err
-		}
-	}
-	return floor, gen, nil
 }
 
 // noticeLocked records a restore seen by a new TableId (id.mu held):
@@ -237,33 +171,3 @@ func (s *Store) remember(l *lease.Lease, gen uint64) error {
 
 // forget drops a lease that is over from what remember records.
 func (s *Store) forget(l *lease.Lease) { s.id.watch.Forget(l.Claim) }
-
-// extendIdentity is the restore check of Extend: it compares the TableId
-// if the last check is older than Config.IdentityEvery, and refuses with
-// lease.ErrRestored a lease claimed before a restore this Store noticed —
-// by the TableId or by the items (signs.go) — or not claimed through this
-// Store value at all, once it noticed one.
-func (s *Store) extendIdentity(ctx context.Context, l *lease.Lease) error {
-	id := s.id
-	if !revert.Restore {
-		id.mu.Lock()
-		due := s.cfg.IdentityEvery > 0 && id.tableID != "" && time.Since(id.checked) >= s.cfg.IdentityEvery
-		id.mu.Unlock()
-		if due {
-			live, err := s.describeTableID(ctx)
-			if err != nil {
-				return err
-			}
-			id.mu.Lock()
-			id.checked = time.Now()
-			if id.tableID != live {
-				s.noticeLocked(id.tableID, live)
-			}
-			id.mu.Unlock()
-		}
-	}
-	if what, at, fenced := id.watch.Restored(l.Claim); fenced {
-		return tablewatch.Fenced(s.table, l, what, at)
-	}
-	return nil
-}

@@ -12,7 +12,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -89,24 +88,13 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	}
 	rangeAt := func(i int) []*mvccpb.KeyValue { return rangeKvs(resp, i) }
 	kvs := rangeAt(0)
-	if !revert.Restore {
-		s.marksWentBack(epoch, s.keys, revs, kvs, resp.Header)
-		s.sawMarks(epoch, s.keys.base, kvs)
-		for i, b := range bases {
-			s.marksWentBack(epoch, keyspace{base: b}, foreign[b], rangeAt(2+i), resp.Header)
-			s.sawMarks(epoch, b, rangeAt(2+i)) // what this read saw is known too, as in its own keyspace
-		}
-	}
+	s.compareMarks(epoch, revs, kvs, bases, foreign, resp)
 	sched, reg := guardOf(kvAt(resp, 1)), guardOf(kvAt(resp, regAt))
-	if !revert.Schedule {
-		if err := checkScheduleKV(req.Schedule, kvAt(resp, 1)); err != nil {
-			return nil, err
-		}
+	if err := checkClaimSchedule(req.Schedule, kvAt(resp, 1)); err != nil {
+		return nil, err
 	}
-	if !revert.Registry {
-		if err := checkRegistryKV(kvAt(resp, 1), kvAt(resp, regAt)); err != nil {
-			return nil, err
-		}
+	if err := checkClaimRegistry(kvAt(resp, 1), kvAt(resp, regAt)); err != nil {
+		return nil, err
 	}
 	cands, skipped, err := s.candidates(req, kvs)
 	if err != nil {
@@ -335,12 +323,8 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(s.keys.journalOf(n)), "<", rd.rev+1).WithPrefix(),
 		}, unchanged(markKey, rd.mark)...) // the start is decided from this mark's value
-		if !revert.Schedule {
-			cmps = append(cmps, sched.cmp(s.keys.schedule))
-		}
-		if !revert.Registry {
-			cmps = append(cmps, reg.cmp(s.keys.registry))
-		}
+		cmps = withScheduleGuard(cmps, *sched, s.keys.schedule)
+		cmps = withRegistryGuard(cmps, *reg, s.keys.registry)
 		then := append([]clientv3.Op{
 			clientv3.OpPut(owner, encode(ownerValue{Holder: req.Holder, ClaimedAtMs: req.NowMs}), clientv3.WithLease(id)),
 			clientv3.OpPut(entry, encode(entryValue{Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: mv.MarkMs, StartMs: startMs})),
@@ -358,7 +342,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 		}
 		sk := kvAt(resp, 0)
 		switch {
-		case revert.Schedule || kvAt(resp, 1) != nil || kvAt(resp, 2) != nil:
+		case !scheduleCompared() || kvAt(resp, 1) != nil || kvAt(resp, 2) != nil:
 			s.revoke(ctx, id, n)
 			return nil, skipTaken, nil // taken or quarantined
 		case !sched.holds(sk):
@@ -371,7 +355,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, n int, sch
 				s.revoke(ctx, id, n)
 				return nil, 0, fmt.Errorf("etcdstore: claim machine %d: the fleet schedule key %s keeps changing under it; retry", n, s.keys.schedule)
 			}
-		case !revert.Registry && !reg.holds(kvAt(resp, 5)):
+		case registryMoved(*reg, kvAt(resp, 5)):
 			rk := kvAt(resp, 5)
 			if err := checkRegistryKV(sk, rk); err != nil {
 				s.revoke(ctx, id, n)

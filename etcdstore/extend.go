@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -67,17 +66,10 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			clientv3.Compare(clientv3.CreateRevision(quar), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(markKey), "=", was.markRev),
 		}
-		if !revert.Restore {
-			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(owner), "=", was.etcdLease))
-		}
-		if !revert.Schedule {
-			// The guard may hold a fleet schedule other than the lease's,
-			// accepted by an earlier extension to a lower mark: check it
-			// again up to this one.
-			if err := sched.allows(l.Schedule, target); err != nil {
-				return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
-			}
-			cmps = append(cmps, sched.cmp(s.keys.schedule))
+		cmps = withOwnerLease(cmps, owner, was.etcdLease)
+		cmps, err := withExtensionSchedule(cmps, sched, l.Schedule, target, s.keys.schedule)
+		if err != nil {
+			return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
 		}
 		resp, err := s.txn(ctx, cmps,
 			[]clientv3.Op{clientv3.OpPut(markKey, encode(markValue{MarkMs: target, Token: l.Token, Holder: l.Holder, Renewal: renewal}))},
@@ -98,11 +90,9 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			break
 		}
 		o, q, m, sk := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2), kvAt(resp, 3)
-		if !revert.Restore {
-			if what := s.wentBack(l, was, o, m); what != "" {
-				s.noticeRestore(h.epoch, what, resp.Header)
-				return nil, s.renewFailed(l, target, s.fenced(ctx, h, l))
-			}
+		if what := s.wentBack(l, was, o, m); what != "" {
+			s.noticeRestore(h.epoch, what, resp.Header)
+			return nil, s.renewFailed(l, target, s.fenced(ctx, h, l))
 		}
 		if err := s.ownership(l, o, q); err != nil {
 			if !errors.Is(err, lease.ErrQuarantined) {
@@ -110,7 +100,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			}
 			return nil, s.renewFailed(l, target, err)
 		}
-		if !revert.Schedule && !sched.holds(sk) {
+		if scheduleMoved(sched, sk) {
 			if err := checkExtensionKV(l.Schedule, sk, target); err != nil {
 				return nil, s.renewFailed(l, target, fmt.Errorf("machine %d region %d token %d: %w; stop issuing on it", n, s.region, l.Token, err))
 			}

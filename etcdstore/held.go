@@ -7,7 +7,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -146,19 +145,4 @@ func (s *Store) forget(l *lease.Lease) {
 	delete(s.leases, leaseKey{l.Machine, l.Token})
 	s.mu.Unlock()
 	s.renewals.Forget(l)
-}
-
-// sameClaim returns lease.ErrLost unless l is the claim h records: same
-// machine and token, but another etcd lease, is another claim (a token
-// repeated after etcd went back in time, or a forged lease). A lease with
-// no Claim (made by hand) is judged by its token alone.
-func (s *Store) sameClaim(l *lease.Lease, h *held) error {
-	s.mu.Lock()
-	id := h.etcdLease
-	s.mu.Unlock()
-	if revert.Nonce || l.Claim == "" || l.Claim == claimID(id) {
-		return nil
-	}
-	return fmt.Errorf("%w: machine %d region %d token %d is held by another claim (etcd lease %s, not this lease's %s); stop issuing on it and claim again",
-		lease.ErrLost, l.Machine, l.Region, l.Token, claimID(id), l.Claim)
 }

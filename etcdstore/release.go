@@ -7,7 +7,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -59,9 +58,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			clientv3.Compare(clientv3.CreateRevision(owner), "=", int64(l.Token)),
 			clientv3.Compare(clientv3.ModRevision(markKey), "=", was.markRev),
 		}
-		if !revert.Restore {
-			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(owner), "=", was.etcdLease))
-		}
+		cmps = withOwnerLease(cmps, owner, was.etcdLease)
 		resp, err := s.txn(ctx, cmps,
 			[]clientv3.Op{
 				clientv3.OpPut(markKey, encode(markValue{MarkMs: value, Token: l.Token, Holder: l.Holder})),
@@ -86,11 +83,9 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			break
 		}
 		o, m := kvAt(resp, 0), kvAt(resp, 1)
-		if !revert.Restore {
-			if what := s.wentBack(l, was, o, m); what != "" {
-				s.noticeRestore(h.epoch, what, resp.Header)
-				return s.fenced(ctx, h, l)
-			}
+		if what := s.wentBack(l, was, o, m); what != "" {
+			s.noticeRestore(h.epoch, what, resp.Header)
+			return s.fenced(ctx, h, l)
 		}
 		if err := s.ownership(l, o, nil); err != nil {
 			s.forget(l)

@@ -5,34 +5,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
 // repairTries bounds the compare-and-swap attempts of one mark repair.
 const repairTries = 5
-
-// fenced returns lease.ErrRestored if l, whose state is h, was claimed
-// before the last restore noticed (nil otherwise). The first time, it also
-// writes back the mark this store last wrote or read for l's number if
-// the restored store holds a lower one: another holder that takes the
-// number without noticing the restore (one whose own keys came through
-// it untouched) then starts above every timestamp l may have issued,
-// instead of at a mark the restore lost.
-func (s *Store) fenced(ctx context.Context, h *held, l *lease.Lease) error {
-	err := s.restoredErr(h.epoch, l)
-	if err == nil || revert.Restore {
-		return err
-	}
-	s.mu.Lock()
-	markMs, done := h.markMs, h.repaired
-	h.repaired = true
-	s.mu.Unlock()
-	if !done && markMs > 0 {
-		s.repairMark(ctx, l, markMs)
-	}
-	return err
-}
 
 // repairMark raises the mark of l's number to markMs if it is lower, with
 // a compare on the mark key's mod revision so that a mark written since is

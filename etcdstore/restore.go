@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -10,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -84,7 +82,7 @@ func (s *Store) observe(b baseline, h *pb.ResponseHeader) {
 		what = fmt.Sprintf("etcd's cluster ID changed from %x to %x (member %x)", hist.cluster, h.ClusterId, h.MemberId)
 	case h.Revision < b.rev:
 		what = fmt.Sprintf("etcd's revision fell from %d to %d (cluster %x, member %x)", b.rev, h.Revision, h.ClusterId, h.MemberId)
-	case !revert.Restore && h.RaftTerm != 0 && h.RaftTerm < b.term:
+	case raftTermFell(h, b.term):
 		what = fmt.Sprintf("etcd's raft term fell from %d to %d (cluster %x, member %x)", b.term, h.RaftTerm, h.ClusterId, h.MemberId)
 	}
 	if what == "" {
@@ -132,77 +130,6 @@ type claimed struct {
 	etcdLease clientv3.LeaseID
 	markRev   int64
 	markMs    int64
-}
-
-// wentBack looks, in the owner and mark keys of l's number read after a
-// compare failed, for a sign that etcd went back in time since the store
-// last wrote or read them (before the request was sent), and describes it;
-// "" if there is none. A missing owner key alone is no sign (its etcd lease
-// may have expired); the signs are:
-//   - the owner key has l's token as its create revision but is bound to
-//     another etcd lease: the revision repeated after it fell;
-//   - the mark key, which this store wrote or read at some mod revision,
-//     is gone (marks are never deleted) or has a lower mod revision;
-//   - the mark, written by another claim, is below the mark this store
-//     last wrote or read: every later claim starts at or above a mark and
-//     extends from there, so only a lost history lowers it.
-func (s *Store) wentBack(l *lease.Lease, was claimed, o, m *mvccpb.KeyValue) string {
-	n := l.Machine
-	if o != nil && uint64(o.CreateRevision) == l.Token && clientv3.LeaseID(o.Lease) != was.etcdLease {
-		return fmt.Sprintf("the owner key of machine %d has token %d but is bound to etcd lease %x, not this claim's %x: "+
-			"the revision repeated after it fell", n, l.Token, o.Lease, int64(was.etcdLease))
-	}
-	switch {
-	case m == nil && was.markRev > 0:
-		return fmt.Sprintf("the mark key of machine %d, seen at revision %d, is gone (marks are never deleted)", n, was.markRev)
-	case m != nil && m.ModRevision < was.markRev:
-		return fmt.Sprintf("the mark key of machine %d went back from revision %d to %d", n, was.markRev, m.ModRevision)
-	case m != nil && was.markRev > 0 && m.CreateRevision > was.markRev:
-		// Found by the search: the restore took the key away, another
-		// holder that noticed wrote it anew, and its revisions — bumped by
-		// the restore — rose past the one seen here.
-		return fmt.Sprintf("the mark key of machine %d, seen at revision %d, was created anew at revision %d (marks are never deleted)",
-			n, was.markRev, m.CreateRevision)
-	}
-	if m != nil {
-		if mv, err := parseMark(m); err == nil && mv.Token != l.Token && mv.MarkMs < was.markMs {
-			return fmt.Sprintf("the mark of machine %d fell from %s to %s (written by %q token %d)", n, lease.FormatMs(was.markMs),
-				lease.FormatMs(mv.MarkMs), mv.Holder, mv.Token)
-		}
-	}
-	return ""
-}
-
-// knownMarks returns, before a read of the keyspace is sent, the mark
-// revisions known of the current epoch, for marksWentBack to compare reads
-// with: own, of this store's keyspace — every mark its leases, or those of
-// a Store value sharing its history, wrote or read (setMarkRevLocked, held
-// or forgotten since) and every mark their claims read; and foreign, the
-// same of every other keyspace under the prefix, by key base. Marks are never deleted and only
-// ever rewritten, so a mark key known at revision r is found later at r or
-// above, created no later than r — unless etcd's data was replaced. A
-// claimer that holds nothing (its number lost or released, the range
-// full, its old layout's number released at a cutover) knows the store only
-// from these: after a restore with a bumped revision they are its one sign
-// (the search found such a claimer blind to a restore, across a cutover).
-func (s *Store) knownMarks() (epoch uint64, own map[int]int64, foreign map[string]map[int]int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	own = make(map[int]int64)
-	if revert.Restore {
-		return s.hist.epoch, own, nil // the old behaviour: no marks compared
-	}
-	for base, revs := range s.hist.marks {
-		if base == s.keys.base {
-			own = maps.Clone(revs)
-			continue
-		}
-		if foreign == nil {
-			foreign = map[string]map[int]int64{}
-		}
-		foreign[base] = maps.Clone(revs)
-	}
-	return s.hist.epoch, own, foreign
 }
 
 // sawMarks records the mark keys of a read of the keyspace whose key base
@@ -279,28 +206,6 @@ func (s *Store) restoredErr(epoch uint64, l *lease.Lease) error {
 		"The store may have lost marks above timestamps already issued: stop issuing on this lease, "+
 		"and before any holder claims again raise every mark past the last ID issued (RaiseMarks; see docs/runbook.md)",
 		lease.ErrRestored, l.Machine, l.Region, l.Token, s.hist.what, s.hist.restoredAt.UTC().Format(time.RFC3339))
-}
-
-// claimFloorMs is the earliest start a claim may get, on the claimer's
-// clock (req.NowMs): 0 if no restore was noticed, else the restore window
-// after the moment it was noticed — req.NowMs plus the window minus the
-// time elapsed since, on the store's monotonic clock — and never below
-// req.NowMs. A holder cut off by the restore may issue for up to the
-// window after its last renewal, which was before the moment noticed.
-func (s *Store) claimFloorMs(req lease.ClaimRequest) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hist.restoredAt.IsZero() {
-		return 0
-	}
-	if revert.Window {
-		return s.hist.restoredAt.Add(s.restoreMargin).UnixMilli()
-	}
-	left := s.restoreWindow(req.RestoreWindow) - (s.clock.Now().Mono - s.hist.noticed.Mono)
-	if left <= 0 {
-		return req.NowMs
-	}
-	return req.NowMs + int64((left+time.Millisecond-1)/time.Millisecond)
 }
 
 // restoreWindow is the window a claim's floor keeps after a restore: the

@@ -46,7 +46,7 @@
 //     renewals ahead of the clock, the re-read of an extension of unknown
 //     outcome, the self-fence and boot-clock checks, the loss and the
 //     release; status.go: what the keeper reports.
-//   - notice.go: the wait before a claim's first grant (the store's
+//   - fence_notice.go: the wait before a claim's first grant (the store's
 //     MaxNoticeWindow), for any holder still issuing on the number;
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the
 //     store (KeeperConfig.HighWater) and its file.
@@ -74,13 +74,27 @@
 //     values that tell two copies of one holder process apart.
 //   - quarantine.go, format.go: the operator's quarantine values and the
 //     one time format of logs and errors.
-//   - fence_*.go (where present): the load-bearing lines of the two rules,
-//     each place a snowfence_revert_* build tag undoes (internal/revert);
+//   - fence_*.go: the load-bearing lines, each place a snowfence_revert_*
+//     build tag undoes (internal/revert), listed in the section below;
 //     change them only with scripts/prove-search showing each is still
 //     caught.
 //   - Package lease/leasetest is the conformance suite every store runs:
 //     Run (the fence contract), RunAdmin (the operator's actions), with the
 //     registry's checks in lease/registry/registrytest.
+//
+// # Load-bearing for uniqueness: the fence files
+//
+// The lines that keep two holders' IDs apart beyond the two rules are in
+// files named fence_<rule>.go, each a few small named functions holding
+// the build-tag switch (internal/revert) that undoes the rule for its
+// proof. Change them only with scripts/prove-search <rule> (and the
+// rule's test): fence_notice.go, fence_jump.go, fence_window.go,
+// fence_cutover.go, fence_highwater.go, fence_nonce.go, fence_clone.go,
+// fence_tablerestore.go, fence_registry.go, fence_bind.go here; the
+// generator's fence_jump.go and fence_region.go in package snowfence; each
+// store's fence_*.go (etcdstore, pgstore, dynamostore); and
+// internal/tablewatch's fence_tablerestore.go. internal/revert's doc lists
+// them per rule, and its test fails on a switch outside them.
 //
 // The design behind the two rules, and the failure stories they answer, is
 // in docs/design.md.

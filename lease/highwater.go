@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // A HighWater keeps, where a restore of the store cannot take it back, the
@@ -84,7 +82,7 @@ func highWaterKey(hw HighWater) any {
 // keeper (none with the fix reverted). nowMs is the keeper's clock, for the
 // warning about a mark ahead of it.
 func (w *highWater) load(c *KeeperConfig, log *slog.Logger, nowMs int64) error {
-	if revert.HighWater || c.HighWater == nil {
+	if !c.keepsHighWater() {
 		return nil
 	}
 	w.mu.Lock()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // A hold is a Keeper's lease for one layout step of its schedule: the number
@@ -146,9 +145,7 @@ func (h *hold) claim(ctx context.Context) error {
 		Exclude:  append([]int(nil), h.exclude...),
 		Schedule: c.Schedule.String(),
 	}
-	if !revert.Window {
-		req.RestoreWindow = c.RestoreMargin
-	}
+	req.RestoreWindow = c.claimRestoreWindow()
 	h.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
 	l, err := h.store.Claim(cctx, req)
@@ -294,7 +291,7 @@ func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*
 	rec, err := h.store.Get(cctx, l.Machine)
 	cancel()
 	switch {
-	case err != nil && errors.Is(err, ErrRestored) && !revert.TableRestore:
+	case rereadRestored(err):
 		// The store saw, in the record it read, that it went back in time
 		// since it last saw it (the table stores compare every read with
 		// the rows they saw): the lease is gone, and what it reserved may
@@ -306,13 +303,13 @@ func (h *hold) reread(ctx context.Context, l *Lease, mark int64, cause error) (*
 		return nil, fmt.Errorf("%w: machine %d", ErrQuarantined, l.Machine)
 	case rec.Holder != l.Holder || rec.Token != l.Token:
 		return nil, fmt.Errorf("%w: machine %d is now held by %q with token %d", ErrLost, l.Machine, rec.Holder, rec.Token)
-	case !revert.Nonce && rec.Claim != l.Claim:
+	case otherClaim(rec, l):
 		// Same holder name and token, another claim: a token repeated
 		// after the store went back in time, or another keeper's claim
 		// under a shared holder name.
 		return nil, fmt.Errorf("%w: machine %d is held under %q token %d by another claim (%s, not this lease's %s)",
 			ErrLost, l.Machine, rec.Holder, rec.Token, rec.Claim, l.Claim)
-	case !revert.Clone && rec.Renewal != l.Renewal:
+	case otherRenewal(rec, l):
 		// A renewal value this lease did not write: this extension's own,
 		// whose reply was lost, or a second process's renewing the same
 		// claim (a clone). Only the store knows the values it sent: ask it
@@ -348,9 +345,7 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 	h.status.MarkMs = l.MarkMs
 	h.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()
 	start, limit := max(l.StartMs, h.floorMs, h.noticeMs, h.k.hw.floor()), h.k.hw.limit(l.MarkMs-c.Margin.Milliseconds())
-	if !revert.Cutover {
-		start, limit = max(start, h.fromMs), min(limit, h.untilMs)
-	}
+	start, limit = h.boundToLayout(start, limit)
 	h.grant.Store(&snowfence.Grant{
 		Machine:       l.Machine,
 		Region:        c.Region,

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // ThisProcess returns this process's holder identity: host, process id and
@@ -39,10 +37,7 @@ func defaultHolder() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if revert.Nonce {
-		return h, nil // the old behaviour: one holder string per process
-	}
-	return fmt.Sprintf("%s/k%d", h, keepers.Add(1)), nil
+	return uniqueHolder(h), nil
 }
 
 // processStart reads this process's start time from /proc: field 22 of

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // KeeperConfig configures a Keeper. The zero value of every field but Store is
@@ -86,7 +85,7 @@ type KeeperConfig struct {
 	// shorter than LeaseFor by enough to hold with clocks 8 % fast or slow:
 	// SelfFence × 1.08 < LeaseFor × 0.92. Its NoticeWindow must be within
 	// the store's MaxNoticeWindow, the wait before the first grant of every
-	// claim on the store (notice.go).
+	// claim on the store (fence_notice.go).
 	SelfFence time.Duration
 	// Reserve is how far ahead of the clock each renewal puts the mark.
 	// Zero means LeaseFor, so that by the time a dead holder's lease expires
@@ -230,7 +229,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		k.closeStores()
 		return nil, err
 	}
-	for !revert.Registry {
+	for checksRegistry() {
 		err := k.checkRegistry(ctx)
 		if err == nil {
 			break
@@ -323,7 +322,7 @@ func (k *Keeper) run(ctx context.Context) {
 				continue
 			}
 			switch {
-			case r.WallMs >= h.untilMs && !revert.Cutover:
+			case h.pastCutover(r.WallMs):
 				h.retire(ctx)
 				live[i] = false
 				continue
@@ -491,10 +490,7 @@ func (c *KeeperConfig) defaults() error {
 	def(&c.Reserve, c.LeaseFor)
 	def(&c.MaxAhead, 2*time.Second)
 	def(&c.MaxWait, 2*time.Minute)
-	window := RestoreWindow(c.Reserve, c.SelfFence)
-	if revert.Window {
-		window = c.Reserve + time.Second // the old default, and no check
-	}
+	window := c.defaultRestoreWindow()
 	def(&c.RestoreMargin, window)
 	def(&c.RequestTimeout, c.RenewEvery/2)
 	def(&c.Lead, max(10*time.Minute, 20*c.LeaseFor))
@@ -530,11 +526,11 @@ func (c *KeeperConfig) defaults() error {
 			"and a mark reserved further ahead could outlast it; use a shorter Reserve (or LeaseFor)", ErrInvalid, c.Reserve, MaxReserve, MinScheduleNotice)
 	case c.Margin < 0 || c.Margin >= c.Reserve:
 		return fmt.Errorf("%w: Margin %s must be at least 0 and below Reserve %s", ErrInvalid, c.Margin, c.Reserve)
-	case c.RestoreMargin < window && !revert.Window:
+	case c.restoreMarginTooShort(window):
 		return fmt.Errorf("%w: RestoreMargin %s is shorter than a cut-off holder may go on issuing: max(Reserve %s, SelfFence %s) × 1.1 + 1 s = %s; "+
 			"leave it zero or make it at least that", ErrInvalid, c.RestoreMargin, c.Reserve, c.SelfFence, window)
 	}
-	if maxW := c.Store.MaxRestoreWindow(); !revert.Window && c.RestoreMargin > maxW {
+	if maxW := c.Store.MaxRestoreWindow(); c.restoreMarginTooLong(maxW) {
 		// After a restore the store floors every claim at its own
 		// window, the longest any holder of it may have: a holder cut off
 		// by the restore with a longer one could still be issuing when
@@ -578,16 +574,8 @@ func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 	if g := h.grant.Load(); g != nil {
 		return g, nil
 	}
-	if revert.Cutover && h != k.holds[0] {
-		// The old behaviour: with no number for the new layout, go on
-		// issuing on the old one.
-		for _, p := range k.holds {
-			if p.index == h.index-1 {
-				if g := p.grant.Load(); g != nil {
-					return g, nil
-				}
-			}
-		}
+	if g := k.oldLayoutGrant(h); g != nil {
+		return g, nil
 	}
 	return nil, *h.why.Load()
 }
@@ -641,7 +629,7 @@ func (k *Keeper) MarkReached(g *snowfence.Grant) {
 func (k *Keeper) Bind() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.bound && !revert.Bind {
+	if k.boundAlready() {
 		return fmt.Errorf("%w: keeper %s feeds one generator already; give each generator a keeper of its own (StartKeeper), or share the generator, which is safe for concurrent use",
 			snowfence.ErrLeaseBound, k.cfg.Holder)
 	}
@@ -771,10 +759,7 @@ func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 			errs = append(errs, h.releaseHeld(ctx, held[i], lastIssued))
 		}
 	}
-	notice := k.cfg.Clock.Now().WallMs + k.cfg.Store.MaxNoticeWindow().Milliseconds()
-	if revert.HighWater {
-		notice = 0 // the old behaviour: lowered to the last ID issued
-	}
+	notice := closeNotice(k.cfg.Clock.Now().WallMs + k.cfg.Store.MaxNoticeWindow().Milliseconds())
 	if err := k.hw.settle(max(lastIssued, 0), notice, lastIssued >= 0); err != nil {
 		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}

@@ -88,7 +88,7 @@ func mustHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string, 
 // timing the tests use to renew on time (every keeper asleep on the clock
 // when it starts, on a clock shared by several), until the grant of the keeper's
 // claim has started: a claim's first grant starts the store's
-// MaxNoticeWindow after the claim (lease/notice.go), so a holder just
+// MaxNoticeWindow after the claim (lease/fence_notice.go), so a holder just
 // started refuses (not-started) for that long. It returns the time it let
 // pass.
 func (h *holder) issuing() time.Duration {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/snowfence/snowfence/internal/revert"
 )
 
 // maxPending bounds the renewal values of unknown outcome a Renewals keeps
@@ -160,7 +158,7 @@ func (r *Renewals) Own(l *Lease) []string {
 // in time, which no clone can make it do: ErrRestored; or ErrLost saying
 // that a second process renews the same claim (cloneError).
 func (r *Renewals) Check(l *Lease, stored string) error {
-	if revert.Clone || slices.Contains(r.Accepted(l), stored) {
+	if r.accepts(l, stored) {
 		return nil
 	}
 	r.mu.Lock()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -167,21 +166,6 @@ func (s *Store) claimArgs(req lease.ClaimRequest, n int, nonce string, floorMs i
 		s.restoreWindow(req).Milliseconds(), floorMs}
 }
 
-// restoreWindow is the window a claim's floor keeps after a noticed
-// restore: the longest of req's, MaxRestoreWindow and Config.RestoreWindow.
-// The cut-off holder the floor must outlast may be another process with
-// longer timings than the claimer's; every keeper on a PostgreSQL store is
-// refused a window above MaxRestoreWindow, which therefore covers them all.
-func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	if revert.Window {
-		if req.RestoreWindow > 0 {
-			return req.RestoreWindow
-		}
-		return s.window
-	}
-	return max(req.RestoreWindow, s.window, MaxRestoreWindow)
-}
-
 // MaxRestoreWindow is the longest restore window a holder of a PostgreSQL
 // store may have (lease.RestoreWindow of its Reserve and SelfFence: 5 min
 // 31 s at the table timings); StartKeeper refuses a longer one.
@@ -241,26 +225,17 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, flo
 // schedule is not the fleet schedule record, or the record is not the
 // schedule the registry's copy records.
 func (s *Store) claimRefused(ctx context.Context, req lease.ClaimRequest) error {
-	if revert.Schedule && revert.Registry {
+	if !scheduleCompared() && !registryCompared() {
 		return nil
 	}
 	fs, err := s.why(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading why failed: %w; retry", req.Range, s.region, err)
 	}
-	if !revert.Schedule {
-		if err := lease.CheckSchedule(req.Schedule, fs); err != nil {
-			return err
-		}
+	if err := checkClaimSchedule(req.Schedule, fs); err != nil {
+		return err
 	}
-	if revert.Registry {
-		return nil
-	}
-	reg, err := s.readRegistry(ctx)
-	if err != nil {
-		return fmt.Errorf("pgstore: claim in %s region %d: the claim changed nothing, and reading the region registry to learn why failed: %w; retry", req.Range, s.region, err)
-	}
-	return lease.CheckRecordedSchedule(reg, fs)
+	return s.checkClaimRegistry(ctx, req, fs)
 }
 
 // adopt decides a claim attempt that failed with cause: it re-reads the
@@ -283,12 +258,7 @@ func (s *Store) adopt(ctx context.Context, req lease.ClaimRequest, c row, nonce 
 			"if it did, the lease expires by itself at the claimer's now + LeaseFor; retry", n, s.region, cause, err)
 	}
 	s.saw(sp, n, r, ok) // a sign is noticed; the claim's Remember then refuses it
-	var mine bool
-	if !revert.Nonce {
-		mine = ok && r.nonce == nonce && r.holder == req.Holder
-	} else {
-		mine = ok && r.holder == req.Holder && r.epoch == c.epoch+1
-	}
+	mine := ok && ownAttempt(r, nonce, req.Holder, c.epoch)
 	if !mine {
 		s.giveBack(rctx, n, nonce)
 		return row{}, fmt.Errorf("pgstore: claim machine %d region %d: %w; the row shows this attempt did not commit "+

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -96,23 +95,8 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	if err := s.checkRenewal(sp, l, r.renewal); err != nil {
 		return nil, s.renewFailed(l, target, err)
 	}
-	if !revert.Schedule {
-		fs, err := s.why(ctx)
-		if err != nil {
-			return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, and reading "+
-				"the fleet schedule to learn why failed: %w; retry", l.Machine, l.Token, err))
-		}
-		if fs.Text != fleet {
-			// The fleet moved on: renew under it while the two schedules
-			// agree until the mark asked for (lease.CheckExtension), with
-			// the statement comparing on the fleet's schedule as read.
-			if err := lease.CheckExtension(own, fs, target); err != nil {
-				return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: %w; stop issuing on it", l.Machine, l.Token, err))
-			}
-			if !retried {
-				return s.extend(ctx, l, target, own, fs.Text, true)
-			}
-		}
+	if nl, err := s.extendUnderMovedFleet(ctx, l, target, own, fleet, retried); nl != nil || err != nil {
+		return nl, err
 	}
 	return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d: the update changed nothing, yet the row read "+
 		"after it still belongs to the lease (it changed in between); retry", l.Machine, l.Token))
@@ -140,7 +124,7 @@ func (s *Store) ownership(l *lease.Lease, r row, ok bool) error {
 	case r.holder != l.Holder || r.epoch != int64(l.Token):
 		return fmt.Errorf("%w: machine %d region %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.holder, r.epoch, l.Holder, l.Token)
-	case !revert.Nonce && r.nonce != l.Claim:
+	case otherClaim(r, l):
 		return fmt.Errorf("%w: machine %d region %d is held under %q epoch %d by another claim than this lease's (the epoch repeated "+
 			"after the table went back in time, or another claimer shares the holder name); stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.holder, r.epoch)

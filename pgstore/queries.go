@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -56,56 +55,11 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 			"{keep}", strconv.Itoa(lease.JournalRetention),
 			"{nowms}", "(extract(epoch FROM statement_timestamp()) * 1000)::bigint").Replace(s)
 	}
-	// sched compares the claimer's schedule ($n) with the stored one.
-	sched := func(n string) string {
-		if !revert.Schedule {
-			return `COALESCE((SELECT schedule FROM {f} WHERE id = 1), 'v1') = ` + n
-		}
-		return n + `::text IS NOT NULL` // compares nothing
-	}
-	// regLock and regAgrees are the claim's compare of the fleet schedule
-	// record with the schedule the registry's copy records (none: no
-	// compare): both rows read FOR SHARE, their newest committed versions,
-	// which no write can change until the claim commits — so the claim
-	// commits only while the two agree, whatever its statement's snapshot.
-	regLock, regAgrees := `,
-reg AS MATERIALIZED (SELECT body->>'schedule' AS schedule FROM {r} WHERE id = 1 FOR SHARE),
-rec AS MATERIALIZED (SELECT schedule FROM {f} WHERE id = 1 FOR SHARE)`,
-		` AND NOT EXISTS (SELECT 1 FROM reg WHERE COALESCE(reg.schedule, '') <> '' AND reg.schedule <> COALESCE((SELECT schedule FROM rec), 'v1'))`
-	if revert.Registry {
-		regLock, regAgrees = "", ""
-	}
-	// claim compares the row's claim_nonce with the lease's ($n): an epoch
-	// can repeat once the table went back in time, and a holder name can
-	// be shared, so holder and epoch alone do not identify a claim.
-	claim := func(n string) string {
-		if !revert.Nonce {
-			return `claim_nonce = ` + n
-		}
-		return n + `::text IS NOT NULL` // compares nothing
-	}
-	// renewal compares the row's renewal value with those the holder
-	// wrote or sent ($n, lease.Renewals.Accepted): a second process
-	// renewing the same claim (a clone) writes others.
-	renewal := func(n string) string {
-		if !revert.Clone {
-			return `renewal = ANY(` + n + `::text[])`
-		}
-		return n + `::text[] IS NOT NULL` // compares nothing
-	}
-	// same is the origin row when the server is still on the cluster and
-	// timeline it records: claims and extensions run only then.
-	// Its floor_ms is the restore floor: after a restore was noticed, the
-	// floor the noticing claim recorded, and at least win (the claim's own
-	// restore window) after the noticing claimer's clock; and at least own,
-	// the floor of a restore the store noticed in the rows (signs.go).
-	same := func(win, own string) string {
-		if !revert.Restore {
-			return `SELECT GREATEST(CASE WHEN o.restores > 0 THEN GREATEST(o.floor_ms, o.noticed_ms + ` + win + `) ELSE o.floor_ms END, ` + own + `) AS floor_ms
-	  FROM {o} o JOIN ident ON o.system_identifier = ident.sysid AND o.timeline = ident.tl WHERE o.id = 1`
-		}
-		return `SELECT GREATEST(0 * ` + win + `, ` + own + `) AS floor_ms`
-	}
+	// The clauses that compare what keeps claims apart are the fence's
+	// (fence_*.go): the fleet schedule, the registry's agreement with it,
+	// the claim's nonce, the renewal value and the server's origin.
+	sched, claim, renewal, same := scheduleMatches, claimMatches, renewalMatches, sameOrigin
+	regLock, regAgrees := registryAgrees()
 	return queries{
 		create: []string{q(`CREATE TABLE IF NOT EXISTS {t} (
 	region       integer     NOT NULL CHECK (region >= 0),

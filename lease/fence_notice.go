@@ -37,7 +37,7 @@ import (
 // 8 % fast or slow and wall clocks up to 1 s apart: selfFence × 1.1 + 1 s,
 // RestoreWindow's formula without the reserve. Its generator stops
 // selfFence after the send time of its last acknowledged renewal, which was
-// sent before the claim (see the package's notice floor, notice.go); a
+// sent before the claim (see the package's notice floor, above); a
 // self-fence timed on a clock 8 % slow lasts up to 1/0.92 ≈ 1.087 times as
 // long in real time, and the claimer compares its own wall clock with the
 // timestamps the holder stamps with its own.
@@ -48,7 +48,8 @@ func NoticeWindow(selfFence time.Duration) time.Duration {
 // checkNotice refuses a keeper whose notice window is longer than its
 // store's MaxNoticeWindow: the store's bound is what every other holder's
 // claim waits out, so a holder with a longer self-fence could still be
-// issuing when another's first grant starts.
+// issuing when another's first grant starts. Load-bearing for uniqueness:
+// change only with scripts/prove-search notice.
 func (c *KeeperConfig) checkNotice() error {
 	if revert.Notice {
 		return nil
@@ -73,15 +74,15 @@ func maxSelfFence(w time.Duration) time.Duration {
 // with the fix reverted). It is the Store the keeper was given, which
 // checkNotice checked its self-fence against, for every hold: a later
 // layout step's hold claims through that store's Keyspace view, which a
-// wrapper raising the bound forwards to the store beneath it.
+// wrapper raising the bound forwards to the store beneath it. It keeps the
+// claim's first IDs apart from those a holder that has not yet noticed the
+// claim still issues. Load-bearing for uniqueness: change only with
+// scripts/prove-search notice (and jump, for the monotonic reading).
 func (h *hold) noticeFloor(r snowfence.Reading) (wallMs int64, mono time.Duration) {
 	if revert.Notice {
 		return 0, 0
 	}
 	w := h.k.cfg.Store.MaxNoticeWindow()
 	wallMs = r.WallMs + int64((w+time.Millisecond-1)/time.Millisecond)
-	if revert.Jump {
-		return wallMs, 0
-	}
-	return wallMs, r.Mono + w
+	return wallMs, noticeMono(r, w)
 }
