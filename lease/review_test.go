@@ -18,6 +18,7 @@ import (
 	"github.com/snowfence/snowfence/internal/revert"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // errCut is what a holder cut off from its store gets: a transient error
@@ -251,7 +252,7 @@ func (a admitNotice) MaxNoticeWindow() time.Duration { return a.notice }
 func TestKeeperWindowAboveStoreMaxRefused(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
-	_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "long", Clock: fakeclock.New(t0),
+	_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "long", Clock: fakeclock.New(t0),
 		LeaseFor: time.Minute, SelfFence: 40 * time.Second, RenewEvery: 10 * time.Second})
 	if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), etcdstore.MaxRestoreWindow.String()) {
 		t.Fatalf("StartKeeper with a 67 s restore window on etcd (max %s): %v, want ErrInvalid naming the maximum", etcdstore.MaxRestoreWindow, err)

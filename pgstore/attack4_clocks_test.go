@@ -49,7 +49,7 @@ func attack4Start(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string
 	t.Helper()
 	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk, Boottime: boot}
 	pgstore.Timings().Apply(&kc)
-	k, err := lease.StartKeeper(t.Context(), kc)
+	k, err := leasetest.StartKeeper(t.Context(), kc)
 	if err != nil {
 		t.Fatalf("%s: StartKeeper: %v", name, err)
 	}
