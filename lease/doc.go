@@ -41,7 +41,11 @@
 //     keyspace of each layout step and region (KeyspaceOf).
 //   - keeper.go: the Keeper, its configuration and its loop (claim, renew
 //     ahead, self-fence, release); hold.go: one layout step's lease;
-//     status.go: what it reports.
+//     claimloop.go: what the loop does after a claim without a number (a
+//     spare's backoff while every number is held; a first claim refused
+//     for good stops the keeper) and Claimed, which waits for one — the one
+//     place a keeper claims, from the start (StartKeeper returns before any
+//     claim); status.go: what it reports.
 //   - notice.go: the wait before a claim's first grant (the store's
 //     MaxNoticeWindow), for any holder still issuing on the number;
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the
@@ -55,7 +59,7 @@
 //   - The region registry is package lease/registry (names, numbers,
 //     homes, the fleet's schedule, and the operator's changes over every
 //     copy). keeperregistry.go: its rules, which StartKeeper checks for
-//     every holder before its first claim through Store.RegistryReader (a
+//     every holder before it returns, before any claim through Store.RegistryReader (a
 //     region known and in service, its home store, the registry's
 //     schedule); fleetregistry.go: what joins the registry with each
 //     store's fleet schedule record — the compare every store makes in

@@ -43,7 +43,8 @@ type Config struct {
 	// Generator configures minting: schedule, clock policy, waits. Its
 	// Lease and Logger are filled in by Start. A Schedule or Clock set both
 	// here and in Keeper must be the same (snowfence.New refuses them
-	// otherwise, after the keeper's first claim, which it then releases).
+	// otherwise, and the keeper, which may have claimed meanwhile, is
+	// closed).
 	Generator snowfence.Config
 	// Logger receives the store's, keeper's and generator's logs. Nil
 	// discards them.
