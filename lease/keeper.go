@@ -144,7 +144,9 @@ type KeeperConfig struct {
 }
 
 // A Keeper holds one machine number at a time for each layout of its
-// schedule that is in force or about to be: it claims one, renews it and its
+// schedule that is in force or about to be: it claims one in the background
+// from its start (waiting as a spare while every number is held; Claimed
+// waits for one), renews it and its
 // mark on a schedule, tells the generator its fence (it is the generator's
 // snowfence.LeaseView), claims a different number after losing one, and
 // releases on Close with the mark its owner gives (the end of the last ID
