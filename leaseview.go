@@ -54,7 +54,9 @@ type Grant struct {
 //
 // GrantAt and MarkReached are called under the generator's lock, GrantAt on
 // every ID: both must be cheap and safe for concurrent use, and GrantAt must
-// change nothing.
+// change no grant (a lease.Keeper notes the latest instant it handed a grant
+// out for: the generator issues at no later one, which bounds the mark it
+// releases its number with).
 type LeaseView interface {
 	// GrantAt returns the grant for IDs at wall-clock millisecond wallMs
 	// (Unix), or nil and an error that says why there is none (not

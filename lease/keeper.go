@@ -565,13 +565,16 @@ func (k *Keeper) Grant() (*snowfence.Grant, error) {
 
 // GrantAt implements snowfence.LeaseView: the grant of the number held for
 // the layout in force at wallMs, or nil and the reason there is none. It
-// only reads.
+// changes no grant; it notes wallMs when it returns one, as a bound on the
+// instants IDs were issued at, which Close releases at or above
+// (release.go).
 func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 	h := k.holdAt(wallMs)
 	if h == nil {
 		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
 	}
 	if g := h.grant.Load(); g != nil {
+		h.handOut(wallMs)
 		return g, nil
 	}
 	if g := k.oldLayoutGrant(h); g != nil {
@@ -735,10 +738,12 @@ func (k *Keeper) watchdog(ctx context.Context) {
 // lastIssued is the end of the last timestamp issued on the keeper's
 // numbers: its generator's LastIssued, read after the generator was closed
 // (Generator.Close, then LastIssued), so that nothing is issued after it
-// (0 if it issued nothing). The next holder of a number starts at the mark,
-// so a lastIssued below an ID issued lets it mint that ID again; when it is
-// not known, or no generator was made, give UnknownIssued. A second Close
-// does nothing.
+// (0 if it issued nothing). The next holder of a number starts at the mark.
+// A lastIssued below an ID issued — read before the generator stopped —
+// is raised to the end of the tick of the latest instant GrantAt handed a
+// grant out for (release.go): the generator issues at no later one. When
+// it is not known, or no generator was made, give UnknownIssued. A second
+// Close does nothing.
 func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	k.mu.Lock()
 	if k.closed {
@@ -756,11 +761,11 @@ func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	var errs []error
 	for i, h := range k.holds {
 		if held[i] != nil {
-			errs = append(errs, h.releaseHeld(ctx, held[i], lastIssued))
+			errs = append(errs, h.releaseHeld(ctx, held[i], h.issuedAtMost(lastIssued)))
 		}
 	}
 	notice := closeNotice(k.cfg.Clock.Now().WallMs + k.cfg.Store.MaxNoticeWindow().Milliseconds())
-	if err := k.hw.settle(max(lastIssued, 0), notice, lastIssued >= 0); err != nil {
+	if err := k.hw.settle(k.issuedAtMost(lastIssued), notice, lastIssued >= 0); err != nil {
 		k.log.Warn("the high-water mark stays where it was reserved; the next start waits until the clock passes it", "error", err)
 	}
 	k.closeStores()
