@@ -54,8 +54,8 @@ type Grant struct {
 //
 // GrantAt and MarkReached are called under the generator's lock, GrantAt on
 // every ID: both must be cheap and safe for concurrent use, and GrantAt must
-// change no grant (a lease.Keeper notes the latest instant it handed a grant
-// out for: the generator issues at no later one, which bounds the mark it
+// change no grant (a lease.Keeper notes the latest instant it was asked
+// about: the generator issues at no later one, which bounds the mark it
 // releases its number with).
 type LeaseView interface {
 	// GrantAt returns the grant for IDs at wall-clock millisecond wallMs

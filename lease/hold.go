@@ -37,8 +37,8 @@ type hold struct {
 	woken atomic.Pointer[snowfence.Grant]
 	// why says why there is no grant, as an error (never nil when read).
 	why atomic.Pointer[error]
-	// handedOut is the latest wall-clock millisecond GrantAt returned one of
-	// the hold's grants for (0: none): no ID was issued on its numbers at a
+	// handedOut is the latest wall-clock millisecond GrantAt was asked
+	// about the hold for (0: none): no ID was issued on its numbers at a
 	// later instant, whatever the owner tells Close (release.go).
 	handedOut atomic.Int64
 

@@ -565,16 +565,17 @@ func (k *Keeper) Grant() (*snowfence.Grant, error) {
 
 // GrantAt implements snowfence.LeaseView: the grant of the number held for
 // the layout in force at wallMs, or nil and the reason there is none. It
-// changes no grant; it notes wallMs when it returns one, as a bound on the
-// instants IDs were issued at, which Close releases at or above
-// (release.go).
+// changes no grant; it notes wallMs, as a bound on the instants IDs were
+// issued at, which Close releases at or above (release.go).
 func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 	h := k.holdAt(wallMs)
 	if h == nil {
 		return nil, fmt.Errorf("%w: the clock reads %s, before the layout this keeper started under; fix the clock", errNotYet, msTime(wallMs))
 	}
+	// Noted before the grant is read: Close withdraws the grants before it
+	// reads the note, so a grant read here before that is counted.
+	h.handOut(wallMs)
 	if g := h.grant.Load(); g != nil {
-		h.handOut(wallMs)
 		return g, nil
 	}
 	if g := k.oldLayoutGrant(h); g != nil {
@@ -740,8 +741,8 @@ func (k *Keeper) watchdog(ctx context.Context) {
 // (Generator.Close, then LastIssued), so that nothing is issued after it
 // (0 if it issued nothing). The next holder of a number starts at the mark.
 // A lastIssued below an ID issued — read before the generator stopped —
-// is raised to the end of the tick of the latest instant GrantAt handed a
-// grant out for (release.go): the generator issues at no later one. When
+// is raised to the end of the tick of the latest instant GrantAt was asked
+// about (release.go): the generator issues at no later one. When
 // it is not known, or no generator was made, give UnknownIssued. A second
 // Close does nothing.
 func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {

@@ -7,15 +7,16 @@ package lease
 // again. The owner tells Close that end (Generator.LastIssued, read after
 // the generator was closed); one read too early — while other calls still
 // minted — is below IDs issued. The keeper knows a bound of its own: the
-// generator issues only at instants it was handed a grant for (GrantAt), so
-// no ID on a hold's numbers lies past the end of the tick of the latest
-// such instant. Close releases at the later of the two, within what the
+// generator issues only at instants it asked GrantAt about, so no ID on a
+// hold's numbers lies past the end of the tick of the latest such instant. Close releases at the later of the two, within what the
 // lease reserved (releaseMark): an owner's mark that is too low costs
 // nothing, one that is too high only holds the number back.
 
-// handOut records that GrantAt returned one of the hold's grants for wallMs.
-// It is on the generator's path for every ID: one load, and a compare-and-
-// swap when the millisecond moved on.
+// handOut records that GrantAt was asked about the hold for wallMs, before
+// it reads the grant: Close withdraws the grants, then reads the record, so
+// every grant read before the withdrawal is counted. It is on the
+// generator's path for every ID: one load, and a compare-and-swap when the
+// millisecond moved on.
 func (h *hold) handOut(wallMs int64) {
 	for {
 		was := h.handedOut.Load()
@@ -27,7 +28,7 @@ func (h *hold) handOut(wallMs int64) {
 
 // issuedAtMost is the mark to release the hold's number with for the
 // owner's lastIssued: the later of it and the end of the tick (in the
-// hold's layout) of the latest instant a grant was handed out for. A
+// hold's layout) of the latest instant GrantAt was asked about. A
 // lastIssued that is not known (negative: UnknownIssued) stays so, and the
 // whole reservation is kept.
 func (h *hold) issuedAtMost(lastIssued int64) int64 {
@@ -44,7 +45,7 @@ func (h *hold) issuedAtMost(lastIssued int64) int64 {
 }
 
 // issuedAtMost is the end of the last ID issued on any of the keeper's
-// numbers as far as the owner's lastIssued and the grants handed out tell
+// numbers as far as the owner's lastIssued and GrantAt's records tell
 // (hold.issuedAtMost), for the HighWater; 0 when lastIssued is not known.
 func (k *Keeper) issuedAtMost(lastIssued int64) int64 {
 	if lastIssued < 0 {

@@ -15,9 +15,9 @@ import (
 // other calls still minted — gives a mark below IDs issued. The next holder
 // of the number starts at the released mark, and when its clock is behind
 // this holder's by more than the store's notice window (a number moved to
-// another host), it mints those IDs again. The keeper handed out every grant
-// the generator issued under, for the instants it asked for: the mark it
-// releases with is never below the end of the last of them.
+// another host), it mints those IDs again. The generator asked the keeper
+// for the grant of every instant it issued at (GrantAt): the mark the
+// keeper releases with is never below the end of the last of them.
 func TestKeeperReleaseCoversGrantsHandedOut(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
