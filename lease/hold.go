@@ -39,7 +39,7 @@ type hold struct {
 	why atomic.Pointer[error]
 	// handedOut is the latest wall-clock millisecond GrantAt was asked
 	// about the hold for (0: none): no ID was issued on its numbers at a
-	// later instant, whatever the owner tells Close (release.go).
+	// later instant, whatever the owner tells Close (fence_releasemark.go).
 	handedOut atomic.Int64
 
 	mu          sync.Mutex

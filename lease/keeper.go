@@ -566,7 +566,7 @@ func (k *Keeper) Grant() (*snowfence.Grant, error) {
 // GrantAt implements snowfence.LeaseView: the grant of the number held for
 // the layout in force at wallMs, or nil and the reason there is none. It
 // changes no grant; it notes wallMs, as a bound on the instants IDs were
-// issued at, which Close releases at or above (release.go).
+// issued at, which Close releases at or above (fence_releasemark.go).
 func (k *Keeper) GrantAt(wallMs int64) (*snowfence.Grant, error) {
 	h := k.holdAt(wallMs)
 	if h == nil {
@@ -742,7 +742,7 @@ func (k *Keeper) watchdog(ctx context.Context) {
 // (0 if it issued nothing). The next holder of a number starts at the mark.
 // A lastIssued below an ID issued — read before the generator stopped —
 // is raised to the end of the tick of the latest instant GrantAt was asked
-// about (release.go): the generator issues at no later one. When
+// about (fence_releasemark.go): the generator issues at no later one. When
 // it is not known, or no generator was made, give UnknownIssued. A second
 // Close does nothing.
 func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {

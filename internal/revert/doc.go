@@ -60,6 +60,11 @@
 //	                               (Grant.StartMono). scripts/prove-search proves it by lease's
 //	                               TestSuspendedHolderResumesAfterRestore (the search steps no clock of
 //	                               a running holder across a restore)
+//	snowfence_revert_releasemark   Close's release mark raised to the end of the tick of the latest instant the
+//	                               generator asked the keeper about (GrantAt), over an owner's LastIssued read
+//	                               before its generator stopped. scripts/prove-search proves it by lease's
+//	                               TestKeeperReleaseCoversGrantsHandedOut (the search's owners close their
+//	                               generators first)
 //
 // # Where each switch is: the fence files
 //
@@ -87,4 +92,5 @@
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
+//	releasemark   lease/fence_releasemark.go
 package revert

@@ -1,5 +1,7 @@
 package lease
 
+import "github.com/snowfence/snowfence/internal/revert"
+
 // The release mark's floor. Close records the end of the last ID issued as
 // the mark of every number it releases, and the next holder of the number
 // starts there: on a host whose clock is behind this one's by more than the
@@ -8,9 +10,10 @@ package lease
 // the generator was closed); one read too early — while other calls still
 // minted — is below IDs issued. The keeper knows a bound of its own: the
 // generator issues only at instants it asked GrantAt about, so no ID on a
-// hold's numbers lies past the end of the tick of the latest such instant. Close releases at the later of the two, within what the
-// lease reserved (releaseMark): an owner's mark that is too low costs
-// nothing, one that is too high only holds the number back.
+// hold's numbers lies past the end of the tick of the latest such instant.
+// Close releases at the later of the two, within what the lease reserved
+// (releaseMark): an owner's mark that is too low costs nothing, one that is
+// too high only holds the number back.
 
 // handOut records that GrantAt was asked about the hold for wallMs, before
 // it reads the grant: Close withdraws the grants, then reads the record, so
@@ -30,10 +33,11 @@ func (h *hold) handOut(wallMs int64) {
 // owner's lastIssued: the later of it and the end of the tick (in the
 // hold's layout) of the latest instant GrantAt was asked about. A
 // lastIssued that is not known (negative: UnknownIssued) stays so, and the
-// whole reservation is kept.
+// whole reservation is kept. Load-bearing for uniqueness: change only with
+// scripts/prove-search releasemark.
 func (h *hold) issuedAtMost(lastIssued int64) int64 {
 	w := h.handedOut.Load()
-	if lastIssued < 0 || w == 0 {
+	if lastIssued < 0 || w == 0 || revert.ReleaseMark {
 		return lastIssued
 	}
 	layout := h.k.cfg.Schedule.Steps()[h.index].Layout
