@@ -6,9 +6,12 @@ package freeport
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -53,9 +56,63 @@ func Loopback(n int) ([]int, error) {
 			return nil, fmt.Errorf("freeport: find a free port: %w", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if !reserve(port) {
+			continue // handed out to a process still running
+		}
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// reservations is the directory where Loopback records, one file per port
+// holding the process ID, the ports it handed out: a port stays with the
+// process it was handed to while that process runs, so a server it stopped
+// can start again on it (an etcd member restarted or restored) without
+// another test — in this process or another — having been handed the
+// port meanwhile. The CI run lost an etcd restore to that once ports came
+// from a range only tests pick from.
+var reservations = filepath.Join(os.TempDir(), "snowfence-freeport")
+
+// reserve records port as this process's and reports whether it was free
+// to take: no file, or one naming a process that no longer runs (or this
+// one, which never hands a port out twice while it holds it open).
+func reserve(port int) bool {
+	if err := os.MkdirAll(reservations, 0o777); err != nil {
+		return true // no record to keep: the bind check is all there is
+	}
+	path := filepath.Join(reservations, strconv.Itoa(port))
+	me := strconv.Itoa(os.Getpid())
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			_, werr := f.WriteString(me)
+			cerr := f.Close()
+			return werr == nil && cerr == nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return true
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && (pid == os.Getpid() || alive(pid)) {
+			return false
+		}
+		os.Remove(path) // its process ended: the port is free to hand out again
+	}
+	return false
+}
+
+// alive reports whether a process with that ID runs.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // belowEphemeral returns the first port of the kernel's ephemeral range, or

@@ -3,6 +3,9 @@ package freeport
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -48,5 +51,47 @@ func TestLoopbackAvoidsEphemeralRange(t *testing.T) {
 		if p < lowest || p >= first {
 			t.Errorf("port %d outside [%d, %d)", p, lowest, first)
 		}
+	}
+}
+
+// TestLoopbackNeverHandsAPortOutTwice: a port handed out stays this
+// process's, though nothing listens on it (a server stopped, to start
+// again on it); a later call, here or in another process, gets others.
+func TestLoopbackNeverHandsAPortOutTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 20 {
+		ports, err := Loopback(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if seen[p] {
+				t.Fatalf("port %d handed out twice", p)
+			}
+			seen[p] = true
+		}
+	}
+}
+
+// TestReserveTakesOverAnEndedProcessesPort: a port recorded for a process
+// that no longer runs is free again; one recorded for a running process
+// (this one's parent, say) is not.
+func TestReserveTakesOverAnEndedProcessesPort(t *testing.T) {
+	ports, err := Loopback(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := func(p int) string { return filepath.Join(reservations, strconv.Itoa(p)) }
+	if err := os.WriteFile(path(ports[0]), []byte("2147483646"), 0o666); err != nil { // no such process
+		t.Fatal(err)
+	}
+	if !reserve(ports[0]) {
+		t.Errorf("port %d, recorded for an ended process, not taken", ports[0])
+	}
+	if err := os.WriteFile(path(ports[1]), []byte(strconv.Itoa(os.Getppid())), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if reserve(ports[1]) {
+		t.Errorf("port %d, recorded for a running process, taken", ports[1])
 	}
 }
