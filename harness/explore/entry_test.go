@@ -15,6 +15,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/server"
 )
@@ -43,7 +44,7 @@ import (
 // (startWait).
 func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *atomic.Int32) (*lease.Keeper, *node.Node, error) {
 	if p.cfg.entry() == entryKeeper {
-		k, err := lease.StartKeeper(ctx, kc)
+		k, err := leasetest.StartKeeper(ctx, kc)
 		return k, nil, err
 	}
 	gc := w.generatorConfig(p, nil, sched)
