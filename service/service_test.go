@@ -28,6 +28,7 @@ func (s refusingStore) Claim(context.Context, lease.ClaimRequest) (*lease.Lease,
 func (refusingStore) MaxRestoreWindow() time.Duration      { return etcdstore.MaxRestoreWindow }
 func (refusingStore) MaxNoticeWindow() time.Duration       { return etcdstore.MaxNoticeWindow }
 func (refusingStore) RegistryReader() lease.RegistryReader { return nil }
+func (refusingStore) Region() int                          { return 0 }
 func (refusingStore) Close() error                         { return nil }
 
 // startOn starts a service on st and serves it on a loopback listener.
