@@ -84,16 +84,15 @@ type Node struct {
 // the store has stopped; a number whose mark is ahead of the clock (after
 // raise-marks, say) starts at the mark. When every number of the range is
 // held it fails with lease.ErrNoFreeNumber rather than wait as a spare
-// (Launch waits). On error everything started is stopped again.
+// (Launch waits) — also when a cutover comes while it waits for the first
+// grant and the next layout's range is the full one. On error everything
+// started is stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n, err := Launch(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err = n.Keeper.ClaimedOrFull(ctx); err == nil {
-		err = n.WaitIssuing(ctx)
-	}
-	if err != nil {
+	if err = n.waitIssuing(ctx, n.Keeper.ClaimedOrFull); err != nil {
 		n.Close(context.WithoutCancel(ctx)) // nothing was issued: the generator's LastIssued is 0
 		return nil, err
 	}
@@ -155,9 +154,18 @@ func Launch(ctx context.Context, cfg Config) (_ *Node, err error) {
 // from then on, unless something else (the clock) stops it. It fails with
 // the keeper's error if it stopped (Keeper.Failed), or when ctx ends.
 func (n *Node) WaitIssuing(ctx context.Context) error {
+	return n.waitIssuing(ctx, n.Keeper.Claimed)
+}
+
+// waitIssuing is WaitIssuing, waiting for each claim with claimed:
+// Keeper.Claimed, or Keeper.ClaimedOrFull for Start, which fails rather
+// than wait as a spare. The layout in force may change while the grant's
+// notice window runs (a cutover within it), so the wait for a claim is
+// made again for each grant waited on, not only the first.
+func (n *Node) waitIssuing(ctx context.Context, claimed func(context.Context) error) error {
 	clk := n.Keeper.Clock()
 	for {
-		if err := n.Keeper.Claimed(ctx); err != nil {
+		if err := claimed(ctx); err != nil {
 			return err
 		}
 		g, err := n.Keeper.Grant()
