@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,7 +41,7 @@ import (
 // (and, for node.Start, the node whose Generator is built too). waiting
 // counts node.Start's waits for the first grant blocked on p's clock
 // (startWait).
-func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *atomic.Int32) (*lease.Keeper, *node.Node, error) {
+func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *startCount) (*lease.Keeper, *node.Node, error) {
 	if p.cfg.entry() == entryKeeper {
 		k, err := leasetest.StartKeeper(ctx, kc)
 		return k, nil, err
