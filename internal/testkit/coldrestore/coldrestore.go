@@ -58,8 +58,12 @@ type Server interface {
 // that lost its number to the restore sees it first, as in the issue.
 var (
 	// Slow is a sibling's: its restored mark, at most LeaseFor after the
-	// copy, passes before the restore; it renews once a second.
-	Slow = lease.KeeperConfig{LeaseFor: 3 * time.Second, RenewEvery: time.Second, SelfFence: 2500 * time.Millisecond, RequestTimeout: time.Second}
+	// copy, passes before the restore; it renews once a second. Its
+	// self-fence outlasts the server's downtime for the copy and for the
+	// restore, slow as they are on a loaded machine (several seconds each
+	// under scripts/test): a sibling that had fenced itself before D's
+	// claim would hide what the sequence shows.
+	Slow = lease.KeeperConfig{LeaseFor: 8 * time.Second, RenewEvery: time.Second, SelfFence: 6500 * time.Millisecond, RequestTimeout: time.Second}
 	// Fast is the killed holder's, the re-claimer's and the new holder's.
 	Fast = lease.KeeperConfig{LeaseFor: time.Second, RenewEvery: 100 * time.Millisecond, SelfFence: 500 * time.Millisecond, RequestTimeout: time.Second}
 )
@@ -71,7 +75,7 @@ const MintFor = 3 * time.Second
 // A holder is a keeper and a generator minting on their own store.
 type holder struct {
 	name  string
-	store *cutStore // every holder's store can be cut off (RunFresh cuts A)
+	store *cutStore // every holder's store can be cut off (Run cuts the siblings, RunFresh A)
 	k     *lease.Keeper
 	g     *snowfence.Generator
 	stop  context.CancelFunc
@@ -191,7 +195,9 @@ func sleepUntil(at time.Time) {
 //  4. once the marks the copy holds for A and B have passed, the server is
 //     stopped and put back on the copy, with every holder running: K's
 //     number is K's again at K's epoch, A's and B's marks lower than they
-//     wrote and already past;
+//     wrote and already past; A and B stay cut off from the server (as
+//     while it was down) until D, which renews ten times as often, has
+//     claimed again;
 //  5. N, a new holder, starts at once on numbers 5–6, which the copy never
 //     had;
 //  6. every holder mints for MintFor.
@@ -266,6 +272,14 @@ func Run(t *testing.T, srv Server) {
 	// 4. The marks the copy holds for the siblings pass, D renews several
 	// times, and the server goes back to the copy.
 	sleepUntil(copied.Add(Slow.LeaseFor + 300*time.Millisecond))
+	// The siblings are cut off from the server, as they are while it is
+	// down, until D has claimed again after the restore: D, renewing ten
+	// times as often, sees the restore first, as in the issue, however the
+	// machine schedules the processes' requests.
+	a.store.cut.Store(true)
+	b.store.cut.Store(true)
+	reclaimed := d.store.nextClaim()
+	stopping := time.Now()
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatalf("stop for the restore: %v", err)
 	}
@@ -273,10 +287,21 @@ func Run(t *testing.T, srv Server) {
 		t.Fatalf("restore: %v", err)
 	}
 	restored := time.Now()
-	t.Logf("server back on the copy taken %s before", restored.Sub(copied).Round(time.Millisecond))
+	t.Logf("server back on the copy taken %s before (down %s)", restored.Sub(copied).Round(time.Millisecond), restored.Sub(stopping).Round(time.Millisecond))
 
 	// 5. A new holder at once, on numbers the copy never had.
 	n := f.start("N", Fast, lease.Range{Lo: 5, Hi: 6})
+
+	// D claims again (a sibling's number, or a restore window ahead), and
+	// the siblings reach the server again.
+	select {
+	case <-reclaimed:
+	case <-time.After(30 * time.Second): // a bound on the wait, not a figure the test measures
+		t.Fatalf("D did not claim again within 30s of the restore (status %+v)", d.k.Status())
+	}
+	a.store.cut.Store(false)
+	b.store.cut.Store(false)
+	t.Logf("D claimed machine %d again %s after the restore", d.k.Status().Machine, time.Since(restored).Round(time.Millisecond))
 
 	// 6. Everyone mints.
 	sleepUntil(restored.Add(MintFor))

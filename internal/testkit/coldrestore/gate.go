@@ -3,6 +3,7 @@ package coldrestore
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,9 +21,23 @@ var errCut = errors.New("coldrestore: the holder is cut off from the server (the
 // moment of the restore, until N has claimed, however the two processes'
 // requests are scheduled: A's renewal would otherwise notice the restore
 // as the server comes back and claim number 0 again before N could.
+//
+// Run cuts the siblings A and B for the restore, until D has claimed again
+// (nextClaim), for the same reason.
 type cutStore struct {
 	lease.Store
 	cut atomic.Bool
+
+	mu      sync.Mutex
+	claimed chan struct{} // closed at the next successful Claim, if set
+}
+
+// nextClaim returns a channel closed once the store's next Claim succeeds.
+func (s *cutStore) nextClaim() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimed = make(chan struct{})
+	return s.claimed
 }
 
 func (s *cutStore) err() error {
@@ -36,7 +51,16 @@ func (s *cutStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Le
 	if err := s.err(); err != nil {
 		return nil, err
 	}
-	return s.Store.Claim(ctx, req)
+	l, err := s.Store.Claim(ctx, req)
+	if err == nil {
+		s.mu.Lock()
+		if s.claimed != nil {
+			close(s.claimed)
+			s.claimed = nil
+		}
+		s.mu.Unlock()
+	}
+	return l, err
 }
 
 func (s *cutStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
