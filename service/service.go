@@ -268,8 +268,8 @@ func (s *Service) starting() (reason, detail string, starting bool) {
 	return server.ReasonStarting, "claiming a machine number", true
 }
 
-// watchClaim closes waiting when a claim finds every number held, and
-// ready when the first grant has started.
+// watchClaim closes waiting when the first claim finds every number held,
+// and ready when the first grant has started.
 func (s *Service) watchClaim(ctx context.Context) {
 	defer s.watchers.Done()
 	if err := s.node.Keeper.ClaimedOrFull(ctx); errors.Is(err, lease.ErrNoFreeNumber) {
@@ -307,9 +307,12 @@ func (s *Service) watchFailure(ctx context.Context) {
 // holds a number and the claim's first grant has started.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Waiting returns a channel closed when a claim found every machine number
-// of the range held: the service waits as a spare, answering 503 starting
-// no-free-number, until one frees (then Ready closes).
+// Waiting returns a channel closed when the first claim found every
+// machine number of the range held: the service waits as a spare,
+// answering 503 starting no-free-number, until one frees (then Ready
+// closes). It is about starting only, and closes at most once: a holder
+// that later loses its number and finds the range full says so in its
+// health (/healthz, lease.Keeper.Status), not here.
 func (s *Service) Waiting() <-chan struct{} { return s.waiting }
 
 // Done returns a channel closed when the service cannot go on: its
