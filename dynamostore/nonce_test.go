@@ -130,7 +130,7 @@ func TestSharedHolderKeepersRace(t *testing.T) {
 		errs := make([]error, 2)
 		for i := range ks {
 			wg.Go(func() {
-				ks[i], errs[i] = lease.StartKeeper(ctxFor(t), lease.KeeperConfig{
+				ks[i], errs[i] = leasetest.StartKeeper(ctxFor(t), lease.KeeperConfig{
 					Store: s, Holder: "one-process", Range: &lease.Range{Lo: 5 + round, Hi: 5 + round},
 					LeaseFor: 10 * time.Second, RenewEvery: 2 * time.Second, SelfFence: 5 * time.Second,
 				})

@@ -35,7 +35,7 @@ type traceHolder struct {
 // the mark and the generator's limit.
 func startTraceHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string) *traceHolder {
 	t.Helper()
-	k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{
+	k, err := leasetest.StartKeeper(ctxFor(t), lease.KeeperConfig{
 		Store: s, Holder: name, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk,
 		LeaseFor: 30 * time.Second, RenewEvery: 10 * time.Second, SelfFence: 20 * time.Second, Margin: 5 * time.Second,
 	})

@@ -10,6 +10,7 @@
 //	defer cli.Close()
 //	store, err := etcdstore.New(cli, etcdstore.Config{})
 //	keeper, err := lease.StartKeeper(ctx, lease.KeeperConfig{Store: store})
+//	err = keeper.Claimed(ctx) // it claims in the background: wait for a number
 //
 // The store's own timings are etcd's, which are the keeper's defaults
 // (etcdstore.Timings).

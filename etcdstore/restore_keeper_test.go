@@ -114,7 +114,7 @@ func startKeeperHolder(t *testing.T, cli *clientv3.Client, prefix string, clk *f
 func startKeeper(t *testing.T, cli *clientv3.Client, prefix string, clk *fakeclock.Clock, kc lease.KeeperConfig) *keeperHolder {
 	t.Helper()
 	kc.Store, kc.Clock = newStore(t, cli, etcdstore.Config{Prefix: prefix, Clock: clk}), clk
-	k, err := lease.StartKeeper(ctxFor(t), kc)
+	k, err := leasetest.StartKeeper(ctxFor(t), kc)
 	if err != nil {
 		t.Fatalf("StartKeeper(%s): %v", kc.Holder, err)
 	}

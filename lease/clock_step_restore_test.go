@@ -230,7 +230,7 @@ func TestGeneratorOnAnotherClockOfTheKeepersKindRefused(t *testing.T) {
 	clkK := fakeclock.New(t0.Add(-d))
 	clkK.Advance(d) // made d earlier: its monotonic reading is d ahead
 	clkG := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: sa, Holder: "a", Range: &lease.Range{Lo: 7, Hi: 7}, Clock: clkK})
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: sa, Holder: "a", Range: &lease.Range{Lo: 7, Hi: 7}, Clock: clkK})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // releaseGate is a store whose Release calls, once armed, wait for open.
@@ -61,7 +62,7 @@ func TestCloseRacingRetire(t *testing.T) {
 	}
 	gate := &releaseGate{Store: s, armed: make(chan struct{}), reached: make(chan struct{}), open: make(chan struct{})}
 	clk := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: gate, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 0},
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: gate, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 0},
 		Schedule: sched, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func tryStartMinter(t *testing.T, s lease.Store, clk snowfence.Clock, name strin
 		o(&kc)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	k, err := lease.StartKeeper(ctx, kc)
+	k, err := leasetest.StartKeeper(ctx, kc)
 	cancel()
 	if err != nil {
 		return nil, err

@@ -44,7 +44,7 @@ func TestCutoverWithoutNextNumberRefuses(t *testing.T) {
 	}
 	clk := fakeclock.New(t0)
 	start := func(name string, v1, v2 int) (*lease.Keeper, *snowfence.Generator) {
-		k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: v1, Hi: v1},
+		k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: v1, Hi: v1},
 			LayoutRanges: map[string]lease.Range{"v2": {Lo: v2, Hi: v2}}, Schedule: sched, Clock: clk, MaxWait: 2 * time.Second})
 		if err != nil {
 			t.Fatalf("keeper %s: %v", name, err)

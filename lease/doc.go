@@ -45,7 +45,11 @@
 //     one layout step's number, where the store calls are: the claim, the
 //     renewals ahead of the clock, the re-read of an extension of unknown
 //     outcome, the self-fence and boot-clock checks, the loss and the
-//     release; status.go: what the keeper reports.
+//     release; claimloop.go: what the loop does after a claim without a
+//     number (a spare's backoff while every number is held; a first claim
+//     refused for good stops the keeper) and Claimed, which waits for one —
+//     the one place a keeper claims, from the start (StartKeeper returns
+//     before any claim); status.go: what the keeper reports.
 //   - fence_notice.go: the wait before a claim's first grant (the store's
 //     MaxNoticeWindow), for any holder still issuing on the number;
 //     highwater.go, highwaterfile.go: the high-water mark kept outside the

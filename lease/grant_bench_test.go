@@ -39,7 +39,7 @@ func BenchmarkMintOnKeeper(b *testing.B) {
 			if _, err := s.SetFleetSchedule(ctx, 0, sched.String()); err != nil {
 				b.Fatal(err)
 			}
-			k, err := lease.StartKeeper(ctx, lease.KeeperConfig{Store: s, Holder: "bench", Schedule: sched, Lead: time.Hour})
+			k, err := leasetest.StartKeeper(ctx, lease.KeeperConfig{Store: s, Holder: "bench", Schedule: sched, Lead: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -178,7 +178,8 @@ func (w *highWater) reserve(markMs int64) error {
 // restart that claims one of its numbers from a restored data directory
 // must start above those IDs too, and its claim waits that window anyway.
 // known is false when Close was not told what was issued (UnknownIssued),
-// and then the mark stays.
+// and then the mark stays; a keeper that recorded none (it closed before
+// its first reservation) records the notice floor all the same.
 func (w *highWater) settle(lastIssued, noticeMs int64, known bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -189,11 +190,17 @@ func (w *highWater) settle(lastIssued, noticeMs int64, known bool) error {
 		w.releaseLocked(w.key)
 		w.loaded, w.key = false, nil
 	}()
-	if !known {
+	if !known && w.recordedMs != 0 {
 		return nil
 	}
+	// With nothing ever recorded (a first start, whose missing file was
+	// no mark, and no reservation since: nothing was issued), the file is
+	// written all the same: the store it guards may hold data now (the
+	// embedded etcd's directory), where a missing file is refused.
 	to := max(lastIssued, noticeMs, w.floorMs)
-	if to >= w.recordedMs {
+	if w.recordedMs == 0 {
+		to = max(to, 1)
+	} else if to >= w.recordedMs {
 		return nil
 	}
 	if err := w.hw.Store(to); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,8 @@ type hold struct {
 	noticeMs    int64         // the lease held issues from here on (noticeFloor of its claim)
 	noticeMono  time.Duration // and from this monotonic reading on
 	lastAckBoot time.Duration
-	closed      bool // Close, or the end of the window, stopped it
+	closed      bool  // Close, or the end of the window, stopped it
+	claimErr    error // the last claim's error while no lease is held (claimloop.go)
 }
 
 func (h *hold) setWhy(err error) { h.why.Store(&err) }
@@ -178,13 +180,22 @@ func (h *hold) claim(ctx context.Context) error {
 		}
 		h.mu.Lock()
 		h.status.LastError = err.Error()
-		if h.status.Claims == 0 && h != h.k.holds[0] {
+		switch {
+		case h.status.Claims == 0 && h != h.k.holds[0]:
 			// Never held: the generator's refusal at the cutover says
 			// why there is no number for the new layout.
 			h.setWhy(fmt.Errorf("%w for layout %s, in force from %s: the last claim failed (retrying): %w", errNotYet, h.layout, msTime(h.fromMs), err))
+		case h.status.Claims == 0:
+			// The keeper's first claim: the generator's refusal says why
+			// there is no number yet (every one held, for a spare).
+			h.setWhy(fmt.Errorf("%w: the last claim failed (retrying): %w", errNotYet, err))
 		}
 		h.mu.Unlock()
-		h.k.log.Warn("claim failed", "holder", c.Holder, "layout", h.layout, "range", h.rng.String(), "error", err)
+		level := slog.LevelWarn
+		if errors.Is(err, ErrNoFreeNumber) {
+			level = slog.LevelDebug // a spare's wait is logged at the claim loop's own pace (claimloop.go)
+		}
+		h.k.log.Log(ctx, level, "claim failed", "holder", c.Holder, "layout", h.layout, "range", h.rng.String(), "error", err)
 		return err
 	}
 	if l.Region != h.keyspace {

@@ -8,6 +8,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // Two keepers of one process, neither given a holder, get different
@@ -22,7 +23,7 @@ func TestDefaultHolderUniquePerKeeper(t *testing.T) {
 	}
 	var holders []string
 	for range 2 {
-		k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Range: &lease.Range{Lo: 0, Hi: 1}, Clock: fakeclock.New(t0)})
+		k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Range: &lease.Range{Lo: 0, Hi: 1}, Clock: fakeclock.New(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func startHolderGen(t *testing.T, s lease.Store, clk *fakeclock.Clock, name stri
 	for _, o := range opts {
 		o(&kc)
 	}
-	k, err := lease.StartKeeper(testCtx(t), kc)
+	k, err := leasetest.StartKeeper(testCtx(t), kc)
 	if err != nil {
 		return nil, err
 	}

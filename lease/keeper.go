@@ -143,7 +143,9 @@ type KeeperConfig struct {
 }
 
 // A Keeper holds one machine number at a time for each layout of its
-// schedule that is in force or about to be: it claims one, renews it and its
+// schedule that is in force or about to be: it claims one in the background
+// from its start (waiting as a spare while every number is held; Claimed
+// waits for one), renews it and its
 // mark on a schedule, tells the generator its fence (it is the generator's
 // snowfence.LeaseView), claims a different number after losing one, and
 // releases on Close with the mark its owner gives (the end of the last ID
@@ -188,6 +190,14 @@ type Keeper struct {
 	// after a forward step of the wall clock, which the loop, sleeping on
 	// the monotonic clock, cannot see. One slot: wake-ups coalesce.
 	early chan struct{}
+
+	// The claim loop's outcome, for Claimed and Err (claimloop.go),
+	// guarded by mu: err is the error that stopped the keeper (nil while
+	// it runs), failed is closed then, and changed is closed and replaced
+	// after every step of a hold, so that a waiter looks again.
+	err     error
+	failed  chan struct{}
+	changed chan struct{}
 }
 
 var _ snowfence.LeaseView = (*Keeper)(nil)
@@ -199,15 +209,23 @@ var errNotYet = errors.New("lease: no machine number claimed yet")
 var errClosed = errors.New("lease: keeper closed")
 
 // StartKeeper checks cfg, checks it against the store's copy of the region
-// registry, claims a first number for the layout in force now (retrying
-// transient errors of both until ctx is done) and starts renewing it in the
-// background; numbers for later layouts of cfg.Schedule are claimed in the
-// background from Lead before their cutovers. It fails with ErrInvalid for
-// a configuration it cannot use (including a range or region that a layout
-// of cfg.Schedule in force from now on cannot hold: the error also matches
-// snowfence.ErrPlacement), with ErrSchedule if the store's fleet schedule
-// differs from cfg.Schedule, and with ErrNoFreeNumber if the whole range is
-// taken.
+// registry and starts the keeper's loop, which claims a number for the
+// layout in force now in the background, renews it, and claims another after
+// a loss; numbers for later layouts of cfg.Schedule are claimed from Lead
+// before their cutovers. It returns at once, before any claim: until the
+// keeper holds a number its generator refuses with "no-lease" (the reason
+// says why, such as every number being held), and Claimed waits for one
+// (claimloop.go). While every number of the range is held (ErrNoFreeNumber)
+// the keeper waits as a spare does, claiming again with a jittered backoff
+// from 250 ms to min(5 s, RenewEvery). A first claim refused for a reason
+// retrying cannot fix (ErrSchedule, ErrInvalid) stops the keeper: Err
+// returns that error, Failed is closed, Status says StateFailed, and the
+// generator refuses with it.
+//
+// StartKeeper fails with ErrInvalid for a configuration it cannot use
+// (including a range or region that a layout of cfg.Schedule in force from
+// now on cannot hold: the error also matches snowfence.ErrPlacement, and a
+// HighWater that cannot load its mark: ErrHighWater).
 //
 // When the store holds a region registry (Store.Registry at a version
 // above 0), before any claim it also refuses cfg.Region if the registry
@@ -217,14 +235,18 @@ var errClosed = errors.New("lease: keeper closed")
 // home copy), and, when the registry records the fleet schedule,
 // cfg.Schedule or the store's fleet schedule record if either differs from
 // it (ErrSchedule: CheckHolderSchedule); each error names the command that
-// fixes it. A store with no registry is a fleet of one region
-// as far as the keeper can tell: cfg.Region is not checked (it logs so, at
-// Info). A number claimed before it fails is released.
+// fixes it. A failed read of the registry is retried (every RenewEvery/4)
+// until ctx ends, within StartKeeper: a refusal must reach the caller as
+// an error before anything is claimed. A store with no registry is a fleet
+// of one region as far as the keeper can tell: cfg.Region is not checked
+// (it logs so, at Info). ctx bounds only these reads; the keeper runs until
+// Close.
 func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{}), early: make(chan struct{}, 1)}
+	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{}), early: make(chan struct{}, 1),
+		failed: make(chan struct{}), changed: make(chan struct{})}
 	if err := k.plan(); err != nil {
 		k.closeStores()
 		return nil, err
@@ -244,20 +266,11 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 			return nil, fmt.Errorf("lease: the region registry was not read before the context ended: last error: %w", err)
 		}
 	}
-	first := k.holds[0]
-	for {
-		err := first.step(ctx)
-		if err == nil {
-			break
-		}
-		if errors.Is(err, ErrNoFreeNumber) || errors.Is(err, ErrSchedule) || errors.Is(err, ErrInvalid) {
-			k.abandon(ctx)
-			return nil, err
-		}
-		if err := cfg.Clock.Sleep(ctx, cfg.RenewEvery/4); err != nil {
-			k.abandon(ctx)
-			return nil, fmt.Errorf("lease: no number claimed before the context ended: last error: %v", first.Status().LastError)
-		}
+	// The HighWater is read here rather than at the first claim, so that
+	// one that cannot load refuses the start.
+	if err := k.hw.load(&k.cfg, k.log, cfg.Clock.Now().WallMs); err != nil {
+		k.closeStores()
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
@@ -284,10 +297,13 @@ func (k *Keeper) run(ctx context.Context) {
 	// comes no sooner than RenewEvery/4 after it (the pace of retries
 	// while the store fails), however many callers reach the mark.
 	stepped := make([]time.Duration, len(k.holds))
+	// waits are each hold's claims while it holds no number (claimloop.go).
+	waits := make([]claimWait, len(k.holds))
 	now := c.Clock.Now().Mono
 	for i := range k.holds {
 		due[i], live[i], stepped[i] = now+c.RenewEvery, true, now
 	}
+	due[0] = now // the first claim, at once
 	for {
 		next, any := time.Duration(math.MaxInt64), false
 		for i := range k.holds {
@@ -334,12 +350,22 @@ func (k *Keeper) run(ctx context.Context) {
 				due[i] = r.Mono + c.RenewEvery
 				continue
 			}
+			claiming := !h.holding()
 			err := h.step(ctx)
 			if ctx.Err() != nil {
 				return
 			}
 			stepped[i] = c.Clock.Now().Mono
-			due[i] = stepped[i] + h.waitAfter(err)
+			wait := h.waitAfter(err)
+			if claiming {
+				var stop bool
+				if wait, stop = k.claimed(h, &waits[i], err, wait); stop {
+					<-ctx.Done() // stopped (Err): nothing runs until Close
+					return
+				}
+			}
+			due[i] = stepped[i] + wait
+			k.signal()
 		}
 	}
 }
@@ -436,23 +462,6 @@ func (k *Keeper) plan() error {
 		k.holds = append(k.holds, h)
 	}
 	return nil
-}
-
-// abandon gives up a number claimed by a StartKeeper that fails after all,
-// so that it does not stay held until its lease expires, and closes the
-// stores plan opened.
-func (k *Keeper) abandon(ctx context.Context) {
-	for _, h := range k.holds {
-		h.mu.Lock()
-		l := h.lease
-		h.lease = nil
-		h.mu.Unlock()
-		if l != nil {
-			h.releaseUnused(ctx, l)
-		}
-	}
-	k.hw.settle(0, 0, false) // nothing was issued; the mark stays, the HighWater is free
-	k.closeStores()
 }
 
 // closeStores closes the keyspace stores plan opened.
@@ -753,6 +762,7 @@ func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	}
 	k.closed = true
 	k.mu.Unlock()
+	k.signal() // a Claimed waiting returns
 	held := make([]*Lease, len(k.holds))
 	for i, h := range k.holds {
 		held[i] = h.shut()

@@ -56,7 +56,7 @@ func startHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name string,
 	for _, o := range opts {
 		o(&kc)
 	}
-	k, err := lease.StartKeeper(testCtx(t), kc)
+	k, err := leasetest.StartKeeper(testCtx(t), kc)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func TestKeeperTwoHoldersRaceForOneNumber(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+			k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 				Store: s, Holder: fmt.Sprintf("racer-%d", i), Range: &lease.Range{Lo: 5, Hi: 5}, Clock: fakeclock.New(t0)})
 			if err == nil {
 				t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator
@@ -408,7 +408,7 @@ func TestKeeperConfigChecks(t *testing.T) {
 		{Store: s, LeaseFor: 5 * time.Second, SelfFence: 5 * time.Second},
 		{Store: s, Margin: 20 * time.Second},
 	} {
-		if _, err := lease.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := leasetest.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("StartKeeper(%+v) = %v, want ErrInvalid", kc, err)
 		}
 	}
@@ -453,7 +453,7 @@ func TestGeneratorSharesKeeperClock(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
 	clk := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Clock: clk})
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
@@ -111,7 +112,7 @@ func startOn(t *testing.T, st lease.Store, region int, sched string) error {
 		}
 		kc.Schedule = s
 	}
-	k, err := lease.StartKeeper(testCtx(t), kc)
+	k, err := leasetest.StartKeeper(testCtx(t), kc)
 	if err == nil {
 		k.Close(context.Background(), lease.UnknownIssued)
 		t.Fatal("StartKeeper succeeded on a store that refuses every claim")
@@ -236,7 +237,7 @@ func TestKeeperRetriesRegistryRead(t *testing.T) {
 	done := make(chan error, 1)
 	started, returned := context.WithCancel(testCtx(t))
 	go func() {
-		_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Clock: clk})
+		_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Clock: clk})
 		done <- err
 		returned()
 	}()
@@ -253,7 +254,7 @@ func TestKeeperRetriesRegistryRead(t *testing.T) {
 	down := &registryStore{reg: &registrytest.Mem{Reg: reg}, fleet: lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, failReads: 1 << 30}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	_, err := lease.StartKeeper(ctx, lease.KeeperConfig{Store: down, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Clock: fakeclock.New(t0)})
+	_, err := leasetest.StartKeeper(ctx, lease.KeeperConfig{Store: down, Holder: "h", Range: &lease.Range{Lo: 0, Hi: 0}, Clock: fakeclock.New(t0)})
 	if err == nil || errors.Is(err, errClaimReached) || !strings.Contains(err.Error(), "the store is down") {
 		t.Fatalf("StartKeeper with the registry unreadable and the context ended: %v; want the last read's error", err)
 	}

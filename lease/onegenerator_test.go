@@ -22,7 +22,7 @@ func TestKeeperFeedsOneGenerator(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
 	clk := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "one", Range: &lease.Range{Lo: 423, Hi: 423}, Clock: clk})
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "one", Range: &lease.Range{Lo: 423, Hi: 423}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestKeeperBindsOnlyOnSuccess(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
 	clk := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "one", Range: &lease.Range{Lo: 7, Hi: 7}, Clock: clk})
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "one", Range: &lease.Range{Lo: 7, Hi: 7}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // A schedule whose layouts cannot hold the holder's range or region left
@@ -41,7 +42,7 @@ func TestKeeperRefusesPlacementTheScheduleCannotHold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := regionStore(t, c.Endpoints(), tc.region)
 			w := &wrapStore{Store: s}
-			_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+			_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 				Store: w, Holder: "a", Range: tc.rng, LayoutRanges: tc.next, Region: tc.region, Clock: fakeclock.New(t0), Schedule: tc.sched})
 			if !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("StartKeeper: %v, want ErrInvalid and ErrPlacement saying %q", err, tc.want)
@@ -59,7 +60,7 @@ func TestKeeperRegionMustMatchStore(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := regionStore(t, c.Endpoints(), 2)
 	v2 := snowfence.MustSchedule(snowfence.Step{Layout: snowfence.V2()})
-	_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+	_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: s, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Region: 1, Clock: fakeclock.New(t0), Schedule: v2})
 	if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "store's region 2") {
 		t.Fatalf("keeper region 1 on a store of region 2: %v, want ErrInvalid", err)

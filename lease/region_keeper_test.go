@@ -42,7 +42,7 @@ func TestKeeperRefusesRegionUnderRegionlessLayout(t *testing.T) {
 	var started []string
 	for _, region := range []int{1, 2} {
 		s := regionStore(t, c.Endpoints(), region)
-		k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+		k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 			Store: s, Holder: fmt.Sprintf("h%d", region), Range: &lease.Range{Lo: 5, Hi: 5}, Region: region, Clock: clk})
 		if err == nil {
 			var g *snowfence.Generator
@@ -86,7 +86,7 @@ func TestKeeperRegionAfterCutover(t *testing.T) {
 	if _, err := s.SetFleetSchedule(testCtx(t), 0, sched.String()); err != nil {
 		t.Fatalf("set the fleet schedule: %v", err)
 	}
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: s, Holder: "r3", Range: &lease.Range{Lo: 5, Hi: 5}, Region: 3, Clock: clk, Schedule: sched})
 	if err != nil {
 		t.Fatal(err)

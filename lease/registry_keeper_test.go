@@ -14,6 +14,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/lease/registry"
 )
 
@@ -33,7 +34,7 @@ func regionKeeper(t *testing.T, st lease.Store, holder string, region int, sched
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: st, Holder: holder, Range: &rng, Region: region, Schedule: s, Clock: fakeclock.New(t0)})
 	if err == nil {
 		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) }) // no generator

@@ -25,7 +25,7 @@ func TestKeeperScheduleRefusedAtStart(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	w := &wrapStore{Store: newStore(t, c.Endpoints())}
 	sched, _ := snowfence.ParseSchedule("v1,v2@" + cutover)
-	_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{
+	_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{
 		Store: w, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Clock: fakeclock.New(t0), Schedule: sched})
 	if !errors.Is(err, lease.ErrSchedule) {
 		t.Fatalf("StartKeeper on v1,v2 with the fleet on v1: %v, want ErrSchedule", err)
@@ -86,7 +86,7 @@ func TestGeneratorSharesKeeperSchedule(t *testing.T) {
 		t.Fatalf("set the fleet schedule: %v", err)
 	}
 	clk := fakeclock.New(t0)
-	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Clock: clk, Schedule: sched})
+	k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "a", Range: &lease.Range{Lo: 0, Hi: 511}, Clock: clk, Schedule: sched})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestSetScheduleSeesLaterKeyspaceMarks(t *testing.T) {
 	}
 	fast := fakeclock.New(t0.Add(2 * time.Hour))
 	start := func(name string, sched snowfence.Schedule) (*lease.Keeper, *snowfence.Generator) {
-		k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 0, Hi: 0},
+		k, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 0, Hi: 0},
 			Schedule: sched, Clock: fast})
 		if err != nil {
 			t.Fatalf("keeper %s: %v", name, err)

@@ -15,6 +15,12 @@ const (
 	StateFenced State = "fenced"
 	// StateClosed: the keeper stopped and released its number.
 	StateClosed State = "closed"
+	// StateFailed: the keeper's first claim was refused for a reason
+	// retrying cannot fix (Keeper.Err: a schedule other than the fleet's,
+	// a keyspace or high-water mark it cannot use); it claims nothing more
+	// and its generator refuses. Close it, fix the configuration, start
+	// again.
+	StateFailed State = "failed"
 )
 
 // Status is a snapshot of a Keeper, for health checks, metrics and logs.

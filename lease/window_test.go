@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // The restore window follows the keeper's own timings: a holder cut off
@@ -39,7 +40,7 @@ func TestKeeperRestoreWindow(t *testing.T) {
 			w := &wrapStore{Store: newStore(t, c.Endpoints())}
 			kc := tc.kc
 			kc.Store, kc.Holder, kc.Range, kc.Clock = admitNotice{Store: w, notice: lease.NoticeWindow(20 * time.Second)}, "a", &lease.Range{Lo: 1, Hi: 1}, fakeclock.New(t0)
-			k, err := lease.StartKeeper(testCtx(t), kc)
+			k, err := leasetest.StartKeeper(testCtx(t), kc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +66,7 @@ func TestKeeperRestoreWindow(t *testing.T) {
 		{LeaseFor: 30 * time.Second, SelfFence: 20 * time.Second, Reserve: 10 * time.Second, RestoreMargin: 22 * time.Second},
 	} {
 		kc.Store, kc.Holder, kc.Clock = admitNotice{Store: s, notice: lease.NoticeWindow(20 * time.Second)}, "b", fakeclock.New(t0)
-		if _, err := lease.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := leasetest.StartKeeper(testCtx(t), kc); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("RestoreMargin %s with Reserve %s, SelfFence %s: %v, want ErrInvalid", kc.RestoreMargin, kc.Reserve, kc.SelfFence, err)
 		}
 	}
@@ -174,7 +175,7 @@ func (a admitNotice) MaxNoticeWindow() time.Duration { return a.notice }
 func TestKeeperWindowAboveStoreMaxRefused(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newStore(t, c.Endpoints())
-	_, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "long", Clock: fakeclock.New(t0),
+	_, err := leasetest.StartKeeper(testCtx(t), lease.KeeperConfig{Store: s, Holder: "long", Clock: fakeclock.New(t0),
 		LeaseFor: time.Minute, SelfFence: 40 * time.Second, RenewEvery: 10 * time.Second})
 	if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), etcdstore.MaxRestoreWindow.String()) {
 		t.Fatalf("StartKeeper with a 67 s restore window on etcd (max %s): %v, want ErrInvalid naming the maximum", etcdstore.MaxRestoreWindow, err)

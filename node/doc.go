@@ -21,7 +21,11 @@
 //
 // A store the caller opened itself goes in Config.Store instead.
 //
-// Start returns once the generator issues: every claim's first grant waits
+// Start returns once the generator issues (and fails with
+// lease.ErrNoFreeNumber when every number of the range is held); Launch
+// returns at once, its keeper claiming in the background — as a spare
+// while every number is held — and its generator refusing until then
+// (WaitIssuing waits). Every claim's first grant waits
 // out the store's notice window (8 s on etcd, 36 s on the lease tables;
 // lease.Store.MaxNoticeWindow), the time any other holder still issuing on
 // the number — after a restore of the store — needs to notice the claim.
@@ -39,14 +43,15 @@
 // # Schedule, range and region
 //
 // Keeper.Schedule and Generator.Schedule must agree (either may be left
-// zero to take the other's): snowfence.New refuses two different ones, once
-// the keeper has claimed its number, which Start then releases. The same
+// zero to take the other's): snowfence.New refuses two different ones, and
+// Start then closes the keeper, releasing any number it claimed meanwhile. The same
 // goes for Keeper.Clock and Generator.Clock. Start refuses, before it claims
 // anything, a
 // machine range or region that a layout of the schedule in force from now
 // on cannot hold — a region other than 0 under v1, which has no region
 // bits, among them (snowfence.Schedule.CheckPlacement).
 //
-// node.go holds Config, Start and the Node; store.go the Opener of each
-// store.
+// node.go holds Config, Start, Launch and the Node; store.go the Opener of
+// each store. A holder that serves HTTP, as "snowfence serve" does, is
+// package service, built on this one.
 package node

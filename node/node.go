@@ -43,7 +43,8 @@ type Config struct {
 	// Generator configures minting: schedule, clock policy, waits. Its
 	// Lease and Logger are filled in by Start. A Schedule or Clock set both
 	// here and in Keeper must be the same (snowfence.New refuses them
-	// otherwise, after the keeper's first claim, which it then releases).
+	// otherwise, and the keeper, which may have claimed meanwhile, is
+	// closed).
 	Generator snowfence.Config
 	// Logger receives the store's, keeper's and generator's logs. Nil
 	// discards them.
@@ -74,15 +75,39 @@ type Node struct {
 }
 
 // Start opens the store (starting the embedded etcd if so configured),
-// claims a machine number and returns a Node ready to mint: it waits (on
-// the keeper's clock, until ctx ends) for the first grant of the claim to
-// start. Every claim's first grant waits out the store's notice window
-// (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease tables), so
-// that a holder still issuing on the number after a restore of the store
-// has stopped; a number whose mark is ahead of the clock (after
-// raise-marks, say) starts at the mark. On error everything started is
-// stopped again.
+// claims a machine number and returns a Node ready to mint: it is Launch,
+// then a wait (until ctx ends) for the keeper's first claim
+// (lease.Keeper.ClaimedOrFull) and for its first grant to start
+// (WaitIssuing). Every claim's first grant waits out the store's notice
+// window (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease
+// tables), so that a holder still issuing on the number after a restore of
+// the store has stopped; a number whose mark is ahead of the clock (after
+// raise-marks, say) starts at the mark. When every number of the range is
+// held it fails with lease.ErrNoFreeNumber rather than wait as a spare
+// (Launch waits) — also when a cutover comes while it waits for the first
+// grant and the next layout's range is the full one. On error everything
+// started is stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
+	n, err := Launch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err = n.waitIssuing(ctx, n.Keeper.ClaimedOrFull); err != nil {
+		n.Close(context.WithoutCancel(ctx)) // nothing was issued: the generator's LastIssued is 0
+		return nil, err
+	}
+	return n, nil
+}
+
+// Launch opens the store (starting the embedded etcd if so configured),
+// starts the keeper and the generator, and returns at once: the keeper
+// claims its number in the background (lease.StartKeeper), as a spare while
+// every number of the range is held, and until its first grant starts the
+// generator refuses ("no-lease", then "not-started" while the claim's
+// notice window runs). WaitIssuing waits for that; Keeper.Failed tells a
+// first claim refused for good. ctx bounds opening the store and reading
+// its region registry. On error everything started is stopped again.
+func Launch(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -121,29 +146,40 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.Keeper.Close(context.WithoutCancel(ctx), lease.UnknownIssued) // no generator: every reservation kept, as before one was bound
 		return nil, err
 	}
-	if err := n.untilIssuing(ctx); err != nil {
-		n.Generator.Close()
-		n.Keeper.Close(context.WithoutCancel(ctx), n.Generator.LastIssued())
-		return nil, err
-	}
 	return n, nil
 }
 
-// untilIssuing waits until the keeper's grant has started on its clock (see
-// Start). It returns at once when there is no grant: the generator then
-// refuses with the reason, as it would at any later time.
-func (n *Node) untilIssuing(ctx context.Context) error {
+// WaitIssuing waits until the keeper holds a number (lease.Keeper.Claimed)
+// and its grant has started on the keeper's clock: the generator issues
+// from then on, unless something else (the clock) stops it. It fails with
+// the keeper's error if it stopped (Keeper.Failed), or when ctx ends.
+func (n *Node) WaitIssuing(ctx context.Context) error {
+	return n.waitIssuing(ctx, n.Keeper.Claimed)
+}
+
+// waitIssuing is WaitIssuing, waiting for each claim with claimed:
+// Keeper.Claimed, or Keeper.ClaimedOrFull for Start, which fails rather
+// than wait as a spare. The layout in force may change while the grant's
+// notice window runs (a cutover within it), so the wait for a claim is
+// made again for each grant waited on, not only the first.
+func (n *Node) waitIssuing(ctx context.Context, claimed func(context.Context) error) error {
 	clk := n.Keeper.Clock()
 	for {
+		if err := claimed(ctx); err != nil {
+			return err
+		}
 		g, err := n.Keeper.Grant()
 		if err != nil {
+			// Lost at once, or the clock reads before the layout the
+			// keeper started under: the generator refuses with the
+			// reason, as it would at any later time.
 			return nil
 		}
 		// The grant starts at StartMs on the wall clock and StartMono on
 		// the monotonic one (both the claim's notice window); the wall
 		// clock's wait is the one there is, so wait for whichever is later.
 		r := clk.Now()
-		if r.WallMs >= g.StartMs && r.Mono >= g.StartMono {
+		if GrantStarted(g, r) {
 			return nil
 		}
 		until := max(g.StartMs, r.WallMs+int64((g.StartMono-r.Mono+time.Millisecond-1)/time.Millisecond))
@@ -152,6 +188,12 @@ func (n *Node) untilIssuing(ctx context.Context) error {
 				g.Machine, lease.FormatMs(g.StartMs), err)
 		}
 	}
+}
+
+// GrantStarted reports whether g has started at reading r: the generator
+// may issue on it (if nothing else stops it).
+func GrantStarted(g *snowfence.Grant, r snowfence.Reading) bool {
+	return r.WallMs >= g.StartMs && r.Mono >= g.StartMono
 }
 
 // open opens the store cfg.Open says (the embedded etcd if none) and gives

@@ -13,7 +13,7 @@ import (
 )
 
 // TestNodeStepRightAfterStartFenced: node.Start returns once the
-// keeper's grant has started (untilIssuing reads the keeper's grant, not
+// keeper's grant has started (WaitIssuing reads the keeper's grant, not
 // the generator), so the generator has taken no reading of its own yet. A
 // wall clock stepped forward between Start and the first request is never
 // seen as a jump (it is measured between two of the generator's readings):

@@ -31,7 +31,7 @@ func startStepHolder(t *testing.T, s lease.Store, clk *fakeclock.Clock, name str
 	t.Helper()
 	kc := lease.KeeperConfig{Store: s, Holder: name, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk, Boottime: boot}
 	pgstore.Timings().Apply(&kc)
-	k, err := lease.StartKeeper(t.Context(), kc)
+	k, err := leasetest.StartKeeper(t.Context(), kc)
 	if err != nil {
 		t.Fatalf("%s: StartKeeper: %v", name, err)
 	}

@@ -25,7 +25,7 @@ func at(sec int64) time.Time { return time.UnixMilli(traceBaseMs + sec*1000) }
 // in the trace; production uses 5 min) and its generator.
 func traceKeeper(t *testing.T, s lease.Store, clk *fakeclock.Clock, holder string) (*lease.Keeper, *snowfence.Generator) {
 	t.Helper()
-	k, err := lease.StartKeeper(t.Context(), lease.KeeperConfig{
+	k, err := leasetest.StartKeeper(t.Context(), lease.KeeperConfig{
 		Store: s, Holder: holder, Range: &lease.Range{Lo: 37, Hi: 37}, Clock: clk,
 		LeaseFor: 30 * time.Second, RenewEvery: 10 * time.Second, SelfFence: 20 * time.Second, Margin: 5 * time.Second,
 	})

@@ -31,7 +31,8 @@
 // genuine. Without a keyset both routes answer 501 public_ids_disabled: a
 // server missing its keyset is a fault of the server, which 5xx alerting
 // should see, not a client's mistake. Sealing and opening need no
-// generator, but a Starting refuses them like the other API routes.
+// generator, but while the service is starting they are refused like the
+// other API routes.
 //
 // # IDs in JSON
 //
@@ -101,19 +102,20 @@
 // draws the 64 bits of an ID that GET /v1/status/decode/{id} decoded (the
 // same answers as GET /v1/ids/{id}/decode). These routes go with the admin
 // routes: on AdminHandler, not on APIHandler, since holder names carry host
-// names and a browser holds no caller certificate. A Starting serves the
-// page too, its status saying why it does not issue yet.
+// names and a browser holds no caller certificate. The page is served while
+// the service is starting too, its status saying why it does not issue yet.
 //
 // # Starting
 //
-// A service that listens before its generator runs (while it claims a
-// machine number, or as a spare waiting for every held number's holder to
-// let one go) serves a Starting's handlers meanwhile, split the same way:
-// /healthz and /readyz answer 503 with code "starting", reason "starting" or
-// "no-free-number" and the last claim's error as detail; the minting and
-// decode routes answer 503 starting with Retry-After; /metrics and
-// /openapi.json are served. Once the generator runs, the service swaps in
-// the Server's handlers.
+// A service whose keeper claims in the background (package service: while
+// it claims its first machine number, or as a spare waiting for every held
+// number's holder to let one go) serves its Server from the start and tells
+// it, through Config.Starting, that it has not started issuing: /healthz and
+// /readyz answer 503 with code "starting", reason "starting" or
+// "no-free-number" and the last claim's error as detail; the minting,
+// decode, UUID and public-ID routes answer 503 starting with Retry-After;
+// /metrics, /openapi.json and the status page are served. From the first
+// moment it has started, every answer is the generator's.
 //
 // # Concurrency
 //

@@ -95,7 +95,7 @@ const (
 	// CodeStarting: the service is not minting yet; it is claiming a
 	// machine number, or waiting for one to free ("reason" is
 	// ReasonStarting or ReasonNoFreeNumber). Every route that needs the
-	// generator answers it (a Starting's).
+	// generator answers it while Config.Starting says so.
 	CodeStarting = "starting"
 	// CodeUnavailable: any other refusal.
 	CodeUnavailable = "unavailable"

@@ -10,8 +10,8 @@ import (
 
 // healthJSON is the body of /healthz and /readyz (inside "health" on a 503).
 type healthJSON struct {
-	// Status is "ok", "refusing" or "shutting_down"; "starting" from a
-	// Starting.
+	// Status is "ok", "refusing" or "shutting_down"; "starting" while
+	// Config.Starting says so.
 	Status  string `json:"status"`
 	Issuing bool   `json:"issuing"`
 	// Reason and Detail are the generator's refusal, if any.

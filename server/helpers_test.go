@@ -190,3 +190,37 @@ func (f *fixedStatus) Status() lease.Status {
 	defer f.mu.Unlock()
 	return f.s
 }
+
+// startingReason is a Config.Starting whose answer the test sets.
+type startingReason struct {
+	mu             sync.Mutex
+	reason, detail string
+	started        bool
+}
+
+func (s *startingReason) set(reason, detail string, started bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reason, s.detail, s.started = reason, detail, started
+}
+
+func (s *startingReason) get() (string, string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason, s.detail, !s.started
+}
+
+// newStarting builds a fixture whose server is starting (reason starting,
+// detail "claiming a machine number") with a lease status of region, its
+// generator holding no lease; scfg may change the config before use.
+func newStarting(t testing.TB, region int, scfg func(*Config)) (*fixture, *startingReason) {
+	st := &startingReason{reason: ReasonStarting, detail: "claiming a machine number"}
+	f := newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, func(c *Config) {
+		c.Starting = st.get
+		c.Lease = &fixedStatus{s: lease.Status{State: lease.StateClaiming, Machine: -1, Region: region}}
+		if scfg != nil {
+			scfg(c)
+		}
+	})
+	return f, st
+}

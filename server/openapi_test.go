@@ -248,12 +248,15 @@ type fixtureKind int
 const (
 	normal         fixtureKind = iota
 	fenced                     // the generator holds no lease
-	starting                   // a Starting: no generator yet
+	starting                   // starting (Config.Starting): no number yet
 	limited                    // a quota that answers 429
 	forbidden                  // a quota that answers 403
 	noPublicIDKeys             // no keyset: public IDs disabled
 	noOpeners                  // a keyset, but no caller may open
 )
+
+// must is newStarting's fixture.
+func must(f *fixture, _ *startingReason) *fixture { return f }
 
 // TestOpenAPIStatuses produces every status the spec documents and checks
 // each response body against the documented schema.
@@ -265,7 +268,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 	fixtures := map[fixtureKind]*fixture{
 		normal:         newFixture(t, nil, nil),
 		fenced:         newFixture(t, func(c *snowfence.Config) { c.Lease = nilLease{} }, nil),
-		starting:       {t: t, h: NewStarting(StartingConfig{}).Handler()},
+		starting:       must(newStarting(t, 0, nil)),
 		limited:        newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: quotaErr} }),
 		forbidden:      newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: errors.New("caller removed")} }),
 		noPublicIDKeys: newFixture(t, nil, func(c *Config) { c.PublicIDKeys, c.PublicIDOpeners = nil, nil }),

@@ -24,8 +24,8 @@ type route struct {
 	// answered with.
 	serve serveFunc
 	// statuses are the statuses the operation answers with (those
-	// api/openapi.json documents for it), a Server's and a Starting's
-	// together.
+	// api/openapi.json documents for it), whether started or
+	// starting.
 	statuses []int
 	// admin marks the routes of the admin listener: health, readiness and
 	// metrics (Server.AdminHandler).
@@ -37,6 +37,10 @@ type route struct {
 	// host names, and a browser holds no caller certificate for a main
 	// listener behind mutual TLS.
 	operator bool
+	// starting marks the routes served as ever while the service is
+	// starting (Config.Starting); every other one answers 503 starting
+	// then (starting.go).
+	starting bool
 
 	// Derived from method and pattern by routes.
 	allow          string // the Allow header of a 405
@@ -63,23 +67,23 @@ func routes() []route {
 		// 403: the caller may take no IDs; 429: over its quota.
 		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
-		// 503: only from a Starting.
+		// 503: only while starting (Config.Starting).
 		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}},
-		// UUIDv7: no lease needed; 503 only from a Starting.
+		// UUIDv7: no lease needed; 503 only while starting.
 		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
-		// Public IDs (package publicid). 501: no keyset; 503: only from a
-		// Starting; 403: the caller may not open.
+		// Public IDs (package publicid). 501: no keyset; 503: only while
+		// starting; 403: the caller may not open.
 		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
 		{method: "GET", pattern: "/v1/public-ids/{pid}", operation: "openPublicID", serve: (*Server).openPublicID, statuses: []int{200, 400, 403, 404, 405, 501, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},
-		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true},
-		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}},
+		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true, starting: true},
+		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}, starting: true},
 		// The status page (statuspage.go): 404 for an asset it does not
-		// have; the decoder's 503 only from a Starting.
-		{method: "GET", pattern: "/", operation: "statusPage", serve: (*Server).statusPage, statuses: []int{200, 405}, operator: true},
-		{method: "GET", pattern: "/status/{asset}", operation: "statusAsset", serve: (*Server).statusAsset, statuses: []int{200, 404, 405}, operator: true},
-		{method: "GET", pattern: "/v1/status", operation: "status", serve: (*Server).status, statuses: []int{200, 405}, operator: true},
+		// have; the decoder's 503 only while starting.
+		{method: "GET", pattern: "/", operation: "statusPage", serve: (*Server).statusPage, statuses: []int{200, 405}, operator: true, starting: true},
+		{method: "GET", pattern: "/status/{asset}", operation: "statusAsset", serve: (*Server).statusAsset, statuses: []int{200, 404, 405}, operator: true, starting: true},
+		{method: "GET", pattern: "/v1/status", operation: "status", serve: (*Server).status, statuses: []int{200, 405}, operator: true, starting: true},
 		{method: "GET", pattern: "/v1/status/decode/{id}", operation: "statusDecodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}, operator: true},
 	}
 	for i := range rs {

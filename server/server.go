@@ -102,6 +102,19 @@ type Config struct {
 	// mint path. Nil: the page says the fleet is not available, as for a
 	// server a library embeds.
 	Fleet func(ctx context.Context) ([]lease.Record, error)
+	// Starting, if set, says whether the service has not started issuing
+	// yet — its keeper holds no machine number yet, or a spare waits for
+	// one to free, or the first grant's notice window runs — with the
+	// reason (ReasonStarting or ReasonNoFreeNumber) and its detail (the
+	// last claim's error). Until it first answers false, every route that
+	// needs the generator answers 503 with code starting and Retry-After,
+	// /healthz and /readyz answer 503 starting (status "starting", machine
+	// -1, the Lease's region), and GET /v1/status says "starting";
+	// /metrics, /openapi.json and the status page are served. It is not
+	// called again once it has answered false, nor on the mint path after
+	// that. It must be safe for concurrent use. Nil: the server has
+	// started from New on, and every refusal is the generator's.
+	Starting func() (reason, detail string, starting bool)
 }
 
 // Server is the HTTP service in front of one generator. Serve its Handler
@@ -122,6 +135,10 @@ type Server struct {
 	fleet     *fleetCache
 	maxBody   int64
 	draining  atomic.Bool
+	// starting is Config.Starting; started is set once it answered false
+	// (starting.go).
+	starting func() (reason, detail string, starting bool)
+	started  atomic.Bool
 	// origin is the zero of request timing.
 	origin time.Time
 
@@ -202,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 		openers:    cfg.PublicIDOpeners,
 		maxBody:    cfg.MaxBodyBytes,
 		fleet:      newFleetCache(cfg.Fleet, cfg.Clock),
+		starting:   cfg.Starting,
 		routes:     routes(),
 		origin:     time.Now(),
 		openAPI:    api.OpenAPI(),
@@ -283,6 +301,11 @@ func (s *Server) serve(p part, ep *endpoint, param string, w http.ResponseWriter
 		w.Header().Set("Allow", rt.allow)
 		return s.writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed,
 			message: fmt.Sprintf("%s takes %s, not %s", rt.pattern, rt.allow, quoteShort(r.Method))})
+	}
+	if !rt.starting && s.starting != nil && !s.started.Load() {
+		if reason, detail, ok := s.startingNow(); ok {
+			return s.refuseStarting(w, r, reason, detail)
+		}
 	}
 	return rt.serve(s, w, r, param)
 }

@@ -5,20 +5,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestStarting checks what a Starting answers: 503 starting with the reason
-// and its detail on health and readiness, 503 with Retry-After on every
-// route that needs the generator, the metrics and the API description as a
-// Server serves them.
+// TestStarting checks what a server answers while Config.Starting says it
+// is starting: 503 starting with the reason and its detail on health and
+// readiness, 503 with Retry-After on every route that needs the
+// generator, the metrics and the API description as ever; and, from the
+// first moment Starting answers false, the generator's own answers, Starting
+// no longer asked.
 func TestStarting(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_gauge", Help: "a gauge"})
-	reg.MustRegister(g)
-	st := NewStarting(StartingConfig{Gatherer: reg, Region: 3})
-	h := st.Handler()
+	f, st := newStarting(t, 3, nil)
+	h := f.srv.Handler()
 
 	check := func(wantReason, wantDetail string) {
 		t.Helper()
@@ -41,7 +38,7 @@ func TestStarting(t *testing.T) {
 	}
 	check(ReasonStarting, "claiming a machine number")
 	detail := "lease: no free machine number in range: 5-5 held"
-	st.SetReason(ReasonNoFreeNumber, detail)
+	st.set(ReasonNoFreeNumber, detail, false)
 	check(ReasonNoFreeNumber, detail)
 
 	for _, r := range []req{
@@ -49,6 +46,7 @@ func TestStarting(t *testing.T) {
 		{method: "POST", target: "/v1/ids", body: `{}`},
 		{method: "POST", target: "/v1/ids:batch", body: `{"count":3}`, contentType: "application/json"},
 		{target: "/v1/ids/" + example + "/decode"},
+		{method: "POST", target: "/v1/uuids"},
 	} {
 		got := doOn(t, h, r)
 		if got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" {
@@ -59,8 +57,8 @@ func TestStarting(t *testing.T) {
 			t.Errorf("%s %s: %+v; want starting, %s", r.method, r.target, e, ReasonNoFreeNumber)
 		}
 	}
-	if r := doOn(t, h, req{target: "/metrics"}); r.status != http.StatusOK || !strings.Contains(r.body, "test_gauge") {
-		t.Errorf("/metrics: %d %.300s; want the gatherer's metrics", r.status, r.body)
+	if r := doOn(t, h, req{target: "/metrics"}); r.status != http.StatusOK || !strings.Contains(r.body, "snowfence_") {
+		t.Errorf("/metrics: %d %.300s; want the server's metrics", r.status, r.body)
 	}
 	if r := doOn(t, h, req{target: "/openapi.json"}); r.status != http.StatusOK || !strings.Contains(r.body, `"openapi"`) {
 		t.Errorf("/openapi.json: %d", r.status)
@@ -72,30 +70,36 @@ func TestStarting(t *testing.T) {
 		t.Errorf("/nope: status %d, want 404", r.status)
 	}
 
-	// The split, as a Server's.
-	if r := doOn(t, st.APIHandler(), req{target: "/readyz"}); r.status != http.StatusNotFound {
+	// The split, as ever.
+	if r := doOn(t, f.srv.APIHandler(), req{target: "/readyz"}); r.status != http.StatusNotFound {
 		t.Errorf("/readyz on the API handler: status %d, want 404", r.status)
 	}
-	if r := doOn(t, st.AdminHandler(), req{target: "/readyz"}); r.status != http.StatusServiceUnavailable {
+	if r := doOn(t, f.srv.AdminHandler(), req{target: "/readyz"}); r.status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz on the admin handler: status %d, want 503", r.status)
 	}
-	if r := doOn(t, st.AdminHandler(), req{method: "POST", target: "/v1/ids"}); r.status != http.StatusNotFound {
+	if r := doOn(t, f.srv.AdminHandler(), req{method: "POST", target: "/v1/ids"}); r.status != http.StatusNotFound {
 		t.Errorf("POST /v1/ids on the admin handler: status %d, want 404", r.status)
 	}
 
-	st.SetDraining()
-	for _, target := range []string{"/healthz", "/readyz"} {
-		if e := errorOf(t, doOn(t, h, req{target: target})); e.Code != CodeShuttingDown {
-			t.Errorf("%s while draining: code %q, want shutting_down", target, e.Code)
-		}
+	// Started: the generator answers (here it holds no lease: fenced
+	// no-lease), and Starting is not asked again.
+	st.set("", "", true)
+	if e := errorOf(t, doOn(t, h, req{method: "POST", target: "/v1/ids"})); e.Code != CodeFenced || e.Reason != "no-lease" {
+		t.Errorf("POST /v1/ids once started: %+v; want the generator's refusal, fenced no-lease", e)
+	}
+	st.set(ReasonStarting, "asked again", false)
+	if e := errorOf(t, doOn(t, h, req{target: "/readyz"})); e.Code == CodeStarting {
+		t.Errorf("/readyz after the start: %+v; Starting was asked again", e)
 	}
 }
 
-// TestStartingWithoutGatherer checks that without a gatherer /metrics
-// serves the Go and process collectors.
-func TestStartingWithoutGatherer(t *testing.T) {
-	r := doOn(t, NewStarting(StartingConfig{}).Handler(), req{target: "/metrics"})
-	if r.status != http.StatusOK || !strings.Contains(r.body, "go_goroutines") {
-		t.Fatalf("/metrics: status %d, body %.300s; want 200 with the Go collector", r.status, r.body)
+// Draining while starting: health and readiness say shutting_down.
+func TestStartingDraining(t *testing.T) {
+	f, _ := newStarting(t, 0, nil)
+	f.srv.SetDraining()
+	for _, target := range []string{"/healthz", "/readyz"} {
+		if e := errorOf(t, doOn(t, f.srv.Handler(), req{target: target})); e.Code != CodeShuttingDown {
+			t.Errorf("%s while draining: code %q, want shutting_down", target, e.Code)
+		}
 	}
 }

@@ -108,6 +108,9 @@ func (h *holderStatus) withLease(ls lease.Status) {
 // status answers GET /v1/status with this holder's state, the fleet and
 // the schedule's layouts.
 func (s *Server) status(w http.ResponseWriter, r *http.Request, _ string) int {
+	if reason, detail, ok := s.startingNow(); ok {
+		return s.statusStarting(w, r, reason, detail)
+	}
 	health, _ := s.check()
 	h := holderStatus{
 		Status: health.Status, Issuing: health.Issuing, Reason: health.Reason, Detail: health.Detail,

@@ -128,7 +128,7 @@ func TestStatusFleet(t *testing.T) {
 // listener, not on the main one.
 func TestStatusListeners(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	st := NewStarting(StartingConfig{})
+	st, _ := newStarting(t, 0, nil)
 	for _, path := range []string{"/", "/status/status.js", "/v1/status", "/v1/status/decode/" + example} {
 		for _, tc := range []struct {
 			name     string
@@ -139,12 +139,12 @@ func TestStatusListeners(t *testing.T) {
 			{"Handler", f.srv.Handler(), 200, false},
 			{"AdminHandler", f.srv.AdminHandler(), 200, false},
 			{"APIHandler", f.srv.APIHandler(), 404, false},
-			{"Starting.AdminHandler", st.AdminHandler(), 200, true},
-			{"Starting.APIHandler", st.APIHandler(), 404, true},
+			{"starting AdminHandler", st.srv.AdminHandler(), 200, true},
+			{"starting APIHandler", st.srv.APIHandler(), 404, true},
 		} {
 			want := tc.want
 			if strings.HasPrefix(path, "/v1/status/decode/") && tc.starting && want == 200 {
-				want = http.StatusServiceUnavailable // a Starting decodes nothing
+				want = http.StatusServiceUnavailable // nothing is decoded while starting
 			}
 			w := httptest.NewRecorder()
 			tc.h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
@@ -157,9 +157,9 @@ func TestStatusListeners(t *testing.T) {
 
 func TestStatusStarting(t *testing.T) {
 	cf := &countingFleet{recs: []lease.Record{{Machine: 5, Holder: "a", Token: 2, MarkMs: 10}}}
-	st := NewStarting(StartingConfig{Region: 2, Fleet: cf.list})
-	st.SetReason(ReasonNoFreeNumber, "every number held")
-	s := statusOf(t, st.AdminHandler())
+	f, st := newStarting(t, 2, func(c *Config) { c.Fleet = cf.list })
+	st.set(ReasonNoFreeNumber, "every number held", false)
+	s := statusOf(t, f.srv.AdminHandler())
 	if h := s.Holder; h.Status != "starting" || h.Issuing || h.Reason != ReasonNoFreeNumber || h.Detail != "every number held" || h.Machine != -1 || h.Region != 2 {
 		t.Errorf("starting holder %+v", h)
 	}

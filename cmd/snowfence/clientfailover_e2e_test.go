@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/client"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
+	"golang.org/x/time/rate"
 )
 
 // failoverPlan bounds the client failover test.
@@ -19,11 +20,17 @@ type failoverPlan struct {
 	callers  int           // goroutines calling the client
 	perCall  int           // IDs per NextN (1 means Next)
 	maxIDs   int           // per goroutine: the count bound
+	rate     int           // per goroutine: IDs a second, so that the count bound outlasts every phase
 	phase    time.Duration // each phase's time bound
 	backWait time.Duration // the most the client may take to return to the primary
 }
 
-var clientFailoverPlan = failoverPlan{callers: 4, perCall: 3, maxIDs: 2_000_000, phase: 1500 * time.Millisecond, backWait: 15 * time.Second}
+// At 25,000 IDs a second a caller reaches its count bound after 80 s; the
+// phases and the primary's restart (its first grant waits out the store's
+// notice window) take well under that. Unpaced, callers served from the
+// client's buffer reached the bound while the primary restarted, and the
+// test then saw no IDs from it after its return.
+var clientFailoverPlan = failoverPlan{callers: 4, perCall: 3, maxIDs: 2_000_000, rate: 25_000, phase: 1500 * time.Millisecond, backWait: 15 * time.Second}
 
 // TestE2EClientFailover: the Go client on two regions, each a snowfence
 // serve on an etcd of its own. Under load, the primary region's serve is
@@ -78,6 +85,7 @@ func TestE2EClientFailover(t *testing.T) {
 	var handed []snowfence.ID
 	var errs []error
 	byRegion := map[int]int{}
+	bounded := 0 // callers that stopped at a bound before the test stopped them
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -86,8 +94,12 @@ func TestE2EClientFailover(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pace := rate.NewLimiter(rate.Limit(plan.rate), plan.perCall)
 			var mine []snowfence.ID
 			for len(mine) < plan.maxIDs {
+				if pace.WaitN(ctx, plan.perCall) != nil {
+					break // the test's time bound
+				}
 				select {
 				case <-stop:
 					mu.Lock()
@@ -112,6 +124,7 @@ func TestE2EClientFailover(t *testing.T) {
 			}
 			mu.Lock()
 			handed = append(handed, mine...)
+			bounded++
 			mu.Unlock()
 		}()
 	}
@@ -168,6 +181,9 @@ func TestE2EClientFailover(t *testing.T) {
 	}
 	if len(errs) > 0 {
 		t.Errorf("%d client calls failed across the failover and back", len(errs))
+	}
+	if bounded > 0 {
+		t.Errorf("%d callers stopped at their count or time bound before the phases ended: the load did not span the test (raise maxIDs or lower the rate)", bounded)
 	}
 	for _, err := range errs {
 		if errors.Is(err, client.ErrClosed) {

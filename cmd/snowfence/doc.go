@@ -7,18 +7,19 @@
 //
 // # Where things are
 //
-// One file per subcommand — serve.go (with serveflags.go, claimwait.go for
-// a spare that waits for a free machine number, drain.go for a graceful
-// stop, testclock.go for the test-only clock offset,
-// serveregion.go for --region from the region registry and regionnames.go
-// for decode's region names), decode.go, who.go (who, and the journal
+// One file per subcommand — serve.go (with serveflags.go, serveperimeter.go,
+// servepublicids.go, the flags it turns into a service.Config, and
+// testclock.go for the test-only clock offset), decode.go, who.go (who, and the journal
 // lookup dups --who shares), dups.go (the finder itself is internal/dups),
 // leases.go, schedule.go,
 // regions.go (with copyspec.go, the --copy SPEC of each store), clock.go,
 // version.go — and the shared
 // parts: main.go and run.go (dispatch, exit statuses), envflags.go (every
 // flag's SNOWFENCE_* variable), storeflags.go (where the leases live: one
-// table of the stores, their flags, timings and openers). The service
-// itself is package server, the holder package node; this command only
-// wires flags to them.
+// table of the stores, their flags, timings and openers). serve's lifecycle
+// — open the store, resolve --region, start the keeper (which claims in the
+// background, as a spare while every number is held) and the generator,
+// serve, drain, release — is package service, its HTTP API package server,
+// the holder package node; this command only wires flags to them and says
+// on stdout where it runs.
 package main

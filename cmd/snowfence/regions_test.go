@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 func TestParseCopySpec(t *testing.T) {
@@ -50,15 +52,15 @@ func TestParseCopySpec(t *testing.T) {
 
 // regionsOn is a regions command on n in-memory copies, under the fleet
 // schedule sched.
-func regionsOn(n int, sched string) (regionsRun, []*memRegistry, *bytes.Buffer, *bytes.Buffer) {
+func regionsOn(n int, sched string) (regionsRun, []*registrytest.Mem, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	r := regionsRun{e: env{stdout: &out, stderr: &errb}, fleet: lease.FleetSchedule{Text: sched, Version: 1},
 		now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), create: true}
-	var ms []*memRegistry
+	var ms []*registrytest.Mem
 	for i := range n {
-		m := &memRegistry{}
+		m := &registrytest.Mem{}
 		ms = append(ms, m)
-		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &memStore{m: m, fleet: r.fleet}})
+		r.copies = append(r.copies, registryCopy{name: "copy-" + string(rune('a'+i)), store: &leasetest.RegistryStore{Mem: m, Fleet: r.fleet}})
 	}
 	return r, ms, &out, &errb
 }
@@ -102,8 +104,8 @@ func TestRegionsCommands(t *testing.T) {
 			t.Errorf("add with --home %q: %v; want a usage error naming the copies", home, err)
 		}
 	}
-	if ms[0].reg.Version != 0 {
-		t.Fatalf("a refused add wrote %+v", ms[0].reg)
+	if ms[0].Reg.Version != 0 {
+		t.Fatalf("a refused add wrote %+v", ms[0].Reg)
 	}
 	for i, name := range []string{"us-east-1", "eu-west-1", "ap-south-1"} {
 		r.home = []string{"2", "copy-a", "copy-b"}[i]
@@ -112,7 +114,7 @@ func TestRegionsCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		home := []string{"copy-b", "copy-a", "copy-b"}[i]
-		if g, _ := ms[1].reg.Named(name); g.Home != home {
+		if g, _ := ms[1].Reg.Named(name); g.Home != home {
 			t.Errorf("add %s --home %s: home %q recorded, want %q", name, r.home, g.Home, home)
 		}
 		want := "region " + name + " added as number " + string(rune('0'+i)) + ", written to 2 copies: start its holders with --region " + name + " on its home store, copy " + home + "\n"
@@ -130,8 +132,8 @@ func TestRegionsCommands(t *testing.T) {
 	if err := r.retire(ctx, "eu-west-1"); !errors.Is(err, registry.ErrRegionRetired) {
 		t.Errorf("retiring twice: %v", err)
 	}
-	if !ms[0].reg.Equal(ms[1].reg) || ms[0].reg.Version != 4 {
-		t.Fatalf("copies %+v and %+v; want both at version 4", ms[0].reg, ms[1].reg)
+	if !ms[0].Reg.Equal(ms[1].Reg) || ms[0].Reg.Version != 4 {
+		t.Fatalf("copies %+v and %+v; want both at version 4", ms[0].Reg, ms[1].Reg)
 	}
 
 	out.Reset()
@@ -150,8 +152,8 @@ region numbers left: 5 of 8 (layout v2, the fleet schedule's last; retired numbe
 fleet schedule: v1,v2@2029-01-01T00:00:00Z (the registry's and copy 1's store's)
 timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 ticks)
 `
-	if ms[0].reg.Schedule != "v1,v2@2029-01-01T00:00:00Z" {
-		t.Errorf("the registry records the schedule %q, want the stores'", ms[0].reg.Schedule)
+	if ms[0].Reg.Schedule != "v1,v2@2029-01-01T00:00:00Z" {
+		t.Errorf("the registry records the schedule %q, want the stores'", ms[0].Reg.Schedule)
 	}
 	if out.String() != want || errb.Len() != 0 {
 		t.Errorf("list:\n%s\nwant\n%s\nstderr %q", out, want, errb)
@@ -182,22 +184,22 @@ timestamps run out at 2095-09-07T15:47:35.552Z (layout v2: its epoch + 2^41 tick
 	// A change that stopped half way: list warns, add is refused, sync
 	// mends it.
 	// Copy 2 missed the last change, the retirement of eu-west-1.
-	prev := ms[0].reg
+	prev := ms[0].Reg
 	prev.Version, prev.Regions = 3, slices.Clone(prev.Regions)
 	for i := range prev.Regions {
 		if prev.Regions[i].Name == "eu-west-1" {
 			prev.Regions[i].RetiredMs = 0
 		}
 	}
-	ms[1].set(prev)
+	ms[1].Set(prev)
 	out.Reset()
 	if err := r.list(ctx); err != nil || !strings.Contains(errb.String(), "run snowfence regions sync") {
 		t.Errorf("list with copies apart: %v; stderr %q", err, errb)
 	}
 	r.asJSON = false
 	out.Reset()
-	if err := r.sync(ctx); err != nil || out.String() != "every copy of the registry (2) is at version 4\n" || !ms[1].reg.Equal(ms[0].reg) {
-		t.Errorf("sync: %v, %q; copy 2 %+v", err, out, ms[1].reg)
+	if err := r.sync(ctx); err != nil || out.String() != "every copy of the registry (2) is at version 4\n" || !ms[1].Reg.Equal(ms[0].Reg) {
+		t.Errorf("sync: %v, %q; copy 2 %+v", err, out, ms[1].Reg)
 	}
 
 	// Five numbers left: the sixth add finds none.
@@ -219,8 +221,8 @@ func TestRegionsNoRegionBits(t *testing.T) {
 	if err := r.add(ctx, "us-east-1"); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "no region bits") {
 		t.Errorf("add under v1: %v", err)
 	}
-	if ms[0].reg.Version != 0 {
-		t.Errorf("add under v1 wrote the registry: %+v", ms[0].reg)
+	if ms[0].Reg.Version != 0 {
+		t.Errorf("add under v1 wrote the registry: %+v", ms[0].Reg)
 	}
 	if err := r.list(ctx); err != nil {
 		t.Fatal(err)
@@ -280,24 +282,24 @@ func TestRegionsAddRecordsSchedule(t *testing.T) {
 	far := "v1,v2@2029-01-01T00:00:00Z"
 	r, ms, _, _ := regionsOn(2, far)
 	r.home = "1"
-	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: "v1,v2@2029-06-01T00:00:00Z", Version: 2}
+	r.copies[1].store.(*leasetest.RegistryStore).Fleet = lease.FleetSchedule{Text: "v1,v2@2029-06-01T00:00:00Z", Version: 2}
 	if err := r.add(ctx, "us-east-1"); !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "snowfence schedule set SCHEDULE naming every copy") {
 		t.Fatalf("add with the stores on two schedules: %v; want ErrSchedule naming schedule set", err)
 	}
-	if ms[0].reg.Version != 0 || ms[1].reg.Version != 0 {
-		t.Fatalf("registry written on a refusal: %+v, %+v", ms[0].reg, ms[1].reg)
+	if ms[0].Reg.Version != 0 || ms[1].Reg.Version != 0 {
+		t.Fatalf("registry written on a refusal: %+v, %+v", ms[0].Reg, ms[1].Reg)
 	}
-	r.copies[1].store.(*memStore).fleet = r.fleet
+	r.copies[1].store.(*leasetest.RegistryStore).Fleet = r.fleet
 	if err := r.add(ctx, "us-east-1"); err != nil {
 		t.Fatal(err)
 	}
-	if ms[0].reg.Schedule != far || !ms[0].reg.Equal(ms[1].reg) {
-		t.Fatalf("registry after add: %+v and %+v; want %q recorded in both", ms[0].reg, ms[1].reg, far)
+	if ms[0].Reg.Schedule != far || !ms[0].Reg.Equal(ms[1].Reg) {
+		t.Fatalf("registry after add: %+v and %+v; want %q recorded in both", ms[0].Reg, ms[1].Reg, far)
 	}
 	// Recorded: a later change keeps it even if a store's record moved.
-	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: "v1", Version: 3}
-	if err := r.add(ctx, "eu-west-1"); err != nil || ms[1].reg.Schedule != far {
-		t.Fatalf("second add: %v, schedule %q; want %q kept", err, ms[1].reg.Schedule, far)
+	r.copies[1].store.(*leasetest.RegistryStore).Fleet = lease.FleetSchedule{Text: "v1", Version: 3}
+	if err := r.add(ctx, "eu-west-1"); err != nil || ms[1].Reg.Schedule != far {
+		t.Fatalf("second add: %v, schedule %q; want %q kept", err, ms[1].Reg.Schedule, far)
 	}
 }
 
@@ -314,32 +316,32 @@ func TestRegionsRefuseStoreOffRegistrySchedule(t *testing.T) {
 	if err := r.add(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	before := ms[0].reg
-	r.copies[1].store.(*memStore).fleet = lease.FleetSchedule{Text: other, Version: 2}
+	before := ms[0].Reg
+	r.copies[1].store.(*leasetest.RegistryStore).Fleet = lease.FleetSchedule{Text: other, Version: 2}
 	r.home = "copy-b"
 	err := r.add(ctx, "b")
 	if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "copy copy-b") || !strings.Contains(err.Error(), "snowfence schedule set '"+recorded+"'") {
 		t.Fatalf("add b --home copy-b, whose store keeps %s, the registry recording %s: %v; want ErrSchedule naming copy-b and snowfence schedule set '%s'",
 			other, recorded, err, recorded)
 	}
-	if !ms[0].reg.Equal(before) || !ms[1].reg.Equal(before) {
-		t.Fatalf("the refused add wrote %+v, %+v", ms[0].reg, ms[1].reg)
+	if !ms[0].Reg.Equal(before) || !ms[1].Reg.Equal(before) {
+		t.Fatalf("the refused add wrote %+v, %+v", ms[0].Reg, ms[1].Reg)
 	}
 
-	joining := &memStore{m: &memRegistry{}, fleet: lease.FleetSchedule{Text: other, Version: 1}}
-	r.copies[1].store.(*memStore).fleet = r.fleet
+	joining := &leasetest.RegistryStore{Mem: &registrytest.Mem{}, Fleet: lease.FleetSchedule{Text: other, Version: 1}}
+	r.copies[1].store.(*leasetest.RegistryStore).Fleet = r.fleet
 	err = r.addCopy(ctx, registryCopy{name: "copy-j", store: joining})
 	if !errors.Is(err, lease.ErrSchedule) || !strings.Contains(err.Error(), "copy copy-j") || !strings.Contains(err.Error(), "snowfence schedule set '"+recorded+"'") {
 		t.Fatalf("add-copy of a store keeping %s, the registry recording %s: %v; want ErrSchedule naming copy-j and snowfence schedule set '%s'",
 			other, recorded, err, recorded)
 	}
-	if joining.m.reg.Version != 0 || !ms[0].reg.Equal(before) {
-		t.Fatalf("the refused add-copy wrote %+v (joining), %+v", joining.m.reg, ms[0].reg)
+	if joining.Mem.Reg.Version != 0 || !ms[0].Reg.Equal(before) {
+		t.Fatalf("the refused add-copy wrote %+v (joining), %+v", joining.Mem.Reg, ms[0].Reg)
 	}
 	if errb.Len() != 0 {
 		t.Errorf("stderr: %s; want nothing (a refusal, not a warning)", errb)
 	}
-	joining.fleet = r.fleet
+	joining.Fleet = r.fleet
 	if err := r.addCopy(ctx, registryCopy{name: "copy-j", store: joining}); err != nil {
 		t.Fatalf("add-copy once the store keeps the registry's schedule: %v", err)
 	}

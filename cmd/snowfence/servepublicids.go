@@ -7,6 +7,7 @@ import (
 
 	"github.com/snowfence/snowfence/publicid"
 	"github.com/snowfence/snowfence/server"
+	idservice "github.com/snowfence/snowfence/service"
 )
 
 // publicIDFlags are serve's public-ID options (package publicid): with
@@ -54,17 +55,15 @@ func (f *publicIDFlags) load(pf *perimeterFlags, log *slog.Logger) (publicIDs, e
 	return publicIDs{keys: ks, openWithoutTLS: f.openWithoutTLS}, nil
 }
 
-// configure sets the server's public-ID fields: the keyset, and as openers
-// every caller (--public-id-open-without-tls) or the perimeter's callers
-// file.
-func (p publicIDs) configure(sc *server.Config, openers server.PublicIDOpeners) {
+// configure sets the service's public-ID fields: the keyset, and as
+// openers every caller (--public-id-open-without-tls) or, left nil, the
+// perimeter's callers file.
+func (p publicIDs) configure(sc *idservice.Config) {
 	if p.keys == nil {
 		return
 	}
 	sc.PublicIDKeys = p.keys
 	if p.openWithoutTLS {
 		sc.PublicIDOpeners = server.AnyCallerOpens{}
-	} else {
-		sc.PublicIDOpeners = openers
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
@@ -135,7 +136,7 @@ var errChecksPassed = errors.New("chaos: the keeper's checks passed")
 // MaxRestoreWindow and MaxNoticeWindow, which the keeper checks its own
 // against), its region registry (none: a fleet of one region, as the
 // scenarios' stores are) and the claim itself, which it refuses with
-// errChecksPassed (wrapping lease.ErrNoFreeNumber, on which StartKeeper
+// errChecksPassed (wrapping lease.ErrNoFreeNumber, on which leasetest.StartKeeper
 // gives up at once).
 type checkStore struct {
 	lease.Store
@@ -191,7 +192,7 @@ func accepts(kind string, t lease.Timings, machines string) error {
 	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: maxNoticeWindow(kind)}, Holder: "chaos-config-check",
 		Range: rng, LayoutRanges: layoutRanges,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
-	k, err := lease.StartKeeper(context.Background(), kc)
+	k, err := leasetest.StartKeeper(context.Background(), kc)
 	if k != nil { // cannot happen: checkStore never grants
 		k.Close(context.Background(), lease.UnknownIssued) // no generator
 		return errors.New("chaos: a keeper started on checkStore")

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/server"
 )
@@ -41,9 +41,9 @@ import (
 // (and, for node.Start, the node whose Generator is built too). waiting
 // counts node.Start's waits for the first grant blocked on p's clock
 // (startWait).
-func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *atomic.Int32) (*lease.Keeper, *node.Node, error) {
+func (w *world) startEntry(ctx context.Context, p *proc, kc lease.KeeperConfig, sched snowfence.Schedule, waiting *startCount) (*lease.Keeper, *node.Node, error) {
 	if p.cfg.entry() == entryKeeper {
-		k, err := lease.StartKeeper(ctx, kc)
+		k, err := leasetest.StartKeeper(ctx, kc)
 		return k, nil, err
 	}
 	gc := w.generatorConfig(p, nil, sched)

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,8 @@ var _ snowfence.Clock = mintClock{}
 
 func (c mintClock) WaitUntil(ctx context.Context, wallMs int64) (snowfence.Reading, error) {
 	if c.start != nil && !c.start.over.Load() {
-		c.start.waiting.Add(1)
-		defer c.start.waiting.Add(-1)
+		c.start.waiting.add(1)
+		defer c.start.waiting.add(-1)
 		return c.Clock.WaitUntil(ctx, wallMs)
 	}
 	for range 10_000 {
@@ -69,5 +70,56 @@ type startWait struct {
 	over atomic.Bool
 	// waiting counts the starts of one startHolders blocked in WaitUntil:
 	// each is one more waiter on the fake clock beside its keeper's sleep.
-	waiting *atomic.Int32
+	waiting *startCount
+}
+
+// startCount counts the starts of one startHolders blocked in WaitUntil,
+// and tells each change: a start leaves the fake clock before it leaves
+// the count, so a count read at that moment is one too high, and
+// startHolders, waiting for that many waiters on the clock, recounts when
+// it changes (blockUntilStartWaiters) — the start may go on to wait on its
+// keeper rather than on the clock (node.Start's wait for a claim).
+type startCount struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{}
+}
+
+func newStartCount() *startCount { return &startCount{changed: make(chan struct{})} }
+
+func (c *startCount) add(d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += d
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// load returns the count and a channel closed at its next change.
+func (c *startCount) load() (int, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n, c.changed
+}
+
+// blockUntilStartWaiters returns once at least base waiters, plus the
+// starts counted in WaitUntil, are blocked on clk, recounting at each
+// change of the count.
+func blockUntilStartWaiters(ctx context.Context, clk *fakeclock.Clock, base int, waiting *startCount) error {
+	for {
+		n, changed := waiting.load()
+		bctx, cancel := context.WithCancel(ctx)
+		res := make(chan error, 1)
+		go func() { res <- clk.BlockUntilWaiters(bctx, base+n) }()
+		select {
+		case err := <-res:
+			cancel()
+			return err
+		case <-changed:
+			cancel()
+			if err := <-res; err == nil || ctx.Err() != nil {
+				return err
+			}
+		}
+	}
 }

@@ -304,12 +304,12 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var waiting atomic.Int32 // starts blocked in node.Start's wait for the grant
+	waiting := newStartCount() // starts blocked in node.Start's wait for the grant
 	results := make(chan result, len(hs))
 	for _, h := range hs {
 		kc := w.keeperConfig(p, h, sched)
 		go func() {
-			k, n, err := w.startEntry(ctx, p, kc, sched, &waiting)
+			k, n, err := w.startEntry(ctx, p, kc, sched, waiting)
 			results <- result{h, k, n, err}
 		}()
 	}
@@ -337,9 +337,11 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 		blocked := make(chan error, 1)
 		// Each start waits on p's clock once (its claim's retry, or its
 		// keeper's sleep), and once more while node.Start waits for the
-		// grant.
-		n := p.running() + pending + int(waiting.Load())
-		go func() { blocked <- p.clk.BlockUntilWaiters(bctx, n) }()
+		// grant on the clock (WaitUntil; counted by waiting, recounted as
+		// it changes). A node.Start waiting for its keeper's claim is on
+		// the keeper, not the clock: its keeper's sleep is the waiter.
+		base := p.running() + pending
+		go func() { blocked <- blockUntilStartWaiters(bctx, p.clk.Clock, base, waiting) }()
 		select {
 		case res := <-results:
 			bcancel()
@@ -353,7 +355,7 @@ func (w *world) startHolders(p *proc, hs []*holder) {
 				giveUp = true
 				continue
 			}
-			if waiting.Load() > 0 {
+			if n, _ := waiting.load(); n > 0 {
 				waited += step
 			} else {
 				retried += step

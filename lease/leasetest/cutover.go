@@ -56,7 +56,7 @@ func checkCutover(t *testing.T, s *suite) {
 	clk := fakeclock.New(t0)
 	start := func(holder string, rng, v2 lease.Range) (*lease.Keeper, *snowfence.Generator) {
 		t.Helper()
-		k, err := lease.StartKeeper(ctx, lease.KeeperConfig{
+		k, err := StartKeeper(ctx, lease.KeeperConfig{
 			Store: s.adminReopen(t, st), Holder: holder, Range: &rng, LayoutRanges: map[string]lease.Range{"v2": v2}, Region: region,
 			Schedule: sched, Clock: clk, Lead: lead, MaxWait: 2 * time.Second,
 		})
@@ -72,7 +72,7 @@ func checkCutover(t *testing.T, s *suite) {
 	}
 
 	// A range v2 cannot hold, with none for v2: refused at start.
-	if _, err := lease.StartKeeper(ctx, lease.KeeperConfig{
+	if _, err := StartKeeper(ctx, lease.KeeperConfig{
 		Store: st, Holder: "c", Range: &lease.Range{Lo: 700, Hi: 700}, Region: region, Schedule: sched, Clock: clk, Lead: lead,
 	}); !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) || !strings.Contains(err.Error(), "KeeperConfig.LayoutRanges") {
 		t.Fatalf("StartKeeper with range 700-700 across the cutover to v2 and none for v2: %v, want ErrInvalid/ErrPlacement naming LayoutRanges", err)

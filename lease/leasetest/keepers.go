@@ -32,7 +32,7 @@ func checkKeeperRace(t *testing.T, s *suite) {
 		stores[i] = s.reopen(t, st)
 	}
 	start := func(i int) (*lease.Keeper, error) {
-		return lease.StartKeeper(ctx, lease.KeeperConfig{
+		return StartKeeper(ctx, lease.KeeperConfig{
 			Store: stores[i], Holder: fmt.Sprintf("keeper-%d", i), Range: &rng, Clock: clk,
 			MaxWait: 2 * time.Second, // as MaxAhead: fail rather than take a far number
 		})

@@ -348,7 +348,7 @@ func checkRollbackFloorsEveryKeeper(t *testing.T, s *suite) {
 		// the machine's, so its deadline is generous (the default,
 		// RenewEvery / 2 = 500 ms of real time, timed out a dynalite claim
 		// under load and hid the loss this checks behind the claim's error).
-		k, err := lease.StartKeeper(ctxFor(t), lease.KeeperConfig{Store: st, Holder: name, Range: &rng, Clock: clk,
+		k, err := StartKeeper(ctxFor(t), lease.KeeperConfig{Store: st, Holder: name, Range: &rng, Clock: clk,
 			LeaseFor: s.h.LeaseFor, RenewEvery: time.Second, SelfFence: s.h.LeaseFor / 2, RequestTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatalf("StartKeeper(%s): %v", name, err)

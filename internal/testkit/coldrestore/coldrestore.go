@@ -30,6 +30,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // A Server is a lease table's server of the test's own, which the sequence
@@ -103,7 +104,7 @@ func (f *fleet) start(name string, tm lease.KeeperConfig, rng lease.Range) *hold
 	kc.Store, kc.Holder, kc.Range, kc.Clock, kc.Logger = h.store, name, &rng, clk, f.log.With("holder", name)
 	ctx, cancel := context.WithTimeout(f.t.Context(), 20*time.Second)
 	defer cancel()
-	k, err := lease.StartKeeper(ctx, kc)
+	k, err := leasetest.StartKeeper(ctx, kc)
 	if err != nil {
 		f.t.Fatalf("StartKeeper(%s): %v", name, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testkit/wire"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 )
 
 // HolderSpec is what the holders of one child process do. Store-specific
@@ -216,7 +217,7 @@ func RunHolder(ctx context.Context, spec HolderSpec, s lease.Store, name string,
 		}
 		kctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		var err error
-		k, err = lease.StartKeeper(kctx, lease.KeeperConfig{Store: s, Holder: name, Range: &rng, Clock: clk,
+		k, err = leasetest.StartKeeper(kctx, lease.KeeperConfig{Store: s, Holder: name, Range: &rng, Clock: clk,
 			LeaseFor: spec.LeaseFor, RenewEvery: spec.RenewEvery, SelfFence: spec.SelfFence})
 		cancel()
 		if err != nil && ctx.Err() == nil {

@@ -12,12 +12,45 @@ import (
 
 // Mem is a registry.Store in memory, with the compares the stores make:
 // for tests of what is built on the registry (changes, joins, the
-// keeper's checks). Its identity is ID, or its address when ID is empty.
-// A test may set Reg directly before it shares the Mem.
+// keeper's checks, the regions commands). Its identity is ID, or its
+// address when ID is empty. A test may set the fields directly before it
+// shares the Mem, and later with Set and SetFail.
 type Mem struct {
 	mu  sync.Mutex
 	Reg registry.Registry
 	ID  string
+	// Fail, when set, is what every read answers (with Reg).
+	Fail error
+	// Reads, when set, receives a value at every read, before the read
+	// answers: a test waits on it for a read in the background.
+	Reads chan struct{}
+	reads int
+}
+
+// Of is a registry at version len(regions) holding regions.
+func Of(regions ...registry.Region) registry.Registry {
+	return registry.Registry{Version: int64(len(regions)), Regions: regions}
+}
+
+// Set replaces the stored registry, as another writer would.
+func (m *Mem) Set(r registry.Registry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Reg = r
+}
+
+// SetFail makes every later read answer err (nil: answer again).
+func (m *Mem) SetFail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Fail = err
+}
+
+// ReadCount returns how often the registry was read.
+func (m *Mem) ReadCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
 }
 
 var _ registry.Store = (*Mem)(nil)
@@ -43,11 +76,15 @@ func (m *Mem) RegistryIdentity(context.Context) (string, error) {
 	return fmt.Sprintf("memory %p", m), nil
 }
 
-// Registry returns the stored registry.
+// Registry returns the stored registry, and Fail.
 func (m *Mem) Registry(context.Context) (registry.Registry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.Reg, nil
+	m.reads++
+	if m.Reads != nil {
+		m.Reads <- struct{}{}
+	}
+	return m.Reg, m.Fail
 }
 
 // SetRegistry writes next if the stored registry is at next.Version-1.

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 	"github.com/snowfence/snowfence/node"
 )
 
@@ -28,7 +30,7 @@ func openerOf(store lease.Store, regions *[]int) node.Opener {
 // it; with no registry written, numbers work as before.
 func TestServeResolvesRegion(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fleet := registryOf(
+	fleet := registrytest.Of(
 		registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1},
 		registry.Region{Name: "old-region", Number: 1, CreatedMs: 2, RetiredMs: 3},
 		registry.Region{Name: "eu-west-1", Number: 2, CreatedMs: 4},
@@ -51,12 +53,12 @@ func TestServeResolvesRegion(t *testing.T) {
 		{"no registry, a name", registry.Registry{}, "eu-west-1", 0, registry.ErrUnknownRegion, "snowfence regions add eu-west-1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := &memStore{m: &memRegistry{reg: c.reg}}
+			store := &leasetest.RegistryStore{Mem: &registrytest.Mem{Reg: c.reg}}
 			var asked []int
 			hr, err := resolveHolderRegion(context.Background(), openerOf(store, &asked), etcdstore.Config{}, c.text, quiet)
 			hr.release()
-			if len(asked) != 1 || asked[0] != 0 || store.closed != 1 {
-				t.Errorf("store opened for regions %v and closed %d times; want once at region 0, closed once", asked, store.closed)
+			if len(asked) != 1 || asked[0] != 0 || store.Closes != 1 {
+				t.Errorf("store opened for regions %v and closed %d times; want once at region 0, closed once", asked, store.Closes)
 			}
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.wantText) {

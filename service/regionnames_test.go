@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
 // A fake instant serve's region names read the time from.
@@ -29,8 +30,8 @@ func (f *fakeNow) add(d time.Duration) {
 // its name.
 func TestRegionNamesMiss(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registryOf(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1}, registry.Region{Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3})
-	store := &memRegistry{reg: reg}
+	reg := registrytest.Of(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1}, registry.Region{Name: "eu-west-1", Number: 1, CreatedMs: 2, RetiredMs: 3})
+	store := &registrytest.Mem{Reg: reg}
 	clk := &fakeNow{t: time.Unix(1000, 0)}
 	c := newRegionNames(store, reg, quiet, clk.now)
 
@@ -39,7 +40,7 @@ func TestRegionNamesMiss(t *testing.T) {
 		if name, ok := c.Name(n); name != wantName || ok != wantOK {
 			t.Errorf("Name(%d) = %q, %v; want %q, %v", n, name, ok, wantName, wantOK)
 		}
-		if got := store.readCount(); got != wantReads {
+		if got := store.ReadCount(); got != wantReads {
 			t.Errorf("after Name(%d): %d reads of the store, want %d", n, got, wantReads)
 		}
 	}
@@ -49,14 +50,14 @@ func TestRegionNamesMiss(t *testing.T) {
 	clk.add(regionNamesOnMiss)
 	check(2, "", false, 1)
 	check(2, "", false, 1) // not again within 5 s
-	store.set(registryOf(reg.Regions[0], reg.Regions[1], registry.Region{Name: "ap-south-1", Number: 2, CreatedMs: 4}))
+	store.Set(registrytest.Of(reg.Regions[0], reg.Regions[1], registry.Region{Name: "ap-south-1", Number: 2, CreatedMs: 4}))
 	clk.add(regionNamesOnMiss - time.Millisecond)
 	check(2, "", false, 1)
 	clk.add(time.Millisecond)
 	check(2, "ap-south-1", true, 2) // added since: found on the miss
 	check(2, "ap-south-1", true, 2)
 
-	store.fail = errors.New("store down")
+	store.SetFail(errors.New("store down"))
 	clk.add(regionNamesOnMiss)
 	check(5, "", false, 3)
 	check(0, "us-east-1", true, 3) // the names read before stay
@@ -67,7 +68,7 @@ func TestRegionNamesMiss(t *testing.T) {
 // registry once it is written; close stops it.
 func TestRegionNamesBackground(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := &memRegistry{reads: make(chan struct{})}
+	store := &registrytest.Mem{Reads: make(chan struct{})}
 	clk := &fakeNow{t: time.Unix(1000, 0)}
 	c := newRegionNames(store, registry.Registry{}, quiet, clk.now)
 	tick := make(chan time.Time)
@@ -77,17 +78,15 @@ func TestRegionNamesBackground(t *testing.T) {
 	if name, ok := c.Name(3); name != "3" || !ok {
 		t.Errorf("no registry: Name(3) = %q, %v; want \"3\", true", name, ok)
 	}
-	store.mu.Lock()
-	store.reg = registryOf(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1})
-	store.mu.Unlock()
+	store.Set(registrytest.Of(registry.Region{Name: "us-east-1", Number: 0, CreatedMs: 1}))
 	tick <- clk.now()
-	<-store.reads     // the background read
+	<-store.Reads     // the background read
 	tick <- clk.now() // run has finished the read and stored it once it takes the next tick
-	<-store.reads
+	<-store.Reads
 	if name, ok := c.Name(0); name != "us-east-1" || !ok {
 		t.Errorf("after the background read: Name(0) = %q, %v; want us-east-1", name, ok)
 	}
-	if n := store.readCount(); n != 2 {
+	if n := store.ReadCount(); n != 2 {
 		t.Errorf("%d reads, want the 2 ticks'", n)
 	}
 }
