@@ -183,3 +183,44 @@ func TestReview26SpareClosedClaimsNothingAfter(t *testing.T) {
 		t.Errorf("machine 5 held by %q after the spare closed", rec.Holder)
 	}
 }
+
+// slowReleaseStore is a stubStore whose releases wait for open.
+type slowReleaseStore struct {
+	*stubStore
+	reached, open chan struct{}
+}
+
+func (s *slowReleaseStore) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	close(s.reached)
+	<-s.open
+	return s.stubStore.Release(ctx, l, markMs)
+}
+
+// Hypothesis (broken: hygiene): "A second Close does nothing" — it also
+// returns at once, before the first has released the number. An owner
+// whose shutdown paths both close the keeper (a signal handler and a
+// deferred Close) and then close the store (node.Close does, right after
+// Keeper.Close) cuts the first Close's release off: the number stays held
+// until its lease expires. Availability only: the release mark is not at
+// stake (the stored mark is the reservation, above every ID issued).
+func TestReview26SecondCloseReturnsBeforeRelease(t *testing.T) {
+	clk := fakeclock.New(t0)
+	st := &slowReleaseStore{stubStore: &stubStore{machine: 5}, reached: make(chan struct{}), open: make(chan struct{})}
+	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 5, Hi: 5}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Claimed(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- k.Close(context.Background(), lease.UnknownIssued) }()
+	<-st.reached
+	second := k.Close(context.Background(), lease.UnknownIssued)
+	rec, _ := st.Get(testCtx(t), 5)
+	close(st.open)
+	<-first
+	if second == nil && rec.Holder != "" {
+		t.Errorf("the second Close returned (nil) while the first still released: machine 5 still held by %q", rec.Holder)
+	}
+}

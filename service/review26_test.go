@@ -5,6 +5,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/service"
@@ -105,4 +107,31 @@ func TestReview26ShutdownSpare(t *testing.T) {
 		t.Errorf("Shutdown: %v", err)
 	}
 	checkStopped(t, svc, served)
+}
+
+// Hypothesis (holds): the errors of the start keep their types through
+// service.New and node.Start: a range no layout holds (ErrInvalid and
+// snowfence.ErrPlacement), a second generator on a keeper
+// (snowfence.ErrLeaseBound), a start whose context ends during the first
+// claim (the context's error).
+func TestReview26StartErrorsKeepTheirTypes(t *testing.T) {
+	_, err := service.New(t.Context(), service.Config{Node: node.Config{Store: refusingStore{}, Keeper: lease.KeeperConfig{Range: &lease.Range{Lo: 0, Hi: 5000}}}})
+	if !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) {
+		t.Errorf("New with range 0-5000: %v; want ErrInvalid and ErrPlacement", err)
+	}
+	n, err := node.Launch(t.Context(), node.Config{Store: refusingStore{err: fmt.Errorf("%w: held", lease.ErrNoFreeNumber)},
+		Keeper: lease.KeeperConfig{Range: &lease.Range{Lo: 1, Hi: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	if _, err := snowfence.New(snowfence.Config{Lease: n.Keeper}); !errors.Is(err, snowfence.ErrLeaseBound) {
+		t.Errorf("a second generator on the node's keeper: %v; want ErrLeaseBound", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	st := hangingStore{entered: make(chan struct{}, 1)}
+	go func() { <-st.entered; cancel() }()
+	if _, err := node.Start(ctx, node.Config{Store: st, Keeper: lease.KeeperConfig{Range: &lease.Range{Lo: 1, Hi: 1}}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("node.Start canceled during the first claim: %v; want context.Canceled", err)
+	}
 }
