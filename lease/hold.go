@@ -181,6 +181,9 @@ func (h *hold) claim(ctx context.Context) error {
 		h.mu.Lock()
 		h.status.LastError = err.Error()
 		switch {
+		case h.closed:
+			// Close ran while the claim was in flight (and canceled it):
+			// the refusal stays the one Close set, errClosed.
 		case h.status.Claims == 0 && h != h.k.holds[0]:
 			// Never held: the generator's refusal at the cutover says
 			// why there is no number for the new layout.
