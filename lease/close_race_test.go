@@ -17,7 +17,7 @@ import (
 // stays closed.
 func TestKeeperCloseRacingClaim(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	entered := make(chan struct{})
+	entered, proceed := make(chan struct{}), make(chan struct{})
 	w := &wrapStore{Store: newStore(t, c.Endpoints())}
 	w.gate = func(n int, ctx context.Context) context.Context {
 		if n == 0 {
@@ -25,10 +25,11 @@ func TestKeeperCloseRacingClaim(t *testing.T) {
 		}
 		if n == 1 {
 			close(entered)
-			// Hold the claim until Close has canceled the keeper's
-			// loop, then let it commit as if its reply were late.
-			<-ctx.Done()
-			return context.WithoutCancel(ctx)
+			// Hold the claim until Close has begun, then let it commit
+			// as if its reply were late. (Close does not cancel a
+			// claim in flight: it waits for its reply.)
+			<-proceed
+			return ctx
 		}
 		return ctx
 	}
@@ -50,7 +51,11 @@ func TestKeeperCloseRacingClaim(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Fatal("the keeper never claimed again after the quarantine")
 	}
-	if err := h.k.Close(testCtx(t), h.g.LastIssued()); err != nil {
+	closed := make(chan error, 1)
+	go func() { closed <- h.k.Close(testCtx(t), h.g.LastIssued()) }()
+	untilClosing(t, h.k)
+	close(proceed)
+	if err := <-closed; err != nil {
 		t.Logf("Close: %v", err)
 	}
 	other := 7 - first // 3 or 4

@@ -153,16 +153,21 @@ func (h *hold) claim(ctx context.Context) error {
 	}
 	req.RestoreWindow = c.claimRestoreWindow()
 	h.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+	// Close does not cancel a claim in flight (WithoutCancel): a claim the
+	// store applied whose reply a cancel cut off would leave the number
+	// held, by nobody, until its lease expired. Close waits for the reply
+	// instead, at most RequestTimeout, and the closed check below gives
+	// the number up.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.RequestTimeout)
 	l, err := h.store.Claim(cctx, req)
 	cancel()
-	if errors.Is(err, ErrNoFreeNumber) && c.MaxWait > c.MaxAhead {
+	if errors.Is(err, ErrNoFreeNumber) && c.MaxWait > c.MaxAhead && ctx.Err() == nil {
 		// Every number is held, or its mark is far ahead of this clock
 		// (after raise-marks, say): take one whose mark is within
 		// MaxWait, and let the generator wait for it, rather than fail.
 		// The number just lost is no longer excluded either.
 		req.MaxAhead, req.Exclude = c.MaxWait, nil
-		cctx, cancel := context.WithTimeout(ctx, c.RequestTimeout)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.RequestTimeout)
 		l, err = h.store.Claim(cctx, req)
 		cancel()
 	}

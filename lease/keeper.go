@@ -179,6 +179,10 @@ type Keeper struct {
 	// bound is set once a generator is bound (Bind).
 	bound  bool
 	closed bool
+	// closing is closed when the first Close has finished: a second Close
+	// waits for it, so that its caller does not close the store under the
+	// first one's releases.
+	closing chan struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -245,7 +249,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{}), early: make(chan struct{}, 1),
+	k := &Keeper{cfg: cfg, log: cfg.Logger, boot: cfg.Boottime, done: make(chan struct{}), closing: make(chan struct{}), early: make(chan struct{}, 1),
 		failed: make(chan struct{}), changed: make(chan struct{})}
 	if err := k.plan(); err != nil {
 		k.closeStores()
@@ -288,7 +292,12 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 func (k *Keeper) run(ctx context.Context) {
 	defer close(k.done)
 	if k.boot != nil {
-		go k.watchdog(ctx)
+		// The watchdog ends with the loop, and the loop's end (done, which
+		// Close waits for) waits for the watchdog's.
+		wctx, stop := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); k.watchdog(wctx) }()
+		defer func() { stop(); <-watched }()
 	}
 	c := &k.cfg
 	due := make([]time.Duration, len(k.holds))
@@ -753,15 +762,25 @@ func (k *Keeper) watchdog(ctx context.Context) {
 // is raised to the end of the tick of the latest instant GrantAt was asked
 // about (fence_releasemark.go): the generator issues at no later one. When
 // it is not known, or no generator was made, give UnknownIssued. A second
-// Close does nothing.
+// Close releases nothing: it waits until the first has finished and
+// returns nil, or returns ctx's error if ctx ends first.
+//
+// A claim in flight is not canceled: Close waits for its reply, at most
+// the RequestTimeout, and gives up the number it got (hold.claim).
 func (k *Keeper) Close(ctx context.Context, lastIssued int64) error {
 	k.mu.Lock()
 	if k.closed {
 		k.mu.Unlock()
-		return nil
+		select {
+		case <-k.closing:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("lease: the keeper's first Close is still releasing its numbers; close the store only after it returns: %w", ctx.Err())
+		}
 	}
 	k.closed = true
 	k.mu.Unlock()
+	defer close(k.closing)
 	k.signal() // a Claimed waiting returns
 	held := make([]*Lease, len(k.holds))
 	for i, h := range k.holds {

@@ -1,7 +1,7 @@
 package lease_test
 
-// Review of issue 26 (the claim moved into the keeper's run loop): Close
-// racing the keeper's claims. See the review report for the verdicts.
+// Close racing the keeper's claims, which run in the keeper's loop: nothing
+// stays held, nothing is issued, and the refusal says the keeper closed.
 
 import (
 	"context"
@@ -16,11 +16,9 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// lostReplyStore is a stubStore whose claims, once armed, wait until the
-// caller's context ends (Close cancels the keeper's loop), then commit on
-// the stub and return the context's error: a claim the store applied whose
-// reply the canceled caller never saw, as a gRPC call to etcd canceled
-// after the request reached the server.
+// lostReplyStore is a stubStore whose claims wait until the caller's
+// context ends (the request timeout), then commit on the stub if commit is
+// set, and return the context's error: a claim whose reply never came.
 type lostReplyStore struct {
 	*stubStore
 	commit  bool          // commit the claim after the cancel (false: it never reached the store)
@@ -42,9 +40,10 @@ func (s *lostReplyStore) Claim(ctx context.Context, req lease.ClaimRequest) (*le
 func startOnLostReply(t *testing.T, st *lostReplyStore) (*lease.Keeper, *snowfence.Generator) {
 	t.Helper()
 	clk := fakeclock.New(t0)
-	// A long request timeout: only Close ends the claim's context.
+	// A short request timeout: Close waits for the claim in flight, which
+	// st answers only when its context ends.
 	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 5, Hi: 5}, Clock: clk,
-		RequestTimeout: time.Minute})
+		RequestTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func startOnLostReply(t *testing.T, st *lostReplyStore) (*lease.Keeper, *snowfen
 // reason Close set (errClosed) with "the last claim failed (retrying):
 // context canceled": a caller reading the refusal after Shutdown was told
 // the keeper retries (fails on 8a22faf; fixed in hold.claim).
-func TestReview26CloseDuringFirstClaimSaysClosed(t *testing.T) {
+func TestCloseDuringFirstClaimSaysClosed(t *testing.T) {
 	st := &lostReplyStore{stubStore: &stubStore{machine: 5}, entered: make(chan struct{})}
 	k, _ := startOnLostReply(t, st)
 	if err := k.Close(testCtx(t), 0); err != nil {
@@ -89,7 +88,7 @@ func TestReview26CloseDuringFirstClaimSaysClosed(t *testing.T) {
 // context, after it committed — leaves nothing held, no grant, and Claimed
 // answers closed. A claim that completes after Close is released at once
 // (hold.claim's closed check), one not started is never made.
-func TestReview26CloseAroundFirstClaimHoldsNothing(t *testing.T) {
+func TestCloseAroundFirstClaimHoldsNothing(t *testing.T) {
 	for i := range 200 {
 		clk := fakeclock.New(t0)
 		st := &stubStore{machine: 5}
@@ -129,7 +128,7 @@ func TestReview26CloseAroundFirstClaimHoldsNothing(t *testing.T) {
 // waits, makes no claim after Close returns, and its generator never
 // issues: the loop is gone (Closed), and a number freed afterwards stays
 // free.
-func TestReview26SpareClosedClaimsNothingAfter(t *testing.T) {
+func TestSpareClosedClaimsNothingAfter(t *testing.T) {
 	lease.SetJitter(t, func() float64 { return 0.5 })
 	clk := fakeclock.New(t0)
 	st := &countingStub{stubStore: &stubStore{machine: 5, holder: "other"}}

@@ -1,7 +1,7 @@
 package service_test
 
-// Review of issue 26: the service's lifecycle around the keeper's first
-// claim, which now runs in the keeper's loop. See the review report.
+// The service's lifecycle around the keeper's first claim, which runs in
+// the keeper's loop: Shutdown before, during and while a spare waits.
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func checkStopped(t *testing.T, svc *service.Service, served chan error) {
 // (the store does not answer) returns, stops every goroutine the service
 // started, and closes neither Ready nor Done; /readyz said 503 starting
 // until then.
-func TestReview26ShutdownDuringFirstClaim(t *testing.T) {
+func TestShutdownDuringFirstClaim(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	st := hangingStore{refusingStore: refusingStore{}, entered: make(chan struct{}, 1)}
 	svc, url, served := serveOn(t, st)
@@ -95,7 +95,7 @@ func TestReview26ShutdownDuringFirstClaim(t *testing.T) {
 
 // Hypothesis (holds): a spare (every number held) shut down while it waits
 // stops cleanly: Waiting closed, Done never, no goroutine left.
-func TestReview26ShutdownSpare(t *testing.T) {
+func TestShutdownSpare(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	svc, _, served := serveOn(t, refusingStore{err: fmt.Errorf("%w: 1-1 held by another", lease.ErrNoFreeNumber)})
 	select {
@@ -114,7 +114,7 @@ func TestReview26ShutdownSpare(t *testing.T) {
 // snowfence.ErrPlacement), a second generator on a keeper
 // (snowfence.ErrLeaseBound), a start whose context ends during the first
 // claim (the context's error).
-func TestReview26StartErrorsKeepTheirTypes(t *testing.T) {
+func TestStartErrorsKeepTheirTypes(t *testing.T) {
 	_, err := service.New(t.Context(), service.Config{Node: node.Config{Store: refusingStore{}, Keeper: lease.KeeperConfig{Range: &lease.Range{Lo: 0, Hi: 5000}}}})
 	if !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, snowfence.ErrPlacement) {
 		t.Errorf("New with range 0-5000: %v; want ErrInvalid and ErrPlacement", err)
