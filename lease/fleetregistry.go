@@ -207,7 +207,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		return ch, err
 	}
 	for i, st := range stores {
-		if ch.Was[i], _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
+		if ch.Was[i], _, _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
 			return ch, fmt.Errorf("copy %s: %w; nothing was changed", names[i], err)
 		}
 	}
