@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,35 @@ func TestScheduleSetAtOnceOnUnusedStore(t *testing.T) {
 		if fs, err := s.FleetSchedule(ctxFor(t)); err != nil || fs.Version != 0 {
 			t.Errorf("%s: the schedule is %+v, %v; want it never set", c.name, fs, err)
 		}
+	}
+}
+
+// TestRawKey: the raw keys a region's store names for a number are the
+// keys its record lives under: after a claim, an extension and a
+// release in region 2, the mark key RawKey names holds the mark, and
+// region 0's store names other keys.
+func TestRawKey(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t, 1).Client(t)
+	prefix := prefixFor(t)
+	r2 := newStore(t, cli, etcdstore.Config{Prefix: prefix, Region: 2})
+	l := leasetest.MustClaim(t, r2, req("a", 170, 170, baseMs()))
+	l = mustExtend(t, r2, l, baseMs()+1000)
+	if err := r2.Release(ctxFor(t), l, l.MarkMs); err != nil {
+		t.Fatal(err)
+	}
+	k, err := r2.RawKey(170)
+	want := lease.RawKey{Store: "etcd", Keyspace: 2, Machine: 170, Key: prefix + "/2/mark/170",
+		Keys: []string{prefix + "/2/owner/170", prefix + "/2/mark/170", prefix + "/2/quarantine/170"}}
+	if err != nil || k.Key != want.Key || strings.Join(k.Keys, " ") != strings.Join(want.Keys, " ") || k.Store != want.Store || k.Keyspace != 2 || k.Machine != 170 {
+		t.Fatalf("RawKey(170) in region 2: %+v, %v; want %+v", k, err, want)
+	}
+	resp, err := cli.Get(ctxFor(t), k.Key)
+	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), fmt.Sprint(l.MarkMs)) {
+		t.Errorf("the key RawKey names, %s: %v, %v; want the released mark %d", k.Key, resp.Kvs, err, l.MarkMs)
+	}
+	r0 := newStore(t, cli, etcdstore.Config{Prefix: prefix})
+	if k0, _ := r0.RawKey(170); k0.Key == k.Key {
+		t.Errorf("region 0 and region 2 name one key for number 170: %s", k.Key)
 	}
 }
