@@ -402,3 +402,15 @@ func (s *Store) Table() string { return s.table }
 
 // JournalTable returns the journal table's name (Config.JournalTable).
 func (s *Store) JournalTable() string { return s.cfg.JournalTable }
+
+// RawKey is the item key of number n of the store's keyspace, as the AWS
+// CLI's --key takes it: machine_id = keyspace × 1024 + n
+// (lease.RawKeyer). ErrInvalid for n outside 0-1023.
+func (s *Store) RawKey(n int) (lease.RawKey, error) {
+	if n < 0 || n >= Machines {
+		return lease.RawKey{}, fmt.Errorf("%w: machine number %d is outside 0-%d, the numbers a DynamoDB keyspace holds", lease.ErrInvalid, n, Machines-1)
+	}
+	id := s.key(n)[attrMachine].(*types.AttributeValueMemberN).Value
+	return lease.RawKey{Store: "dynamodb", Keyspace: s.region, Machine: n, Table: s.table,
+		Key: `{"` + attrMachine + `":{"N":"` + id + `"}}`}, nil
+}

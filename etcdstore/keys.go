@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowfence/snowfence/lease"
 )
 
 // The three kinds of key kept per machine number (docs/etcd-keys.md).
@@ -154,4 +156,14 @@ func createRev(kv *mvccpb.KeyValue) int64 {
 		return 0
 	}
 	return kv.CreateRevision
+}
+
+// RawKey names number n's keys in the store's keyspace: the mark key, and
+// the owner, mark and quarantine keys (lease.RawKeyer).
+func (s *Store) RawKey(n int) (lease.RawKey, error) {
+	if n < 0 {
+		return lease.RawKey{}, fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, n)
+	}
+	return lease.RawKey{Store: "etcd", Keyspace: s.region, Machine: n, Key: s.keys.mark(n),
+		Keys: []string{s.keys.owner(n), s.keys.mark(n), s.keys.quarantine(n)}}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -169,4 +170,61 @@ func (g scheduleGuard) holds(kv *mvccpb.KeyValue) bool {
 		return !g.present
 	}
 	return g.present && string(kv.Value) == g.value
+}
+
+// SetFleetScheduleUnused is SetFleetSchedule made only while the store
+// holds no lease record at all (lease.UnusedScheduleSetter), checked in the
+// same transaction: besides the schedule key's version, it compares that
+// no key exists under any keyspace of the prefix — <prefix>/<keyspace>/…,
+// the owner, mark and quarantine keys of every region and layout step (the
+// range from <prefix>/0 up to <prefix>/:, since a keyspace segment is
+// digits) — nor under the journal, <prefix>/journal/ (every claim writes
+// an entry there in its own transaction, and an entry outlives an owner
+// key whose etcd lease expired before any mark was written). Every claim
+// compares the schedule key in its transaction and writes an owner key and
+// an entry, so of a claim and this write, whichever commits second sees
+// the other: a claim after it is refused under the old schedule, and this
+// write after a claim returns lease.ErrInUse, with how many keys it found.
+func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text string) (lease.FleetSchedule, error) {
+	if err := s.open(); err != nil {
+		return lease.FleetSchedule{}, err
+	}
+	if prev < 0 {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule version %d is negative", lease.ErrInvalid, prev)
+	}
+	canon, err := lease.CanonicalSchedule(text)
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+	}
+	key := s.keys.schedule
+	prefix := strings.TrimSuffix(key, "schedule")
+	from, to, journal := prefix+"0", prefix+":", prefix+"journal/"
+	resp, err := s.txn(ctx,
+		[]clientv3.Cmp{
+			clientv3.Compare(clientv3.Version(key), "=", prev),
+			clientv3.Compare(clientv3.CreateRevision(from).WithRange(to), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(journal).WithPrefix(), "=", 0),
+		},
+		[]clientv3.Op{clientv3.OpPut(key, encode(scheduleValue{Schedule: canon, SetAtMs: time.Now().UnixMilli()}))},
+		[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(from, clientv3.WithRange(to), clientv3.WithCountOnly()),
+			clientv3.OpGet(journal, clientv3.WithPrefix(), clientv3.WithCountOnly())})
+	if err != nil {
+		return lease.FleetSchedule{}, fmt.Errorf("etcdstore: set the fleet schedule to %q: %w; it may have committed: read it back with FleetSchedule", canon, err)
+	}
+	if !resp.Succeeded {
+		var found int64
+		if kv := kvAt(resp, 0); kv != nil {
+			found = kv.Version
+		}
+		if found != prev {
+			return lease.FleetSchedule{}, fmt.Errorf("%w: the fleet schedule is at version %d, not %d; read it again and retry",
+				lease.ErrConflict, found, prev)
+		}
+		keys, entries := resp.Responses[1].GetResponseRange().Count, resp.Responses[2].GetResponseRange().Count
+		return lease.FleetSchedule{}, fmt.Errorf("%w: %d keys of lease records (owner, mark and quarantine keys under %s<keyspace>/) and %d journal entries (under %s) exist: "+
+			"the fleet schedule changes at once only on a store that holds none; give the notice (a cutover at least 1 h past every clock and mark)",
+			lease.ErrInUse, keys, prefix, entries, journal)
+	}
+	s.log.Warn("set the fleet schedule on a store holding no lease record", "schedule", canon, "version", prev+1, "key", key)
+	return lease.FleetSchedule{Text: canon, Version: prev + 1}, nil
 }

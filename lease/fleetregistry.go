@@ -207,7 +207,7 @@ func ChangeFleetSchedule(ctx context.Context, copies []FleetCopy, text string, n
 		return ch, err
 	}
 	for i, st := range stores {
-		if ch.Was[i], _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
+		if ch.Was[i], _, _, err = checkScheduleChange(ctx, st, canon, now, notice); err != nil {
 			return ch, fmt.Errorf("copy %s: %w; nothing was changed", names[i], err)
 		}
 	}
@@ -311,6 +311,15 @@ func RecordStoresSchedule(ctx context.Context, copies []FleetCopy) (func(registr
 // With create false a store holding no registry is refused (ErrInvalid): a
 // second registry would number its regions from 0 again.
 func AddRegionHome(ctx context.Context, copies []FleetCopy, name, home string, create bool, nowMs int64, limit int) (registry.Region, error) {
+	return AddRegionNumber(ctx, copies, name, home, registry.AnyNumber, create, nowMs, limit)
+}
+
+// AddRegionNumber is AddRegionHome under the region number given
+// (registry.AnyNumber: the lowest no region ever had), refused with
+// ErrInvalid when any region ever had it, retired ones included, or it is
+// not below limit (Registry.WithRegionNumber), in the same conditional
+// write on every copy.
+func AddRegionNumber(ctx context.Context, copies []FleetCopy, name, home string, number int, create bool, nowMs int64, limit int) (registry.Region, error) {
 	var homeStore Admin
 	for _, c := range copies {
 		if c.Name == home {
@@ -332,7 +341,7 @@ func AddRegionHome(ctx context.Context, copies []FleetCopy, name, home string, c
 				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
 				"a second registry would number its regions from 0 again", ErrInvalid)
 		}
-		next, added, err := reg.WithRegionHome(name, home, nowMs, limit)
+		next, added, err := reg.WithRegionNumber(name, home, number, nowMs, limit)
 		g = added
 		if err != nil {
 			return next, err

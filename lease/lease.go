@@ -49,6 +49,9 @@ var (
 	// ErrConflict: a compare-and-set of the fleet schedule found another
 	// version than the one it was given; read it again and retry.
 	ErrConflict = errors.New("lease: fleet schedule changed concurrently")
+	// ErrInUse: a write allowed only on a store that holds no lease
+	// record (UnusedScheduleSetter) found one.
+	ErrInUse = errors.New("lease: the store holds lease records")
 )
 
 // Range is an inclusive range of machine numbers, one per holder class

@@ -88,6 +88,20 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 		err, at.UTC().Format(time.RFC3339), FormatMs(markMs))
 }
 
+// An UnusedScheduleSetter is a store that can set its fleet schedule in one
+// atomic write that also checks that the store holds no lease record at
+// all: no number held, released, marked or quarantined, and no claim ever
+// journaled, in any keyspace it serves (every region of its prefix or
+// table, every layout step's). etcdstore implements it; a store that
+// cannot make that check in the write (DynamoDB conditions a write on one
+// item only) does not, and keeps the notice rule.
+type UnusedScheduleSetter interface {
+	// SetFleetScheduleUnused is Admin.SetFleetSchedule made only while
+	// the store holds no lease record, checked in the same atomic write:
+	// ErrInUse, saying how many it found, otherwise.
+	SetFleetScheduleUnused(ctx context.Context, prev int64, text string) (FleetSchedule, error)
+}
+
 // SetSchedule changes the fleet schedule stored in st to text, on the
 // operator's clock now. It refuses — with ErrInvalid and the first instant
 // at which they differ — a schedule that differs from the stored one at any
@@ -99,63 +113,120 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // would issue, before they learn of the change or below marks they already
 // reserved, IDs that the new one gives other bits. A notice shorter than MinScheduleNotice is refused with
 // ErrInvalid. The write is a compare-and-set on the version read.
+//
+// The notice protects holders and marks that exist. On a store that holds
+// none — no lease record in any keyspace: nothing was ever claimed,
+// quarantined or raised there, so no holder can have issued an ID under
+// the old schedule — the change applies at once, whatever instant it
+// moves, provided the store can check that in the write itself
+// (UnusedScheduleSetter; ErrInUse if a record appeared since the read).
+// The check is in the write, not only the read before it, because a
+// holder claiming and renewing between the two would issue under the old
+// schedule while holders of the new one start at once.
 func SetSchedule(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (FleetSchedule, error) {
-	cur, next, err := checkScheduleChange(ctx, st, text, now, notice)
-	if err != nil || cur.Text == next {
+	cur, next, unused, err := checkScheduleChange(ctx, st, text, now, notice)
+	switch {
+	case err != nil || cur.Text == next:
 		return cur, err
+	case unused:
+		return st.(UnusedScheduleSetter).SetFleetScheduleUnused(ctx, cur.Version, next)
 	}
 	return st.SetFleetSchedule(ctx, cur.Version, next)
 }
 
 // checkScheduleChange is SetSchedule's check without the write: it returns
 // the fleet schedule stored in st and text in canonical form, or the
-// error SetSchedule refuses the change with.
-func checkScheduleChange(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (FleetSchedule, string, error) {
+// error SetSchedule refuses the change with. unused is true when the
+// notice rule would refuse the change but st holds no lease record in the
+// keyspaces read and can check that again in its write
+// (UnusedScheduleSetter): SetSchedule then writes with that check.
+func checkScheduleChange(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (cur FleetSchedule, canon string, unused bool, err error) {
+	cur, canon, use, err := checkScheduleNotice(ctx, st, text, now, notice)
+	if err == nil || use == nil {
+		return cur, canon, false, err
+	}
+	if use.records > 0 {
+		return FleetSchedule{}, "", false, fmt.Errorf("%w (the notice protects what exists: %s)", err, use)
+	}
+	if _, ok := st.(UnusedScheduleSetter); !ok {
+		return FleetSchedule{}, "", false, fmt.Errorf("%w (the store holds no lease record, but cannot check that in the same write as the change, "+
+			"so a holder claiming meanwhile could be missed: give the notice)", err)
+	}
+	return cur, canon, true, nil
+}
+
+// storeUse counts the lease records the notice rule read (highestMark).
+type storeUse struct {
+	records, held, marked, quarantined int
+	keyspaces                          int
+}
+
+func (u *storeUse) String() string {
+	return fmt.Sprintf("%d lease %s in the %d keyspaces either schedule's holders lease in — %d %s, %d %s, %d quarantined; "+
+		"on a store that holds none the change applies at once", u.records, pluralWord(u.records, "record", "records"), u.keyspaces,
+		u.held, pluralWord(u.held, "holder", "holders"), u.marked, pluralWord(u.marked, "mark", "marks"), u.quarantined)
+}
+
+// pluralWord is one or many by n.
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// checkScheduleNotice is the notice rule: checkScheduleChange without the
+// unused store's exception. When the rule refuses, use counts the lease
+// records it read, and cur and the canonical text are returned with the
+// error.
+func checkScheduleNotice(ctx context.Context, st Admin, text string, now time.Time, notice time.Duration) (FleetSchedule, string, *storeUse, error) {
 	if notice == 0 {
 		notice = DefaultScheduleNotice
 	}
 	if notice < MinScheduleNotice {
-		return FleetSchedule{}, "", fmt.Errorf("%w: a notice of %s is shorter than %s: holders reserve up to %s ahead of their clocks "+
+		return FleetSchedule{}, "", nil, fmt.Errorf("%w: a notice of %s is shorter than %s: holders reserve up to %s ahead of their clocks "+
 			"and must learn of the change before it takes effect; give at least %s", ErrInvalid, notice, MinScheduleNotice, MaxReserve, MinScheduleNotice)
 	}
 	next, err := snowfence.ParseSchedule(text)
 	if err != nil {
-		return FleetSchedule{}, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+		return FleetSchedule{}, "", nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	cur, err := st.FleetSchedule(ctx)
 	if err != nil {
-		return FleetSchedule{}, "", err
+		return FleetSchedule{}, "", nil, err
 	}
 	if cur.Text == next.String() {
-		return cur, cur.Text, nil
+		return cur, cur.Text, nil, nil
 	}
 	old, err := snowfence.ParseSchedule(cur.Text)
 	if err != nil {
-		return FleetSchedule{}, "", fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
+		return FleetSchedule{}, "", nil, fmt.Errorf("lease: the stored fleet schedule %q does not parse: %w", cur.Text, err)
 	}
 	// The notice counts from the later of the operator's clock and the
 	// highest mark stored: a holder may already have reserved, under the
 	// old schedule, timestamps up to its mark, and an operator's clock can
 	// be behind the fleet's (or a holder's ahead of it).
-	from, by, err := highestMark(ctx, st, old, next, now)
+	from, by, use, err := highestMark(ctx, st, old, next, now)
 	if err != nil {
-		return FleetSchedule{}, "", fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
+		return FleetSchedule{}, "", nil, fmt.Errorf("lease: read the marks before changing the fleet schedule: %w", err)
 	}
 	if at, differ := firstDifference(old, next, from.Add(notice)); differ {
-		return FleetSchedule{}, "", fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
+		return cur, next.String(), &use, fmt.Errorf("%w: the new schedule %q differs from the fleet's %q from %s on, which is before %s + %s (%s, from %s): "+
 			"only instants at least %s past every clock and mark may change; pick a later cutover",
 			ErrInvalid, next.String(), cur.Text, at.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), notice,
 			from.Add(notice).UTC().Format(time.RFC3339), by, notice)
 	}
-	return cur, next.String(), nil
+	return cur, next.String(), nil, nil
 }
 
 // highestMark returns the later of now and the highest mark or lease expiry
 // in every keyspace that holders of old or next lease in — each region their
 // layouts have room for, in each step's keyspace (KeyspaceOf) — and what it
-// came from. The fleet schedule is one for all of them, and a holder's marks
-// live in its region's keyspace of the step in force, not in st's own.
-func highestMark(ctx context.Context, st Admin, old, next snowfence.Schedule, now time.Time) (time.Time, string, error) {
+// came from, with a count of the records read. The fleet schedule is one for
+// all of them, and a holder's marks live in its region's keyspace of the
+// step in force, not in st's own.
+func highestMark(ctx context.Context, st Admin, old, next snowfence.Schedule, now time.Time) (time.Time, string, storeUse, error) {
+	var use storeUse
 	regions, steps := 1, max(len(old.Steps()), len(next.Steps()))
 	for _, s := range []snowfence.Schedule{old, next} {
 		for _, step := range s.Steps() {
@@ -169,26 +240,41 @@ func highestMark(ctx context.Context, st Admin, old, next snowfence.Schedule, no
 			if steps > 1 {
 				var err error
 				if idx, err = KeyspaceOf(s, r); err != nil {
-					return from, by, err
+					return from, by, use, err
 				}
 			}
 			ks, err := st.AdminKeyspace(idx)
 			if err != nil {
-				return from, by, err
+				return from, by, use, err
 			}
 			recs, err := ks.List(ctx)
 			ks.Close()
 			if err != nil {
-				return from, by, err
+				return from, by, use, err
 			}
+			use.keyspaces++
 			for _, rec := range recs {
+				use.count(rec)
 				if m := max(rec.MarkMs, rec.ExpiresMs); !rec.Quarantined && time.UnixMilli(m).After(from) {
 					from, by = time.UnixMilli(m), fmt.Sprintf("machine %d's mark or lease expiry in keyspace %d", rec.Machine, idx)
 				}
 			}
 		}
 	}
-	return from, by, nil
+	return from, by, use, nil
+}
+
+// count adds rec to the counts.
+func (u *storeUse) count(rec Record) {
+	u.records++
+	switch {
+	case rec.Quarantined:
+		u.quarantined++
+	case rec.Held():
+		u.held++
+	case rec.MarkMs > 0 || rec.ExpiresMs > 0:
+		u.marked++
+	}
 }
 
 // firstDifference reports the first instant before until at which a and b

@@ -198,6 +198,12 @@
 //	       lease_expiry = 4102444800000, lease_epoch = lease_epoch + 1
 //	 WHERE region = 0 AND machine_id = 170 AND holder <> 'QUARANTINED';
 //
+// The region column is the keyspace (lease.KeyspaceOf: the region, or
+// step × 65536 + region for a later layout step), so region 0 above is
+// right for region 0's first layout only: take the condition from
+// snowfence leases key N --region NAME (Store.RawKey), never from the
+// number alone.
+//
 // # Interfaces
 //
 // Store implements lease.Store, the fence contract a Keeper holds numbers

@@ -238,3 +238,14 @@ func (s *Store) checkLease(l *lease.Lease) error {
 	}
 	return lease.CheckMachine(l.Machine, lease.Unlimited)
 }
+
+// RawKey is the primary key of number n's row in the store's keyspace, as
+// a WHERE condition: region = keyspace AND machine_id = n
+// (lease.RawKeyer).
+func (s *Store) RawKey(n int) (lease.RawKey, error) {
+	if n < 0 {
+		return lease.RawKey{}, fmt.Errorf("%w: machine number %d is negative", lease.ErrInvalid, n)
+	}
+	return lease.RawKey{Store: "postgres", Keyspace: s.region, Machine: n, Table: s.table,
+		Key: fmt.Sprintf("region = %d AND machine_id = %d", s.region, n)}, nil
+}

@@ -19,7 +19,7 @@ func (s *Server) decode(w http.ResponseWriter, _ *http.Request, text string) int
 	if e != nil {
 		return s.writeError(w, e)
 	}
-	b, err := json.Marshal(d)
+	b, err := json.Marshal(s.decodedWithWarnings(d))
 	if err != nil {
 		return s.writeError(w, &apiError{status: http.StatusInternalServerError, code: CodeInternal, message: "cannot encode the decoded ID: " + err.Error()})
 	}
@@ -30,8 +30,8 @@ func (s *Server) decode(w http.ResponseWriter, _ *http.Request, text string) int
 
 // decodeID parses and decodes the text of an ID, in decimal or in its
 // UUIDv8 form (snowfence.Schedule.ToUUID), refusing text that is neither
-// (400) and IDs whose timestamp is later than the server's clock allows
-// (422).
+// (400). An ID dated after the server's clock is decoded all the same:
+// decodedWithWarnings flags it.
 func (s *Server) decodeID(text string) (snowfence.Decoded, *apiError) {
 	var u snowfence.UUID
 	id, err := snowfence.ParseID(text)
@@ -57,13 +57,67 @@ func (s *Server) decodeID(text string) (snowfence.Decoded, *apiError) {
 		return snowfence.Decoded{}, badRequest(CodeInvalidID, err.Error())
 	}
 	d.UUID = u
+	return d, nil
+}
+
+// Warning codes of a decoded ID (decodedID.Warnings): stable and
+// machine-readable, as error codes are.
+const (
+	// WarningUnknownRegion: the region registry does not know the ID's
+	// region number (its region is then ""); the message is
+	// snowfence.Decoded.Warning.
+	WarningUnknownRegion = "unknown_region"
+	// WarningInFuture: the ID's timestamp is later than the server's clock
+	// by more than the skew allowed for (futureSkew): no generator of a
+	// fleet whose clocks agree with this server's can have issued it yet.
+	// It is still decoded; a caller checking IDs it was handed treats it
+	// as suspect.
+	WarningInFuture = "in_future"
+)
+
+// A decodeWarning is one thing that looks wrong about a decoded ID.
+type decodeWarning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// decodedID is what the decode endpoints answer: the decoded ID and, when
+// any, the warnings about it in a list (left out when empty). Decoded's own
+// warning stays for callers written before the list.
+type decodedID struct {
+	snowfence.Decoded
+	Warnings []decodeWarning
+}
+
+// MarshalJSON writes the decoded ID's fields (snowfence.Decoded's JSON)
+// followed by "warnings".
+func (d decodedID) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(d.Decoded)
+	if err != nil || len(d.Warnings) == 0 {
+		return b, err
+	}
+	w, err := json.Marshal(d.Warnings)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(b[:len(b)-1], `,"warnings":`...), w...), '}'), nil
+}
+
+// decodedWithWarnings lists what looks wrong about d: a region number the
+// registry does not know, and a timestamp later than the server's clock
+// (beyond futureSkew).
+func (s *Server) decodedWithWarnings(d snowfence.Decoded) decodedID {
+	out := decodedID{Decoded: d}
+	if d.Warning != "" {
+		out.Warnings = append(out.Warnings, decodeWarning{Code: WarningUnknownRegion, Message: d.Warning})
+	}
 	now := s.clock.Now().WallMs
 	if ms := d.CreatedAt.UnixMilli(); ms > now+futureSkew.Milliseconds() {
-		return snowfence.Decoded{}, &apiError{status: http.StatusUnprocessableEntity, code: CodeIDInFuture, message: fmt.Sprintf(
-			"ID %s is timestamped %s, %s after this server's clock (%s); no generator can have issued it yet",
-			id, d.CreatedAt.UTC().Format(timeFormat), time.Duration(ms-now)*time.Millisecond, time.UnixMilli(now).UTC().Format(timeFormat))}
+		out.Warnings = append(out.Warnings, decodeWarning{Code: WarningInFuture, Message: fmt.Sprintf(
+			"timestamped %s, %s after this server's clock (%s): no generator of this fleet can have issued it yet; check the ID, or the clock of the server that issued it",
+			d.CreatedAt.UTC().Format(timeFormat), time.Duration(ms-now)*time.Millisecond, time.UnixMilli(now).UTC().Format(timeFormat))})
 	}
-	return d, nil
+	return out
 }
 
 // timeFormat is RFC 3339 with milliseconds, as in every snowfence output.

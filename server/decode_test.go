@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +89,80 @@ func TestDecodeRegionNames(t *testing.T) {
 	}
 	for _, c := range []struct{ id, want string }{
 		{"683244571854022659", `{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3}`},
-		{"683244571855595523", `{"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,"warning":"region number 5 is not in the region registry"}`},
+		{"683244571855595523", `{"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,"warning":"region number 5 is not in the region registry",` +
+			`"warnings":[{"code":"unknown_region","message":"region number 5 is not in the region registry"}]}`},
 	} {
 		r := f.do(req{target: "/v1/ids/" + c.id + "/decode"})
 		if r.status != http.StatusOK || r.body != c.want {
 			t.Errorf("decode %s: got %d %s\nwant 200 %s", c.id, r.status, r.body, c.want)
 		}
 		checkResponse(t, s, "decode "+c.id, op.Responses["200"], r)
+	}
+}
+
+// TestDecodeFutureID decodes an ID dated after the server's clock: the
+// issue's 683244571854022659 (2031-03-01, region 2, machine 170, sequence
+// 3) on a server whose clock reads 2026 answers 200 with the ID taken
+// apart and a warning coded in_future, as the API describes; an ID within
+// the clock-skew allowance carries none. Input that is not an ID is still
+// refused (TestBadInput).
+func TestDecodeFutureID(t *testing.T) {
+	sched, err := snowfence.ParseSchedule("v1,v2@2028-01-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(n int) (string, bool) { return "eu-west-1", n == 2 }
+	f := newFixture(t, nil, func(c *Config) { c.Schedule, c.RegionNames = sched, names })
+	s := loadSpec(t)
+	for _, path := range []string{"/v1/ids/{id}/decode", "/v1/status/decode/{id}"} {
+		var op operation
+		if err := json.Unmarshal(s.Paths[path]["get"], &op); err != nil {
+			t.Fatal(err)
+		}
+		target := strings.Replace(path, "{id}", "683244571854022659", 1)
+		r := f.do(req{target: target})
+		want := `{"id":"683244571854022659","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"eu-west-1","region_number":2,"machine":170,"sequence":3,` +
+			`"warnings":[{"code":"in_future","message":"timestamped 2031-03-01T09:30:00.000Z, 38805h30m0s after this server's clock (2026-09-26T12:00:00.000Z): no generator of this fleet can have issued it yet; check the ID, or the clock of the server that issued it"}]}`
+		if r.status != http.StatusOK || r.body != want {
+			t.Errorf("%s: got %d %s\nwant 200 %s", target, r.status, r.body, want)
+		}
+		checkResponse(t, s, "decode a future ID on "+path, op.Responses["200"], r)
+		if _, documented := op.Responses["422"]; documented {
+			t.Errorf("%s documents a 422: decoding never refuses an ID for its date", path)
+		}
+	}
+	for _, c := range []struct {
+		name, id string
+		future   bool
+	}{
+		{"max int64", "9223372036854775807", true},
+		{"a minute ahead", mustCompose(t, exampleTime.Add(time.Minute)), true},
+		{"a moment ahead (within the skew)", mustCompose(t, exampleTime.Add(500*time.Millisecond)), false},
+		{"now", mustCompose(t, exampleTime), false},
+	} {
+		r := f.do(req{target: "/v1/ids/" + c.id + "/decode"})
+		if r.status != http.StatusOK {
+			t.Errorf("%s: status %d, body %s; want 200", c.name, r.status, r.body)
+			continue
+		}
+		var got struct {
+			Warnings []struct{ Code, Message string } `json:"warnings"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		future := slices.ContainsFunc(got.Warnings, func(w struct{ Code, Message string }) bool { return w.Code == "in_future" })
+		if future != c.future || (!c.future && len(got.Warnings) > 0) {
+			t.Errorf("%s: warnings %+v; want an in_future warning: %v", c.name, got.Warnings, c.future)
+		}
+	}
+	// An unregistered region and a future date: both are said, each with
+	// its code; warning keeps the region's message for older callers.
+	r := f.do(req{target: "/v1/ids/683244571855595523/decode"})
+	want := `{"id":"683244571855595523","layout":"v2","created_at":"2031-03-01T09:30:00.000Z","region":"","region_number":5,"machine":170,"sequence":3,` +
+		`"warning":"region number 5 is not in the region registry","warnings":[{"code":"unknown_region","message":"region number 5 is not in the region registry"},` +
+		`{"code":"in_future","message":"timestamped 2031-03-01T09:30:00.000Z, 38805h30m0s after this server's clock (2026-09-26T12:00:00.000Z): no generator of this fleet can have issued it yet; check the ID, or the clock of the server that issued it"}]}`
+	if r.status != http.StatusOK || r.body != want {
+		t.Errorf("unknown region in the future: got %d %s\nwant 200 %s", r.status, r.body, want)
 	}
 }

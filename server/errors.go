@@ -32,10 +32,6 @@ const (
 	// CodeInvalidID: the path's ID is not the canonical decimal form of an
 	// ID: digits only, no sign, no leading zero, at most 2^63 − 1 (400).
 	CodeInvalidID = "invalid_id"
-	// CodeIDInFuture: the ID is well formed but its timestamp is later than
-	// the server's clock (beyond a small allowance for clock skew), so no
-	// generator can have issued it yet (422).
-	CodeIDInFuture = "id_in_future"
 	// CodeMethodNotAllowed: the path exists but not with this method; the
 	// Allow header lists the methods it takes (405).
 	CodeMethodNotAllowed = "method_not_allowed"

@@ -68,7 +68,7 @@ func routes() []route {
 		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// 503: only while starting (Config.Starting).
-		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}},
+		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 503}},
 		// UUIDv7: no lease needed; 503 only while starting.
 		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// Public IDs (package publicid). 501: no keyset; 503: only while
@@ -84,7 +84,7 @@ func routes() []route {
 		{method: "GET", pattern: "/", operation: "statusPage", serve: (*Server).statusPage, statuses: []int{200, 405}, operator: true, starting: true},
 		{method: "GET", pattern: "/status/{asset}", operation: "statusAsset", serve: (*Server).statusAsset, statuses: []int{200, 404, 405}, operator: true, starting: true},
 		{method: "GET", pattern: "/v1/status", operation: "status", serve: (*Server).status, statuses: []int{200, 405}, operator: true, starting: true},
-		{method: "GET", pattern: "/v1/status/decode/{id}", operation: "statusDecodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 422, 503}, operator: true},
+		{method: "GET", pattern: "/v1/status/decode/{id}", operation: "statusDecodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 503}, operator: true},
 	}
 	for i := range rs {
 		r := &rs[i]

@@ -25,8 +25,8 @@ import (
 const DefaultMaxBodyBytes = 4096
 
 // futureSkew is how far past the server's clock a decoded ID's timestamp may
-// lie before decode refuses it: IDs minted on a machine whose clock runs a
-// little ahead are still decoded.
+// lie before decode warns that it is in the future (WarningInFuture): IDs
+// minted on a machine whose clock runs a little ahead carry no warning.
 const futureSkew = time.Second
 
 // StatusReporter reports the state of the lease behind the generator;

@@ -209,3 +209,19 @@ func TestStatusPageSelfContained(t *testing.T) {
 		t.Error("the script names an absolute URL")
 	}
 }
+
+// TestStatusPageDecoderShowsWarnings checks that the status page's decoder
+// shows every warning the decode endpoint gives (an ID in the future, a
+// region the registry does not know) from its warnings list, and marks the
+// caption as a warning: the endpoint answers 200 for such IDs, so the page
+// has nothing else to tell them by.
+func TestStatusPageDecoderShowsWarnings(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	js := f.do(req{target: "/status/status.js"}).body
+	for _, want := range []string{"d.warnings", ".message", `"warn"`} {
+		draw := js[strings.Index(js, "function drawBits"):strings.Index(js, "function decode(")]
+		if !strings.Contains(draw, want) {
+			t.Errorf("the decoder's drawBits does not use %s: it must show each of the decode answer's warnings and mark the caption", want)
+		}
+	}
+}

@@ -13,10 +13,13 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-const leasesUsage = `usage: snowfence leases <init | list | show N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
+const leasesUsage = `usage: snowfence leases <init | list | show N | key N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
   init           create the lease table (--lease-store postgres or dynamodb)
   list           every machine number with a record: holder, token, mark, quarantine
   show N         one machine number
+  key N          the raw key N's record is stored under, alone on stdout, for a command by hand (aws
+                 dynamodb --key, a psql WHERE, an etcdctl key): it depends on the region and the
+                 layout step (--region, --layout), so never write it from N alone; --json says more
   history N      the journal of N: every retained claim, its holder, interval and how it ended
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
@@ -41,7 +44,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "history": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
+	wantArgs := map[string]int{"init": 0, "list": 0, "show": 1, "key": 1, "history": 1, "quarantine": 1, "release": 1, "raise-marks": 0}
 	n, ok := wantArgs[verb]
 	if !ok || len(rest) != n {
 		return usagef("%s", leasesUsage)
@@ -99,6 +102,8 @@ func runLeases(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		return printRecords(e, []lease.Record{rec}, *asJSON)
+	case "key":
+		return printRawKey(e, store, sf.region, machine, *asJSON)
 	case "history":
 		hist, err := store.History(ctx, machine)
 		if err != nil {
@@ -144,6 +149,34 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		return say(e, *asJSON, map[string]any{"raised": changed, "mark_ms": markMs, "mark": fmtMs(markMs)},
 			"raised %d marks in %s to at least %s: every later claim starts at or after it", changed, rng, fmtMs(markMs))
 	}
+}
+
+// printRawKey prints the raw key of machine in the keyspace st is: the key
+// alone on stdout (for $(…) in a command by hand), what it is on stderr;
+// with asJSON, the whole lease.RawKey and the region.
+func printRawKey(e env, st lease.Admin, region, machine int, asJSON bool) error {
+	rk, ok := st.(lease.RawKeyer)
+	if !ok {
+		return fmt.Errorf("this lease store (%T) names no raw keys", st)
+	}
+	k, err := rk.RawKey(machine)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(struct {
+			Region int `json:"region"`
+			lease.RawKey
+		}{region, k})
+	}
+	where := map[string]string{
+		"etcd":     "etcd keys " + strings.Join(k.Keys, ", ") + "; the mark key",
+		"postgres": "PostgreSQL table " + k.Table + ", the row WHERE",
+		"dynamodb": "DynamoDB table " + k.Table + ", the item with --key",
+	}[k.Store]
+	fmt.Fprintf(e.stderr, "machine %d of region %d (keyspace %d): %s:\n", machine, region, k.Keyspace, where)
+	_, err = fmt.Fprintln(e.stdout, k.Key)
+	return err
 }
 
 // layoutKeyspace opens the keyspace of region's numbers for the fleet

@@ -274,10 +274,10 @@ func newRegions(t *testing.T, names []string) []*mrRegion {
 	return regions
 }
 
-// setFleetV2 makes v2 the fleet schedule of a fresh store. snowfence
-// schedule set cannot: it requires an hour's notice for any change, and v2
-// from the epoch differs from the default v1 at once, so a new fleet is set
-// up through the store as an operator's tool would, before any holder.
+// setFleetV2 makes v2 the fleet schedule of a fresh store, through the
+// store's Go API before any holder (snowfence schedule set v2 does the same
+// on a store that holds no lease record: TestE2ERegionalStartFromCLI starts
+// a regional fleet with the CLI alone).
 func setFleetV2(t *testing.T, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

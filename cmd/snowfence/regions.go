@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 	"github.com/snowfence/snowfence/lease/registry"
 )
 
-const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
+const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] [--number N] | retire NAME --yes | sync | add-copy SPEC> [--copy SPEC]… [--json] [store flags]
   list          every region ever added (retired ones too) with its home, the registry's version
                 and copies (numbered: copy 1 is the store flags' store), the region numbers left
                 under the fleet schedule's last layout and when its timestamps run out
@@ -28,7 +29,9 @@ const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] | 
                 every holder of the region (serve, node.Start, lease.StartKeeper) is refused
                 on any other store. Required when more than one copy is given; with one,
                 that copy is the home. Refused while the home store's fleet schedule record
-                is not the one the registry records
+                is not the one the registry records. --number N gives the region number N
+                instead (the number it has elsewhere, say): refused if any region ever had
+                it, retired ones included, or it is outside the last layout's region numbers
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
@@ -69,6 +72,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
 	create := fs.Bool("create", false, "add: create the region registry (the fleet's first add; once per fleet)")
 	home := fs.String("home", "", "add: the copy whose store the region's holders lease from, by its name or number as regions list shows it (required with more than one copy)")
+	number := fs.Int("number", registry.AnyNumber, "add: the region number to give the region, one no region ever had (default: the lowest no region ever had)")
 	verb, rest, err := parseVerb(e, fs, args, regionsUsage)
 	if err != nil {
 		return err
@@ -95,6 +99,14 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	if *home != "" && verb != "add" {
 		return usagef("--home is for regions add only: a region's home is recorded when it is added")
 	}
+	numberGiven := false
+	fs.Visit(func(f *flag.Flag) { numberGiven = numberGiven || f.Name == "number" })
+	switch {
+	case numberGiven && verb != "add":
+		return usagef("--number is for regions add only: a region's number is given when it is added, and never changes")
+	case numberGiven && *number < 0:
+		return usagef("--number %d: region numbers are not negative", *number)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	open := []string(specs)
@@ -114,7 +126,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read the fleet schedule from copy 1 (%s): %w", cs[0].name, err)
 	}
-	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create, home: *home}
+	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create, home: *home, number: *number, numbered: numberGiven}
 	switch verb {
 	case "add-copy":
 		return r.addCopy(ctx, join)
@@ -128,15 +140,23 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	return r.sync(ctx)
 }
 
+// noNumber is --number not given: add takes the lowest number no region
+// ever had.
+const noNumber = registry.AnyNumber
+
 // regionsRun is one regions command on opened copies.
 type regionsRun struct {
 	e      env
 	create bool   // add may create the registry
 	home   string // add: --home, a copy's name or number; "" for the only copy
-	copies []registryCopy
-	fleet  lease.FleetSchedule
-	asJSON bool
-	now    time.Time
+	// add: --number when numbered (a zero regionsRun takes the lowest
+	// number no region ever had, as add without --number does)
+	number   int
+	numbered bool
+	copies   []registryCopy
+	fleet    lease.FleetSchedule
+	asJSON   bool
+	now      time.Time
 }
 
 // stores are the copies, named as the operator named them (the registry
@@ -274,7 +294,11 @@ func (r regionsRun) add(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	g, err := lease.AddRegionHome(ctx, r.fleetCopies(), name, home, r.create, r.now.UnixMilli(), 1<<l.RegionBits)
+	number := noNumber
+	if r.numbered {
+		number = r.number
+	}
+	g, err := lease.AddRegionNumber(ctx, r.fleetCopies(), name, home, number, r.create, r.now.UnixMilli(), 1<<l.RegionBits)
 	if err != nil {
 		return err
 	}

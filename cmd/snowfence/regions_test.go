@@ -346,3 +346,79 @@ func TestRegionsRefuseStoreOffRegistrySchedule(t *testing.T) {
 		t.Fatalf("add-copy once the store keeps the registry's schedule: %v", err)
 	}
 }
+
+// add --number takes the number given when no region ever had it, retired
+// regions included, and it is within the layout's region numbers; without
+// --number, add takes the lowest number no region ever had, as before,
+// and skips numbers given. A refused add writes nothing.
+func TestRegionsAddNumber(t *testing.T) {
+	ctx := context.Background()
+	r, ms, out, _ := regionsOn(2, "v2") // 3 region bits: numbers 0-7
+	r.home = "1"
+	add := func(name string, number int) error {
+		t.Helper()
+		r.number, r.numbered = number, number != noNumber
+		out.Reset()
+		return r.add(ctx, name)
+	}
+	for _, c := range []struct {
+		name           string
+		number, wantAs int
+	}{{"us-east-1", noNumber, 0}, {"eu-west-1", 2, 2}, {"ap-south-1", noNumber, 1}, {"sa-east-1", noNumber, 3}, {"me-south-1", 7, 7}} {
+		if err := add(c.name, c.number); err != nil {
+			t.Fatalf("add %s (number %d): %v", c.name, c.number, err)
+		}
+		if want := "region " + c.name + " added as number " + string(rune('0'+c.wantAs)) + ","; !strings.HasPrefix(out.String(), want) {
+			t.Errorf("add %s (number %d): %q, want it to begin %q", c.name, c.number, out, want)
+		}
+		for i, m := range ms {
+			if g, _ := m.Reg.Named(c.name); g.Number != c.wantAs {
+				t.Errorf("copy %d records %s as number %d, want %d", i+1, c.name, g.Number, c.wantAs)
+			}
+		}
+	}
+	if err := r.retire(ctx, "sa-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	before := ms[0].Reg
+	for _, c := range []struct {
+		number int
+		says   string
+	}{
+		{2, "number 2 was given to region eu-west-1"},
+		{3, "number 3 was given to region sa-east-1 (retired"},
+		{8, "outside 0-7"},
+	} {
+		if err := add("af-south-1", c.number); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("add af-south-1 --number %d: %v; want ErrInvalid saying %q", c.number, err, c.says)
+		}
+	}
+	if !ms[0].Reg.Equal(before) || !ms[1].Reg.Equal(before) {
+		t.Errorf("refused adds wrote the registry: %+v, %+v; was %+v", ms[0].Reg, ms[1].Reg, before)
+	}
+}
+
+// The --number flag: a number of the layout's range, refused when
+// negative or given to another verb.
+func TestRegionsNumberFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"add", "eu-west-1", "--number", "-1"},
+		{"add", "eu-west-1", "--number", "x"},
+		{"list", "--number", "2"},
+		{"retire", "eu-west-1", "--yes", "--number", "2"},
+	} {
+		var out, errb bytes.Buffer
+		err := runRegions(context.Background(), env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, args)
+		if !errors.As(err, new(usageError)) {
+			t.Errorf("regions %v: %v; want a usage error", args, err)
+		}
+	}
+	// Taken: the command goes on to the store (here none: a data
+	// directory with no running serve).
+	var out, errb bytes.Buffer
+	args := []string{"add", "eu-west-1", "--number", "2", "--data-dir", t.TempDir()}
+	err := runRegions(context.Background(), env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, args)
+	if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "no etcd to talk to") {
+		t.Errorf("regions %v: %v; want the flags taken and the store looked for", args, err)
+	}
+}

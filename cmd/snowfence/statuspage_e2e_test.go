@@ -212,6 +212,20 @@ func TestE2EStatusPage(t *testing.T) {
 	save("status-decoder.png", chromedp.Screenshot(chromedp.ID("decoder")))
 	save("status-page.png", chromedp.FullScreenshot(100))
 
+	// An ID dated after the server's clock (2095) is drawn too, its
+	// caption saying so as a warning: the decode answers 200 with an
+	// in_future warning, no longer a 422 the page showed as an error.
+	step("decode 9223372036854775807",
+		chromedp.SetValue(chromedp.ID("decode-id"), "9223372036854775807"),
+		chromedp.Click(chromedp.CSS(`#decode-form button[type=submit]`)),
+		poll(`document.getElementById("bit-caption").textContent.indexOf("9223372036854775807") >= 0`))
+	if hidden := eval("the bit picture", `String(document.getElementById("bitpicture").hidden)`); hidden != "false" {
+		t.Error("a future ID: the bit picture is hidden, want it drawn")
+	}
+	if c := eval("the caption", `document.getElementById("bit-caption").className + " | " + document.getElementById("bit-caption").textContent`); !strings.HasPrefix(c, "warn | ") || !strings.Contains(c, "Warning: timestamped 2095-09-07T15:47:35.551Z") {
+		t.Errorf("a future ID's caption: %q; want it marked warn and saying when the ID is dated", c)
+	}
+
 	// A phone's width: nothing scrolls sideways but the fleet table's own
 	// box.
 	step("a 390 px viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),

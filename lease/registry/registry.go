@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,6 +194,22 @@ func (r Registry) WithRegion(name string, nowMs int64, limit int) (Registry, Reg
 // (one being created) Update records them after the change, and
 // Check refuses the result if home is not among them.
 func (r Registry) WithRegionHome(name, home string, nowMs int64, limit int) (Registry, Region, error) {
+	return r.WithRegionNumber(name, home, AnyNumber, nowMs, limit)
+}
+
+// AnyNumber asks WithRegionNumber for the lowest region number no region
+// ever had.
+const AnyNumber = -1
+
+// WithRegionNumber is WithRegionHome under the region number given
+// (AnyNumber: the lowest no region ever had), so that a region keeps the
+// number it has in another fleet or plan. It is ErrInvalid for a number
+// outside the layout's 0..limit-1 and for one any region ever had — a
+// retired region's included: its IDs are out there, and a new region's
+// would be told from them by nothing. Made through Update, the change is
+// written with a version compare on every copy, so two adds of one number
+// at once cannot both succeed.
+func (r Registry) WithRegionNumber(name, home string, number int, nowMs int64, limit int) (Registry, Region, error) {
 	if err := CheckRegionName(name); err != nil {
 		return r, Region{}, err
 	}
@@ -202,10 +219,25 @@ func (r Registry) WithRegionHome(name, home string, nowMs int64, limit int) (Reg
 	if g, ok := r.Named(name); ok {
 		return r, Region{}, fmt.Errorf("%w: region %s exists already (number %d); a retired name is not reused either: choose another name", ErrInvalid, name, g.Number)
 	}
-	n := 0
-	for ; n < limit; n++ {
-		if _, taken := r.Numbered(n); !taken {
-			break
+	n := number
+	switch {
+	case number == AnyNumber:
+		for n = 0; n < limit; n++ {
+			if _, taken := r.Numbered(n); !taken {
+				break
+			}
+		}
+	case number < 0 || number >= limit:
+		return r, Region{}, fmt.Errorf("%w: region number %d is outside 0-%d, the region numbers of the fleet schedule's last layout (%d region bits)",
+			ErrInvalid, number, limit-1, bits.Len(uint(limit-1)))
+	default:
+		if g, taken := r.Numbered(number); taken {
+			was := ""
+			if g.Retired() {
+				was = " (retired at " + FormatMs(g.RetiredMs) + ")"
+			}
+			return r, Region{}, fmt.Errorf("%w: region number %d was given to region %s%s; a number is never given twice, retired ones included: "+
+				"choose one no region ever had (snowfence regions list shows them)", ErrInvalid, number, g.Name, was)
 		}
 	}
 	if n >= limit {

@@ -207,8 +207,13 @@
     $("fields").replaceChildren(list);
     var cap = "ID " + d.id + ", layout " + d.layout + ": machine " + d.machine + ", sequence " + d.sequence +
       ", region " + regionText(d.region_number, d.region && d.region !== String(d.region_number) ? d.region : "") + ", created " + d.created_at;
-    if (d.warning) { cap += ". " + d.warning; }
+    // Every warning the decoder gave (an ID dated after the server's clock,
+    // a region the registry does not know): the ID is still decoded.
+    var warnings = (d.warnings || []).map(function (w) { return w.message; });
+    if (!warnings.length && d.warning) { warnings = [d.warning]; }
+    warnings.forEach(function (m) { cap += ". Warning: " + m; });
     text("bit-caption", cap);
+    $("bit-caption").className = warnings.length ? "warn" : "";
     $("bitpicture").hidden = false;
   }
 
