@@ -5,14 +5,22 @@ import (
 	"time"
 )
 
-// A ClockPolicy decides what an unsynchronised clock does to a generator.
-// Clock sync only serves ordering across machines; uniqueness never rests on
-// it, so the default is ClockWarn.
+// A ClockPolicy decides what an untrustworthy clock does to a generator:
+// one the kernel reports unsynchronised or too far from its reference, or
+// one whose wall clock jumped ahead of the monotonic clock. Uniqueness
+// never rests on clock sync — only the order of IDs across hosts does —
+// but a holder of a shared lease store mints IDs that are compared with
+// other hosts' (their timestamps put rows in order), so the zero value is
+// ClockRequire. A holder on one host alone (the embedded etcd: package
+// node sets ClockWarn for it, and says so at start) may choose ClockWarn.
 type ClockPolicy string
 
 const (
-	// ClockRequire refuses to issue while the kernel reports the clock
-	// unsynchronised or its maximum error above the limit.
+	// ClockRequire refuses to issue (ErrClockUnsynchronized, reason
+	// "clock-unsynchronized") while the kernel reports the clock
+	// unsynchronised or its maximum error above the limit, and after a
+	// forward jump of the wall clock until it is back in sync
+	// (clockjump.go). It is what the empty ClockPolicy means.
 	ClockRequire ClockPolicy = "require"
 	// ClockWarn issues, and reports the state in Health.
 	ClockWarn ClockPolicy = "warn"
@@ -40,6 +48,9 @@ type ClockStatus struct {
 	MaxError       time.Duration `json:"max_error"`
 	// Offset is the last offset the daemon handed the kernel.
 	Offset time.Duration `json:"offset"`
+	// Leap is the kernel's leap-second state (leap.go); empty when none
+	// is announced.
+	Leap LeapState `json:"leap,omitempty"`
 }
 
 // String formats the status for people.
@@ -48,7 +59,11 @@ func (s ClockStatus) String() string {
 	if !s.Synchronized {
 		sync = "NOT synchronized"
 	}
-	return fmt.Sprintf("%s, estimated error %s, maximum error %s, offset %s", sync, s.EstimatedError, s.MaxError, s.Offset)
+	leap := ""
+	if s.Leap != LeapNone {
+		leap = ", leap second " + string(s.Leap)
+	}
+	return fmt.Sprintf("%s, estimated error %s, maximum error %s, offset %s%s", sync, s.EstimatedError, s.MaxError, s.Offset, leap)
 }
 
 // withinLimit reports whether the status passes ClockRequire with the given
@@ -64,12 +79,14 @@ func (s ClockStatus) withinLimit(limit time.Duration) (bool, string) {
 }
 
 // checkClockSync applies the clock policy, reading the kernel state at most
-// once a second.
+// once a second: the kernel's synchronisation and error bound, then a
+// forward jump not yet back in sync (clockjump.go).
 func (g *Generator) checkClockSync(r Reading) error {
 	if !g.statusRead || r.Mono-g.statusReadAt >= time.Second {
 		g.status, g.statusErr = g.readStatus()
 		g.statusReadAt, g.statusRead = r.Mono, true
 	}
+	g.endJump(r)
 	if g.policy != ClockRequire {
 		return nil
 	}
@@ -78,6 +95,9 @@ func (g *Generator) checkClockSync(r Reading) error {
 	}
 	if ok, why := g.status.withinLimit(g.maxClockError); !ok {
 		return fmt.Errorf("%w: %s", ErrClockUnsynchronized, why)
+	}
+	if g.jump.pending {
+		return fmt.Errorf("%w: %s", ErrClockUnsynchronized, g.jump.why(g.clockJumpSettle))
 	}
 	return nil
 }

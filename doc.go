@@ -55,8 +55,13 @@
 // next millisecond is wasted. A forward jump (the wall clock running ahead of
 // the monotonic clock) is counted and logged: uniqueness holds, but the
 // timestamps run ahead of true time. Clock sync serves ordering across
-// machines only; ClockPolicy decides whether an unsynchronised clock stops
-// issuing.
+// machines only; ClockPolicy decides whether an untrustworthy clock stops
+// issuing. Its zero value, ClockRequire, refuses while the kernel reports
+// the clock unsynchronised or more than 5 ms off, and after a forward jump
+// until the clock is back in sync; package node chooses ClockWarn for the
+// embedded etcd, one host alone. The kernel's leap-second state is read
+// with the rest (LeapState): a leap second the kernel steps for costs up to
+// a second of refusals, a smeared one nothing.
 //
 // # Machine-number leases
 //

@@ -38,8 +38,9 @@ var (
 	// PlacementError): refused at start, before any number is used.
 	ErrPlacement = errors.New("snowfence: machine range or region does not fit the layout")
 	// ErrClockUnsynchronized reports that the clock-sync policy is "require"
-	// and the kernel says the clock is not synchronised, or its maximum error
-	// is above the limit.
+	// (the default) and the kernel says the clock is not synchronised, or
+	// its maximum error is above the limit, or the wall clock jumped forward
+	// and is not yet back in sync.
 	ErrClockUnsynchronized = errors.New("snowfence: clock not synchronized")
 	// ErrLeaseBound reports a second generator on a lease that feeds one
 	// already (LeaseView.Bind, as a lease.Keeper's does): the first

@@ -38,23 +38,37 @@ type Config struct {
 	MaxBackwardWait time.Duration
 	// ForwardJumpThreshold is how far the wall clock may run ahead of the
 	// monotonic clock between two calls before a forward jump is reported
-	// (Stats.ForwardJumps, a warning log, Health.Warnings). Zero means 1 s.
-	// It only sets what is reported: a lease keeper's grant is refused
-	// (clock-jumped) once the wall clock gained more than 100 ms on the
-	// monotonic one since the keeper's last acknowledged renewal, whatever
-	// this says.
+	// (Stats.ForwardJumps, a warning log, Health.Warnings) and, under
+	// ClockRequire, refused until the clock is back in sync (clockjump.go:
+	// the jump undone, or the kernel reporting the clock synchronised
+	// ClockJumpSettle after it). Zero means 1 s. Apart from that, a lease
+	// keeper's grant is refused (clock-jumped) once the wall clock gained
+	// more than 100 ms on the monotonic one since the keeper's last
+	// acknowledged renewal, whatever this says and whatever the policy.
 	ForwardJumpThreshold time.Duration
+	// ClockJumpSettle is how long after a forward jump ClockRequire waits
+	// before it takes the kernel's word that the clock is synchronised
+	// again. Zero means DefaultClockJumpSettle (2 min).
+	ClockJumpSettle time.Duration
 	// ExhaustionWarning is how long before the layout's last instant Health
 	// starts warning. Zero means 5 years (365-day years).
 	ExhaustionWarning time.Duration
-	// ClockPolicy decides what an unsynchronised clock does. Empty means
-	// ClockWarn.
+	// ClockPolicy decides what an untrustworthy clock does. Empty means
+	// ClockRequire: refuse while the kernel reports the clock
+	// unsynchronised or its maximum error above MaxClockError, and after
+	// a forward jump until the clock is back in sync. A holder whose lease
+	// store is shared by several hosts wants that, and a library user who
+	// sets nothing gets it; a holder alone on its host (the embedded etcd)
+	// may set ClockWarn — package node does so for the embedded etcd when
+	// this is empty, and logs it. On a system without adjtimex (not Linux)
+	// ClockRequire refuses: set ClockWarn or ClockOff there.
 	ClockPolicy ClockPolicy
 	// MaxClockError is the kernel's maximum clock error that ClockRequire
 	// tolerates. Zero means 5 ms.
 	MaxClockError time.Duration
-	// ClockStatus reads the clock-sync state; it is called at most once a
-	// second, off the fast path. Nil means KernelClockStatus.
+	// ClockStatus reads the clock-sync and leap-second state; it is called
+	// at most once a second, off the fast path. Nil means
+	// KernelClockStatus. Tests give a fake.
 	ClockStatus func() (ClockStatus, error)
 	// Logger receives warnings about clock steps, jumps and layout ends.
 	// Nil discards them.
@@ -65,16 +79,17 @@ type Config struct {
 // concurrent use; IDs from one generator strictly increase in the order the
 // calls return.
 type Generator struct {
-	clock         Clock
-	lease         LeaseView
-	schedule      Schedule
-	log           *slog.Logger
-	maxBackMs     int64
-	fwdJumpMs     int64
-	exhaustWarn   time.Duration
-	policy        ClockPolicy
-	maxClockError time.Duration
-	readStatus    func() (ClockStatus, error)
+	clock           Clock
+	lease           LeaseView
+	schedule        Schedule
+	log             *slog.Logger
+	maxBackMs       int64
+	fwdJumpMs       int64
+	exhaustWarn     time.Duration
+	clockJumpSettle time.Duration
+	policy          ClockPolicy
+	maxClockError   time.Duration
+	readStatus      func() (ClockStatus, error)
 
 	// Constants of the schedule's timestamp.
 	epochMs, unitMs, maxTick int64
@@ -100,6 +115,8 @@ type Generator struct {
 	statusErr    error
 	statusReadAt time.Duration
 	statusRead   bool
+	// A forward jump not yet back in sync (clockjump.go).
+	jump clockJump
 	// why names the last wait or refusal check returned.
 	why string
 	// Episode flags so warnings are logged once per episode.
@@ -167,8 +184,11 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.ExhaustionWarning <= 0 {
 		cfg.ExhaustionWarning = 5 * 365 * 24 * time.Hour
 	}
+	if cfg.ClockJumpSettle <= 0 {
+		cfg.ClockJumpSettle = DefaultClockJumpSettle
+	}
 	if cfg.ClockPolicy == "" {
-		cfg.ClockPolicy = ClockWarn
+		cfg.ClockPolicy = ClockRequire
 	}
 	if _, err := ParseClockPolicy(string(cfg.ClockPolicy)); err != nil {
 		return nil, err
@@ -184,23 +204,24 @@ func New(cfg Config) (*Generator, error) {
 	}
 	first := cfg.Schedule.steps[0].Layout
 	g := &Generator{
-		clock:         cfg.Clock,
-		lease:         cfg.Lease,
-		schedule:      cfg.Schedule,
-		log:           cfg.Logger,
-		maxBackMs:     cfg.MaxBackwardWait.Milliseconds(),
-		fwdJumpMs:     cfg.ForwardJumpThreshold.Milliseconds(),
-		exhaustWarn:   cfg.ExhaustionWarning,
-		policy:        cfg.ClockPolicy,
-		maxClockError: cfg.MaxClockError,
-		readStatus:    cfg.ClockStatus,
-		epochMs:       first.Epoch.UnixMilli(),
-		unitMs:        first.unit().Milliseconds(),
-		maxTick:       int64(1)<<first.TimeBits - 1,
-		timeShift:     uint(63 - first.TimeBits),
-		lastTick:      -1,
-		stepUntil:     -1, // forces a layout choice on the first call
-		stats:         Stats{Refused: map[string]uint64{}},
+		clock:           cfg.Clock,
+		lease:           cfg.Lease,
+		schedule:        cfg.Schedule,
+		log:             cfg.Logger,
+		maxBackMs:       cfg.MaxBackwardWait.Milliseconds(),
+		fwdJumpMs:       cfg.ForwardJumpThreshold.Milliseconds(),
+		exhaustWarn:     cfg.ExhaustionWarning,
+		clockJumpSettle: cfg.ClockJumpSettle,
+		policy:          cfg.ClockPolicy,
+		maxClockError:   cfg.MaxClockError,
+		readStatus:      cfg.ClockStatus,
+		epochMs:         first.Epoch.UnixMilli(),
+		unitMs:          first.unit().Milliseconds(),
+		maxTick:         int64(1)<<first.TimeBits - 1,
+		timeShift:       uint(63 - first.TimeBits),
+		lastTick:        -1,
+		stepUntil:       -1, // forces a layout choice on the first call
+		stats:           Stats{Refused: map[string]uint64{}},
 	}
 	// Last, so that a configuration refused above binds nothing.
 	if err := cfg.Lease.Bind(); err != nil {
@@ -295,11 +316,7 @@ func (g *Generator) take(want int) (first ID, count int, waitMs int64, err error
 		return 0, 0, 0, ErrClosed
 	}
 	r := g.clock.Now()
-	if g.observed && (r.WallMs-g.lastWallMs)-int64((r.Mono-g.lastMono)/time.Millisecond) > g.fwdJumpMs {
-		g.forwardJump(r)
-	}
-	g.lastWallMs, g.lastMono, g.observed = r.WallMs, r.Mono, true
-
+	g.observe(r)
 	tick, seq, waitMs, err := g.check(r)
 	switch {
 	case err != nil:
@@ -491,11 +508,28 @@ func (g *Generator) chooseLayout(tick int64) error {
 	return nil
 }
 
-func (g *Generator) forwardJump(r Reading) {
-	jump := (r.WallMs - g.lastWallMs) - int64((r.Mono-g.lastMono)/time.Millisecond)
+// observe looks at reading r beside the last one (of a call or of Health)
+// for a forward jump: the wall clock ahead of the monotonic clock by more
+// than ForwardJumpThreshold.
+func (g *Generator) observe(r Reading) {
+	if g.observed && (r.WallMs-g.lastWallMs)-int64((r.Mono-g.lastMono)/time.Millisecond) > g.fwdJumpMs {
+		g.forwardJump(Reading{WallMs: g.lastWallMs, Mono: g.lastMono}, r)
+	}
+	g.lastWallMs, g.lastMono, g.observed = r.WallMs, r.Mono, true
+}
+
+func (g *Generator) forwardJump(prev, r Reading) {
+	jump := (r.WallMs - prev.WallMs) - int64((r.Mono-prev.Mono)/time.Millisecond)
 	g.stats.ForwardJumps++
 	g.lastJumpWallMs = r.WallMs
-	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant stays refused (clock-jumped) until its next acknowledged renewal, and timestamps run ahead of true time if the clock did",
+	if g.policy != ClockOff {
+		g.startJump(prev, r)
+	}
+	then := "timestamps run ahead of true time if the clock did"
+	if g.policy == ClockRequire {
+		then = "clock policy require refuses until the clock is back in sync"
+	}
+	g.log.Warn("wall clock jumped forward relative to the monotonic clock (a host suspend, or a step); a lease keeper's grant stays refused (clock-jumped) until its next acknowledged renewal, and "+then,
 		"jump_ms", jump, "clock", time.UnixMilli(r.WallMs).UTC().Format(timeFormat))
 }
 

@@ -30,7 +30,8 @@ type Health struct {
 	// UntilFence is the wall time left before the lease's mark; zero or
 	// negative when reached, zero without a fence.
 	UntilFence time.Duration `json:"until_fence"`
-	// Clock is the last clock-sync state read (zero with ClockOff).
+	// Clock is the last clock-sync and leap-second state read (zero with
+	// ClockOff).
 	Clock ClockStatus `json:"clock"`
 }
 
@@ -46,6 +47,7 @@ func (g *Generator) Health() Health {
 		h.Reason, h.Detail, h.Err = "closed", ErrClosed.Error(), ErrClosed
 		return h
 	}
+	g.observe(r)
 	_, _, _, err := g.check(r)
 	if g.grant != nil {
 		h.Machine, h.Region, h.Layout = g.grant.Machine, g.grant.Region, g.stepLayout
@@ -64,6 +66,14 @@ func (g *Generator) Health() Health {
 			h.Warnings = append(h.Warnings, "clock state unreadable: "+g.statusErr.Error())
 		} else if ok, why := g.status.withinLimit(g.maxClockError); !ok {
 			h.Warnings = append(h.Warnings, why)
+		}
+	}
+	if g.policy == ClockWarn && g.jump.pending {
+		h.Warnings = append(h.Warnings, g.jump.why(g.clockJumpSettle))
+	}
+	if g.policy != ClockOff && g.statusRead && g.statusErr == nil {
+		if w := g.status.Leap.warning(); w != "" {
+			h.Warnings = append(h.Warnings, w)
 		}
 	}
 	if g.lastJumpWallMs != 0 && r.WallMs-g.lastJumpWallMs < 10*60*1000 {

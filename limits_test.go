@@ -18,7 +18,7 @@ func TestLimits(t *testing.T) {
 		want snowfence.Limits
 	}{
 		{"defaults", snowfence.Config{}, snowfence.Limits{
-			ClockPolicy: snowfence.ClockWarn, MaxClockError: 5 * time.Millisecond,
+			ClockPolicy: snowfence.ClockRequire, MaxClockError: 5 * time.Millisecond,
 			TimestampsEnd: epoch.Add(time.Duration(1<<41) * time.Millisecond), ExhaustionWarning: 5 * 365 * 24 * time.Hour}},
 		{"set", snowfence.Config{ClockPolicy: snowfence.ClockRequire, MaxClockError: 20 * time.Millisecond,
 			Schedule: snowfence.MustSchedule(snowfence.Step{Layout: short}), ExhaustionWarning: 48 * time.Hour}, snowfence.Limits{

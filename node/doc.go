@@ -40,6 +40,15 @@
 // lease table, or Config.Store). Start logs a warning saying so whenever it
 // starts the embedded etcd.
 //
+// # Clock policy
+//
+// A generator that sets no clock policy gets snowfence.ClockRequire, which
+// refuses an untrustworthy clock: IDs minted from a shared store are
+// ordered against other hosts' IDs. On the embedded etcd that Start starts
+// (one host, where that order means nothing) it gets ClockWarn instead,
+// and Start logs EmbeddedClockNote saying so (EmbeddedClockDefault, in
+// clockpolicy.go). A store passed in as Config.Store is taken to be shared.
+//
 // # Schedule, range and region
 //
 // Keeper.Schedule and Generator.Schedule must agree (either may be left
@@ -52,6 +61,6 @@
 // bits, among them (snowfence.Schedule.CheckPlacement).
 //
 // node.go holds Config, Start, Launch and the Node; store.go the Opener of
-// each store. A holder that serves HTTP, as "snowfence serve" does, is
+// each store; clockpolicy.go the embedded etcd's clock policy. A holder that serves HTTP, as "snowfence serve" does, is
 // package service, built on this one.
 package node

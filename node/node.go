@@ -41,7 +41,9 @@ type Config struct {
 	// timings are the store's.
 	TimingsChosen bool
 	// Generator configures minting: schedule, clock policy, waits. Its
-	// Lease and Logger are filled in by Start. A Schedule or Clock set both
+	// Lease and Logger are filled in by Start. Its zero ClockPolicy is
+	// snowfence.ClockRequire, except on the embedded etcd that Start
+	// starts, where it is ClockWarn (EmbeddedClockDefault, logged). A Schedule or Clock set both
 	// here and in Keeper must be the same (snowfence.New refuses them
 	// otherwise, and the keeper, which may have claimed meanwhile, is
 	// closed).
@@ -130,6 +132,9 @@ func Launch(ctx context.Context, cfg Config) (_ *Node, err error) {
 				n.closeStore()
 			}
 		}()
+	}
+	if n.Embedded != nil {
+		EmbeddedClockDefault(&gc, cfg.Logger)
 	}
 	kc.Store = n.Store
 	if kc.Logger == nil {

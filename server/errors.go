@@ -74,8 +74,9 @@ const (
 	// CodeClockBackwards: the wall clock stepped back further than the
 	// generator waits out.
 	CodeClockBackwards = "clock_backwards"
-	// CodeClockUnsynchronized: the clock policy is "require" and the clock
-	// is not synchronised well enough.
+	// CodeClockUnsynchronized: the clock policy is "require" (the default
+	// with a shared store) and the clock is not synchronised well enough,
+	// or it jumped forward and is not yet back in sync.
 	CodeClockUnsynchronized = "clock_unsynchronized"
 	// CodeLayoutExhausted: the clock is past the layout's last instant.
 	CodeLayoutExhausted = "layout_exhausted"

@@ -135,6 +135,7 @@ type generatorCollector struct {
 	issued, refusals, seqWaits, backWaits, fwdJumps, backSteps *prometheus.Desc
 	issuing, untilFence, info                                  *prometheus.Desc
 	clockSync, clockEst, clockMax, clockOffset, clockLimit     *prometheus.Desc
+	clockLeap                                                  *prometheus.Desc
 	timestampsEnd, exhaustionWarning                           *prometheus.Desc
 	regionsLeft, regionsTotal                                  *prometheus.Desc
 	leaseState, leaseInfo, leaseClaims, leaseLosses            *prometheus.Desc
@@ -174,6 +175,8 @@ func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter, regions 
 		clockEst:    d("clock_estimated_error_seconds", "The kernel's estimated clock error."),
 		clockMax:    d("clock_max_error_seconds", "The kernel's maximum clock error."),
 		clockOffset: d("clock_offset_seconds", "The last clock offset the NTP daemon handed the kernel."),
+		clockLeap: d("clock_leap_pending", "1 while the kernel announces a leap second to insert at the end of the UTC day (STA_INS: it will step the clock back 1 s, "+
+			"and the holder refuses for up to that second), -1 for one to delete, else 0. A smeared leap second never shows here. Absent with clock policy off."),
 		leaseState:  d("lease_state", "1 for the lease keeper's current state, 0 for the others.", "state"),
 		leaseInfo:   d("lease_info", "The lease holder and the machine number it holds (value 1).", "holder", "machine", "region"),
 		leaseClaims: d("lease_claims_total", "Successful claims of a machine number."),
@@ -197,7 +200,7 @@ func newGeneratorCollector(gen *snowfence.Generator, ls StatusReporter, regions 
 
 func (c *generatorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.issued, c.refusals, c.seqWaits, c.backWaits, c.fwdJumps, c.backSteps,
-		c.issuing, c.untilFence, c.info, c.clockSync, c.clockEst, c.clockMax, c.clockOffset, c.clockLimit,
+		c.issuing, c.untilFence, c.info, c.clockSync, c.clockEst, c.clockMax, c.clockOffset, c.clockLimit, c.clockLeap,
 		c.timestampsEnd, c.exhaustionWarning} {
 		ch <- d
 	}
@@ -251,6 +254,14 @@ func (c *generatorCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.clockEst, h.Clock.EstimatedError.Seconds())
 		gauge(c.clockMax, h.Clock.MaxError.Seconds())
 		gauge(c.clockOffset, h.Clock.Offset.Seconds())
+		leap := 0.0
+		switch h.Clock.Leap {
+		case snowfence.LeapInsert:
+			leap = 1
+		case snowfence.LeapDelete:
+			leap = -1
+		}
+		gauge(c.clockLeap, leap)
 	}
 	if c.limits.ClockPolicy != snowfence.ClockOff {
 		gauge(c.clockLimit, c.limits.MaxClockError.Seconds())

@@ -145,6 +145,24 @@ func TestRefusals(t *testing.T) {
 		{"clock unsynchronized", func(c *snowfence.Config) {
 			c.ClockPolicy, c.ClockStatus = snowfence.ClockRequire, unsynced
 		}, nil, CodeClockUnsynchronized, ""},
+		// The default clock policy (require): /healthz fails under each
+		// of its rules.
+		{"clock unsynchronized, default policy", func(c *snowfence.Config) {
+			c.ClockPolicy, c.ClockStatus = "", unsynced
+		}, nil, CodeClockUnsynchronized, ""},
+		{"clock error above the bound, default policy", func(c *snowfence.Config) {
+			c.ClockPolicy, c.ClockStatus = "", func() (snowfence.ClockStatus, error) {
+				return snowfence.ClockStatus{Synchronized: true, MaxError: 6 * time.Millisecond}, nil
+			}
+		}, nil, CodeClockUnsynchronized, ""},
+		{"clock jumped forward, default policy", func(c *snowfence.Config) {
+			c.ClockPolicy, c.ClockStatus = "", func() (snowfence.ClockStatus, error) {
+				return snowfence.ClockStatus{Synchronized: true, MaxError: time.Millisecond}, nil
+			}
+		}, func(f *fixture) {
+			f.post("/v1/ids", "")
+			f.clock.Step(10 * time.Minute)
+		}, CodeClockUnsynchronized, ""},
 		{"layout exhausted", nil, func(f *fixture) {
 			f.clock.Set(snowfence.V1().LastInstant().Add(time.Hour))
 		}, CodeLayoutExhausted, ""},

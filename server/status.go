@@ -60,6 +60,9 @@ type clockStatus struct {
 	EstimatedErrorMs float64 `json:"estimated_error_ms"`
 	MaxErrorMs       float64 `json:"max_error_ms"`
 	OffsetMs         float64 `json:"offset_ms"`
+	// Leap is the kernel's leap-second state (snowfence.LeapState):
+	// insert, delete, in-progress or done; absent when none is announced.
+	Leap string `json:"leap,omitempty"`
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -118,7 +121,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ string) int {
 		UntilFenceMs: health.UntilFenceMs, Issued: s.gen.Stats().Issued,
 	}
 	if c := health.Clock; c != nil {
-		h.Clock = &clockStatus{Synchronized: c.Synchronized, EstimatedErrorMs: msOf(c.EstimatedError), MaxErrorMs: msOf(c.MaxError), OffsetMs: msOf(c.Offset)}
+		h.Clock = &clockStatus{Synchronized: c.Synchronized, EstimatedErrorMs: msOf(c.EstimatedError), MaxErrorMs: msOf(c.MaxError), OffsetMs: msOf(c.Offset), Leap: string(c.Leap)}
 	}
 	if health.Lease != nil {
 		h.withLease(*health.Lease)

@@ -172,6 +172,9 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 			return nil, fmt.Errorf("start: %w", err)
 		}
 	}
+	if s.opened != nil && s.opened.Embedded != nil {
+		node.EmbeddedClockDefault(&nc.Generator, s.log)
+	}
 	s.region = hr.region
 	nc.Keeper.Region = hr.region.Number
 	if s.node, err = node.Launch(ctx, nc); err != nil {

@@ -28,6 +28,8 @@ type serveFlags struct {
 	machines        string
 	schedule        string
 	clockPolicy     string
+	maxClockError   time.Duration
+	clockJumpSettle time.Duration
 	holder          string
 	leaseTTL        time.Duration
 	lead            time.Duration
@@ -57,7 +59,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.machines, "machines", "", `machine-number range of this holder class: lo-hi for every layout, layout=lo-hi for one (e.g. "600-699,v2=0-99" across a cutover); empty: each layout's whole range (v1 0-1023, v2 0-511)`)
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)
 	fs.DurationVar(&f.lead, "lead", 0, "how long before a cutover of --schedule the holder claims its number for the next layout, beside its current one (0: max(10m, 20 x --lease-ttl))")
-	fs.StringVar(&f.clockPolicy, "clock-policy", string(snowfence.ClockWarn), "what an unsynchronised clock does: require, warn or off")
+	fs.StringVar(&f.clockPolicy, "clock-policy", "", "what an untrustworthy clock (unsynchronised, more than --max-clock-error off, or jumped forward) does: require (refuse, and fail /healthz), warn or off; "+
+		"empty: require with a shared store (--etcd-endpoints, postgres, dynamodb), warn with the embedded etcd (one host), said in the log at start")
+	fs.DurationVar(&f.maxClockError, "max-clock-error", 5*time.Millisecond, "the kernel's maximum clock error that clock policy require tolerates (warn warns above it)")
+	fs.DurationVar(&f.clockJumpSettle, "clock-jump-settle", snowfence.DefaultClockJumpSettle, "after a forward jump of the wall clock, how long clock policy require waits before the kernel's word that the clock is synchronised again ends the refusal (an undone jump ends it at once)")
 	fs.StringVar(&f.holder, "holder", "", "holder identity, unique per process: never give two processes the same (default host/pid-N/process-start-ms/k1)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", def.LeaseFor, "lease lifetime without renewal"+timingsHelp(func(t lease.Timings) time.Duration { return t.LeaseFor }))
 	fs.DurationVar(&f.renewEvery, "renew-every", def.RenewEvery, "renewal period"+timingsHelp(func(t lease.Timings) time.Duration { return t.RenewEvery }))
@@ -123,9 +128,14 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return cfg, usageError{err}
 	}
-	policy, err := snowfence.ParseClockPolicy(f.clockPolicy)
-	if err != nil {
-		return cfg, usageError{err}
+	var policy snowfence.ClockPolicy // empty: the node's default for the store
+	if f.clockPolicy != "" {
+		if policy, err = snowfence.ParseClockPolicy(f.clockPolicy); err != nil {
+			return cfg, usageError{err}
+		}
+	}
+	if f.maxClockError <= 0 || f.clockJumpSettle <= 0 {
+		return cfg, usagef("--max-clock-error and --clock-jump-settle must be positive")
 	}
 	if len(cc.Endpoints) > 0 && (f.embeddedURL != embedetcd.DefaultClientURL || f.embeddedPeerURL != "") {
 		return cfg, usagef("--embedded-etcd-url and --embedded-etcd-peer-url have no effect with --etcd-endpoints; pass one or the other")
@@ -166,6 +176,7 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 		Margin:       f.fenceMargin,
 		Schedule:     sched,
 	}
-	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxBackwardWait: f.maxBackwardWait}
+	cfg.Generator = snowfence.Config{Schedule: sched, ClockPolicy: policy, MaxClockError: f.maxClockError, ClockJumpSettle: f.clockJumpSettle,
+		MaxBackwardWait: f.maxBackwardWait}
 	return cfg, nil
 }

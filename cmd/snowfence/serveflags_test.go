@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
@@ -153,5 +154,46 @@ func TestServeHighWaterFlags(t *testing.T) {
 				t.Errorf("high-water mark %d, %v; want --high-water-at's %d", ms, err, want)
 			}
 		})
+	}
+}
+
+// --clock-policy left empty leaves the generator's policy to the node —
+// require with a shared store, warn with the embedded etcd (node's
+// TestClockPolicyDefaultFollowsTheStore) — and --max-clock-error and
+// --clock-jump-settle reach the generator.
+func TestServeClockPolicyFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		policy snowfence.ClockPolicy
+		maxErr time.Duration
+		settle time.Duration
+		bad    bool
+	}{
+		{"defaults, postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, "", 5 * time.Millisecond, 2 * time.Minute, false},
+		{"defaults, embedded etcd", nil, "", 5 * time.Millisecond, 2 * time.Minute, false},
+		{"set", []string{"--clock-policy", "warn", "--max-clock-error", "20ms", "--clock-jump-settle", "5m"}, snowfence.ClockWarn, 20 * time.Millisecond, 5 * time.Minute, false},
+		{"unknown policy", []string{"--clock-policy", "sometimes"}, "", 0, 0, true},
+		{"zero error bound", []string{"--max-clock-error", "0"}, "", 0, 0, true},
+	} {
+		e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+		f, _, err := parseServeFlags(e, tc.args)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		cfg, err := f.nodeConfig(slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%s: accepted", tc.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		g := cfg.Generator
+		if g.ClockPolicy != tc.policy || g.MaxClockError != tc.maxErr || g.ClockJumpSettle != tc.settle {
+			t.Errorf("%s: policy %q, max error %s, settle %s; want %q, %s, %s", tc.name, g.ClockPolicy, g.MaxClockError, g.ClockJumpSettle, tc.policy, tc.maxErr, tc.settle)
+		}
 	}
 }

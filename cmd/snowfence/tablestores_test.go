@@ -11,11 +11,21 @@ import (
 // TestMain gives the AWS SDK the credentials it wants for dynalite, which
 // takes any, unless the environment has some: once for the package, so
 // that the table stores' subtests may run in parallel (t.Setenv may not).
+// It also runs every serve the tests start under clock policy warn
+// (SNOWFENCE_CLOCK_POLICY, which the processes inherit), unless the
+// environment sets one: the default with a shared store, require,
+// refuses on a host whose kernel reports its clock unsynchronised, as
+// test machines and containers without a time daemon do, and these tests
+// are about other things. The default itself is tested without it
+// (TestServeClockPolicyFlags, node's TestClockPolicyDefaultFollowsTheStore).
 func TestMain(m *testing.M) {
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 		if os.Getenv(k) == "" {
 			os.Setenv(k, "snowfence-test")
 		}
+	}
+	if os.Getenv("SNOWFENCE_CLOCK_POLICY") == "" {
+		os.Setenv("SNOWFENCE_CLOCK_POLICY", "warn")
 	}
 	os.Exit(m.Run())
 }
