@@ -54,6 +54,7 @@ func (p *Perimeter) SetHolders(n int) {
 	if n == p.holders {
 		return
 	}
+	p.log.Info("callers' quotas divided among the fleet's live holders", "holders", n, "was", p.holders)
 	p.holders = n
 	p.metrics.holders.Set(float64(n))
 	if t := p.callers.Load(); t != nil {
