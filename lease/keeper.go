@@ -706,6 +706,11 @@ func (k *Keeper) Lease() *Lease {
 // Clock returns the keeper's clock, which its generator must share.
 func (k *Keeper) Clock() snowfence.Clock { return k.cfg.Clock }
 
+// RenewEvery returns the keeper's renewal period (KeeperConfig.RenewEvery,
+// defaulted): the pace of what follows the store as the keeper does, such
+// as the count of the fleet's holders that divides callers' quotas.
+func (k *Keeper) RenewEvery() time.Duration { return k.cfg.RenewEvery }
+
 // Schedule returns the layout schedule the keeper claims with; its
 // generator must mint under the same one (snowfence.New takes it when its
 // Config.Schedule is zero, and refuses a different one).

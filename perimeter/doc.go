@@ -87,10 +87,21 @@
 // use "default": "deny" and list every caller.
 // Without TLS every request is the one anonymous caller, under the default.
 //
+// A caller's policy is its quota across the fleet. The perimeter cannot see
+// the other holders' buckets, so it enforces the policy's share
+// (Policy.Share) for the count of live holders SetHolders last gave it:
+// the rate divided by the count, the burst too but never below the largest
+// batch. Package service counts the holders in the lease store as the
+// keeper renews (lease.CountHolders); a library user without it calls
+// SetHolders itself, or gets per-process quotas (a count of 1). A caller
+// pinned to one holder gets that holder's share. See fleet.go for what a
+// change of the count does to the buckets.
+//
 // # Metrics
 //
 // Registered on Config.Registerer: IDs issued, requests throttled and
-// callers refused, by caller. Only identities listed in the callers file
+// callers refused, by caller, and the count of holders the quotas are
+// divided among. Only identities listed in the callers file
 // get a label value of their own; all others are "(unlisted)", and a
 // certificate with no identity "(none)", so no caller can grow /metrics
 // by presenting new names. Handshakes crypto/tls refuses before the

@@ -46,6 +46,7 @@ func (b *bucket) at(now time.Time) time.Time {
 type table struct {
 	gen      uint64
 	callers  *Callers
+	holders  int // the fleet's holders the quotas are divided among (Policy.Share)
 	listed   map[string]*caller
 	unlisted *unlisted // nil: unlisted identities are denied
 	denied   counters  // for refusals of identities not allowed
@@ -116,10 +117,12 @@ func (b *bucket) setPolicy(p Policy, now time.Time) {
 	}
 }
 
-// newTable builds the table for cs, reusing prev's buckets (limits updated
-// in place) so a reload neither refills nor drains any caller.
-func newTable(cs *Callers, prev *table, m *metrics, now time.Time) *table {
-	t := &table{callers: cs, listed: make(map[string]*caller, len(cs.Listed)), denied: m.counters(labelUnlisted)}
+// newTable builds the table for cs, each policy shared among holders
+// (Policy.Share), reusing prev's buckets (limits updated in place) so
+// neither a reload nor a change of the holders refills or drains any
+// caller.
+func newTable(cs *Callers, prev *table, m *metrics, now time.Time, holders int) *table {
+	t := &table{callers: cs, holders: holders, listed: make(map[string]*caller, len(cs.Listed)), denied: m.counters(labelUnlisted)}
 	var prevUnlisted map[string]*caller
 	if prev != nil {
 		t.gen = prev.gen + 1
@@ -130,6 +133,7 @@ func newTable(cs *Callers, prev *table, m *metrics, now time.Time) *table {
 		}
 	}
 	for id, p := range cs.Listed {
+		p = p.Share(holders)
 		var c *caller
 		if prev != nil {
 			c = prev.listed[id]
@@ -146,10 +150,10 @@ func newTable(cs *Callers, prev *table, m *metrics, now time.Time) *table {
 		t.listed[id] = c
 	}
 	if cs.Default != nil {
-		u := &unlisted{policy: *cs.Default, byID: map[string]*caller{}, c: t.denied}
+		u := &unlisted{policy: cs.Default.Share(holders), byID: map[string]*caller{}, c: t.denied}
 		for id, c := range prevUnlisted {
 			if _, listed := cs.Listed[id]; !listed {
-				c.setPolicy(*cs.Default, now)
+				c.setPolicy(u.policy, now)
 				u.byID[id] = c
 			}
 		}

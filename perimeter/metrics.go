@@ -25,6 +25,7 @@ const (
 type metrics struct {
 	issued, throttled, refused *prometheus.CounterVec
 	reloads                    *prometheus.CounterVec
+	holders                    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,12 +46,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "snowfence_perimeter_reloads_total",
 			Help: `Reloads of the perimeter's files after they changed, by file ("tls-cert", "client-ca", "callers") and result ("ok", or "error": the last good configuration stays).`,
 		}, []string{"file", "result"}),
+		holders: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowfence_caller_quota_holders",
+			Help: "The live holders of the fleet this holder last counted in its lease store: it enforces each caller's quota divided by this (the rate; the burst too, but never below the largest batch).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.issued, m.throttled, m.refused, m.reloads} {
+	for _, c := range []prometheus.Collector{m.issued, m.throttled, m.refused, m.reloads, m.holders} {
 		if err := reg.Register(c); err != nil {
 			for _, d := range done {
 				reg.Unregister(d)

@@ -87,13 +87,14 @@ type Perimeter struct {
 
 	grants sync.Pool // of *grant
 
-	mu     sync.Mutex // serializes Reload
-	pair   tls.Certificate
-	pool   *x509.CertPool
-	tried  map[string][]fingerprint // the files as last attempted, by unit
-	stop   context.CancelFunc
-	done   chan struct{}
-	closed atomic.Bool
+	mu      sync.Mutex // serializes Reload and SetHolders
+	holders int        // the fleet's live holders, at least 1 (SetHolders)
+	pair    tls.Certificate
+	pool    *x509.CertPool
+	tried   map[string][]fingerprint // the files as last attempted, by unit
+	stop    context.CancelFunc
+	done    chan struct{}
+	closed  atomic.Bool
 }
 
 // Units of files that reload together.
@@ -128,6 +129,8 @@ func New(cfg Config) (*Perimeter, error) {
 		nextProtos: cfg.NextProtos, noneRefused: m.refused.WithLabelValues(labelNone, "handshake"), deniedRefused: m.refused.WithLabelValues(labelUnlisted, "handshake"),
 		untrustedRefused: m.refused.WithLabelValues(labelUnlisted, "request")}
 	p.grants.New = func() any { return new(grant) }
+	p.holders = 1
+	m.holders.Set(1)
 	if p.nextProtos == nil {
 		p.nextProtos = []string{"h2", "http/1.1"}
 	}
@@ -316,7 +319,7 @@ func (p *Perimeter) reloadCallersLocked(initial bool) error {
 	}
 	cs, err := readCallers(p.cfg.CallersFile)
 	if err == nil {
-		p.callers.Store(newTable(cs, p.callers.Load(), p.metrics, p.now()))
+		p.callers.Store(newTable(cs, p.callers.Load(), p.metrics, p.now(), p.holders))
 	}
 	return p.reloaded(unitCallers, initial, err, nil)
 }

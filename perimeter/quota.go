@@ -109,7 +109,7 @@ func (p *Perimeter) Take(r *http.Request, n int) (server.QuotaGrant, error) {
 		limit, burst := b.lim.Limit(), b.lim.Burst()
 		b.mu.Unlock()
 		c.c.throttled.Inc()
-		return nil, overQuota(limit, burst, tokens, n)
+		return nil, overQuota(limit, burst, tokens, n, t.holders)
 	}
 	res := b.lim.ReserveN(now, n) // immediate: the bucket held n at now, under mu
 	limit := b.lim.Limit()
@@ -120,19 +120,23 @@ func (p *Perimeter) Take(r *http.Request, n int) (server.QuotaGrant, error) {
 }
 
 // overQuota describes a refusal of n IDs by a bucket of rate lim and burst
-// holding tokens.
-func overQuota(lim rate.Limit, burst int, tokens float64, n int) *server.QuotaError {
+// holding tokens, the share of a quota divided among holders.
+func overQuota(lim rate.Limit, burst int, tokens float64, n, holders int) *server.QuotaError {
 	limit := float64(lim)
 	// As rate.Reservation.DelayFrom would say for a reservation of n.
 	wait := time.Duration(float64(time.Second) * (float64(n) - tokens) / limit)
 	tokens = max(math.Floor(tokens), 0)
 	secs := int64(math.Ceil(wait.Seconds()))
 	window := int64(math.Ceil(float64(burst) / limit))
+	msg := fmt.Sprintf("asked for %d IDs with %d available; the quota is %g IDs per second in bursts of up to %d", n, int64(tokens), limit, burst)
+	if holders > 1 {
+		msg = fmt.Sprintf("asked for %d IDs with %d available; this holder's share of the caller's quota is %g IDs per second in bursts of up to %d (the quota divided among the %d holders of the fleet)", n, int64(tokens), limit, burst, holders)
+	}
 	return &server.QuotaError{
 		RetryAfter: wait,
 		Policy:     `"` + policyName + `";q=` + strconv.Itoa(burst) + ";w=" + strconv.FormatInt(max(window, 1), 10),
 		Limit:      `"` + policyName + `";r=` + strconv.FormatInt(int64(tokens), 10) + ";t=" + strconv.FormatInt(max(secs, 1), 10),
-		Message:    fmt.Sprintf("asked for %d IDs with %d available; the quota is %g IDs per second in bursts of up to %d", n, int64(tokens), limit, burst),
+		Message:    msg,
 	}
 }
 

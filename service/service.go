@@ -192,6 +192,10 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 	s.watchers.Add(2)
 	go s.watchClaim(wctx)
 	go s.watchFailure(wctx)
+	if pc.CallersFile != "" {
+		s.watchers.Add(1)
+		go s.countHolders(wctx)
+	}
 	return s, nil
 }
 
@@ -281,6 +285,21 @@ func (s *Service) watchClaim(ctx context.Context) {
 	if err := s.node.WaitIssuing(ctx); err == nil {
 		close(s.ready)
 	}
+}
+
+// countHolders divides callers' quotas among the fleet's live holders
+// (holderCount) until ctx ends.
+func (s *Service) countHolders(ctx context.Context) {
+	defer s.watchers.Done()
+	k := s.node.Keeper
+	c := &holderCount{store: s.node.Store, clock: k.Clock(), every: k.RenewEvery(), set: s.perim.SetHolders, log: s.log,
+		keyspace: func() (int, bool) {
+			if l := k.Lease(); l != nil {
+				return l.Region, true
+			}
+			return 0, false
+		}}
+	c.run(ctx, s.ready)
 }
 
 // watchFailure closes done when the keeper stops (lease.Keeper.Failed) or

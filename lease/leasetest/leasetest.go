@@ -110,6 +110,7 @@ var adminChecks = []check{
 	{"Cutover", checkCutover},
 	{"RollbackSeenByClaimer", checkRollbackSeenByClaimer},
 	{"LossNotRestore", checkLossNotRestore},
+	{"CountHolders", checkCountHolders},
 }
 
 // Run runs the fence contract's checks against stores from h, each as a
