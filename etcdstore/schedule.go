@@ -45,15 +45,9 @@ func (s *Store) FleetSchedule(ctx context.Context) (lease.FleetSchedule, error) 
 // or lease.ErrConflict, with the version found, if it moved. Use
 // lease.SetSchedule, which refuses to move instants already past or near.
 func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (lease.FleetSchedule, error) {
-	if err := s.open(); err != nil {
-		return lease.FleetSchedule{}, err
-	}
-	if prev < 0 {
-		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule version %d is negative", lease.ErrInvalid, prev)
-	}
-	canon, err := lease.CanonicalSchedule(text)
+	canon, err := s.scheduleToSet(prev, text)
 	if err != nil {
-		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+		return lease.FleetSchedule{}, err
 	}
 	key := s.keys.schedule
 	resp, err := s.txn(ctx,
@@ -186,15 +180,9 @@ func (g scheduleGuard) holds(kv *mvccpb.KeyValue) bool {
 // the other: a claim after it is refused under the old schedule, and this
 // write after a claim returns lease.ErrInUse, with how many keys it found.
 func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text string) (lease.FleetSchedule, error) {
-	if err := s.open(); err != nil {
-		return lease.FleetSchedule{}, err
-	}
-	if prev < 0 {
-		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule version %d is negative", lease.ErrInvalid, prev)
-	}
-	canon, err := lease.CanonicalSchedule(text)
+	canon, err := s.scheduleToSet(prev, text)
 	if err != nil {
-		return lease.FleetSchedule{}, fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+		return lease.FleetSchedule{}, err
 	}
 	key := s.keys.schedule
 	prefix := strings.TrimSuffix(key, "schedule")
@@ -227,4 +215,22 @@ func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text str
 	}
 	s.log.Warn("set the fleet schedule on a store holding no lease record", "schedule", canon, "version", prev+1, "key", key)
 	return lease.FleetSchedule{Text: canon, Version: prev + 1}, nil
+}
+
+// scheduleToSet checks a fleet-schedule write's arguments, for
+// SetFleetSchedule and SetFleetScheduleUnused: the store open, prev a
+// version (0: never set), text a schedule; it returns text's canonical
+// form.
+func (s *Store) scheduleToSet(prev int64, text string) (string, error) {
+	if err := s.open(); err != nil {
+		return "", err
+	}
+	if prev < 0 {
+		return "", fmt.Errorf("%w: fleet schedule version %d is negative", lease.ErrInvalid, prev)
+	}
+	canon, err := lease.CanonicalSchedule(text)
+	if err != nil {
+		return "", fmt.Errorf("%w: fleet schedule %q: %v", lease.ErrInvalid, text, err)
+	}
+	return canon, nil
 }
