@@ -267,7 +267,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		k.log.Warn("reading the region registry failed; retrying", "holder", cfg.Holder, "error", err)
 		if serr := cfg.Clock.Sleep(ctx, cfg.RenewEvery/4); serr != nil {
 			k.closeStores()
-			return nil, fmt.Errorf("lease: the region registry was not read before the context ended: last error: %w", err)
+			return nil, fmt.Errorf("lease: the region registry was not read before the context ended (%w): last error: %w", serr, err)
 		}
 	}
 	// The HighWater is read here rather than at the first claim, so that
