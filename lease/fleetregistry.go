@@ -341,6 +341,13 @@ func AddRegionNumber(ctx context.Context, copies []FleetCopy, name, home string,
 				"if the fleet has a registry, name its copies (--copy) and join this region's store with snowfence regions add-copy; "+
 				"a second registry would number its regions from 0 again", ErrInvalid)
 		}
+		if reg.Version == 0 && number != registry.AnyNumber && number != 0 {
+			// Holders that ran before the registry existed ran as region 0
+			// (the default), unchecked: a registry whose first region is
+			// another number leaves 0 to a later add, whose holders would
+			// mint beside them.
+			return reg, fmt.Errorf("%w: the registry's first region takes number 0, not %d: holders running before the registry existed are region 0's, and a later region given 0 would mint their IDs; add this region without --number, or after the first", ErrInvalid, number)
+		}
 		next, added, err := reg.WithRegionNumber(name, home, number, nowMs, limit)
 		g = added
 		if err != nil {

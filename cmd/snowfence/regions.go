@@ -31,7 +31,8 @@ const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] [-
                 that copy is the home. Refused while the home store's fleet schedule record
                 is not the one the registry records. --number N gives the region number N
                 instead (the number it has elsewhere, say): refused if any region ever had
-                it, retired ones included, or it is outside the last layout's region numbers
+                it, retired ones included, or it is outside the last layout's region numbers,
+                and on the first add (--create), which always takes 0
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
                 holders are refused in it from then on
   sync          finish a change that stopped half way: every copy one version behind the first
