@@ -25,7 +25,8 @@ func Timings() lease.Timings {
 	return lease.TableTimings()
 }
 
-// MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
+// MaxNoticeWindow is the notice window of a store whose Config.MaxSelfFence
+// is zero: the longest notice window (lease.NoticeWindow of the
 // self-fence) a holder of a PostgreSQL store may have, and the wait before
 // the first grant of every claim on one: a holder with a longer self-fence
 // is refused at start. At the table timings' 4 min 10 s self-fence a
@@ -39,5 +40,11 @@ func Timings() lease.Timings {
 // bound is lowered for every holder of the table.
 const MaxNoticeWindow = 4*time.Minute + 40*time.Second
 
-// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow.
-func (s *Store) MaxNoticeWindow() time.Duration { return MaxNoticeWindow }
+// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow, or
+// lease.NoticeWindow of Config.MaxSelfFence when that is set.
+func (s *Store) MaxNoticeWindow() time.Duration {
+	if s.cfg.MaxSelfFence > 0 {
+		return lease.NoticeWindow(s.cfg.MaxSelfFence)
+	}
+	return MaxNoticeWindow
+}
