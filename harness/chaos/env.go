@@ -62,6 +62,9 @@ func newEnv(ctx context.Context, opts Options, tables *tableServers, id string, 
 		dir: filepath.Join(opts.Dir, opts.Store, "s"+id), started: time.Now(), recover: -1,
 		tables: tables, table: tableName(opts.Store, id), timings: storeTimings(opts.Store),
 		draws: newDrawer(opts.Store, id, seed)}
+	if b := e.tableMaxSelfFence(); b > 0 {
+		e.draws.notice = lease.NoticeWindow(b)
+	}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}
