@@ -25,13 +25,17 @@ import (
 // holders the scenario starts, the callers, and the collector in front of
 // a fresh oracle table.
 type Env struct {
-	ctx     context.Context
-	opts    Options
-	id      string // scenario id, "5b"
-	short   bool
-	rng     *rand.Rand
-	dir     string
-	started time.Time
+	ctx   context.Context
+	opts  Options
+	id    string // scenario id, "5b"
+	short bool
+	// storeDefaults: the scenario's holders run the store's defaults, the
+	// tables' self-fence bound included, even in the short mode
+	// (scenarios_outage.go); set before any holder starts.
+	storeDefaults bool
+	rng           *rand.Rand
+	dir           string
+	started       time.Time
 
 	cluster      *etcdproc.Cluster // etcd only
 	tables       *tableServers     // postgres and dynamodb only

@@ -25,6 +25,7 @@ import (
 // past the lease.
 func tableOutage(e *Env, down time.Duration) error {
 	t := e.fixedTimings("holders", lease.TableTimings(), "the issue's acceptance: serve's default flags for a table store")
+	e.storeDefaults = true // the tables' default bound too, in either mode
 	past := down >= t.LeaseFor
 	nSvc := e.count("services", 2, 4)
 	sc := serviceConfig{machines: e.machines("services", nSvc+1, 64)}

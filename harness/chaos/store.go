@@ -170,7 +170,7 @@ const shortTableMaxSelfFence = 6 * time.Second
 // tableMaxSelfFence is the MaxSelfFence every holder of the scenario's lease
 // table runs with (0: the store's default).
 func (e *Env) tableMaxSelfFence() time.Duration {
-	if e.short && e.opts.Store != StoreEtcd {
+	if e.short && e.opts.Store != StoreEtcd && !e.storeDefaults {
 		return shortTableMaxSelfFence
 	}
 	return 0
