@@ -60,7 +60,7 @@ func TestSoakChild(t *testing.T) {
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			o.BaseEndpoint, o.HTTPClient = aws.String(cfg.Endpoint), hc
 		})
-		s, err := dynamostore.New(client, dynamostore.Config{Table: cfg.Table, RequestTimeout: time.Second})
+		s, err := dynamostore.New(client, dynamostore.Config{Table: cfg.Table, RequestTimeout: time.Second, MaxSelfFence: cfg.SelfFence})
 		if err != nil {
 			out.Fatal(err)
 			return
@@ -90,12 +90,15 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 4 * time.Second
 	}
-	// The first children issue only after the store's notice window.
-	warm := dynamostore.MaxNoticeWindow + 10*time.Second // slack for claims on a loaded machine
+	// The first children issue only after the store's notice window: every
+	// child's store bounds the table's self-fence at the holders' own
+	// (Config.MaxSelfFence), as a fleet on short timings would.
+	const selfFence = 1200 * time.Millisecond
+	warm := lease.NoticeWindow(selfFence) + 10*time.Second // slack for claims on a loaded machine
 	s := newStore(t)
 	cfg := soakConfig{Endpoint: ep, Table: s.Table(), HolderSpec: soaktest.HolderSpec{Range: lease.Range{Lo: 0, Hi: 11},
 		Holders: perProc, Batch: 10, Every: 10 * time.Millisecond, Lifetime: warm + dur + 30*time.Second,
-		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: 1200 * time.Millisecond}}
+		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: selfFence}}
 	res := soaktest.Soak{Name: "dynamostore soak", Procs: procs, Warmup: warm, Duration: dur, MinHolders: procs,
 		Child: soaktest.Child{Test: "TestSoakChild", Env: soakChildEnv, Config: cfg}}.Run(t)
 

@@ -6,33 +6,46 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// Timings returns the keeper timings that suit a lease table: a 5-minute
-// lease renewed every 10 s, issuing stopped 30 s after the last
-// acknowledged renewal, and a 5 s margin, so that nothing is issued at or
-// past lease_expiry − 5 s.
+// Timings returns the keeper timings that suit a lease table
+// (lease.TableTimings): a 5-minute lease renewed every 5 s, issuing stopped
+// 4 min 10 s after the last acknowledged renewal, and a 5 s margin, so that
+// nothing is issued at or past lease_expiry − 5 s.
 //
 // In a table the lease is the reservation: Extend writes the mark as the
 // new expiry, and the keeper's Reserve defaults to LeaseFor, which is the
-// store's default Config.MaxReserve. Renewing every 10 s costs one
-// conditional write per holder every 10 s; the 30 s self-fence stops a
-// holder cut off from the table long before its mark. A holder's restore
+// store's default Config.MaxReserve. Renewing every 5 s costs one
+// conditional write per holder every 5 s. The self-fence follows the lease:
+// a holder cut off from the table rides out an outage of up to about 4
+// minutes and refuses before its lease expires, with clocks 8 % fast or
+// slow (lease.TableTimings says how it is derived). A holder's restore
 // window at these timings is 5 min 31 s (lease.RestoreWindow), within
-// MaxRestoreWindow. The keeper's defaults are an etcd store's; apply these
-// to a KeeperConfig for a DynamoDB store with lease.Timings.Apply.
+// MaxRestoreWindow; its notice window is 4 min 36 s, within MaxNoticeWindow.
+// The keeper's defaults are an etcd store's; apply these to a KeeperConfig
+// for a DynamoDB store with lease.Timings.Apply.
 func Timings() lease.Timings {
 	return lease.TableTimings()
 }
 
-// MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
+// MaxNoticeWindow is the notice window of a store whose Config.MaxSelfFence
+// is zero: the longest notice window (lease.NoticeWindow of the
 // self-fence) a holder of a DynamoDB store may have, and the wait before
 // the first grant of every claim on one: a holder with a longer self-fence
-// is refused at start. At the table timings' 30 s self-fence a holder's
-// window is 34 s; 36 s leaves room for a self-fence up to 31.8 s. It is
-// kept that close because every claim pays it (a start, a restart, a
-// number lost and claimed again refuse for about this long before
-// issuing); a shorter self-fence (and renewal period) shortens nothing
-// unless this bound is lowered for every holder of the table.
-const MaxNoticeWindow = 36 * time.Second
+// is refused at start. At the table timings' 4 min 10 s self-fence a
+// holder's window is 4 min 36 s; 4 min 40 s leaves room for a self-fence up
+// to 4 min 13.6 s. It is that long because the self-fence follows the
+// lease (a holder cut off from the table issues for up to 4 min 10 s, and
+// a claim of its number from a table restored or failed over behind its
+// back must not start issuing before it stops), and every claim pays it: a
+// start, a restart, a number lost and claimed again refuse for about this
+// long before issuing. A shorter self-fence shortens nothing unless this
+// bound is lowered for every holder of the table.
+const MaxNoticeWindow = 4*time.Minute + 40*time.Second
 
-// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow.
-func (s *Store) MaxNoticeWindow() time.Duration { return MaxNoticeWindow }
+// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow, or
+// lease.NoticeWindow of Config.MaxSelfFence when that is set.
+func (s *Store) MaxNoticeWindow() time.Duration {
+	if s.cfg.MaxSelfFence > 0 {
+		return lease.NoticeWindow(s.cfg.MaxSelfFence)
+	}
+	return MaxNoticeWindow
+}

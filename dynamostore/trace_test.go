@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,11 +80,11 @@ func (h *traceHolder) mint(t *testing.T, n int) {
 }
 
 // TestFrozenHolderTrace replays a holder frozen past its lease and its
-// successor on dynalite, with a 30 s lease: worker A claims at 60 s (epoch
-// 7) and issues from 96 s (its claim's notice window: the tables' 36 s),
-// renews at 100 s to an expiry of 130 s, issues at 105 s and freezes;
-// worker B claims at 131 s by its own clock (epoch 8); A wakes at 145 s,
-// refuses, and its renewal for epoch 7 fails; B issues from 167 s. A's IDs
+// successor on dynalite, with a 30 s lease: worker A claims at −180 s
+// (epoch 7) and issues from 100 s (its claim's notice window: the tables'
+// 4 min 40 s), renews at 100 s to an expiry of 130 s, issues at 105 s and
+// freezes; worker B claims at 131 s by its own clock (epoch 8); A wakes at
+// 145 s, refuses, and its renewal for epoch 7 fails; B issues from 411 s. A's IDs
 // all sit below 125 s (the mark minus the 5 s margin), B's above 130 s.
 func TestFrozenHolderTrace(t *testing.T) {
 	s := newStore(t)
@@ -97,17 +98,17 @@ func TestFrozenHolderTrace(t *testing.T) {
 		Item: map[string]types.AttributeValue{
 			"machine_id":   &types.AttributeValueMemberN{Value: "37"},
 			"holder":       &types.AttributeValueMemberS{Value: "i-0123456789abcdef0/pid-1/1790420000000"},
-			"lease_expiry": &types.AttributeValueMemberN{Value: "1790424050000"},
+			"lease_expiry": &types.AttributeValueMemberN{Value: strconv.FormatInt(wall(-300).UnixMilli(), 10)},
 			"lease_epoch":  &types.AttributeValueMemberN{Value: "6"},
 		},
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	// A claims at 60 s (epoch 7) and renews at 70, 80, 90 and 100 s:
-	// expiry 130 s.
-	a := startTraceHolder(t, s, fakeclock.New(wall(60)), nameA)
-	for range 4 {
+	// A claims at −180 s (epoch 7) and renews every 10 s from −170 s to
+	// 100 s: expiry 130 s.
+	a := startTraceHolder(t, s, fakeclock.New(wall(-180)), nameA)
+	for range 28 {
 		a.advance(t, 10*time.Second)
 	}
 	rec := leasetest.MustGet(t, s, 37)
@@ -147,17 +148,17 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if _, err := a.g.Next(context.Background()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Fatalf("A after its loss: %v, want ErrFenced", err)
 	}
-	// B's first grant starts its claim's notice window (36 s) after the
-	// claim: it renews on the way (141, 151, 161 s) and issues from 167 s.
-	for range 3 {
+	// B's first grant starts its claim's notice window (4 min 40 s) after
+	// the claim: it renews on the way (every 10 s from 141 s) and issues
+	// from 411 s.
+	for range 28 {
 		b.advance(t, 10*time.Second)
 	}
-	b.advance(t, 6*time.Second)
 	b.mint(t, 100)
-	if first := snowfence.V1().TimeOf(b.ids[0]); first.Before(wall(167)) {
-		t.Fatalf("B's first ID at %s, before 167 s (its claim + the notice window)", first)
+	if first := snowfence.V1().TimeOf(b.ids[0]); first.Before(wall(411)) {
+		t.Fatalf("B's first ID at %s, before 411 s (its claim + the notice window)", first)
 	}
-	b.advance(t, 4*time.Second) // 171 s: B renewed at 171 s, mints on
+	b.advance(t, 10*time.Second) // 421 s: B renewed at 421 s, mints on
 	b.mint(t, 100)
 
 	layout := snowfence.V1()

@@ -28,12 +28,17 @@ import (
 // window of etcd or of the lease tables; B is a process started after the
 // restore. Every test counts IDs issued twice.
 
-// tableStub is a store with the lease tables' windows (pgstore's 36 s
+// tableStub is a store with the lease tables' windows (pgstore's 4 min 40 s
 // notice window and restore window), over a stub.
 type tableStub struct{ lease.Store }
 
 func (tableStub) MaxNoticeWindow() time.Duration  { return pgstore.MaxNoticeWindow }
 func (tableStub) MaxRestoreWindow() time.Duration { return pgstore.MaxRestoreWindow }
+
+// tableStep is how far the table stories move A's clocks: the tables'
+// notice window and 10 s (4 min 50 s), past B's first grant and within A's
+// limit (its mark, 5 min after its last renewal, less the 5 s margin).
+const tableStep = pgstore.MaxNoticeWindow + 10*time.Second
 
 // kindTimings are the timings of the store's kind (etcd's are the keeper's
 // defaults: TestEtcdTimingsAreKeeperDefaults).
@@ -84,8 +89,8 @@ func tryMint(h *holder, n int) int {
 // B's first grant waited the store's notice window from its claim, but A's
 // timestamps ran ahead of it by the step: both mint the same milliseconds. A
 // stays connected (no cut-off needed); its next renewal loses it. Step: etcd
-// 7 s (A renews every 2 s, its mark is 10 s ahead, B waits 8 s); tables 60 s
-// (renewal every 10 s, mark 5 min, B waits 36 s). Outside the documented
+// 7 s (A renews every 2 s, its mark is 10 s ahead, B waits 8 s); tables
+// tableStep, 4 min 50 s (renewal every 5 s, mark 5 min, B waits 4 min 40 s). Outside the documented
 // fact "after a restore, wall clocks agree to within about 1 s"
 // (docs/design.md) — but the generator saw the step and issued on;
 // docs/deployment.md says uniqueness never depends on clock sync.
@@ -96,7 +101,7 @@ func TestForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 		step   time.Duration
 	}{
 		{"etcd", false, 7 * time.Second},
-		{"tables", true, 60 * time.Second},
+		{"tables", true, tableStep},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, _, sa, sb := restoreStores(c.tables)
@@ -137,11 +142,12 @@ func TestForwardStepOfRunningHolderAfterRestore(t *testing.T) {
 //     suspend (past B's 8 s floor, short of A's 10 s mark). A mints one
 //     batch right after resuming, as a busy server would; the watchdog
 //     fences it at its next tick (waited for, in real time, afterwards).
-//   - "tables/watchdog": the same with the tables' timings: a 60 s suspend.
+//   - "tables/watchdog": the same with the tables' timings: a suspend of
+//     tableStep, 4 min 50 s (past B's 4 min 40 s floor, short of A's mark).
 //   - "tables/no watchdog": A's keeper has a clock of its own (KeeperConfig
 //     .Clock set to a clock that is not a snowfence.SystemClock value, as
 //     node.Start does for a Generator.Clock set to one), so no watchdog;
-//     A issues until its next renewal fails (up to RenewEvery, 10 s,
+//     A issues until its next renewal fails (up to RenewEvery, 5 s,
 //     after resuming).
 //
 // The watchdog subtests race a real-time ticker with one call: a run in
@@ -155,8 +161,8 @@ func TestSuspendedHolderResumesAfterRestore(t *testing.T) {
 		suspend  time.Duration
 	}{
 		{"etcd/watchdog", false, true, 9 * time.Second},
-		{"tables/watchdog", true, true, 60 * time.Second},
-		{"tables/no watchdog", true, false, 60 * time.Second},
+		{"tables/watchdog", true, true, tableStep},
+		{"tables/no watchdog", true, false, tableStep},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, _, sa, sb := restoreStores(c.tables)
@@ -218,7 +224,7 @@ func TestSuspendedHolderResumesAfterRestore(t *testing.T) {
 // generator whose clock was made D after the keeper's reads D less, and its
 // self-fence (its monotonic reading minus the keeper's renewal reading)
 // comes D late. A program that waits until the keeper issues (the notice
-// window: 8 s on etcd, 36 s on the tables) before it makes its generator
+// window: 8 s on etcd, 4 min 40 s on the tables) before it makes its generator
 // with Clock: snowfence.SystemClock() got exactly that: with the keeper's
 // clock made 30 s before the generator's, a cut-off holder issued until its
 // mark, past a fresh claimer's floor after a restore (800 of 6,810 IDs

@@ -156,22 +156,23 @@ func TestJumpFenceStepDuringRenewalFlight(t *testing.T) {
 // TestJumpFenceTablesBudgetsCompounded: on the tables' longest self-fence, a
 // 1 s clock disagreement plus a step just under the fence still end the
 // cut-off holder before the claimer's floor. The tables' longest self-fence
-// (31.8 s, NoticeWindow 35.98 s of the 36 s every claim waits), A's wall
-// clock 1 s ahead of B's (the clock-agreement budget, from the start), and a
-// 99 ms step after A's last renewal (under the fence); A cut off. A's last
-// timestamp is bounded by renewal send + 31.8 s + 99 ms on its clock, 1 s
-// ahead of B's: claim + 32.9 s at most, against B's claim + 36 s.
+// (253.636 s, NoticeWindow 4 min 39.9996 s of the 4 min 40 s every claim
+// waits), A's wall clock 1 s ahead of B's (the clock-agreement budget, from
+// the start), and a 99 ms step after A's last renewal (under the fence); A
+// cut off. A's last timestamp is bounded by renewal send + 253.636 s + 99 ms
+// on its clock, 1 s ahead of B's: claim + 254.8 s at most, against B's
+// claim + 280 s.
 func TestJumpFenceTablesBudgetsCompounded(t *testing.T) {
 	s, cs, sa, sb := restoreStores(true)
 	clkA := fakeclock.New(t0)
 	a := mustHolder(t, sa, clkA, "a", lease.Range{Lo: 7, Hi: 7}, kindTimings(true),
-		func(kc *lease.KeeperConfig) { kc.SelfFence = 31800 * time.Millisecond })
+		func(kc *lease.KeeperConfig) { kc.SelfFence = 253636 * time.Millisecond })
 	untilRenewed(a, clkA, a.step)
 	a.mint(10)
 	cs.cut.Store(true)
 	b, _, claimed := restoreAndClaimB(t, s, sb, clkA.Time().Add(-time.Second), true)
 	clkA.Step(99 * time.Millisecond)
-	aN, bN := mintBoth(a, b, 200, nil) // 50 s
+	aN, bN := mintBoth(a, b, 1240, nil) // 310 s: past B's floor
 	t.Logf("a minted %d after the restore (refusals %v); b minted %d, first at claim+%d ms; a's last at claim+%d ms",
 		aN, a.g.Stats().Refused, bN, firstAfter(b.ids, claimed), lastAfter(a, claimed))
 	checkUnique(t, a.ids, b.ids)

@@ -299,7 +299,7 @@ func TestJumpFenceLaggingGeneratorClock(t *testing.T) {
 		lag     time.Duration
 	}{
 		{"etcd/lag 4ms", false, 9 * time.Second, 4 * time.Millisecond},
-		{"tables/lag 4ms", true, 60 * time.Second, 4 * time.Millisecond},
+		{"tables/lag 4ms", true, tableStep, 4 * time.Millisecond},
 		{"etcd/control lag 0", false, 9 * time.Second, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -50,13 +50,26 @@ func (t Timings) Apply(c *KeeperConfig) {
 
 // TableTimings returns the timings of a lease table, where the lease is
 // the reservation (pgstore.Timings and dynamostore.Timings return them,
-// each store saying why they suit it): a 5-minute lease renewed every
-// 10 s, a 30 s self-fence and a 5 s margin.
+// each store saying why they suit it): a 5-minute lease renewed every 5 s,
+// a 4 min 10 s self-fence and a 5 s margin.
+//
+// The self-fence follows the lease, so that a holder cut off from its table
+// rides out the outage: it is the longest whole ten seconds S that stops
+// before the lease's expiry less the margin with the keeper's clock-rate
+// budget (clocks 8 % fast or slow): S × 1.08 ≤ (LeaseFor − Margin) × 0.92,
+// 250 s ≤ 251.3 s. A holder issues through an outage of up to S − RenewEvery
+// − RenewEvery/4 − RequestTimeout = 4 min 1 s (its last acknowledged
+// renewal may be a period old when the outage begins, and the first one
+// after it comes a retry and a timeout later), and refuses from S after its
+// last acknowledged renewal, about 50 s before its lease expires. The
+// price is the notice window every claim's first grant waits:
+// NoticeWindow(S) = 4 min 36 s, which the tables' MaxNoticeWindow (4 min
+// 40 s) covers (docs/lease-stores.md#outages).
 func TableTimings() Timings {
 	return Timings{
 		LeaseFor:   5 * time.Minute,
-		RenewEvery: 10 * time.Second,
-		SelfFence:  30 * time.Second,
+		RenewEvery: 5 * time.Second,
+		SelfFence:  4*time.Minute + 10*time.Second,
 		Margin:     5 * time.Second,
 	}
 }

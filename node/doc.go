@@ -26,7 +26,7 @@
 // returns at once, its keeper claiming in the background — as a spare
 // while every number is held — and its generator refusing until then
 // (WaitIssuing waits). Every claim's first grant waits
-// out the store's notice window (8 s on etcd, 36 s on the lease tables;
+// out the store's notice window (8 s on etcd, 4 min 40 s on the lease tables;
 // lease.Store.MaxNoticeWindow), the time any other holder still issuing on
 // the number — after a restore of the store — needs to notice the claim.
 //

@@ -81,7 +81,7 @@ type Node struct {
 // then a wait (until ctx ends) for the keeper's first claim
 // (lease.Keeper.ClaimedOrFull) and for its first grant to start
 // (WaitIssuing). Every claim's first grant waits out the store's notice
-// window (lease.Store.MaxNoticeWindow: 8 s on etcd, 36 s on the lease
+// window (lease.Store.MaxNoticeWindow: 8 s on etcd, 4 min 40 s on the lease
 // tables), so that a holder still issuing on the number after a restore of
 // the store has stopped; a number whose mark is ahead of the clock (after
 // raise-marks, say) starts at the mark. When every number of the range is

@@ -116,7 +116,7 @@ func TestSoakChild(t *testing.T) {
 			return
 		}
 		defer pool.Close()
-		ps, err := pgstore.New(pool, pgstore.Config{Table: cfg.Table})
+		ps, err := pgstore.New(pool, pgstore.Config{Table: cfg.Table, MaxSelfFence: cfg.SelfFence})
 		if err != nil {
 			out.Fatal(err)
 			return

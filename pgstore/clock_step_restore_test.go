@@ -63,7 +63,7 @@ func (h *stepHolder) try(n int) int {
 // issuingJustRenewed steps h until its grant has started and its keeper
 // renewed at the clock's present reading.
 func (h *stepHolder) issuingJustRenewed() {
-	for range 1000 {
+	for range 2000 { // up to 500 s: a claim's first grant waits the tables' 4 min 40 s
 		h.step(250 * time.Millisecond)
 		g, err := h.k.Grant()
 		if err == nil && h.clk.Now().WallMs >= g.StartMs && h.k.Status().LastRenewal.Equal(h.clk.Time().Truncate(time.Millisecond)) {
@@ -116,23 +116,27 @@ func snapshotRows(t *testing.T, pool *pgxpool.Pool, table string) func() {
 // TestTableHolderClockStepAfterRestore: a running holder whose clock
 // misbehaves after the store went back never mints a claimer's IDs, on
 // PostgreSQL with the production table timings (5 min lease and reserve,
-// 10 s renewals, 30 s self-fence, 5 s margin; a claim waits 36 s): the lease table and its journal are put back to their
-// rows from before A's claim (as a restore of the data would) while A
-// runs; B, a process started at once, claims A's number, free again, and
-// issues from its claim + 36 s. A's timestamps are its wall clock, bounded
+// 5 s renewals, 4 min 10 s self-fence, 5 s margin; a claim waits 4 min
+// 40 s): the lease table and its journal are put back to their rows from
+// before A's claim (as a restore of the data would) while A runs; B, a
+// process started at once, claims A's number, free again, and issues from
+// its claim + 4 min 40 s. A's timestamps are its wall clock, bounded
 // by its mark, 4 min 55 s ahead; its self-fence reads the monotonic clock.
 //
-//   - "suspend/watchdog": A's host sleeps 60 s right after a renewal
+// The clocks move by the notice window and 10 s (4 min 50 s): past B's
+// first grant, within A's limit.
+//
+//   - "suspend/watchdog": A's host sleeps 4 min 50 s right after a renewal
 //     (monotonic clock stopped; wall and boot clocks count the sleep) and
 //     wakes with a correct wall clock. Its keeper's CLOCK_BOOTTIME watchdog
 //     (a 200 ms real-time ticker) fences it at its next tick; A mints one
 //     batch at once on waking.
 //   - "suspend/no watchdog": the same, A's keeper given a clock of its own
 //     (KeeperConfig.Clock set: no watchdog), so A issues until its next
-//     renewal, 10 s of monotonic time after waking, fails.
-//   - "forward step": A is not suspended; its wall clock steps 60 s
+//     renewal, 5 s of monotonic time after waking, fails.
+//   - "forward step": A is not suspended; its wall clock steps 4 min 50 s
 //     forward right after B's claim. It issues on the jumped clock until
-//     its next renewal, 10 s later.
+//     its next renewal, 5 s later.
 //
 // The stories are lease's TestSuspendedHolderResumesAfterRestore and
 // TestForwardStepOfRunningHolderAfterRestore (found by an adversarial
@@ -148,7 +152,7 @@ func TestTableHolderClockStepAfterRestore(t *testing.T) {
 		{"forward step", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			const by = 60 * time.Second
+			const by = pgstore.MaxNoticeWindow + 10*time.Second
 			pool := testPool(t, 8)
 			table := newTable(t, pool)
 			sA := openStore(t, pool, table)

@@ -23,7 +23,7 @@ type pgServer struct {
 
 func (p pgServer) Open(t *testing.T) lease.Store {
 	t.Helper()
-	s, err := pgstore.Connect(t.Context(), p.URL(), pgstore.Config{Table: p.table,
+	s, err := pgstore.Connect(t.Context(), p.URL(), pgstore.Config{Table: p.table, MaxSelfFence: coldrestore.Slow.SelfFence,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,8 @@
 //
 // Extend ignores its leaseFor argument: a table's lease lasts exactly as
 // far as its mark, so the Keeper's Reserve (default LeaseFor) is the lease
-// length. Table timings: lease 5 min, renew every 10 s, margin 5 s.
+// length. Table timings: lease 5 min, renew every 5 s, self-fence 4 min
+// 10 s, margin 5 s (Timings).
 //
 // # Restores
 //

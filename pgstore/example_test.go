@@ -17,7 +17,7 @@ func ExampleTimings() {
 	kc := lease.KeeperConfig{RenewEvery: 15 * time.Second}
 	pgstore.Timings().Apply(&kc)
 	fmt.Println("lease", kc.LeaseFor, "renew every", kc.RenewEvery, "self-fence", kc.SelfFence, "margin", kc.Margin)
-	// Output: lease 5m0s renew every 15s self-fence 30s margin 5s
+	// Output: lease 5m0s renew every 15s self-fence 4m10s margin 5s
 }
 
 // A keeper leasing a machine number from a PostgreSQL table with the

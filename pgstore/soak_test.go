@@ -8,7 +8,6 @@ import (
 
 	"github.com/snowfence/snowfence/internal/testkit/soaktest"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/pgstore"
 )
 
 // TestSoakKilledHoldersNeverDuplicate runs 8 child processes, one Keeper and
@@ -30,14 +29,17 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	if testing.Short() {
 		dur = 3 * time.Second
 	}
-	// The first children issue only after the store's notice window.
-	warm := pgstore.MaxNoticeWindow + 10*time.Second // slack for claims on a loaded machine
+	// The first children issue only after the store's notice window: every
+	// child's store bounds the table's self-fence at the holders' own
+	// (Config.MaxSelfFence), as a fleet on short timings would.
+	const selfFence = 2 * time.Second
+	warm := lease.NoticeWindow(selfFence) + 10*time.Second // slack for claims on a loaded machine
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	openStore(t, pool, table) // creates the table
 	cfg := soakConfig{URL: url, Table: table, HolderSpec: soaktest.HolderSpec{Range: rng, Holders: perProc, Batch: 10,
 		Every: 10 * time.Millisecond, Lifetime: warm + dur + 30*time.Second,
-		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: 2 * time.Second}}
+		LeaseFor: 3 * time.Second, RenewEvery: 500 * time.Millisecond, SelfFence: selfFence}}
 	res := soaktest.Soak{Name: "pgstore soak", Procs: procs, Warmup: warm, Duration: dur, MinHolders: rng.Hi - rng.Lo + 1,
 		Child: soaktest.Child{Test: "TestSoakChild", Env: soakChildEnv, Config: cfg}}.Run(t)
 

@@ -64,27 +64,27 @@ func mintN(t *testing.T, who string, g *snowfence.Generator, n int) []snowfence.
 // TestFrozenHolderTrace replays a holder frozen past its lease and its
 // successor on number 37, with the Keeper and generator on fake clocks and
 // the store real (a 30 s lease keeps the numbers short):
-// A claims at 60 s (epoch 7) and issues from 96 s (its claim's notice
-// window: the tables' 36 s), renews at 100 s to expiry 130 s, issues at
-// 105 s and freezes; B claims at 131 s by its own clock (epoch 8); A wakes
-// at 145 s, its renewal "epoch 7" fails with ErrLost and it refuses to
-// issue; B issues from 167 s. Every ID of A is below its fence
+// A claims at −180 s (epoch 7) and issues from 100 s (its claim's notice
+// window: the tables' 4 min 40 s), renews at 100 s to expiry 130 s, issues
+// at 105 s and freezes; B claims at 131 s by its own clock (epoch 8); A
+// wakes at 145 s, its renewal "epoch 7" fails with ErrLost and it refuses
+// to issue; B issues from 411 s (its claim's notice window). Every ID of A is below its fence
 // (130 − 5 = 125 s), every ID of B above 130 s.
 func TestFrozenHolderTrace(t *testing.T) {
 	t.Parallel()
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	sA, sB := openStore(t, pool, table), openStore(t, pool, table)
-	// Number 37 was held six times before.
+	// Number 37 was held six times before, the last lease long expired.
 	if _, err := pool.Exec(t.Context(), "INSERT INTO "+pgx.Identifier{table}.Sanitize()+
-		" (region, machine_id, holder, lease_expiry, lease_epoch) VALUES (0, 37, '', $1, 6)", traceBaseMs); err != nil {
+		" (region, machine_id, holder, lease_expiry, lease_epoch) VALUES (0, 37, '', $1, 6)", at(-300).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	const holderA, holderB = "i-0a1b2c3d4e5f67890/pid-4121/1790424000000", "i-0fedcba9876543210/pid-907/1790424129000"
 
-	clkA := fakeclock.New(at(60))
+	clkA := fakeclock.New(at(-180))
 	kA, gA := traceKeeper(t, sA, clkA, holderA)
-	for range 4 { // renewals at 70, 80, 90 and 100 s
+	for range 28 { // renewals every 10 s from −170 s to 100 s
 		clkA.Advance(10 * time.Second)
 		settle(t, clkA)
 	}
@@ -114,16 +114,16 @@ func TestFrozenHolderTrace(t *testing.T) {
 	if id, err := gA.Next(t.Context()); !errors.Is(err, snowfence.ErrFenced) {
 		t.Errorf("A at 145 s: Next = %v, %v; want ErrFenced", id, err)
 	}
-	// B's first grant starts its claim's notice window (36 s) after the
-	// claim: it renews on the way (141, 151, 161 s) and issues at 167 s.
-	for range 3 {
+	// B's first grant starts its claim's notice window (4 min 40 s) after
+	// the claim: it renews on the way (every 10 s from 141 s) and issues at
+	// 411 s.
+	for range 28 {
 		clkB.Advance(10 * time.Second)
 		settle(t, clkB)
 	}
-	clkB.Advance(6 * time.Second)
-	idsB := mintN(t, "B at 167 s", gB, 100)
-	if first := idsB[0].Time(); first.Before(at(167)) {
-		t.Errorf("B's first ID at %v, before 167 s (its claim + the notice window)", first)
+	idsB := mintN(t, "B at 411 s", gB, 100)
+	if first := idsB[0].Time(); first.Before(at(411)) {
+		t.Errorf("B's first ID at %v, before 411 s (its claim + the notice window)", first)
 	}
 
 	fence := at(125)

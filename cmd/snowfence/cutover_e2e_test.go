@@ -17,12 +17,10 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
-	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/server"
 )
 
@@ -40,13 +38,12 @@ type cutStore struct {
 }
 
 // noticeWindow is the store's MaxNoticeWindow: a claim's first grant waits
-// that long.
+// that long (on a table, the notice window of the tests' table bound,
+// e2eTableMaxSelfFence, which startService gives every holder there).
 func (s cutStore) noticeWindow() time.Duration {
 	switch s.name {
-	case "postgres":
-		return pgstore.MaxNoticeWindow
-	case "dynamodb":
-		return dynamostore.MaxNoticeWindow
+	case "postgres", "dynamodb":
+		return lease.NoticeWindow(e2eTableMaxSelfFence)
 	}
 	return etcdstore.MaxNoticeWindow
 }
@@ -61,8 +58,8 @@ var cutTimings = []string{"--lease-ttl", "10s", "--renew-every", "1s", "--self-f
 // cutClaimStep is where the step into the lead window puts every holder's
 // clock: T minus the store's notice window and 4 s, so that the v2 claims,
 // made within a renewal period or two of it, start issuing before T (every
-// claim's first grant waits the store's notice window: 8 s on etcd, 36 s on
-// the tables).
+// claim's first grant waits the store's notice window: 8 s on etcd, 23 s on
+// the tables in these tests).
 func cutClaimStep(st cutStore) time.Duration { return st.noticeWindow() + 4*time.Second }
 
 // cutFirstStep is where the test waits for every holder's renewals: T minus
@@ -320,8 +317,8 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 	stopAt := time.Now()
 	leaving.s.stop(t)
 	t.Logf("%s stopped (SIGTERM) with %d batches acknowledged", leaving.name, len(leaving.acks))
-	// Its claim, then its claim's notice window (8 s on etcd, 36 s on the
-	// tables) before it issues.
+	// Its claim, then its claim's notice window (8 s on etcd, 23 s on the
+	// tables in these tests) before it issues.
 	within := 10*time.Second + st.noticeWindow()
 	deadline = time.Now().Add(within)
 	for !lacking.ackedAt(sched, tMs) {

@@ -30,7 +30,7 @@ func TestServeTimingsFromTheStore(t *testing.T) {
 		{"postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, pgstore.Timings()},
 		{"dynamodb", []string{"--lease-store", "dynamodb"}, dynamostore.Timings()},
 		{"postgres, renewal set", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x", "--renew-every", "20s"},
-			lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 20 * time.Second, SelfFence: 30 * time.Second, Margin: 5 * time.Second}},
+			lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 20 * time.Second, SelfFence: pgstore.Timings().SelfFence, Margin: 5 * time.Second}},
 	} {
 		f, _, err := parseServeFlags(e, tc.args)
 		if err != nil {
@@ -195,5 +195,38 @@ func TestServeClockPolicyFlags(t *testing.T) {
 		if g.ClockPolicy != tc.policy || g.MaxClockError != tc.maxErr || g.ClockJumpSettle != tc.settle {
 			t.Errorf("%s: policy %q, max error %s, settle %s; want %q, %s, %s", tc.name, g.ClockPolicy, g.MaxClockError, g.ClockJumpSettle, tc.policy, tc.maxErr, tc.settle)
 		}
+	}
+}
+
+// TestServeTableMaxSelfFence: --table-max-self-fence reaches the table
+// stores' configuration (their notice window), and is refused with etcd,
+// where it would do nothing, and when negative.
+func TestServeTableMaxSelfFence(t *testing.T) {
+	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, args := range [][]string{
+		{"--table-max-self-fence", "5s"},
+		{"--lease-store", "dynamodb", "--table-max-self-fence", "-5s"},
+	} {
+		f, _, err := parseServeFlags(e, args)
+		if err == nil {
+			_, err = f.nodeConfig(log)
+		}
+		if err == nil || !strings.Contains(err.Error(), "--table-max-self-fence") {
+			t.Errorf("%v: %v, want an error naming --table-max-self-fence", args, err)
+		}
+	}
+	f, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x", "--table-max-self-fence", "5s", "--self-fence", "5s"})
+	if err == nil {
+		_, err = f.nodeConfig(log)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.store.pgConfig(log).MaxSelfFence; got != 5*time.Second {
+		t.Errorf("pgstore.Config.MaxSelfFence %v, want 5s", got)
+	}
+	if got := f.store.dynamoConfig(log).MaxSelfFence; got != 5*time.Second {
+		t.Errorf("dynamostore.Config.MaxSelfFence %v, want 5s", got)
 	}
 }

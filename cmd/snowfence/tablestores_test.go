@@ -50,7 +50,7 @@ func forEachTableStore(t *testing.T, table string, f func(t *testing.T, flags []
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			// A table of its own on a server of its own kind; most of it
-			// waits out the claims' notice windows (36 s on the tables).
+			// waits out the claims' notice windows (23 s on the tables in these tests).
 			t.Parallel()
 			v := os.Getenv(st.env)
 			if v == "" {

@@ -73,7 +73,7 @@ func TestE2EWho(t *testing.T) {
 
 func whoScenario(t *testing.T, store, timings []string) {
 	// launch starts a holder's process; ready waits for its first IDs,
-	// once its claim's notice window (36 s on a lease table) has passed.
+	// once its claim's notice window (23 s on a lease table in these tests) has passed.
 	// a's and b's windows overlap; c's and d's cannot (c must hold b's
 	// number before a releases its own).
 	launch := func(name string) *whoHolder {

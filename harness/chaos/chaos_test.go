@@ -82,13 +82,13 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 10a 10b 10c 11", false},
+		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 9e 9f 9g 10a 10b 10c 10d 10e 10f 11", false},
 		{[]string{"8"}, "8a 8b 8c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e 5f 5g 5h", false},
 		{[]string{"3"}, "3 3b", false},
-		{[]string{"10"}, "10a 10b 10c", false},
+		{[]string{"10"}, "10a 10b 10c 10d 10e 10f", false},
 		{[]string{"1", "5b"}, "1 5b", false},
-		{[]string{"9"}, "9a 9b 9c 9d", false},
+		{[]string{"9"}, "9a 9b 9c 9d 9e 9f 9g", false},
 		{[]string{"5z"}, "", true},
 		{[]string{"11"}, "11", false},
 		{[]string{"12"}, "", true},

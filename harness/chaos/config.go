@@ -95,15 +95,16 @@ var (
 		fenceLo: 5 * time.Second, fenceHi: 8 * time.Second, renewLo: 0.15, renewHi: 0.5, renewMin: 500 * time.Millisecond}
 	// tableSteadyBox is steadyBox on a lease table (where 1, 2, 3, 3b and
 	// 7 run in the long mode; Env.drawTimings swaps it in), around the
-	// tables' own timings (lease.TableTimings: 5 min, 10 s, 30 s, 5 s):
+	// tables' own lease (lease.TableTimings: 5 min, 5 s, 4 min 10 s, 5 s):
 	// none of these scenarios waits for a lease, so a long one costs
 	// nothing. The TTL (the keeper's Reserve) stays at or below 5 min,
 	// dynamostore's default Config.MaxReserve, which that store assumes no
 	// holder reserves past but which no check of the product enforces (the
 	// keeper would accept up to 5 min 26 s, where the restore window,
-	// TTL × 1.1 + 1 s, reaches the tables' 6 min). The product refuses a
-	// self-fence above 31.8 s (the notice window within the tables'
-	// MaxNoticeWindow), and the sampler counts those draws.
+	// TTL × 1.1 + 1 s, reaches the tables' 6 min). Its self-fences are
+	// above the short mode's bound on the tables (shortTableMaxSelfFence),
+	// so it runs in the long mode, where the tables' notice window (4 min
+	// 40 s) admits them.
 	tableSteadyBox = timingBox{name: "table-steady", leaseLo: time.Minute, leaseHi: 5 * time.Minute,
 		fenceLo: 15 * time.Second, fenceHi: time.Minute, renewLo: 0.1, renewHi: 0.5, renewMin: time.Second, tablesOnly: true}
 	// netBox: the network scenarios (8a–8c), around their former 10 s, 1 s,
@@ -115,7 +116,8 @@ var (
 	netBox = timingBox{name: "network", leaseLo: 7 * time.Second, leaseHi: 12 * time.Second,
 		fenceLo: 4 * time.Second, fenceHi: 6 * time.Second, renewLo: 0.1, renewHi: 0.25, renewMin: time.Second}
 	// tableBox: the short mode of the table scenarios (9a–10c), around the
-	// former 10 s, 1 s, 5 s. freeze-short freezes the server for
+	// former 10 s, 1 s, 5 s, under the short mode's bound on the tables'
+	// self-fence (shortTableMaxSelfFence, 6 s). freeze-short freezes the server for
 	// S − 2R − 1 s, hence R ≤ S/4 and S ≥ 4 s; the faults last S + 2R,
 	// hence S ≤ 6 s; a renewal of at least 800 ms keeps a request timeout
 	// of 400 ms or more for dynalite under load (it was 1 s).
@@ -185,11 +187,17 @@ func maxNoticeWindow(kind string) time.Duration {
 // checkStore. nil: a holder so configured starts; otherwise the product's
 // refusal.
 func accepts(kind string, t lease.Timings, machines string) error {
+	return acceptsWithNotice(kind, maxNoticeWindow(kind), t, machines)
+}
+
+// acceptsWithNotice is accepts on a store whose notice window is notice
+// (a table given a MaxSelfFence: Env.tableMaxSelfFence).
+func acceptsWithNotice(kind string, notice time.Duration, t lease.Timings, machines string) error {
 	rng, layoutRanges, err := lease.ParseRanges(machines)
 	if err != nil {
 		return err
 	}
-	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: maxNoticeWindow(kind)}, Holder: "chaos-config-check",
+	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: notice}, Holder: "chaos-config-check",
 		Range: rng, LayoutRanges: layoutRanges,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
 	k, err := leasetest.StartKeeper(context.Background(), kc)
@@ -206,8 +214,11 @@ func accepts(kind string, t lease.Timings, machines string) error {
 // drawer draws one scenario's configuration and records it for the row.
 type drawer struct {
 	kind string
-	rng  *rand.Rand
-	cfg  Config
+	// notice is the store's notice window the draws are checked against
+	// (zero: maxNoticeWindow of kind).
+	notice time.Duration
+	rng    *rand.Rand
+	cfg    Config
 	// timings memoises each box's draw: the scenario's holders share it.
 	timings map[string]lease.Timings
 	// taken are the machine ranges drawn so far, [lo, hi] pairs.
@@ -220,6 +231,15 @@ func newDrawer(kind, id string, seed uint64) *drawer {
 	h := fnv.New64a()
 	h.Write([]byte("config/" + id))
 	return &drawer{kind: kind, rng: rand.New(rand.NewPCG(seed, h.Sum64())), cfg: Config{Seed: seed}, timings: map[string]lease.Timings{}}
+}
+
+// accepts is accepts on the drawer's store and notice window.
+func (d *drawer) accepts(t lease.Timings, machines string) error {
+	notice := d.notice
+	if notice == 0 {
+		notice = maxNoticeWindow(d.kind)
+	}
+	return acceptsWithNotice(d.kind, notice, t, machines)
 }
 
 // between is a uniform draw in [lo, hi] on a grid of step.
@@ -243,7 +263,7 @@ func (d *drawer) draw(b timingBox) (lease.Timings, int, error) {
 		if !b.noMargin && t.LeaseFor > t.SelfFence {
 			t.Margin = d.between(0, t.LeaseFor-t.SelfFence, 100*time.Millisecond)
 		}
-		if last = accepts(d.kind, t, "0-0"); last == nil {
+		if last = d.accepts(t, "0-0"); last == nil {
 			return t, i, nil
 		}
 	}
@@ -289,7 +309,7 @@ func (d *drawer) machines(who string, lo, hi int) (string, error) {
 			continue
 		}
 		s := fmt.Sprintf("%d-%d", r[0], r[1])
-		if last = accepts(d.kind, lease.Timings{}, s); last != nil {
+		if last = d.accepts(lease.Timings{}, s); last != nil {
 			d.cfg.Refused++
 			continue
 		}

@@ -25,13 +25,17 @@ import (
 // holders the scenario starts, the callers, and the collector in front of
 // a fresh oracle table.
 type Env struct {
-	ctx     context.Context
-	opts    Options
-	id      string // scenario id, "5b"
-	short   bool
-	rng     *rand.Rand
-	dir     string
-	started time.Time
+	ctx   context.Context
+	opts  Options
+	id    string // scenario id, "5b"
+	short bool
+	// storeDefaults: the scenario's holders run the store's defaults, the
+	// tables' self-fence bound included, even in the short mode
+	// (scenarios_outage.go); set before any holder starts.
+	storeDefaults bool
+	rng           *rand.Rand
+	dir           string
+	started       time.Time
 
 	cluster      *etcdproc.Cluster // etcd only
 	tables       *tableServers     // postgres and dynamodb only
@@ -62,6 +66,9 @@ func newEnv(ctx context.Context, opts Options, tables *tableServers, id string, 
 		dir: filepath.Join(opts.Dir, opts.Store, "s"+id), started: time.Now(), recover: -1,
 		tables: tables, table: tableName(opts.Store, id), timings: storeTimings(opts.Store),
 		draws: newDrawer(opts.Store, id, seed)}
+	if b := e.tableMaxSelfFence(); b > 0 {
+		e.draws.notice = lease.NoticeWindow(b)
+	}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -44,6 +44,8 @@ type holderFlags struct {
 	selfFence  time.Duration
 	margin     time.Duration // negative: the store's
 	noFence    bool
+	// maxSelfFence is the table stores' Config.MaxSelfFence (0: theirs).
+	maxSelfFence time.Duration
 }
 
 // flushEvery is how often a holder flushes its frames.
@@ -77,6 +79,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.DurationVar(&f.renewEvery, "renew-every", 0, "renewal period (0: default)")
 	fs.DurationVar(&f.selfFence, "self-fence", 0, "self-fence (0: default)")
 	fs.DurationVar(&f.margin, "fence-margin", -1, "margin below the mark (negative: the store's)")
+	fs.DurationVar(&f.maxSelfFence, "table-max-self-fence", 0, "the lease table's longest self-fence of any holder (postgres, dynamodb; 0: the store's default)")
 	fs.BoolVar(&f.noFence, "unsafe-no-fence", false, "TEST ONLY: ignore the lease fence once a number was held")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -146,9 +149,9 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 	case StoreEtcd:
 		return etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(f.etcd, ",")}, etcdstore.Config{Logger: log})
 	case StorePostgres:
-		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log})
+		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log, MaxSelfFence: f.maxSelfFence})
 	case StoreDynamoDB:
-		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log})
+		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, MaxSelfFence: f.maxSelfFence})
 	}
 	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres or dynamodb", f.store)
 }

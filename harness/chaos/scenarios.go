@@ -44,7 +44,7 @@ var (
 // scenarios_crash.go (6), scenarios_burst.go (7), scenarios_network.go,
 // scenarios_partition.go and scenarios_degraded.go (8a–8c) and
 // scenarios_table.go (9a–9d PostgreSQL,
-// 10a–10c DynamoDB) and scenarios_region.go (11).
+// 10a–10c DynamoDB), scenarios_outage.go (9e–9g, 10d–10f) and scenarios_region.go (11).
 func scenarios() []scenario {
 	return []scenario{
 		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},
@@ -69,9 +69,15 @@ func scenarios() []scenario {
 		{id: "9b", name: "PostgreSQL frozen (SIGSTOP of every server process) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StorePostgres}},
 		{id: "9c", name: "PostgreSQL frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StorePostgres}},
 		{id: "9d", name: "PostgreSQL restored from an old base backup, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: []string{StorePostgres}, shortOn: []string{}},
+		{id: "9e", name: "PostgreSQL frozen for 60 s on serve's default flags: no refusal", run: func(e *Env) error { return tableOutage(e, time.Minute) }, stores: []string{StorePostgres}, shortOn: []string{}},
+		{id: "9f", name: "PostgreSQL frozen for 4 minutes on serve's default flags: no refusal", run: func(e *Env) error { return tableOutage(e, 4*time.Minute) }, stores: []string{StorePostgres}, shortOn: []string{}},
+		{id: "9g", name: "PostgreSQL frozen for 5 min 30 s, past the lease, on serve's default flags: fenced before the expiry", run: func(e *Env) error { return tableOutage(e, 5*time.Minute+30*time.Second) }, stores: []string{StorePostgres}, shortOn: []string{}},
 		{id: "10a", name: "DynamoDB (dynalite) killed (SIGKILL) past the self-fence, then started on its data", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StoreDynamoDB}},
 		{id: "10b", name: "DynamoDB (dynalite) frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: []string{StoreDynamoDB}},
 		{id: "10c", name: "DynamoDB (dynalite) frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: []string{StoreDynamoDB}},
+		{id: "10d", name: "DynamoDB (dynalite) frozen for 60 s on serve's default flags: no refusal", run: func(e *Env) error { return tableOutage(e, time.Minute) }, stores: []string{StoreDynamoDB}, shortOn: []string{}},
+		{id: "10e", name: "DynamoDB (dynalite) frozen for 4 minutes on serve's default flags: no refusal", run: func(e *Env) error { return tableOutage(e, 4*time.Minute) }, stores: []string{StoreDynamoDB}, shortOn: []string{}},
+		{id: "10f", name: "DynamoDB (dynalite) frozen for 5 min 30 s, past the lease, on serve's default flags: fenced before the expiry", run: func(e *Env) error { return tableOutage(e, 5*time.Minute+30*time.Second) }, stores: []string{StoreDynamoDB}, shortOn: []string{}},
 		{id: "11", name: "a lost region: region A (its etcd and every holder) SIGKILLed; Go clients fail over to region B, then come back", run: regionLoss, stores: etcdOnly},
 	}
 }

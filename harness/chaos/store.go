@@ -155,6 +155,35 @@ func (e *Env) storeTargets() []string {
 	return out
 }
 
+// shortTableMaxSelfFence is the tables' MaxSelfFence (serve's
+// --table-max-self-fence, the library holder's flag of the same name) of
+// every holder on a lease table in the short mode: the longest self-fence
+// the short mode's boxes draw there (tableBox and netBox: 6 s; fastBox
+// 3.5 s). A claim's first grant then waits its notice window, 7.6 s, in
+// proportion to the timings scaled down from the tables' own, rather than
+// the 4 min 40 s of the tables' default bound; the draws are checked
+// against it (drawer.notice), so a box drawing longer self-fences
+// (tableSteadyBox, of the long mode) is refused in the short mode. The
+// long mode runs the tables' default bound.
+const shortTableMaxSelfFence = 6 * time.Second
+
+// tableMaxSelfFence is the MaxSelfFence every holder of the scenario's lease
+// table runs with (0: the store's default).
+func (e *Env) tableMaxSelfFence() time.Duration {
+	if e.short && e.opts.Store != StoreEtcd && !e.storeDefaults {
+		return shortTableMaxSelfFence
+	}
+	return 0
+}
+
+// tableBoundArgs are the flags that give a holder tableMaxSelfFence.
+func (e *Env) tableBoundArgs() []string {
+	if b := e.tableMaxSelfFence(); b > 0 {
+		return []string{"--table-max-self-fence", b.String()}
+	}
+	return nil
+}
+
 // serveStoreArgs are the flags that point snowfence serve at the store,
 // reached at addrs (nil: storeTargets), as cmd/snowfence's store flags
 // spell them.
@@ -164,9 +193,9 @@ func (e *Env) serveStoreArgs(addrs []string) []string {
 	}
 	switch e.opts.Store {
 	case StorePostgres:
-		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--postgres-table", e.table}
+		return append([]string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--postgres-table", e.table}, e.tableBoundArgs()...)
 	case StoreDynamoDB:
-		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--dynamodb-table", e.table, "--aws-region", "us-east-1"}
+		return append([]string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--dynamodb-table", e.table, "--aws-region", "us-east-1"}, e.tableBoundArgs()...)
 	}
 	var eps []string
 	for _, a := range addrs {
@@ -183,9 +212,9 @@ func (e *Env) holderStoreArgs(addrs []string) []string {
 	}
 	switch e.opts.Store {
 	case StorePostgres:
-		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--table", e.table}
+		return append([]string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--table", e.table}, e.tableBoundArgs()...)
 	case StoreDynamoDB:
-		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--table", e.table}
+		return append([]string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--table", e.table}, e.tableBoundArgs()...)
 	}
 	var eps []string
 	for _, a := range addrs {

@@ -31,13 +31,20 @@ import (
 //
 // No ID repeats across the keepers.
 func checkCutover(t *testing.T, s *suite) {
-	const lead = 2 * time.Minute
 	st := s.adminStore(t)
+	// The lead: 2 min, or longer than the store's notice window, which the
+	// v2 claims' first grants wait out before T (the tables' 4 min 40 s:
+	// 6 min).
+	notice := (st.MaxNoticeWindow() + time.Minute - 1).Truncate(time.Minute)
+	lead := max(2*time.Minute, notice+time.Minute)
 	ctx := ctxFor(t)
-	// T on an even second, 5 min after the clock's start, so the keepers'
-	// 2 s renewals (from the start) wake exactly at T.
+	// T on an even second, whole minutes after the clock's start, so the
+	// keepers' 2 s renewals (from the start) wake exactly at T: 5 min, or
+	// more when the store's notice window (which the first grants wait out)
+	// and a minute's slack do not fit before the lead window (the tables':
+	// 12 min).
 	T := time.UnixMilli(now()).Truncate(time.Minute).Add(time.Hour)
-	t0 := T.Add(-5 * time.Minute)
+	t0 := T.Add(-max(5*time.Minute, lead+notice+time.Minute))
 	sched, err := snowfence.ParseSchedule("v1,v2@" + T.UTC().Format(time.RFC3339))
 	if err != nil {
 		t.Fatal(err)

@@ -82,8 +82,9 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The stores run side by side: each has servers, tables, namespaces
 	// and addresses of its own (chaos.Run keeps them apart), and most of
-	// a table store's time is its holders waiting out the 36 s notice
-	// window of their claims, not work. The report keeps the stores' order.
+	// a table store's time is its holders waiting out the notice window
+	// of their claims (7.6 s in the short mode, 4 min 40 s in the long),
+	// not work. The report keeps the stores' order.
 	reps := make([]*chaos.Report, len(stores))
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
