@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/internal/testkit/coldrestore"
 	"github.com/snowfence/snowfence/internal/testkit/dynashim"
@@ -28,7 +30,7 @@ func (d dynaliteServer) Open(t *testing.T) lease.Store {
 	t.Helper()
 	s, err := dynamostore.Connect(t.Context(), dynamostore.ClientConfig{
 		Endpoint: d.shim.URL(), AWSRegion: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test",
-	}, dynamostore.Config{Table: d.table, RequestTimeout: time.Second, MaxSelfFence: coldrestore.Slow.SelfFence,
+	}, dynamostore.Config{Table: d.table, RequestTimeout: time.Second, TestBound: testbound.Of(coldrestore.Slow.SelfFence),
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)

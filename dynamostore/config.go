@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -73,20 +75,13 @@ type Config struct {
 	// point-in-time restore (restore.go); every Claim compares it. Zero:
 	// 30 s. Negative: only on Claim.
 	IdentityEvery time.Duration
-	// MaxSelfFence is the longest self-fence (lease.KeeperConfig.SelfFence)
-	// of any holder of this table, in every process: every claim's first
-	// grant waits its notice window (MaxNoticeWindow: lease.NoticeWindow of
-	// it), so that a holder cut off from the table and still issuing on a
-	// number that a restored or failed-over table let another process claim
-	// has stopped, and a keeper with a longer self-fence is refused at
-	// start. Zero means the table timings' (lease.TableTimings: 4 min 10 s,
-	// a 4 min 40 s wait). Give every process of one table the same: a
-	// process given a shorter one starts issuing on a claimed number before
-	// a cut-off holder with a longer self-fence must have stopped. A fleet
-	// whose holders all run a shorter self-fence (and renewal period) may
-	// lower it together to start claims sooner, and ride out shorter
-	// outages (docs/lease-stores.md#outages).
-	MaxSelfFence time.Duration
+	// TestBound is for the project's own tests (its type is internal: a
+	// library user leaves it zero). Every claim's first grant on a table
+	// waits MaxNoticeWindow, which covers the longest self-fence any holder
+	// of the table may have; nothing in the table records a shorter one, so
+	// only a test fleet, whose every process the test starts with the same
+	// bound, may shorten it (internal/testbound).
+	TestBound testbound.Bound
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -108,8 +103,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
-	if c.MaxSelfFence < 0 {
-		return c, fmt.Errorf("%w: dynamostore: MaxSelfFence %v is negative", lease.ErrInvalid, c.MaxSelfFence)
+	if err := c.TestBound.Check(); err != nil {
+		return c, fmt.Errorf("%w: dynamostore: %w", lease.ErrInvalid, err)
 	}
 	if c.MaxReserve <= 0 {
 		c.MaxReserve = DefaultMaxReserve

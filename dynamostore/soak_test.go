@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -60,7 +62,7 @@ func TestSoakChild(t *testing.T) {
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			o.BaseEndpoint, o.HTTPClient = aws.String(cfg.Endpoint), hc
 		})
-		s, err := dynamostore.New(client, dynamostore.Config{Table: cfg.Table, RequestTimeout: time.Second, MaxSelfFence: cfg.SelfFence})
+		s, err := dynamostore.New(client, dynamostore.Config{Table: cfg.Table, RequestTimeout: time.Second, TestBound: testbound.Of(cfg.SelfFence)})
 		if err != nil {
 			out.Fatal(err)
 			return
@@ -92,7 +94,7 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	}
 	// The first children issue only after the store's notice window: every
 	// child's store bounds the table's self-fence at the holders' own
-	// (Config.MaxSelfFence), as a fleet on short timings would.
+	// (Config.TestBound), as a test fleet on short timings may.
 	const selfFence = 1200 * time.Millisecond
 	warm := lease.NoticeWindow(selfFence) + 10*time.Second // slack for claims on a loaded machine
 	s := newStore(t)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -116,7 +118,7 @@ func TestSoakChild(t *testing.T) {
 			return
 		}
 		defer pool.Close()
-		ps, err := pgstore.New(pool, pgstore.Config{Table: cfg.Table, MaxSelfFence: cfg.SelfFence})
+		ps, err := pgstore.New(pool, pgstore.Config{Table: cfg.Table, TestBound: testbound.Of(cfg.SelfFence)})
 		if err != nil {
 			out.Fatal(err)
 			return

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence/internal/testkit/coldrestore"
 	"github.com/snowfence/snowfence/internal/testkit/storeproc"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
@@ -23,7 +25,7 @@ type pgServer struct {
 
 func (p pgServer) Open(t *testing.T) lease.Store {
 	t.Helper()
-	s, err := pgstore.Connect(t.Context(), p.URL(), pgstore.Config{Table: p.table, MaxSelfFence: coldrestore.Slow.SelfFence,
+	s, err := pgstore.Connect(t.Context(), p.URL(), pgstore.Config{Table: p.table, TestBound: testbound.Of(coldrestore.Slow.SelfFence),
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)

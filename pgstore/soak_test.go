@@ -31,7 +31,7 @@ func TestSoakKilledHoldersNeverDuplicate(t *testing.T) {
 	}
 	// The first children issue only after the store's notice window: every
 	// child's store bounds the table's self-fence at the holders' own
-	// (Config.MaxSelfFence), as a fleet on short timings would.
+	// (Config.TestBound), as a test fleet on short timings may.
 	const selfFence = 2 * time.Second
 	warm := lease.NoticeWindow(selfFence) + 10*time.Second // slack for claims on a loaded machine
 	pool := testPool(t, 4)

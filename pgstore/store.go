@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -44,20 +46,13 @@ type Config struct {
 	// the floor: claims always keep at least MaxRestoreWindow, and the
 	// claimer's own window if longer. Zero means DefaultRestoreWindow.
 	RestoreWindow time.Duration
-	// MaxSelfFence is the longest self-fence (lease.KeeperConfig.SelfFence)
-	// of any holder of this table, in every process: every claim's first
-	// grant waits its notice window (MaxNoticeWindow: lease.NoticeWindow of
-	// it), so that a holder cut off from the table and still issuing on a
-	// number that a restored or failed-over table let another process claim
-	// has stopped, and a keeper with a longer self-fence is refused at
-	// start. Zero means the table timings' (lease.TableTimings: 4 min 10 s,
-	// a 4 min 40 s wait). Give every process of one table the same: a
-	// process given a shorter one starts issuing on a claimed number before
-	// a cut-off holder with a longer self-fence must have stopped. A fleet
-	// whose holders all run a shorter self-fence (and renewal period) may
-	// lower it together to start claims sooner, and ride out shorter
-	// outages (docs/lease-stores.md#outages).
-	MaxSelfFence time.Duration
+	// TestBound is for the project's own tests (its type is internal: a
+	// library user leaves it zero). Every claim's first grant on a table
+	// waits MaxNoticeWindow, which covers the longest self-fence any holder
+	// of the table may have; nothing in the table records a shorter one, so
+	// only a test fleet, whose every process the test starts with the same
+	// bound, may shorten it (internal/testbound).
+	TestBound testbound.Bound
 
 	// ident replaces the statement that reads the server's identity (tests
 	// only; see export_test.go).
@@ -138,8 +133,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.RestoreWindow == 0 {
 		cfg.RestoreWindow = DefaultRestoreWindow
 	}
-	if cfg.MaxSelfFence < 0 {
-		return nil, fmt.Errorf("%w: pgstore: MaxSelfFence %v is negative", lease.ErrInvalid, cfg.MaxSelfFence)
+	if err := cfg.TestBound.Check(); err != nil {
+		return nil, fmt.Errorf("%w: pgstore: %w", lease.ErrInvalid, err)
 	}
 	if cfg.ident == "" {
 		cfg.ident = identitySQL

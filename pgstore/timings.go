@@ -25,8 +25,7 @@ func Timings() lease.Timings {
 	return lease.TableTimings()
 }
 
-// MaxNoticeWindow is the notice window of a store whose Config.MaxSelfFence
-// is zero: the longest notice window (lease.NoticeWindow of the
+// MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
 // self-fence) a holder of a PostgreSQL store may have, and the wait before
 // the first grant of every claim on one: a holder with a longer self-fence
 // is refused at start. At the table timings' 4 min 10 s self-fence a
@@ -36,15 +35,17 @@ func Timings() lease.Timings {
 // a claim of its number from a table restored or failed over behind its
 // back must not start issuing before it stops), and every claim pays it: a
 // start, a restart, a number lost and claimed again refuse for about this
-// long before issuing. A shorter self-fence shortens nothing unless this
-// bound is lowered for every holder of the table.
+// long before issuing. A shorter self-fence shortens nothing: the bound is
+// what the other holders of the table may have, and nothing in the table
+// records a shorter one (docs/lease-stores.md#outages).
 const MaxNoticeWindow = 4*time.Minute + 40*time.Second
 
-// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow, or
-// lease.NoticeWindow of Config.MaxSelfFence when that is set.
+// MaxNoticeWindow implements lease.Store: the constant MaxNoticeWindow (a
+// test fleet's Config.TestBound shortens it to lease.NoticeWindow of its
+// bound).
 func (s *Store) MaxNoticeWindow() time.Duration {
-	if s.cfg.MaxSelfFence > 0 {
-		return lease.NoticeWindow(s.cfg.MaxSelfFence)
+	if b := s.cfg.TestBound.MaxSelfFence(); b > 0 {
+		return lease.NoticeWindow(b)
 	}
 	return MaxNoticeWindow
 }

@@ -46,7 +46,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "snowfence")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "snowfence_testbound", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -74,28 +74,23 @@ var (
 // startService starts serve with its embedded etcd in dataDir and waits
 // (bounded) for it to print where it listens (and, before that, where its
 // admin listener is, if it has one).
-// e2eTableMaxSelfFence is the lease tables' MaxSelfFence (serve's
-// --table-max-self-fence) of every holder these tests start on a table
-// (startService), and its self-fence when the test gives none: a claim then
-// waits its notice window, 23 s, not the 4 min 40 s of the tables' default
+// e2eTableMaxSelfFence is the lease tables' test bound (internal/testbound,
+// which the binary these tests build reads from the environment TestMain
+// sets for every process they start), and the self-fence of every holder
+// startService starts on a table when the test gives none: a claim then
+// waits its notice window, 23 s, not the 4 min 40 s of the tables' own
 // bound, which their 4 min 10 s self-fence needs (docs/lease-stores.md).
-// Every holder of a test's table starts through startService, so all
-// share it.
 const e2eTableMaxSelfFence = 20 * time.Second
 
 // tableBound is the flags startService adds for a holder on a lease table
-// (--lease-store postgres or dynamodb in args): e2eTableMaxSelfFence, and
-// it as the self-fence if args give none.
+// (--lease-store postgres or dynamodb in args): e2eTableMaxSelfFence as the
+// self-fence if args give none.
 func tableBound(args []string) []string {
 	i := slices.IndexFunc(args, func(a string) bool { return a == "--lease-store" || a == "--store" })
-	if i < 0 || i+1 >= len(args) || (args[i+1] != "postgres" && args[i+1] != "dynamodb") || slices.Contains(args, "--table-max-self-fence") {
+	if i < 0 || i+1 >= len(args) || (args[i+1] != "postgres" && args[i+1] != "dynamodb") || slices.Contains(args, "--self-fence") {
 		return nil
 	}
-	out := []string{"--table-max-self-fence", e2eTableMaxSelfFence.String()}
-	if !slices.Contains(args, "--self-fence") {
-		out = append(out, "--self-fence", e2eTableMaxSelfFence.String())
-	}
-	return out
+	return []string{"--self-fence", e2eTableMaxSelfFence.String()}
 }
 
 func startService(t *testing.T, dataDir string, extra ...string) *service {

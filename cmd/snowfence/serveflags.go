@@ -134,9 +134,6 @@ func (f *serveFlags) nodeConfig(log *slog.Logger) (node.Config, error) {
 			return cfg, usageError{err}
 		}
 	}
-	if f.store.maxSelfFence < 0 || (f.store.maxSelfFence > 0 && !f.store.storeKind().table) {
-		return cfg, usagef("--table-max-self-fence is the lease tables' (postgres, dynamodb), and not negative")
-	}
 	if f.maxClockError <= 0 || f.clockJumpSettle <= 0 {
 		return cfg, usagef("--max-clock-error and --clock-jump-settle must be positive")
 	}

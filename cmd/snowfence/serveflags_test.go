@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
@@ -198,35 +200,25 @@ func TestServeClockPolicyFlags(t *testing.T) {
 	}
 }
 
-// TestServeTableMaxSelfFence: --table-max-self-fence reaches the table
-// stores' configuration (their notice window), and is refused with etcd,
-// where it would do nothing, and when negative.
-func TestServeTableMaxSelfFence(t *testing.T) {
+// TestServeHasNoTableBound: the binary operators run cannot shorten the
+// lease tables' notice window, which nothing in a table records (a process
+// given a shorter one than its peers could issue beside a cut-off peer):
+// there is no flag, and the test build's environment variable is ignored.
+func TestServeHasNoTableBound(t *testing.T) {
 	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	if _, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--table-max-self-fence", "5s"}); err == nil {
+		t.Error("--table-max-self-fence was accepted")
+	}
+	t.Setenv(testbound.EnvMaxSelfFence, "5s")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, args := range [][]string{
-		{"--table-max-self-fence", "5s"},
-		{"--lease-store", "dynamodb", "--table-max-self-fence", "-5s"},
-	} {
-		f, _, err := parseServeFlags(e, args)
-		if err == nil {
-			_, err = f.nodeConfig(log)
-		}
-		if err == nil || !strings.Contains(err.Error(), "--table-max-self-fence") {
-			t.Errorf("%v: %v, want an error naming --table-max-self-fence", args, err)
-		}
-	}
-	f, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x", "--table-max-self-fence", "5s", "--self-fence", "5s"})
-	if err == nil {
-		_, err = f.nodeConfig(log)
-	}
+	f, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.store.pgConfig(log).MaxSelfFence; got != 5*time.Second {
-		t.Errorf("pgstore.Config.MaxSelfFence %v, want 5s", got)
+	if b := f.store.pgConfig(log).TestBound; b != (testbound.Bound{}) {
+		t.Errorf("pgstore.Config.TestBound %v with %s set, want none", b, testbound.EnvMaxSelfFence)
 	}
-	if got := f.store.dynamoConfig(log).MaxSelfFence; got != 5*time.Second {
-		t.Errorf("dynamostore.Config.MaxSelfFence %v, want 5s", got)
+	if b := f.store.dynamoConfig(log).TestBound; b != (testbound.Bound{}) {
+		t.Errorf("dynamostore.Config.TestBound %v, want none", b)
 	}
 }

@@ -38,9 +38,6 @@ type storeFlags struct {
 	regionText  string
 	region      int
 	dialTimeout time.Duration
-	// maxSelfFence is --table-max-self-fence: the table stores'
-	// Config.MaxSelfFence.
-	maxSelfFence time.Duration
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
@@ -61,9 +58,6 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
 	fs.StringVar(&f.regionText, "region", "0", "region: its name in the region registry (snowfence regions list), or its number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
-	fs.DurationVar(&f.maxSelfFence, "table-max-self-fence", 0, "postgres, dynamodb: the longest --self-fence of any holder of the lease table; every claim's first ID waits its notice window "+
-		"(this × 1.1 + 1 s), and a longer --self-fence is refused. Give every process of one table the same (0: the table timings' self-fence, "+
-		lease.TableTimings().SelfFence.String()+", a "+pgstore.MaxNoticeWindow.String()+" wait)")
 }
 
 // clientConfig returns the external cluster's client configuration, with no
@@ -94,7 +88,7 @@ func (f *storeFlags) storeConfig() etcdstore.Config {
 
 // pgConfig is the PostgreSQL store's configuration.
 func (f *storeFlags) pgConfig(log *slog.Logger) pgstore.Config {
-	return pgstore.Config{Table: f.postgresTable, Region: f.region, Logger: log, MaxSelfFence: f.maxSelfFence}
+	return pgstore.Config{Table: f.postgresTable, Region: f.region, Logger: log, TestBound: testBound}
 }
 
 // dynamoClient says how to reach DynamoDB.
@@ -104,7 +98,7 @@ func (f *storeFlags) dynamoClient() dynamostore.ClientConfig {
 
 // dynamoConfig is the DynamoDB store's configuration.
 func (f *storeFlags) dynamoConfig(log *slog.Logger) dynamostore.Config {
-	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log, MaxSelfFence: f.maxSelfFence}
+	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log, TestBound: testBound}
 }
 
 // A storeKind is one of the lease stores --lease-store chooses from, and

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
@@ -27,6 +29,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SNOWFENCE_CLOCK_POLICY") == "" {
 		os.Setenv("SNOWFENCE_CLOCK_POLICY", "warn")
 	}
+	// Every process these tests start on a lease table shares the test
+	// bound (a binary built with snowfence_testbound reads it; see
+	// e2eTableMaxSelfFence).
+	os.Setenv(testbound.EnvMaxSelfFence, e2eTableMaxSelfFence.String())
 	os.Exit(m.Run())
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
@@ -44,7 +46,7 @@ type holderFlags struct {
 	selfFence  time.Duration
 	margin     time.Duration // negative: the store's
 	noFence    bool
-	// maxSelfFence is the table stores' Config.MaxSelfFence (0: theirs).
+	// maxSelfFence is the table stores' Config.TestBound (0: none).
 	maxSelfFence time.Duration
 }
 
@@ -149,9 +151,9 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 	case StoreEtcd:
 		return etcdstore.Connect(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(f.etcd, ",")}, etcdstore.Config{Logger: log})
 	case StorePostgres:
-		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log, MaxSelfFence: f.maxSelfFence})
+		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	case StoreDynamoDB:
-		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, MaxSelfFence: f.maxSelfFence})
+		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	}
 	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres or dynamodb", f.store)
 }

@@ -406,6 +406,7 @@ func (e *Env) snowfence(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.opts.Snowfence, args...)
+	cmd.Env = append(cmd.Environ(), e.storeEnv()...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

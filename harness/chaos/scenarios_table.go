@@ -16,7 +16,7 @@ import (
 // drawn in tableBox (config.go), so that a fault past the self-fence costs
 // seconds, not minutes: leases of 7–12 s, self-fences of 4–6 s renewed
 // every 10–25 % of it (they were 10 s, 1 s, 5 s), margins the draw allows;
-// and every holder of the table runs with a MaxSelfFence of 6 s
+// and every holder of the table runs with a test bound of 6 s
 // (shortTableMaxSelfFence), so that a claim waits 7.6 s, not the tables'
 // 4 min 40 s. The product's checks accept each draw on the store (a restore
 // window of 14 s at most, far below the tables' 6 min). The long mode runs

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/dynashim"
@@ -155,8 +157,10 @@ func (e *Env) storeTargets() []string {
 	return out
 }
 
-// shortTableMaxSelfFence is the tables' MaxSelfFence (serve's
-// --table-max-self-fence, the library holder's flag of the same name) of
+// shortTableMaxSelfFence is the tables' test bound (internal/testbound:
+// the environment variable a snowfence binary built with the
+// snowfence_testbound tag reads, the library holder's
+// --table-max-self-fence) of
 // every holder on a lease table in the short mode: the longest self-fence
 // the short mode's boxes draw there (tableBox and netBox: 6 s; fastBox
 // 3.5 s). A claim's first grant then waits its notice window, 7.6 s, in
@@ -167,7 +171,7 @@ func (e *Env) storeTargets() []string {
 // long mode runs the tables' default bound.
 const shortTableMaxSelfFence = 6 * time.Second
 
-// tableMaxSelfFence is the MaxSelfFence every holder of the scenario's lease
+// tableMaxSelfFence is the test bound every holder of the scenario's lease
 // table runs with (0: the store's default).
 func (e *Env) tableMaxSelfFence() time.Duration {
 	if e.short && e.opts.Store != StoreEtcd && !e.storeDefaults {
@@ -176,7 +180,8 @@ func (e *Env) tableMaxSelfFence() time.Duration {
 	return 0
 }
 
-// tableBoundArgs are the flags that give a holder tableMaxSelfFence.
+// tableBoundArgs are the flags that give a library holder (HolderMain)
+// tableMaxSelfFence.
 func (e *Env) tableBoundArgs() []string {
 	if b := e.tableMaxSelfFence(); b > 0 {
 		return []string{"--table-max-self-fence", b.String()}
@@ -193,9 +198,9 @@ func (e *Env) serveStoreArgs(addrs []string) []string {
 	}
 	switch e.opts.Store {
 	case StorePostgres:
-		return append([]string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--postgres-table", e.table}, e.tableBoundArgs()...)
+		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--postgres-table", e.table}
 	case StoreDynamoDB:
-		return append([]string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--dynamodb-table", e.table, "--aws-region", "us-east-1"}, e.tableBoundArgs()...)
+		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--dynamodb-table", e.table, "--aws-region", "us-east-1"}
 	}
 	var eps []string
 	for _, a := range addrs {
@@ -223,13 +228,18 @@ func (e *Env) holderStoreArgs(addrs []string) []string {
 	return []string{"--etcd", strings.Join(eps, ",")}
 }
 
-// storeEnv is the environment a service needs for the store: dynalite's
-// credentials for the AWS SDK's default chain.
+// storeEnv is the environment a service needs for the store: the table's
+// test bound (tableMaxSelfFence), dynalite's credentials for the AWS SDK's
+// default chain.
 func (e *Env) storeEnv() []string {
-	if e.opts.Store != StoreDynamoDB {
-		return nil
+	var env []string
+	if b := e.tableMaxSelfFence(); b > 0 {
+		env = append(env, testbound.EnvMaxSelfFence+"="+b.String())
 	}
-	return []string{"AWS_ACCESS_KEY_ID=" + dynamoCreds, "AWS_SECRET_ACCESS_KEY=" + dynamoCreds}
+	if e.opts.Store == StoreDynamoDB {
+		env = append(env, "AWS_ACCESS_KEY_ID="+dynamoCreds, "AWS_SECRET_ACCESS_KEY="+dynamoCreds)
+	}
+	return env
 }
 
 // what names the table's server in the log and the report.

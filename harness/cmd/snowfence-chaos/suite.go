@@ -61,7 +61,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(work)
 	if *bin == "" {
 		*bin = filepath.Join(work, "snowfence")
-		build := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/snowfence/snowfence/cmd/snowfence")
+		build := exec.CommandContext(ctx, "go", "build", "-tags", "snowfence_testbound", "-o", *bin, "github.com/snowfence/snowfence/cmd/snowfence")
 		build.Stdout, build.Stderr = stderr, stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building snowfence: %w", err)

@@ -5,28 +5,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
+
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// TestMaxSelfFence: the store's notice window is the table timings' unless
-// Config.MaxSelfFence sets it (lease.NoticeWindow of it, for its Keyspace
+// TestTestBound: the store's notice window is the table timings' unless
+// a test fleet's Config.TestBound sets it (lease.NoticeWindow of it, for its Keyspace
 // views too), and a keeper whose self-fence is longer than the store's
-// MaxSelfFence is refused at start: every claim on the table would start
+// bound is refused at start: every claim on the table would start
 // issuing before such a holder, cut off, stops.
-func TestMaxSelfFence(t *testing.T) {
+func TestTestBound(t *testing.T) {
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	def := openStore(t, pool, table)
 	if got := def.MaxNoticeWindow(); got != pgstore.MaxNoticeWindow || got < lease.NoticeWindow(pgstore.Timings().SelfFence) {
 		t.Errorf("default MaxNoticeWindow %v, want the constant %v, at least the table timings' notice window", got, pgstore.MaxNoticeWindow)
 	}
-	s, err := pgstore.New(pool, pgstore.Config{Table: table, MaxSelfFence: 5 * time.Second})
+	s, err := pgstore.New(pool, pgstore.Config{Table: table, TestBound: testbound.Of(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := s.MaxNoticeWindow(), lease.NoticeWindow(5*time.Second); got != want {
-		t.Errorf("MaxNoticeWindow %v with MaxSelfFence 5s, want %v", got, want)
+		t.Errorf("MaxNoticeWindow %v with TestBound 5s, want %v", got, want)
 	}
 	ks, err := s.Keyspace(1)
 	if err != nil {
@@ -37,9 +39,9 @@ func TestMaxSelfFence(t *testing.T) {
 	}
 	_, err = lease.StartKeeper(t.Context(), lease.KeeperConfig{Store: s, LeaseFor: 10 * time.Second, RenewEvery: time.Second, SelfFence: 6 * time.Second})
 	if !errors.Is(err, lease.ErrInvalid) {
-		t.Errorf("a keeper with a 6 s self-fence on a store with MaxSelfFence 5 s: %v, want ErrInvalid", err)
+		t.Errorf("a keeper with a 6 s self-fence on a store with TestBound 5 s: %v, want ErrInvalid", err)
 	}
-	if _, err := pgstore.New(pool, pgstore.Config{Table: table, MaxSelfFence: -time.Second}); !errors.Is(err, lease.ErrInvalid) {
-		t.Errorf("a negative MaxSelfFence: %v, want ErrInvalid", err)
+	if _, err := pgstore.New(pool, pgstore.Config{Table: table, TestBound: testbound.Of(-time.Second)}); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("a negative TestBound: %v, want ErrInvalid", err)
 	}
 }
