@@ -92,9 +92,9 @@ func CheckExtension(holder string, fleet FleetSchedule, markMs int64) error {
 // atomic write that also checks that the store holds no lease record at
 // all: no number held, released, marked or quarantined, and no claim ever
 // journaled, in any keyspace it serves (every region of its prefix or
-// table, every layout step's). etcdstore implements it; a store that
-// cannot make that check in the write (DynamoDB conditions a write on one
-// item only) does not, and keeps the notice rule.
+// table, every layout step's). etcdstore and pgstore implement it; a store
+// that cannot make that check in the write (DynamoDB conditions a write on
+// one item only) does not, and keeps the notice rule.
 type UnusedScheduleSetter interface {
 	// SetFleetScheduleUnused is Admin.SetFleetSchedule made only while
 	// the store holds no lease record, checked in the same atomic write:

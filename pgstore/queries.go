@@ -15,6 +15,8 @@ type queries struct {
 	quarantine, unquarantine, raise         string
 	raiseLock, history, giveBack            string
 	fleet, fleetInit, fleetSet, why, origin string
+	// unusedLock and unused are SetFleetScheduleUnused's check.
+	unusedLock, unused string
 	registry, registryInit, registrySet     string
 	registryIdentity                        string
 }
@@ -311,6 +313,14 @@ RETURNING seq`),
 		fleet:     q(`SELECT schedule, version FROM {f} WHERE id = 1`),
 		fleetInit: q(`INSERT INTO {f} (id, schedule, version) VALUES (1, $1, 1) ON CONFLICT (id) DO NOTHING RETURNING version`),
 		fleetSet:  q(`UPDATE {f} SET schedule = $1, version = version + 1, updated_at = now() WHERE id = 1 AND version = $2 RETURNING version`),
+		// unusedLock keeps every claim, extension and mark write out of the
+		// lease table and its journal until the transaction ends (SHARE ROW
+		// EXCLUSIVE conflicts with the ROW EXCLUSIVE lock each of those
+		// statements takes before its snapshot), so that unused, a later
+		// statement of the same transaction, counts every row a committed
+		// claim wrote, and a claim waiting on it sees the schedule written.
+		unusedLock: q(`LOCK TABLE {t}, {j} IN SHARE ROW EXCLUSIVE MODE`),
+		unused:     q(`SELECT (SELECT count(*) FROM {t}), (SELECT count(*) FROM {j})`),
 		// The registry's copy. $1 the version written, $2 the body
 		// (registry.Encode): the row is inserted for version 1 and
 		// updated from version $1 - 1 otherwise; no row returned means the
