@@ -188,11 +188,7 @@ func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text str
 	prefix := strings.TrimSuffix(key, "schedule")
 	from, to, journal := prefix+"0", prefix+":", prefix+"journal/"
 	resp, err := s.txn(ctx,
-		[]clientv3.Cmp{
-			clientv3.Compare(clientv3.Version(key), "=", prev),
-			clientv3.Compare(clientv3.CreateRevision(from).WithRange(to), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(journal).WithPrefix(), "=", 0),
-		},
+		append([]clientv3.Cmp{clientv3.Compare(clientv3.Version(key), "=", prev)}, unusedCompares(from, to, journal)...),
 		[]clientv3.Op{clientv3.OpPut(key, encode(scheduleValue{Schedule: canon, SetAtMs: time.Now().UnixMilli()}))},
 		[]clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(from, clientv3.WithRange(to), clientv3.WithCountOnly()),
 			clientv3.OpGet(journal, clientv3.WithPrefix(), clientv3.WithCountOnly())})

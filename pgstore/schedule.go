@@ -60,11 +60,8 @@ func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text str
 	}
 	var version int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.queries.unusedLock); err != nil {
-			return err
-		}
-		var rows, entries int64
-		if err := tx.QueryRow(ctx, s.queries.unused).Scan(&rows, &entries); err != nil {
+		rows, entries, err := s.countUnused(ctx, tx)
+		if err != nil {
 			return err
 		}
 		if rows > 0 || entries > 0 {

@@ -65,6 +65,11 @@
 //	                               before its generator stopped. scripts/prove-search proves it by lease's
 //	                               TestKeeperReleaseCoversGrantsHandedOut (the search's owners close their
 //	                               generators first)
+//	snowfence_revert_unused        a fleet schedule changed at once only while the store holds no lease record,
+//	                               checked in the change's own write (etcd's transaction; PostgreSQL's, under
+//	                               a lock on the lease table and journal). scripts/prove-search proves it by
+//	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore and pgstore's
+//	                               TestScheduleSetAtOnceOnUnusedTable (the search changes no schedule)
 //
 // # Where each switch is: the fence files
 //
@@ -93,4 +98,5 @@
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
 //	releasemark   lease/fence_releasemark.go
+//	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go
 package revert
