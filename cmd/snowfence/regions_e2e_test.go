@@ -168,6 +168,7 @@ func regionsCLI(t *testing.T, flags []string, copy string, serve2 []string) {
 	// us-east-1's home is copy 2: on copy 1's store (which resolves it
 	// too) its holder is refused.
 	elsewhere := append([]string{"serve", "--listen", "127.0.0.1:0", "--schedule", far, "--machines", "45-45", "--region", "us-east-1"}, flags...)
+	elsewhere = append(elsewhere, tableBound(flags)...) // the tests' table bound, as startService adds it
 	if _, errOut := cli(t, 1, elsewhere...); !strings.Contains(errOut, "not the region's home") || !strings.Contains(errOut, "leases from copy "+l.Copies[1].Store) {
 		t.Errorf("serve --region us-east-1 on copy 1's store, its home copy 2: stderr %s", errOut)
 	}
