@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/lease/registry"
 )
 
@@ -356,10 +357,58 @@ func AddRegionNumber(ctx context.Context, copies []FleetCopy, name, home string,
 		if next, err = record(next); err != nil {
 			return next, err
 		}
+		if err := checkNumberUnusedElsewhere(ctx, copies, home, added.Number, next.Schedule); err != nil {
+			return next, err
+		}
 		// The region's holders start only where the home store's record
 		// is the registry's schedule: refuse a home they could never
 		// start on, naming the command that makes it so.
 		return next, CheckStoreSchedule(ctx, homeStore, home, next)
 	})
 	return g, err
+}
+
+// checkNumberUnusedElsewhere refuses, with ErrInUse, a region number that
+// a copy other than home holds lease records of, in any keyspace of the
+// number under schedule (every layout step's). A new region's holders
+// lease only from its home; records of its number anywhere else were left
+// by holders that ran as that number outside the registry — before it
+// existed, every holder ran as region 0, unchecked — and any of them still
+// running mints the IDs the new region's holders would, from a store that
+// cannot fence them. The check is the operator's, at the add: a holder
+// starting unchecked on such a store after it and before the registry
+// reaches that store is not seen (every copy holds the registry once the
+// add returns, and keepers check it from then on).
+func checkNumberUnusedElsewhere(ctx context.Context, copies []FleetCopy, home string, number int, schedule string) error {
+	steps := 1
+	if sch, err := snowfence.ParseSchedule(schedule); err == nil {
+		steps = len(sch.Steps())
+	}
+	for _, c := range copies {
+		if c.Name == home {
+			continue
+		}
+		for step := range steps {
+			idx, err := KeyspaceOf(step, number)
+			if err != nil {
+				return err
+			}
+			ks, err := c.Store.AdminKeyspace(idx)
+			if err != nil {
+				return fmt.Errorf("read copy %s's leases of region number %d: %w", c.Name, number, err)
+			}
+			recs, err := ks.List(ctx)
+			ks.Close()
+			if err != nil {
+				return fmt.Errorf("read copy %s's leases of region number %d: %w", c.Name, number, err)
+			}
+			if len(recs) > 0 {
+				return fmt.Errorf("%w: copy %s holds %d lease %s of region number %d (keyspace %d, first machine %d): holders ran there as "+
+					"region %d outside the registry (before it existed every holder ran as region 0), and any still running would mint the IDs "+
+					"of this region's holders on its home %s; make %s this region's home, or give the region another number",
+					ErrInUse, c.Name, len(recs), pluralWord(len(recs), "record", "records"), number, idx, recs[0].Machine, number, home, c.Name)
+			}
+		}
+	}
+	return nil
 }

@@ -32,14 +32,21 @@ func registryOn(t *testing.T, url string) registry.Store {
 	return s
 }
 
+// embeddedHolderPrefix is the prefix embeddedStore's own holder leases under.
+const embeddedHolderPrefix = "/embedded-holder"
+
 // embeddedStore starts serve on machine number machine with an embedded
 // etcd in a directory of its own, and returns the directory, the embedded
 // etcd's client URL and the service: a lease store a test can name as a
-// region's.
+// region's. The serve's own holder leases under another prefix
+// (embeddedHolderPrefix), so that the store's default prefix, which the
+// tests name as a region's copy, holds no lease of region 0: a region
+// numbered 0 homed on another store is refused while one does (holders
+// that ran there as region 0 would mint beside it).
 func embeddedStore(t *testing.T, machine string) (dir, url string, s *service) {
 	t.Helper()
 	dir = t.TempDir()
-	s = startService(t, dir, "--machines", machine+"-"+machine)
+	s = startService(t, dir, "--machines", machine+"-"+machine, "--etcd-prefix", embeddedHolderPrefix)
 	url, err := embedetcd.ReadClientURL(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,30 @@ type RegistryStore struct {
 	Fleet lease.FleetSchedule
 	// Closes counts the calls of Close.
 	Closes int
+	// Records are the lease records of each keyspace (nil: none), which
+	// AdminKeyspace's List answers.
+	Records map[int][]lease.Record
 }
+
+// AdminKeyspace is keyspace index of s: its List answers Records[index];
+// nothing else of it is called.
+func (s *RegistryStore) AdminKeyspace(index int) (lease.Admin, error) {
+	return registryKeyspace{s, index}, nil
+}
+
+// registryKeyspace is one keyspace of a RegistryStore.
+type registryKeyspace struct {
+	*RegistryStore
+	index int
+}
+
+// List returns the keyspace's records.
+func (k registryKeyspace) List(context.Context) ([]lease.Record, error) {
+	return k.Records[k.index], nil
+}
+
+// Close closes nothing (the store's Closes counts the store's).
+func (k registryKeyspace) Close() error { return nil }
 
 // FleetSchedule returns Fleet.
 func (s *RegistryStore) FleetSchedule(context.Context) (lease.FleetSchedule, error) {
