@@ -14,15 +14,17 @@ import (
 	"github.com/snowfence/snowfence/internal/dups"
 )
 
-const dupsUsage = `usage: snowfence dups FILE… [--column N|NAME] [--memory SIZE] [--tmp DIR] [--schedule …] [--json] [--show-bad N] [--who [store flags]]
+const dupsUsage = `usage: snowfence dups FILE… [--column N|NAME] [--memory SIZE] [--tmp DIR] [--schedule …] [--json] [--show-bad N] [--max-bad N] [--who [store flags]]
 Finds the IDs that occur more than once in FILEs: one ID per line (decimal, or the UUIDv8 form),
 or with --column the IDs of one CSV column (its number from 1, or its name in the header). A file
 whose name ends in .gz is read through gzip. Inputs larger than --memory are partitioned into
 temporary files in --tmp and sorted one partition at a time.
 Prints each duplicate with its count and decode (with --json one object per line); bad lines
 (no ID) and a summary go to stderr. With --who, each duplicate also names the holder that minted it,
-from the lease store's journal (as snowfence who does). Exit status: 0 no duplicates, 1 duplicates found, 2 error
-or usage.`
+from the lease store's journal (as snowfence who does). A line that holds no ID or cannot be read (a
+CSV quote left open swallows every line up to the next quote) may hide a duplicate, so more than
+--max-bad such lines (default 0) is a failure, whatever else was found. Exit status: 0 no duplicates
+in input read whole, 1 duplicates found, 2 lines not read (more than --max-bad), error or usage.`
 
 // whoFunc names the holder that minted id (snowfence who), for dups to
 // print beside each duplicate.
@@ -49,12 +51,16 @@ func dupsWith(ctx context.Context, e env, args []string, who whoFunc) error {
 	schedText := fs.String("schedule", "", `layout schedule to decode with, e.g. "v1,v2@2028-01-01T00:00:00Z" (default v1)`)
 	asJSON := fs.Bool("json", false, "print one JSON object per duplicate")
 	showBad := fs.Int("show-bad", 20, "print at most this many bad lines (all are counted)")
+	maxBad := fs.Int64("max-bad", 0, "lines that hold no ID or cannot be read to accept before failing with status 2 (each may hide a duplicate)")
 	askWho := fs.Bool("who", false, "ask the lease store (the store flags, as for snowfence who) which holder minted each duplicate; decode with the fleet schedule unless --schedule is given")
 	var sf storeFlags
 	sf.register(fs)
 	files, err := parse(e, fs, args)
 	if err != nil {
 		return err
+	}
+	if *maxBad < 0 {
+		return usagef("--max-bad %d is negative", *maxBad)
 	}
 	if err := applyEnv(fs, e.getenv); err != nil {
 		return err
@@ -99,7 +105,7 @@ func dupsWith(ctx context.Context, e env, args []string, who whoFunc) error {
 		Column:   *column,
 		Schedule: sched,
 		OnBad: func(b dups.BadLine) {
-			bad++
+			bad++ // reports, one per bad line or swallowed span
 			if bad <= int64(*showBad) {
 				fmt.Fprintf(e.stderr, "%s:%d: %s: %s\n", b.File, b.Line, b.Reason, strconv.Quote(b.Text))
 			}
@@ -120,6 +126,10 @@ func dupsWith(ctx context.Context, e env, args []string, who whoFunc) error {
 	fmt.Fprintf(e.stderr, "read %d IDs from %d %s, %d bad %s; %d %s more than once, %d extra %s\n",
 		sum.IDs, sum.Files, plural(sum.Files, "file", "files"), sum.Bad, plural(int(sum.Bad), "line", "lines"),
 		sum.Duplicates, plural(int(sum.Duplicates), "ID occurs", "IDs occur"), sum.Extra, plural(int(sum.Extra), "copy", "copies"))
+	if sum.Bad > *maxBad {
+		return usageError{fmt.Errorf("%d %s could not be read as IDs (more than --max-bad %d): any duplicate among them was not found; fix the input, or raise --max-bad if those lines hold no IDs",
+			sum.Bad, plural(int(sum.Bad), "line", "lines"), *maxBad)}
+	}
 	if sum.Duplicates > 0 {
 		return errDuplicatesFound
 	}

@@ -34,7 +34,9 @@ func dupsFiles(t *testing.T) (dir string, a, b, none string) {
 
 func TestDupsCommand(t *testing.T) {
 	dir, a, b, none := dupsFiles(t)
-	code, out, errOut := runCLI(t, "dups", a, b, none, "--tmp", dir)
+	// The two bad lines are accepted (--max-bad 2); without, they fail the
+	// run (below).
+	code, out, errOut := runCLI(t, "dups", a, b, none, "--tmp", dir, "--max-bad", "2")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (duplicates found); stderr %q", code, errOut)
 	}
@@ -52,11 +54,49 @@ func TestDupsCommand(t *testing.T) {
 	if code, out, errOut := runCLI(t, "dups", none); code != 0 || out != "" || !strings.Contains(errOut, "0 IDs occur more than once") {
 		t.Errorf("the file with none: exit %d, stdout %q, stderr %q; want 0", code, out, errOut)
 	}
+	// A bad line may hide a duplicate: more than --max-bad (default 0)
+	// fail the run with status 2 and the count, duplicates found or not.
+	if code, _, errOut := runCLI(t, "dups", a, b, "--max-bad", "1"); code != 2 || !strings.Contains(errOut, "2 lines could not be read as IDs (more than --max-bad 1)") {
+		t.Errorf("2 bad lines, --max-bad 1: exit %d, stderr %q; want 2 with the count", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "dups", a, "--max-bad", "-1"); code != 2 || !strings.Contains(errOut, "--max-bad") {
+		t.Errorf("--max-bad -1: exit %d, stderr %q; want a usage error", code, errOut)
+	}
+}
+
+// TestDupsDamagedInput: input that cannot be read whole fails the run.
+// A CSV quote left open swallows every line after it into one field (the
+// finder once read 1,000 copies of an ID that way, found nothing and
+// exited 0): the lines it spans are counted, named, and fail the run; a
+// file of garbage fails it too.
+func TestDupsDamagedInput(t *testing.T) {
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("n,id\n1,97301141913751557\n2,\"121150311008464896\n")
+	for i := range 1000 {
+		fmt.Fprintf(&csv, "%d,97301141913751557\n", i+3)
+	}
+	p := filepath.Join(dir, "export.csv")
+	os.WriteFile(p, []byte(csv.String()), 0o600)
+	code, out, errOut := runCLI(t, "dups", p, "--column", "id")
+	if code != 2 || out != "" {
+		t.Fatalf("a CSV with an open quote: exit %d, stdout %q; want 2 and nothing found; stderr %q", code, out, errOut)
+	}
+	for _, w := range []string{"lines 3-1003 were read as one field", "1001 lines could not be read as IDs"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	garbage := filepath.Join(dir, "garbage.txt")
+	os.WriteFile(garbage, []byte("<html>\nnot\nids\n"), 0o600)
+	if code, _, errOut := runCLI(t, "dups", garbage); code != 2 || !strings.Contains(errOut, "3 lines could not be read as IDs") {
+		t.Errorf("a file of garbage: exit %d, stderr %q; want 2", code, errOut)
+	}
 }
 
 func TestDupsCommandJSONAndPartitions(t *testing.T) {
 	dir, a, b, _ := dupsFiles(t)
-	code, out, errOut := runCLI(t, "dups", "--json", "--memory", "64KiB", "--tmp", dir, "--show-bad", "1", a, b)
+	code, out, errOut := runCLI(t, "dups", "--json", "--memory", "64KiB", "--tmp", dir, "--show-bad", "1", "--max-bad", "2", a, b)
 	if code != 1 {
 		t.Fatalf("exit %d; stderr %q", code, errOut)
 	}
@@ -111,7 +151,7 @@ func TestDupsCommandWho(t *testing.T) {
 		return "", errors.New("not in the journal")
 	}
 	os.WriteFile(a+"2", []byte("121150311008464896\n"), 0o600)
-	err := dupsWith(context.Background(), e, []string{a, a + "2"}, who)
+	err := dupsWith(context.Background(), e, []string{a, a + "2", "--max-bad", "1"}, who)
 	if !errors.Is(err, errDuplicatesFound) {
 		t.Fatalf("dupsWith: %v", err)
 	}

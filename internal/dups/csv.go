@@ -37,7 +37,15 @@ func (s *scanner) csv(ctx context.Context, r io.Reader, name string) error {
 			return nil
 		}
 		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			s.bad(name, int64(pe.StartLine), nil, pe.Err.Error())
+			// A quote left open runs the field on to the next closing
+			// quote or the end of the file: every line it spans was
+			// read as one field and none of their IDs checked.
+			n := max(int64(pe.Line-pe.StartLine+1), 1)
+			reason := pe.Err.Error()
+			if n > 1 {
+				reason = fmt.Sprintf("%s: lines %d-%d were read as one field, their IDs not checked", reason, pe.StartLine, pe.Line)
+			}
+			s.badLines(name, int64(pe.StartLine), n, nil, reason)
 			continue
 		}
 		if err != nil {

@@ -39,6 +39,10 @@ type Options struct {
 type BadLine struct {
 	File string
 	Line int64 // from 1
+	// Lines is how many input lines it covers: 1, or more when a CSV
+	// field's unterminated quote ran on over the lines after it, which
+	// were read as one field and not checked.
+	Lines int64
 	// Text is the line (the field, for CSV), cut to 60 bytes.
 	Text   string
 	Reason string
@@ -55,7 +59,9 @@ type Summary struct {
 	Files int
 	// IDs is the number of IDs read, copies included.
 	IDs int64
-	// Bad is the number of lines that held no ID.
+	// Bad is the number of input lines that held no ID or could not be
+	// read (every line a broken CSV quote swallowed among them): the
+	// duplicates among them, if any, were not found.
 	Bad int64
 	// Duplicates is the number of distinct IDs found more than once, and
 	// Extra the number of copies beyond the first of each.
@@ -185,7 +191,12 @@ func (s *scanner) flush() error {
 
 // bad counts and reports a line that holds no ID.
 func (s *scanner) bad(name string, line int64, text []byte, reason string) {
-	s.sum.Bad++
+	s.badLines(name, line, 1, text, reason)
+}
+
+// badLines counts n input lines from line as bad, for one reason.
+func (s *scanner) badLines(name string, line, n int64, text []byte, reason string) {
+	s.sum.Bad += n
 	if s.opts.OnBad == nil {
 		return
 	}
@@ -193,7 +204,7 @@ func (s *scanner) bad(name string, line int64, text []byte, reason string) {
 	if len(t) > 60 {
 		t = t[:60]
 	}
-	s.opts.OnBad(BadLine{File: name, Line: line, Text: string(t), Reason: reason})
+	s.opts.OnBad(BadLine{File: name, Line: line, Lines: n, Text: string(t), Reason: reason})
 }
 
 // id reads an ID from a trimmed line or field that is not in canonical
