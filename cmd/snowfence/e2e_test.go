@@ -528,6 +528,12 @@ func TestE2ELeasesCLI(t *testing.T) {
 	cli(2, "leases", "list", "--layout", "v2") // the fleet schedule has no v2
 	cli(2, "leases", "frobnicate")
 	cli(2, "leases", "show", "x")
+	// A number or region no layout of the fleet has room for is a typo,
+	// not a quarantine that reports success (v1: machines 0-1023, region 0).
+	cli(2, "leases", "quarantine", "99999")
+	cli(2, "leases", "release", "1024")
+	cli(2, "leases", "show", "1024")
+	cli(2, "leases", "list", "--region", "99")
 	cli(2, "leases", "raise-marks", "--to", "yesterday")
 	cli(2, "leases", "raise-marks", "--to", "now+10s") // shorter than etcd's restore window (40 s)
 	s.stop(t)

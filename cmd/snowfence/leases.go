@@ -83,7 +83,7 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	defer store.Close()
 	base := store
 	if *layout != "" || verb != "raise-marks" {
-		if store, err = layoutKeyspace(ctx, base, sf.region, *layout, time.Now()); err != nil {
+		if store, err = layoutKeyspace(ctx, base, sf.region, machine, *layout, time.Now()); err != nil {
 			return err
 		}
 		defer store.Close()
@@ -179,11 +179,27 @@ func printRawKey(e env, st lease.Admin, region, machine int, asJSON bool) error 
 	return err
 }
 
+// inLayout refuses a region or machine number (-1: none given) that layout
+// l has no room for: during an incident a typo must be an error, not a
+// quarantine or release of a number no holder can ever hold.
+func inLayout(l snowfence.Layout, region, machine int) error {
+	if region >= 1<<l.RegionBits {
+		return usagef("region %d is outside layout %s's region numbers 0-%d (%d region bits): name a layout that has it with --layout, or check the region",
+			region, l.Name, 1<<l.RegionBits-1, l.RegionBits)
+	}
+	if machine >= 1<<l.MachineBits {
+		return usagef("machine number %d is outside layout %s's 0-%d (%d machine bits): check the number, or name another layout with --layout",
+			machine, l.Name, 1<<l.MachineBits-1, l.MachineBits)
+	}
+	return nil
+}
+
 // layoutKeyspace opens the keyspace of region's numbers for the fleet
 // schedule's layout named name (lease.KeyspaceOf), or for the layout in
 // force at now when name is empty. A name the schedule has twice is its
-// first step's.
-func layoutKeyspace(ctx context.Context, st lease.Admin, region int, name string, now time.Time) (lease.Admin, error) {
+// first step's. A region or machine number (-1: none) the layout has no
+// room for is refused (inLayout).
+func layoutKeyspace(ctx context.Context, st lease.Admin, region, machine int, name string, now time.Time) (lease.Admin, error) {
 	fleet, err := st.FleetSchedule(ctx)
 	if err != nil {
 		return nil, err
@@ -201,6 +217,9 @@ func layoutKeyspace(ctx context.Context, st lease.Admin, region int, name string
 	}
 	if at < 0 {
 		return nil, usagef("--layout %q: the fleet schedule %q has no such layout", name, fleet.Text)
+	}
+	if err := inLayout(steps[at].Layout, region, machine); err != nil {
+		return nil, err
 	}
 	idx := region
 	if len(steps) > 1 {
