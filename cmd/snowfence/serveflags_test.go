@@ -228,9 +228,9 @@ func TestServeHasNoTableBound(t *testing.T) {
 // the service's defaults.
 func TestServeConnCapFlags(t *testing.T) {
 	for _, tc := range []struct {
-		name          string
-		args          []string
-		env           map[string]string
+		name           string
+		args           []string
+		env            map[string]string
 		conns, perPeer int
 	}{
 		{"defaults", nil, nil, 0, 0},
