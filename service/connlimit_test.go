@@ -407,3 +407,29 @@ func TestNewRefusesBadConnCaps(t *testing.T) {
 		}
 	}
 }
+
+// An admitted connection keeps the TCP connection's CloseWrite, which
+// net/http uses to close after an error response without a reset.
+func TestAdmittedConnHalfCloses(t *testing.T) {
+	cl := newLimits(t, connCaps{budget: 100, perListener: 10, perPeer: 10})
+	ll := listenLimited(t, cl, "api", false)
+	c := ll.dial(t, "")
+	var sc net.Conn = ll.admitted(t)
+	cw, ok := sc.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatalf("%T has no CloseWrite", sc)
+	}
+	io.WriteString(sc, "answer")
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readAll(t, c); string(b) != "answer" || err != nil {
+		t.Fatalf("the caller read %q, %v; want the answer, then EOF", b, err)
+	}
+	io.WriteString(c, "still open") // the server's read side is
+	buf := make([]byte, 10)
+	sc.SetReadDeadline(time.Now().Add(failWithin))
+	if _, err := io.ReadFull(sc, buf); err != nil || string(buf) != "still open" {
+		t.Fatalf("the server read %q, %v after its half-close", buf, err)
+	}
+}

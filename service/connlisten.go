@@ -3,6 +3,7 @@ package service
 import (
 	"container/list"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -264,6 +265,17 @@ func (lc *limitedConn) Close() error {
 	lc.l.release(lc)
 	cl.mu.Unlock()
 	return lc.Conn.Close()
+}
+
+// CloseWrite half-closes the connection, as net/http does before closing
+// one after an error response (a 400, a 413), so the caller reads the
+// answer rather than a reset: the wrapper must not hide the TCP
+// connection's method.
+func (lc *limitedConn) CloseWrite() error {
+	if cw, ok := lc.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // peerOf is c's remote IP address (the zero Addr for a connection that is
