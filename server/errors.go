@@ -157,6 +157,18 @@ func (s *Server) writeError(w http.ResponseWriter, e *apiError) int {
 	return s.writeErrorHealth(w, e, nil)
 }
 
+// ErrorJSON is the body of an error response with code, message and reason
+// (empty: none), in the shape every error of the server has, for a
+// refusal written outside it (e.g. a connection shed before any request is
+// read).
+func ErrorJSON(code, message, reason string) []byte {
+	b, err := json.Marshal(errorBody{Error: errorJSON{Code: code, Message: message, Reason: reason}})
+	if err != nil { // cannot happen: only strings
+		return []byte(`{"error":{"code":"` + CodeInternal + `","message":"cannot encode the error"}}`)
+	}
+	return b
+}
+
 func (s *Server) writeErrorHealth(w http.ResponseWriter, e *apiError, h *healthJSON) int {
 	b, err := json.Marshal(errorBody{Error: errorJSON{Code: e.code, Message: e.message, Reason: e.reason}, Health: h})
 	if err != nil { // cannot happen: only strings and numbers

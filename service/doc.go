@@ -35,5 +35,8 @@
 // service.go holds Config, Service and its lifecycle; region.go resolves
 // the region from the holder's own store; regionnames.go keeps decode's
 // region names fresh; drain.go closes connections that never sent a
-// request at shutdown.
+// request at shutdown; connlimit.go, connlisten.go and connrefuse.go cap the
+// listeners' connections within the process's file-descriptor budget
+// (Config.MaxConns, MaxConnsPerPeer), so that no flood of callers takes the
+// lease store's descriptors; accepterrors.go rides out a failing accept.
 package service

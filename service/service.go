@@ -74,6 +74,23 @@ type Config struct {
 	// Logger receives the service's, store's, keeper's and generator's
 	// logs. Nil discards them.
 	Logger *slog.Logger
+	// MaxConns caps the open connections of each listener (the API
+	// listener and the admin listener each). The listeners together also
+	// stay within a budget taken from the process's open-files limit
+	// (RLIMIT_NOFILE, read in New) minus a reserve kept for the lease
+	// store — max(256, a tenth of the limit), at most half of it — and
+	// each is sure of a few connections (up to 32) whatever the other
+	// holds. Over a cap a new connection takes the place of the longest
+	// idle keep-alive connection, or is refused: on plain HTTP with a 503
+	// (code "unavailable", reason ReasonTooManyConnections, Retry-After: 1,
+	// Connection: close), on TLS by closing it. 0: the budget. Negative or
+	// above the budget is refused by New (ConnLimitsError).
+	MaxConns int
+	// MaxConnsPerPeer caps each listener's open connections from one IP
+	// address, as MaxConns does. 0: DefaultMaxConnsPerPeer (or the
+	// listener's cap, if lower). Negative or above the budget is refused
+	// by New.
+	MaxConnsPerPeer int
 }
 
 // A Service is a holder that serves HTTP: it opens the lease store, starts
@@ -99,6 +116,7 @@ type Service struct {
 	perim  *perimeter.Perimeter
 	names  *regionNames
 	reg    *prometheus.Registry
+	limits *connLimits
 
 	ready, waiting chan struct{}
 	done           chan struct{}
@@ -130,6 +148,24 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	fdLimit, err := openFilesLimit()
+	if err != nil {
+		return nil, err
+	}
+	caps, err := connCapsFor(cfg, fdLimit)
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	cm, err := newConnMetrics(s.reg, caps)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cm.unregister(s.reg)
+		}
+	}()
+	s.limits = newConnLimits(caps, cm, cfg.Logger)
 	// The perimeter's files are read before the store is opened: a bad
 	// certificate or callers file stops the start at once.
 	pc := cfg.Perimeter
@@ -364,7 +400,8 @@ func (s *Service) TLS() bool { return s.perim.TLSConfig() != nil }
 // Serve serves the API on api, behind the perimeter, and, when admin is
 // not nil, health, readiness, metrics and the status page on admin (plain
 // HTTP; api then answers those 404). Without admin, api serves every
-// route. It blocks until Shutdown (returning http.ErrServerClosed) or a
+// route. Both are served under the connection caps (Config.MaxConns,
+// MaxConnsPerPeer). It blocks until Shutdown (returning http.ErrServerClosed) or a
 // listener fails (returning its error; shut the service down then). The
 // listeners are closed when it returns. Call it once.
 func (s *Service) Serve(api, admin net.Listener) error {
@@ -385,9 +422,9 @@ func (s *Service) Serve(api, admin net.Listener) error {
 		}
 		return http.ErrServerClosed
 	}
-	s.servers = append(s.servers, s.serve(api, main, s.perim, served))
+	s.servers = append(s.servers, s.serve(s.limits.listen(api, "api", s.TLS()), main, s.perim, served))
 	if admin != nil {
-		s.servers = append(s.servers, s.serve(admin, s.srv.AdminHandler(), nil, served))
+		s.servers = append(s.servers, s.serve(s.limits.listen(admin, "admin", false), s.srv.AdminHandler(), nil, served))
 	}
 	s.mu.Unlock()
 	select {
@@ -412,7 +449,10 @@ type listened struct {
 func (s *Service) serve(ln net.Listener, h http.Handler, p *perimeter.Perimeter, served chan<- error) *listened {
 	open := newConns()
 	hs := &http.Server{
-		ConnState:         open.track,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			open.track(c, st)
+			s.limits.track(c, st)
+		},
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

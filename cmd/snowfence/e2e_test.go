@@ -95,6 +95,14 @@ func tableBound(args []string) []string {
 
 func startService(t *testing.T, dataDir string, extra ...string) *service {
 	t.Helper()
+	return startServiceVia(t, nil, dataDir, extra...)
+}
+
+// startServiceVia is startService run through the command prefix via, which
+// execs the binary given as its next argument with the rest (e.g. a shell
+// that lowers a limit first: the process keeps its PID); nil: none.
+func startServiceVia(t *testing.T, via []string, dataDir string, extra ...string) *service {
+	t.Helper()
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"}
 	if !slices.Contains(extra, "--etcd-endpoints") {
 		args = append(args, "--embedded-etcd-url", "http://127.0.0.1:0")
@@ -102,6 +110,9 @@ func startService(t *testing.T, dataDir string, extra ...string) *service {
 	args = append(args, extra...)
 	args = append(args, tableBound(extra)...)
 	cmd := exec.Command(binary(t), args...)
+	if len(via) > 0 {
+		cmd = exec.Command(via[0], append(append(via[1:len(via):len(via)], binary(t)), args...)...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -85,7 +85,8 @@ func (f *serveFlags) config(e env, fs *flag.FlagSet) (serveConfig, error) {
 		return serveConfig{}, err
 	}
 	cfg := serveConfig{log: log, listen: f.listen, adminListen: f.adminListen, shutdownTimeout: f.shutdownTimeout, cpuProfile: f.cpuProfile, dataDir: f.store.dataDir}
-	sc := idservice.Config{Region: f.store.regionText, EmbeddedEtcdStore: f.store.storeConfig(), Perimeter: f.perimeter.config(nil, log), Logger: log}
+	sc := idservice.Config{Region: f.store.regionText, EmbeddedEtcdStore: f.store.storeConfig(), Perimeter: f.perimeter.config(nil, log), Logger: log,
+		MaxConns: f.maxConns, MaxConnsPerPeer: f.maxConnsPerPeer}
 	if sc.Node, err = f.nodeConfig(log); err != nil {
 		return serveConfig{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
+	idservice "github.com/snowfence/snowfence/service"
 )
 
 // serveFlags are serve's options; every one can also be set with its
@@ -38,6 +39,8 @@ type serveFlags struct {
 	fenceMargin     time.Duration
 	maxBackwardWait time.Duration
 	shutdownTimeout time.Duration
+	maxConns        int
+	maxConnsPerPeer int
 	logFormat       string
 	logLevel        string
 	cpuProfile      string
@@ -70,6 +73,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.fenceMargin, "fence-margin", def.Margin, "stop issuing this long before the reserved mark"+timingsHelp(func(t lease.Timings) time.Duration { return t.Margin }))
 	fs.DurationVar(&f.maxBackwardWait, "max-backward-wait", 5*time.Millisecond, "largest clock step back waited out")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests get at shutdown")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "cap on each listener's open connections; over it the longest idle keep-alive connection is closed, or the new one refused (503 too-many-connections on plain HTTP, closed on TLS). "+
+		"The listeners together stay within the open-files limit (ulimit -n) minus a reserve for the lease store, max(256, 10%); 0: that budget")
+	fs.IntVar(&f.maxConnsPerPeer, "max-conns-per-peer", 0, fmt.Sprintf("cap on each listener's open connections from one IP address, as --max-conns (callers behind one load balancer share its address); 0: %d, or --max-conns if lower", idservice.DefaultMaxConnsPerPeer))
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, for performance work")

@@ -222,3 +222,32 @@ func TestServeHasNoTableBound(t *testing.T) {
 		t.Errorf("dynamostore.Config.TestBound %v, want none", b)
 	}
 }
+
+// --max-conns and --max-conns-per-peer (or their environment variables)
+// configure the service's connection caps, and nothing else; zero leaves
+// the service's defaults.
+func TestServeConnCapFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		env            map[string]string
+		conns, perPeer int
+	}{
+		{"defaults", nil, nil, 0, 0},
+		{"flags", []string{"--max-conns", "5000", "--max-conns-per-peer", "300"}, nil, 5000, 300},
+		{"environment", nil, map[string]string{"SNOWFENCE_MAX_CONNS": "700", "SNOWFENCE_MAX_CONNS_PER_PEER": "70"}, 700, 70},
+	} {
+		e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tc.env[k] }}
+		f, fs, err := parseServeFlags(e, tc.args)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		cfg, err := f.config(e, fs)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if cfg.service.MaxConns != tc.conns || cfg.service.MaxConnsPerPeer != tc.perPeer {
+			t.Errorf("%s: MaxConns %d, MaxConnsPerPeer %d; want %d, %d", tc.name, cfg.service.MaxConns, cfg.service.MaxConnsPerPeer, tc.conns, tc.perPeer)
+		}
+	}
+}
