@@ -3,7 +3,6 @@ package service
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -51,30 +50,16 @@ func (b *acceptBackoff) wait(closed <-chan struct{}) bool {
 type acceptErrors struct {
 	log      *slog.Logger
 	listener string
-	now      func() time.Time // nil: time.Now
-
-	mu         sync.Mutex
-	logged     time.Time // when the last line was written
-	suppressed int       // failures since, not logged
+	rate     rateLog // every acceptLogEvery
 }
 
 // note logs err, unless a failure was logged less than acceptLogEvery ago:
 // it is then counted, and the next line says how many were not logged.
 func (a *acceptErrors) note(err error) {
-	now := time.Now
-	if a.now != nil {
-		now = a.now
-	}
-	a.mu.Lock()
-	t := now()
-	if !a.logged.IsZero() && t.Sub(a.logged) < acceptLogEvery {
-		a.suppressed++
-		a.mu.Unlock()
+	ok, n := a.rate.allow()
+	if !ok {
 		return
 	}
-	n := a.suppressed
-	a.logged, a.suppressed = t, 0
-	a.mu.Unlock()
 	a.log.Warn("cannot accept connections: the process is short of file descriptors or memory; retrying with a backoff (raise ulimit -n, or lower --max-conns)",
 		"listener", a.listener, "error", err, "failures_not_logged", n)
 }

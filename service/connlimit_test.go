@@ -301,7 +301,7 @@ func TestAcceptShortageRetried(t *testing.T) {
 	l := cl.listen(fl, "api", false)
 	now := time.Unix(1000, 0)
 	l.errs.log = slog.New(slog.NewTextHandler(&logged, nil))
-	l.errs.now = func() time.Time { return now }
+	l.errs.rate.now = func() time.Time { return now }
 	c, err := l.Accept()
 	if err != nil {
 		t.Fatalf("Accept: %v; want the failures retried", err)

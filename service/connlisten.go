@@ -51,7 +51,7 @@ func newConnLimits(caps connCaps, m *connMetrics, log *slog.Logger) *connLimits 
 func (cl *connLimits) listen(ln net.Listener, name string, tls bool) *limitListener {
 	l := &limitListener{Listener: ln, lim: cl, name: name, tls: tls, peers: map[netip.Addr]*peerConns{},
 		m: cl.metrics.forListener(name, cl.caps.perListener), closed: make(chan struct{})}
-	l.errs = acceptErrors{log: cl.log, listener: name}
+	l.errs = acceptErrors{log: cl.log, listener: name, rate: rateLog{every: acceptLogEvery}}
 	cl.mu.Lock()
 	cl.listeners = append(cl.listeners, l)
 	cl.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,28 @@ func TestServiceFirstClaimRefused(t *testing.T) {
 	}
 	if status, code, _ := readyz(t, url); status != http.StatusServiceUnavailable || code != "starting" {
 		t.Errorf("/readyz after the refusal: %d %s; want 503 starting", status, code)
+	}
+}
+
+// A request header over the service's bound is refused with 431 before the
+// handler runs, on a server that would otherwise buffer up to net/http's
+// 1 MiB default for every connection.
+func TestServiceBoundsHeaderBytes(t *testing.T) {
+	_, url := startOn(t, refusingStore{err: lease.ErrNoFreeNumber})
+	req, err := http.NewRequest("GET", url+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Padding", strings.Repeat("a", 64<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 64 KiB header: %d, want 431", resp.StatusCode)
+	}
+	if code, _, _ := readyz(t, url); code == http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("an ordinary request: 431")
 	}
 }
