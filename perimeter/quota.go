@@ -119,15 +119,25 @@ func (p *Perimeter) Take(r *http.Request, n int) (server.QuotaGrant, error) {
 	return g, nil
 }
 
+// maxWaitSecs is the longest wait a refusal states, in seconds: about
+// 292 years, the longest time.Duration.
+const maxWaitSecs = float64(math.MaxInt64 / int64(time.Second))
+
 // overQuota describes a refusal of n IDs by a bucket of rate lim and burst
 // holding tokens, the share of a quota divided among holders.
 func overQuota(lim rate.Limit, burst int, tokens float64, n, holders int) *server.QuotaError {
 	limit := float64(lim)
-	// As rate.Reservation.DelayFrom would say for a reservation of n.
-	wait := time.Duration(float64(time.Second) * (float64(n) - tokens) / limit)
+	// As rate.Reservation.DelayFrom would say for a reservation of n, in
+	// float seconds first: a rate below about 1e-7 IDs/s makes the wait
+	// longer than a time.Duration holds, which overflowed to Retry-After: 1.
+	waitSecs := min((float64(n)-tokens)/limit, maxWaitSecs)
+	wait := time.Duration(waitSecs * float64(time.Second))
+	if waitSecs >= maxWaitSecs {
+		wait = math.MaxInt64
+	}
 	tokens = max(math.Floor(tokens), 0)
-	secs := int64(math.Ceil(wait.Seconds()))
-	window := int64(math.Ceil(float64(burst) / limit))
+	secs := int64(math.Ceil(waitSecs))
+	window := int64(math.Ceil(min(float64(burst)/limit, maxWaitSecs)))
 	msg := fmt.Sprintf("asked for %d IDs with %d available; the quota is %g IDs per second in bursts of up to %d", n, int64(tokens), limit, burst)
 	if holders > 1 {
 		msg = fmt.Sprintf("asked for %d IDs with %d available; this holder's share of the caller's quota is %g IDs per second in bursts of up to %d (the quota divided among the %d holders of the fleet)", n, int64(tokens), limit, burst, holders)

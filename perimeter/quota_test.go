@@ -374,3 +374,28 @@ func TestQuotaStaleNowNeverRewindsBucket(t *testing.T) {
 		t.Errorf("granted %d IDs within one second to a caller of 1,000 IDs/s in bursts of 1,000 (at most 2,000)", granted)
 	}
 }
+
+// TestQuotaTinyRateStatesItsWait: a rate so low that the wait is longer
+// than a time.Duration holds (1e-9 IDs/s: 1,000 IDs are 1e12 s away) is
+// refused with the longest wait, not an overflow to Retry-After: 1.
+func TestQuotaTinyRateStatesItsWait(t *testing.T) {
+	r := newRig(t, `{"default": "deny", "callers": {"spiffe://corp/orders": {"rate": 1e-9, "burst": 1000}}}`, nil)
+	c := r.client(r.caller(orders), nil)
+	if resp, body, err := r.post(c, "/v1/ids?count=1000"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the burst: %v %v %s", err, resp, body)
+	}
+	resp, body, err := r.post(c, "/v1/ids?count=1000")
+	if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("past the burst: %v %v %s", err, resp, body)
+	}
+	longest := strconv.FormatInt(int64(maxWaitSecs), 10)
+	for k, want := range map[string]string{
+		"Retry-After":      strconv.FormatInt(int64(maxWaitSecs)+1, 10), // the longest duration, rounded up
+		"RateLimit":        `"ids";r=0;t=` + longest,
+		"RateLimit-Policy": `"ids";q=1000;w=` + longest,
+	} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+}

@@ -83,6 +83,9 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request, n int) (QuotaGrant
 // retryAfterSeconds is d in whole seconds, rounded up, at least 1: a
 // client that waits that long is not refused again for the same reason.
 func retryAfterSeconds(d time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second) // rounded up below, without d + 1 s overflowing
+	if d%time.Second != 0 {
+		s++
+	}
 	return max(s, 1)
 }
