@@ -157,7 +157,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Connect opens a pool on url (a postgres:// URL or key=value string), checks
+// Connect opens a pool on url (a postgres:// URL or key=value string; a
+// password in a URL with a raw @ in it is refused, checkURL), checks
 // that the server answers, and returns a store that owns the pool: Close
 // closes it. Its sessions run with synchronous_commit = on whatever the
 // server's default or the URL say, so that no write the store was told
@@ -166,6 +167,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 // issued. (It does not make a failover to an asynchronous standby safe;
 // see the package documentation.)
 func Connect(ctx context.Context, url string, cfg Config) (*Store, error) {
+	if err := checkURL(url); err != nil {
+		return nil, err
+	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)

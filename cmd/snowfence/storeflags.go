@@ -43,7 +43,8 @@ type storeFlags struct {
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres or dynamodb")
 	fs.StringVar(&f.kind, "store", "etcd", "short for --lease-store")
-	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db)")
+	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db; percent-encode @ / ? # : in the password). "+
+		"A flag's value is visible to every user of the host (ps): give the URL in SNOWFENCE_POSTGRES_URL instead, or leave the password out and use PGPASSFILE")
 	fs.StringVar(&f.postgresTable, "postgres-table", pgstore.DefaultTable, "lease table for --lease-store postgres")
 	fs.StringVar(&f.dynamoTable, "dynamodb-table", dynamostore.DefaultTable, "lease table for --lease-store dynamodb")
 	fs.StringVar(&f.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL override (a local server such as dynalite); credentials come from the AWS SDK's usual chain (AWS_ACCESS_KEY_ID, …)")
@@ -53,7 +54,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.key, "etcd-key", "", "client key (PEM) for etcd TLS")
 	fs.StringVar(&f.ca, "etcd-ca", "", "CA certificate (PEM) that signed etcd's server certificates")
 	fs.StringVar(&f.username, "etcd-username", "", "etcd user, if etcd has auth enabled")
-	fs.StringVar(&f.password, "etcd-password", "", "etcd password")
+	fs.StringVar(&f.password, "etcd-password", "", "etcd password; a flag's value is visible to every user of the host (ps): give it in SNOWFENCE_ETCD_PASSWORD instead")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
 	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
 	fs.StringVar(&f.regionText, "region", "0", "region: its name in the region registry (snowfence regions list), or its number: 0 while v1 (no region bits) is in force; 0-7 under v2")
