@@ -31,7 +31,8 @@ func (p *Perimeter) MayOpenPublicIDs(r *http.Request) error {
 		return err
 	}
 	if t == nil {
-		return fmt.Errorf("%w: there is no callers file to grant open_public_ids", ErrMayNotOpen)
+		return fmt.Errorf("%w: there is no callers file to grant open_public_ids: give serve one (--callers) whose policy for the caller says \"open_public_ids\": true, "+
+			"or, where no caller you do not trust can reach the listener, start serve with --public-id-open-without-tls", ErrMayNotOpen)
 	}
 	if !cc.has {
 		return fmt.Errorf("%w: the connection names no caller", ErrMayNotOpen)

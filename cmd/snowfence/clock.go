@@ -17,6 +17,9 @@ func runClock(_ context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
 	if len(pos) != 0 {
 		return usagef("takes no arguments")
 	}

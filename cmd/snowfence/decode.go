@@ -64,6 +64,9 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if isUUID && u.Version() == 7 {
+		return printUUIDv7(e, u, *asJSON)
+	}
 	if isUUID {
 		if id, err = sched.FromUUID(u); err != nil {
 			return usageError{err}
@@ -99,6 +102,29 @@ func runDecode(ctx context.Context, e env, args []string) error {
 	if d.Warning != "" {
 		fmt.Fprintf(tw, "warning\t%s\n", d.Warning)
 	}
+	return tw.Flush()
+}
+
+// printUUIDv7 decodes a UUIDv7 (snowfence uuid prints them): its
+// timestamp; the rest is random, with no machine or sequence to show.
+func printUUIDv7(e env, u snowfence.UUID, asJSON bool) error {
+	at, ok := u.Time()
+	if !ok {
+		return usagef("%s is a version-7 UUID of another variant: nothing to decode", u)
+	}
+	created := at.Format("2006-01-02T15:04:05.000Z07:00")
+	if asJSON {
+		b, err := json.Marshal(map[string]any{"uuid": u.String(), "version": 7, "created_at": created})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "uuid\t%s\n", u)
+	fmt.Fprintf(tw, "version\t7 (a timestamp and random bits: no machine or sequence)\n")
+	fmt.Fprintf(tw, "created_at\t%s\n", created)
 	return tw.Flush()
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Exit statuses.
@@ -82,12 +83,18 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, new(usageError)):
-		fmt.Fprintf(stderr, "snowfence %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "snowfence %s: %s\n", args[0], cliMessage(err))
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "snowfence %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "snowfence %s: %s\n", args[0], cliMessage(err))
 		return exitError
 	}
+}
+
+// cliMessage is err's text without the library's own "snowfence: "
+// prefix, which the command's "snowfence NAME: " already says.
+func cliMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "snowfence: ")
 }
 
 func usage(w io.Writer, cmds map[string]command) {
@@ -145,7 +152,8 @@ func parse(e env, fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(e.stdout, "usage of %s:\n", fs.Name())
+				fmt.Fprintf(e.stdout, "usage of %s (every flag may be given in its environment variable instead; the command line wins):\n", fs.Name())
+				fs.VisitAll(func(f *flag.Flag) { f.Usage += " [$" + envName(f.Name) + "]" })
 				fs.SetOutput(e.stdout)
 				fs.PrintDefaults()
 				return nil, err

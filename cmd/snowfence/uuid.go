@@ -20,6 +20,9 @@ func runUUID(_ context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
 	if len(pos) != 0 {
 		return usagef("takes no arguments; usage: snowfence uuid [-n N]")
 	}

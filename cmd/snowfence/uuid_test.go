@@ -55,13 +55,18 @@ func TestDecodeUUIDForm(t *testing.T) {
 		t.Errorf("--json: exit %d, %s", code, out)
 	}
 	for _, bad := range []string{
-		"0199a4f0-6c10-7a3b-8f2e-5d1c0b9a8e7f", // a UUIDv7
 		"01a0dd96-2600-802b-8d76-fc0012802b89", // check broken
 		"{01a0dd96-2600-802b-8d76-fc0012802b88}",
 	} {
-		if code, out, errOut := runCLI(t, "decode", bad); code != 2 || out != "" || errOut == "" {
-			t.Errorf("decode %s: exit %d, stdout %q, stderr %q; want exit 2", bad, code, out, errOut)
+		if code, out, errOut := runCLI(t, "decode", bad); code != 2 || out != "" || errOut == "" || strings.Contains(errOut, "snowfence: ") {
+			t.Errorf("decode %s: exit %d, stdout %q, stderr %q; want exit 2, the library's prefix not repeated", bad, code, out, errOut)
 		}
+	}
+	// A UUIDv7 (snowfence uuid prints them) decodes to its timestamp: it
+	// was refused as "not the UUID form of a snowfence ID".
+	code, out, errOut = runCLI(t, "decode", "0199a4f0-6c10-7a3b-8f2e-5d1c0b9a8e7f")
+	if code != 0 || !strings.Contains(out, "version     7") || !strings.Contains(out, "created_at  2025-10-02T12:40:43.792Z") {
+		t.Errorf("decode of a UUIDv7: exit %d, stdout %q, stderr %q; want its timestamp", code, out, errOut)
 	}
 }
 

@@ -35,3 +35,17 @@ func PostgresURL(tb testing.TB) string {
 	}
 	return u
 }
+
+// DynamoDBEndpointEnv names the test DynamoDB endpoint (dynalite) that
+// scripts/test starts.
+const DynamoDBEndpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
+
+// DynamoDBEndpoint returns the test DynamoDB endpoint, or calls Missing.
+func DynamoDBEndpoint(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(DynamoDBEndpointEnv)
+	if u == "" {
+		Missing(tb, "no DynamoDB endpoint: set "+DynamoDBEndpointEnv+`, e.g. export `+DynamoDBEndpointEnv+`="$(scripts/services/dynalite.sh start)"`)
+	}
+	return u
+}
