@@ -40,10 +40,11 @@ var ErrFileTooLarge = errors.New("perimeter: file too large")
 // readRegular reads the regular file at path, at most limit bytes of it.
 // Symbolic links are followed (a Kubernetes Secret's "..data" swap, a
 // link to the current version of a file); what they lead to must be a
-// regular file, judged on the opened descriptor (fstat), so no swap
-// between a check and the read can slip another kind of file in. The open
-// is non-blocking, so opening a named pipe returns at once (to be refused)
-// rather than waiting for a writer; reads of a regular file are unaffected.
+// regular file, judged before the open and again on the opened descriptor
+// (fstat), so no swap between a check and the read can slip another kind
+// of file in. The open is non-blocking, so opening a named pipe returns at
+// once (to be refused) rather than waiting for a writer, and takes no
+// controlling terminal; reads of a regular file are unaffected.
 //
 // Why poll, reading every file each period, and not inotify
 // (github.com/fsnotify/fsnotify): the files are small and few, and a read
@@ -58,7 +59,24 @@ var ErrFileTooLarge = errors.New("perimeter: file too large")
 // per period: a few KiB, or some hundreds for a large CA bundle, hashed
 // (SHA-256) and compared with the last; only a changed file is parsed.
 func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+	// A first look, so that a device is not even opened (opening some has
+	// effects of their own); the check that counts is readOpened's, on the
+	// descriptor, which no swap after this one can get around.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi, limit); err != nil {
+		return nil, err
+	}
+	return readOpened(path, limit)
+}
+
+// readOpened opens path (non-blocking, so a named pipe swapped in since
+// the first look cannot block it), checks the descriptor's kind and size,
+// and reads it.
+func readOpened(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -67,13 +85,22 @@ func readRegular(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is %s; point the flag at a regular file (a symbolic link to one is fine)", ErrNotRegularFile, path, kindOf(fi.Mode()))
-	}
-	if fi.Size() > limit {
-		return nil, tooLarge(path, limit)
+	if err := regular(path, fi, limit); err != nil {
+		return nil, err
 	}
 	return readLimited(f, path, limit)
+}
+
+// regular refuses fi, path's, unless it is a regular file of at most
+// limit bytes.
+func regular(path string, fi fs.FileInfo, limit int64) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is %s; point the flag at a regular file (a symbolic link to one is fine)", ErrNotRegularFile, path, kindOf(fi.Mode()))
+	}
+	if fi.Size() > limit {
+		return tooLarge(path, limit)
+	}
+	return nil
 }
 
 // readLimited reads r to its end, refusing it once it has given more than

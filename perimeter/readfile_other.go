@@ -2,6 +2,6 @@
 
 package perimeter
 
-// openNonblock is nothing where the platform has no such flag; the file's
+// openFlags are none where the platform has no such flags; the file's
 // kind is still checked before it is read.
-const openNonblock = 0
+const openFlags = 0

@@ -4,6 +4,6 @@ package perimeter
 
 import "syscall"
 
-// openNonblock makes opening a named pipe return at once instead of
-// waiting for a writer.
-const openNonblock = syscall.O_NONBLOCK
+// openFlags make opening a named pipe return at once instead of waiting
+// for a writer, and opening a terminal take no controlling terminal.
+const openFlags = syscall.O_NONBLOCK | syscall.O_NOCTTY
