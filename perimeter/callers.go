@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -158,12 +157,9 @@ func ParseCallers(b []byte) (*Callers, error) {
 	return c, nil
 }
 
-// readCallers reads and parses the callers file at path.
-func readCallers(path string) (*Callers, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+// parseCallersFile parses b, the contents of the callers file at path
+// (named in errors).
+func parseCallersFile(path string, b []byte) (*Callers, error) {
 	c, err := ParseCallers(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

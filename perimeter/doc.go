@@ -53,17 +53,25 @@
 // # Reloading
 //
 // The certificate and key, the client-CA bundle and the callers file are
-// stat'ed every Config.PollInterval (size, modification time and inode after
-// following symbolic links, so an in-place write, a rename over the file and
-// a Kubernetes Secret's symbolic-link swap are all seen). A changed file is
-// loaded whole and checked before it takes effect: the certificate and key
-// must parse and match and the certificate must be valid now; a PEM file may
-// hold nothing but whole certificates (a half-written one is an error, not a
-// shorter chain or bundle); the callers file must parse. A file that fails
-// keeps the last good configuration in force and is logged once per change;
-// the certificate and key swap together, atomically, once they match. Each
-// handshake takes the configuration in force at its start, so a rotation
-// drops no connection and fails no request.
+// read every Config.PollInterval and compared with the last read by
+// content (SHA-256), so an in-place write (even one keeping the size and
+// modification time), a rename over the file and a Kubernetes Secret's
+// symbolic-link swap are all seen. Only regular files are read, after
+// following symbolic links, opened non-blocking and checked on the
+// descriptor (ErrNotRegularFile: a named pipe cannot block a reload, nor
+// /dev/zero fill memory), each up to its cap (MaxPEMFileSize,
+// MaxCallersFileSize; ErrFileTooLarge). A changed file is loaded whole and
+// checked before it takes effect: the certificate and key must parse and
+// match and the certificate must be valid now; a PEM file may hold nothing
+// but whole certificates (a half-written one is an error, not a shorter
+// chain or bundle); the callers file must parse. A file that fails keeps
+// the last good configuration in force and is logged once per distinct
+// failure; the metrics show it until it clears. The certificate and key
+// swap together, atomically, once they match. Each handshake takes the
+// configuration in force at its start, so a rotation drops no connection
+// and fails no request. Files are read under a lock of their own, so a
+// slow read holds up no handshake, request or SetHolders, and Close waits
+// for a reload under way for at most 2 s.
 //
 // # Quotas
 //
@@ -100,8 +108,11 @@
 // # Metrics
 //
 // Registered on Config.Registerer: IDs issued, requests throttled and
-// callers refused, by caller, and the count of holders the quotas are
-// divided among. Only identities listed in the callers file
+// callers refused, by caller; the count of holders the quotas are divided
+// among; and, by file, reloads (snowfence_perimeter_reloads_total), whether
+// the file fails to load (snowfence_perimeter_reload_failing) and when it
+// was last read and found in force
+// (snowfence_perimeter_reload_last_success_timestamp_seconds). Only identities listed in the callers file
 // get a label value of their own; all others are "(unlisted)", and a
 // certificate with no identity "(none)", so no caller can grow /metrics
 // by presenting new names. Handshakes crypto/tls refuses before the

@@ -25,6 +25,7 @@ const (
 type metrics struct {
 	issued, throttled, refused *prometheus.CounterVec
 	reloads                    *prometheus.CounterVec
+	failing, lastSuccess       *prometheus.GaugeVec
 	holders                    prometheus.Gauge
 }
 
@@ -46,6 +47,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "snowfence_perimeter_reloads_total",
 			Help: `Reloads of the perimeter's files after they changed, by file ("tls-cert", "client-ca", "callers") and result ("ok", or "error": the last good configuration stays).`,
 		}, []string{"file", "result"}),
+		failing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowfence_perimeter_reload_failing",
+			Help: `1 while the file ("tls-cert", "client-ca", "callers") fails to load (unreadable, not a regular file, over its size cap, or invalid: the log says why) and the last good configuration stays in force; 0 once it loads.`,
+		}, []string{"file"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowfence_perimeter_reload_last_success_timestamp_seconds",
+			Help: `When the file was last read and found in force (loaded, or unchanged since it loaded), Unix seconds. It advances every poll interval (serve: --reload-every) while all is well; it stops while the file fails to load or a reload is stuck (a read on a hung filesystem).`,
+		}, []string{"file"}),
 		holders: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowfence_caller_quota_holders",
 			Help: "The live holders of the fleet this holder last counted in its lease store: it enforces each caller's quota divided by this (the rate; the burst too, but never below the largest batch).",
@@ -55,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.issued, m.throttled, m.refused, m.reloads, m.holders} {
+	for _, c := range []prometheus.Collector{m.issued, m.throttled, m.refused, m.reloads, m.failing, m.lastSuccess, m.holders} {
 		if err := reg.Register(c); err != nil {
 			for _, d := range done {
 				reg.Unregister(d)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ type Config struct {
 	// http.Server serving TLS speaks by default; set []string{"http/1.1"}
 	// for a server with HTTP/2 turned off (httptest's, for one).
 	NextProtos []string
-	// PollInterval is how often the files are stat'ed for changes (see
+	// PollInterval is how often the files are read for changes (see
 	// Reload). Zero means DefaultPollInterval; negative means never (call
 	// Reload yourself, e.g. on SIGHUP).
 	PollInterval time.Duration
@@ -87,14 +88,25 @@ type Perimeter struct {
 
 	grants sync.Pool // of *grant
 
-	mu      sync.Mutex // serializes Reload and SetHolders
+	// reloadMu serializes reloads; the files are read under it alone, so
+	// a slow read holds up no handshake, request or SetHolders.
+	reloadMu sync.Mutex
+	tried    map[string]attempt     // the files as last attempted, by unit (reloadMu)
+	busy     atomic.Pointer[string] // the file being read, or the unit being loaded, while a reload runs
+
+	mu      sync.Mutex // guards holders, pair and pool, and what is built of them
 	holders int        // the fleet's live holders, at least 1 (SetHolders)
 	pair    tls.Certificate
 	pool    *x509.CertPool
-	tried   map[string][]fingerprint // the files as last attempted, by unit
 	stop    context.CancelFunc
 	done    chan struct{}
 	closed  atomic.Bool
+}
+
+// attempt is the last load of a unit's files.
+type attempt struct {
+	digests string // each file's digest, in order
+	ok      bool   // it loaded: its configuration is in force
 }
 
 // Units of files that reload together.
@@ -125,7 +137,7 @@ func New(cfg Config) (*Perimeter, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Perimeter{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, metrics: m, tried: map[string][]fingerprint{},
+	p := &Perimeter{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, metrics: m, tried: map[string]attempt{},
 		nextProtos: cfg.NextProtos, noneRefused: m.refused.WithLabelValues(labelNone, "handshake"), deniedRefused: m.refused.WithLabelValues(labelUnlisted, "handshake"),
 		untrustedRefused: m.refused.WithLabelValues(labelUnlisted, "request")}
 	p.grants.New = func() any { return new(grant) }
@@ -212,15 +224,50 @@ func (p *Perimeter) verifyConnection(cs tls.ConnectionState) error {
 	return nil
 }
 
+// closeWait bounds how long Close waits for a reload under way. A reload
+// reads a few small regular files and cannot block on a named pipe or a
+// device (readRegular), but a read on a hung network filesystem can.
+const closeWait = 2 * time.Second
+
+// ErrReloadStuck is wrapped by Close's error when a reload under way did
+// not finish within closeWait: Close returned without it.
+var ErrReloadStuck = errors.New("perimeter: a reload is stuck")
+
 // Close stops polling. It does not affect connections or configurations
-// already handed out.
+// already handed out. It waits for a reload under way for at most 2 s (on
+// Config.Clock), then returns an error wrapping ErrReloadStuck naming the
+// file, so a shutdown never waits on a hung read; the stuck reload's
+// goroutine is left behind.
 func (p *Perimeter) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
 	p.stop()
-	<-p.done
-	return nil
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waited := make(chan struct{})
+	go func() {
+		if p.clock.Sleep(ctx, closeWait) == nil {
+			close(waited)
+		}
+	}()
+	select {
+	case <-p.done:
+		return nil
+	case <-waited:
+	}
+	at := "the files"
+	if b := p.busy.Load(); b != nil {
+		at = *b
+	}
+	err := fmt.Errorf("%w: a reload, at %s, has not finished after %s; not waiting for it (a read on a hung filesystem?)", ErrReloadStuck, at, closeWait)
+	p.log.Error("closing with a reload stuck", "error", err)
+	return err
 }
 
 func (p *Perimeter) poll(ctx context.Context) {
@@ -233,16 +280,22 @@ func (p *Perimeter) poll(ctx context.Context) {
 	}
 }
 
-// Reload re-reads every file that changed since it was last read, judged by
-// size, modification time and inode after following symbolic links (see
-// fingerprint). A file that fails to load leaves the last good
-// configuration in force; the failure is logged once per change, counted,
-// and returned (joined). The certificate and key load as a pair, so a
-// rotation that writes one before the other swaps only once both match.
-// The polling calls it; call it yourself for an immediate check.
+// Reload reads every file and loads those whose content changed since it
+// was last read (SHA-256 of the bytes, see readRegular: an edit that keeps
+// the size and modification time is seen too). Only regular files are
+// read (symbolic links are followed), each up to its cap (MaxPEMFileSize,
+// MaxCallersFileSize): a named pipe, a device or a larger file is an
+// error, so a reload cannot block or grow without bound. A file that fails
+// to load leaves the last good configuration in force; the failure is
+// logged once per change (the same failure again is not logged, nor
+// returned), counted, shown by the metrics until a good file loads, and
+// returned (joined). The certificate and key load as a pair, so a rotation
+// that writes one before the other swaps only once both match. The
+// polling calls it; call it yourself for an immediate check.
 func (p *Perimeter) Reload() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	defer p.busy.Store(nil)
 	var errs []error
 	if p.base != nil {
 		errs = append(errs, p.reloadCertLocked(false), p.reloadCALocked(false))
@@ -254,52 +307,81 @@ func (p *Perimeter) Reload() error {
 }
 
 func (p *Perimeter) reloadCert(initial bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
 	return p.reloadCertLocked(initial)
 }
 
 func (p *Perimeter) reloadCA(initial bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
 	return p.reloadCALocked(initial)
 }
 
 func (p *Perimeter) reloadCallers(initial bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
 	return p.reloadCallersLocked(initial)
 }
 
-// changed reports whether the files of unit differ from their last
-// attempt, recording the new fingerprints as attempted.
-func (p *Perimeter) changed(unit string, paths ...string) bool {
-	fp := stats(paths)
-	if last, ok := p.tried[unit]; ok && sameFingerprints(last, fp) {
-		return false
+// read reads the files of unit, each up to limit bytes. changed reports
+// whether they differ from the last attempt (recorded as attempted);
+// when they do not, the unit's last success is moved up if that attempt
+// loaded. err is the first file's that could not be read.
+func (p *Perimeter) read(unit string, limit int64, paths ...string) (contents [][]byte, changed bool, err error) {
+	contents = make([][]byte, len(paths))
+	var digests strings.Builder
+	for i, path := range paths {
+		p.busy.Store(&path)
+		b, e := readRegular(path, limit)
+		digests.WriteString(digest(b, e))
+		digests.WriteByte(0)
+		contents[i] = b
+		if err == nil {
+			err = e
+		}
 	}
-	p.tried[unit] = fp
-	return true
+	p.busy.Store(&unit)
+	last, seen := p.tried[unit]
+	if seen && last.digests == digests.String() {
+		if last.ok {
+			p.metrics.lastSuccess.WithLabelValues(unit).Set(p.wallSeconds())
+		}
+		return nil, false, nil
+	}
+	p.tried[unit] = attempt{digests: digests.String()}
+	return contents, true, err
 }
 
 func (p *Perimeter) reloadCertLocked(initial bool) error {
-	if !p.changed(unitCert, p.cfg.CertFile, p.cfg.KeyFile) {
+	b, changed, err := p.read(unitCert, MaxPEMFileSize, p.cfg.CertFile, p.cfg.KeyFile)
+	if !changed {
 		return nil
 	}
-	pair, err := loadKeyPair(p.cfg.CertFile, p.cfg.KeyFile, time.Now())
+	var pair tls.Certificate
 	if err == nil {
+		pair, err = loadKeyPair(p.cfg.CertFile, b[0], p.cfg.KeyFile, b[1], time.Now())
+	}
+	if err == nil {
+		p.mu.Lock()
 		p.pair = pair
 		p.publish()
+		p.mu.Unlock()
 	}
 	return p.reloaded(unitCert, initial, err, pair.Leaf)
 }
 
 func (p *Perimeter) reloadCALocked(initial bool) error {
-	if !p.changed(unitCA, p.cfg.ClientCAFile) {
+	b, changed, err := p.read(unitCA, MaxPEMFileSize, p.cfg.ClientCAFile)
+	if !changed {
 		return nil
 	}
-	pool, err := loadCAs(p.cfg.ClientCAFile)
+	var pool *x509.CertPool
 	if err == nil {
+		pool, err = loadCAs(p.cfg.ClientCAFile, b[0])
+	}
+	if err == nil {
+		p.mu.Lock()
 		p.pool = pool
 		p.publish()
 		// After publish: a connection accepted once this generation is in
@@ -309,23 +391,30 @@ func (p *Perimeter) reloadCALocked(initial bool) error {
 			gen = prev.gen + 1
 		}
 		p.trust.Store(&trust{gen: gen, pool: pool})
+		p.mu.Unlock()
 	}
 	return p.reloaded(unitCA, initial, err, nil)
 }
 
 func (p *Perimeter) reloadCallersLocked(initial bool) error {
-	if !p.changed(unitCallers, p.cfg.CallersFile) {
+	b, changed, err := p.read(unitCallers, MaxCallersFileSize, p.cfg.CallersFile)
+	if !changed {
 		return nil
 	}
-	cs, err := readCallers(p.cfg.CallersFile)
+	var cs *Callers
 	if err == nil {
+		cs, err = parseCallersFile(p.cfg.CallersFile, b[0])
+	}
+	if err == nil {
+		p.mu.Lock()
 		p.callers.Store(newTable(cs, p.callers.Load(), p.metrics, p.now(), p.holders))
+		p.mu.Unlock()
 	}
 	return p.reloaded(unitCallers, initial, err, nil)
 }
 
 // publish swaps in the handshake configuration of the current pair and
-// pool; new handshakes see both or neither.
+// pool; new handshakes see both or neither. p.mu is held.
 func (p *Perimeter) publish() {
 	if p.pool == nil || p.pair.Certificate == nil {
 		return // initial load still under way
@@ -340,20 +429,27 @@ func (p *Perimeter) publish() {
 	})
 }
 
-// reloaded logs and counts a load of unit and returns err with context.
+// reloaded logs and counts a load of unit, records whether it is in
+// force, and returns err with context. reloadMu is held.
 func (p *Perimeter) reloaded(unit string, initial bool, err error, leaf *x509.Certificate) error {
 	if p.cfg.onReload != nil {
 		defer p.cfg.onReload(unit, err)
 	}
+	a := p.tried[unit]
+	a.ok = err == nil
+	p.tried[unit] = a
 	if err != nil {
 		err = fmt.Errorf("perimeter: loading %s: %w", unit, err)
 		if !initial {
 			p.metrics.reloads.WithLabelValues(unit, "error").Inc()
+			p.metrics.failing.WithLabelValues(unit).Set(1)
 			p.log.Error("reload failed; the last good configuration stays in force", "file", unit, "error", err)
 		}
 		return err
 	}
 	p.metrics.reloads.WithLabelValues(unit, "ok").Inc()
+	p.metrics.failing.WithLabelValues(unit).Set(0)
+	p.metrics.lastSuccess.WithLabelValues(unit).Set(p.wallSeconds())
 	attrs := []any{"file", unit}
 	if leaf != nil {
 		attrs = append(attrs, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "serial", leaf.SerialNumber.String())
@@ -364,6 +460,11 @@ func (p *Perimeter) reloaded(unit string, initial bool, err error, leaf *x509.Ce
 		p.log.Info("reloaded", attrs...)
 	}
 	return nil
+}
+
+// wallSeconds is the clock's wall time in Unix seconds, for the metrics.
+func (p *Perimeter) wallSeconds() float64 {
+	return float64(p.clock.Now().WallMs) / 1e3
 }
 
 // now is the buckets' time: the clock's monotonic reading as a time.Time.

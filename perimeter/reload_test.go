@@ -148,7 +148,7 @@ func TestSymlinkSwap(t *testing.T) {
 	if _, _, ok := p.callers.Load().callers.Lookup(orders); ok {
 		t.Fatal("v1 allows orders")
 	}
-	link("v2", "..data") // the swap: same size would not matter, the inode differs
+	link("v2", "..data") // the swap: the link now leads to other content
 	if err := p.Reload(); err != nil {
 		t.Fatal(err)
 	}

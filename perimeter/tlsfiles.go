@@ -7,24 +7,16 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
-// loadKeyPair reads the server's certificate chain and key. It is strict
+// loadKeyPair loads the server's certificate chain and key from the
+// contents of certFile and keyFile (named in errors). It is strict
 // where tls.X509KeyPair is lenient, so that a half-written file is an error
 // rather than a shorter chain: every PEM block of the certificate file must
 // be a CERTIFICATE that parses, nothing but space may follow the last, the
 // key must match the leaf, and the leaf must be valid at now.
-func loadKeyPair(certFile, keyFile string, now time.Time) (tls.Certificate, error) {
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
+func loadKeyPair(certFile string, certPEM []byte, keyFile string, keyPEM []byte, now time.Time) (tls.Certificate, error) {
 	if _, err := parseCerts(certPEM); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", certFile, err)
 	}
@@ -46,14 +38,11 @@ func loadKeyPair(certFile, keyFile string, now time.Time) (tls.Certificate, erro
 	return pair, nil
 }
 
-// loadCAs reads a bundle of CA certificates, strictly (see parseCerts):
+// loadCAs loads a bundle of CA certificates from the contents b of path
+// (named in errors), strictly (see parseCerts):
 // x509.CertPool.AppendCertsFromPEM would silently drop a truncated last
 // certificate, and with it every caller that CA signed.
-func loadCAs(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func loadCAs(path string, b []byte) (*x509.CertPool, error) {
 	certs, err := parseCerts(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

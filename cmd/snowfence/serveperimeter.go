@@ -24,7 +24,7 @@ func (f *perimeterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert; reloaded with it")
 	fs.StringVar(&f.clientCA, "client-ca", "", "CA bundle (PEM) that signs callers' certificates: callers must present one, named by its URI SAN (a SPIFFE ID) or else its DNS SAN; reloaded when the file changes")
 	fs.StringVar(&f.callers, "callers", "", `callers file (JSON): who may connect and each caller's quota in IDs per second, e.g. {"default": "deny", "callers": {"spiffe://corp/orders": {"rate": 50000, "burst": 10000}}}; reloaded when it changes; without mutual TLS every request is one anonymous caller under "default"`)
-	fs.DurationVar(&f.reloadEvery, "reload-every", perimeter.DefaultPollInterval, "how often the TLS and callers files are checked for changes (a bad file keeps the last good configuration and is logged)")
+	fs.DurationVar(&f.reloadEvery, "reload-every", perimeter.DefaultPollInterval, "how often the TLS and callers files are read and compared with the last read (only regular files, each up to a size cap; a bad file keeps the last good configuration, is logged once and shown by snowfence_perimeter_reload_failing)")
 }
 
 // check refuses what perimeter.New cannot tell from a zero value.
