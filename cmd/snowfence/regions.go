@@ -164,9 +164,9 @@ type regionsRun struct {
 	// shows live holders (or cannot be read)
 	despiteLive bool
 	copies      []registryCopy
-	fleet    lease.FleetSchedule
-	asJSON   bool
-	now      time.Time
+	fleet       lease.FleetSchedule
+	asJSON      bool
+	now         time.Time
 }
 
 // stores are the copies, named as the operator named them (the registry
