@@ -102,7 +102,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.checkJournalTable(ctx); err != nil {
 		return nil, err
 	}
-	cands, skipped := candidates(req, items, rand.IntN(req.Range.Size()))
+	cands, skipped, ahead := candidates(req, items, rand.IntN(req.Range.Size()))
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dynamostore: claim in %s: %w", req.Range, err)
@@ -131,8 +131,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		}
 		skipped.add("taken by another claimer meanwhile")
 	}
-	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for leases to expire",
-		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
+	return nil, fmt.Errorf("%w: range %s region %d: %s; %s", lease.ErrNoFreeNumber, req.Range, s.region, skipped,
+		lease.NoFreeAdvice(req, ahead, skipped.total()-ahead.N, "widen the range, release or unquarantine numbers, or wait for leases to expire"))
 }
 
 // A candidate is a number to try, with its item as the scan saw it.
@@ -146,6 +146,15 @@ type candidate struct {
 type reasons map[string]int
 
 func (r reasons) add(why string) { r[why]++ }
+
+// total is how many numbers were passed over.
+func (r reasons) total() int {
+	n := 0
+	for _, c := range r {
+		n += c
+	}
+	return n
+}
 
 func (r reasons) String() string {
 	if len(r) == 0 {
@@ -161,13 +170,15 @@ func (r reasons) String() string {
 
 // candidates orders the numbers of req.Range for claiming, starting at
 // offset start: expired or absent first, then free with a mark within
-// MaxAhead, lowest mark first.
-func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, reasons) {
+// MaxAhead, lowest mark first. It counts the numbers passed over, and
+// apart those passed over for a mark too far ahead.
+func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, reasons, lease.Ahead) {
 	byN := make(map[int]item, len(items))
 	for _, it := range items {
 		byN[it.machine] = it
 	}
 	skipped := reasons{}
+	var far lease.Ahead
 	var expired, ahead []candidate
 	size := req.Range.Size()
 	for i := range size {
@@ -184,12 +195,13 @@ func candidates(req lease.ClaimRequest, items []item, start int) ([]candidate, r
 			skipped.add("held")
 		case it.expiryMs-req.NowMs > req.MaxAhead.Milliseconds():
 			skipped.add(fmt.Sprintf("free but with a mark more than %s ahead of the claimer's clock", req.MaxAhead))
+			far.Add(it.expiryMs)
 		default:
 			ahead = append(ahead, candidate{n: n, seen: it})
 		}
 	}
 	slices.SortStableFunc(ahead, func(a, b candidate) int { return int(a.seen.expiryMs - b.seen.expiryMs) })
-	return append(expired, ahead...), skipped
+	return append(expired, ahead...), skipped, far
 }
 
 // tryClaim claims one candidate: a lease, or nil if the condition failed.

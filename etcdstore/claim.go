@@ -116,8 +116,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		}
 		skipped.add(why)
 	}
-	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for marks to pass",
-		lease.ErrNoFreeNumber, req.Range, s.region, skipped)
+	return nil, fmt.Errorf("%w: range %s region %d: %s; %s", lease.ErrNoFreeNumber, req.Range, s.region, skipped,
+		lease.NoFreeAdvice(req, skipped.ahead, skipped.others(), "widen the range, release or unquarantine numbers, or wait for marks to pass"))
 }
 
 // slotState is what one read of the region says about a number.
@@ -173,7 +173,7 @@ func (s *Store) candidates(req lease.ClaimRequest, kvs []*mvccpb.KeyValue) ([]in
 		case st.markMs <= req.NowMs:
 			behind = append(behind, n)
 		case tooFar(st.markMs, req):
-			sk.ahead++
+			sk.ahead.Add(st.markMs)
 		default:
 			ahead = append(ahead, n)
 		}
@@ -209,7 +209,14 @@ const (
 
 // skips counts the numbers passed over, by reason.
 type skips struct {
-	held, quarantined, excluded, ahead, taken, restored int
+	held, quarantined, excluded, taken, restored int
+	ahead                                        lease.Ahead
+}
+
+// others is how many numbers were passed over for another reason than
+// their marks.
+func (sk *skips) others() int {
+	return sk.held + sk.quarantined + sk.excluded + sk.taken + sk.restored
 }
 
 func (sk *skips) add(why skipReason) {
@@ -217,7 +224,7 @@ func (sk *skips) add(why skipReason) {
 	case skipTaken:
 		sk.taken++
 	case skipAhead:
-		sk.ahead++
+		sk.ahead.Add(0) // its mark, read at the claim, is not kept
 	case skipRestored:
 		sk.restored++
 	}
@@ -225,7 +232,7 @@ func (sk *skips) add(why skipReason) {
 
 func (sk *skips) String() string {
 	return fmt.Sprintf("%d held, %d quarantined, %d excluded, %d with a mark more than MaxAhead ahead of the claimer's clock, %d taken while claiming, "+
-		"%d given back twice for a restore noticed while claiming", sk.held, sk.quarantined, sk.excluded, sk.ahead, sk.taken, sk.restored)
+		"%d given back twice for a restore noticed while claiming", sk.held, sk.quarantined, sk.excluded, sk.ahead.N, sk.taken, sk.restored)
 }
 
 // ttlSeconds is an etcd lease TTL for d: whole seconds, rounded up, at

@@ -94,7 +94,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 			s.noticeRestore(h.epoch, what, resp.Header)
 			return nil, s.renewFailed(l, target, s.fenced(ctx, h, l))
 		}
-		if err := s.ownership(l, o, q); err != nil {
+		if err := s.ownership(l, o, q, m); err != nil {
 			if !errors.Is(err, lease.ErrQuarantined) {
 				s.forget(l)
 			}

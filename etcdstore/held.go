@@ -88,7 +88,7 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 		return nil, fmt.Errorf("etcdstore: read machine %d: %w", n, err)
 	}
 	o, m, sk := kvAt(resp, 0), kvAt(resp, 1), kvAt(resp, 2)
-	if err := s.ownership(l, o, nil); err != nil {
+	if err := s.ownership(l, o, nil, m); err != nil {
 		return nil, err
 	}
 	mv, err := parseMark(m)
@@ -119,12 +119,20 @@ func (s *Store) heldFor(ctx context.Context, l *lease.Lease) (*held, error) {
 
 // ownership checks the owner and quarantine keys read for lease l:
 // lease.ErrQuarantined, lease.ErrLost, or nil if l still owns its number.
-func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
+// m is the mark key read with them (nil: absent or not read): an owner key
+// gone with a mark RaiseMarks wrote after l's claim (raisedSince) names
+// the operator's raise-marks as what fenced l.
+func (s *Store) ownership(l *lease.Lease, o, q, m *mvccpb.KeyValue) error {
 	if q != nil {
 		return fmt.Errorf("%w: machine %d region %d was quarantined by an operator; token %d may issue nothing past its mark %s "+
 			"(unquarantine it to make it claimable again)", lease.ErrQuarantined, l.Machine, l.Region, l.Token, lease.FormatMs(l.MarkMs))
 	}
 	switch {
+	case o == nil && raisedSince(m, l.Token):
+		mv, _ := parseMark(m)
+		return fmt.Errorf("%w: machine %d region %d: token %d was fenced by an operator's leases raise-marks (its owner key deleted, "+
+			"the mark raised to %s: the step after a restore of the store); stop issuing on it and claim again above the raised mark",
+			lease.ErrLost, l.Machine, l.Region, l.Token, lease.FormatMs(mv.MarkMs))
 	case o == nil:
 		return fmt.Errorf("%w: machine %d region %d: the owner key of token %d is gone (its etcd lease expired or was revoked, "+
 			"or the number was released); stop issuing on it and claim again", lease.ErrLost, l.Machine, l.Region, l.Token)
@@ -134,6 +142,17 @@ func (s *Store) ownership(l *lease.Lease, o, q *mvccpb.KeyValue) error {
 			lease.ErrLost, l.Machine, l.Region, ov.Holder, o.CreateRevision, l.Token)
 	}
 	return nil
+}
+
+// raisedSince reports whether mark key m was written by RaiseMarks after
+// the claim of token (the owner key's create revision): RaiseMarks deletes
+// the owner key and writes the mark in one transaction (raiseMark).
+func raisedSince(m *mvccpb.KeyValue, token uint64) bool {
+	if m == nil || m.ModRevision <= int64(token) {
+		return false
+	}
+	mv, err := parseMark(m)
+	return err == nil && mv.Holder == raiseMarksHolder
 }
 
 // forget drops the state of a lease that is gone; its mark's revision stays

@@ -28,7 +28,9 @@ const raiseTries = 10
 // holder that extended meanwhile, or a claim made meanwhile, makes the
 // compare fail, and the number is re-read and done again, so a higher mark
 // is never overwritten with less. The mark written names token 0 and
-// holder "raise-marks". A number with no owner key and a mark already at
+// holder "raise-marks" — on a held number even when its mark was already
+// higher (kept), so that the fenced holder's next renewal names the
+// operator's action (raisedSince). A number with no owner key and a mark already at
 // or above markMs is left alone.
 //
 // It returns how many numbers it changed (mark raised or holder fenced);
@@ -111,8 +113,12 @@ func (s *Store) raiseMark(ctx context.Context, n int, cur, owner *mvccpb.KeyValu
 			}
 		}
 		then := []clientv3.Op{clientv3.OpDelete(ownerKey)}
-		if raise {
-			then = append(then, clientv3.OpPut(key, encode(markValue{MarkMs: markMs, Holder: raiseMarksHolder})))
+		if raise || owner != nil {
+			// A holder fenced under a mark already higher gets the mark
+			// rewritten too (never lowered), naming raise-marks: its next
+			// renewal tells the operator's action from an expiry
+			// (raisedSince).
+			then = append(then, clientv3.OpPut(key, encode(markValue{MarkMs: max(markMs, mv.MarkMs), Holder: raiseMarksHolder})))
 		}
 		end := endValue{End: lease.EndRaised, EndMs: mv.MarkMs, EndedMs: s.nowMs()}
 		switch {

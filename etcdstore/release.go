@@ -87,7 +87,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			s.noticeRestore(h.epoch, what, resp.Header)
 			return s.fenced(ctx, h, l)
 		}
-		if err := s.ownership(l, o, nil); err != nil {
+		if err := s.ownership(l, o, nil, m); err != nil {
 			s.forget(l)
 			s.revoke(ctx, id, n)
 			return err

@@ -51,8 +51,14 @@ type hold struct {
 	noticeMs    int64         // the lease held issues from here on (noticeFloor of its claim)
 	noticeMono  time.Duration // and from this monotonic reading on
 	lastAckBoot time.Duration
-	closed      bool  // Close, or the end of the window, stopped it
-	claimErr    error // the last claim's error while no lease is held (claimloop.go)
+	lastAckMono time.Duration // the monotonic reading of the same renewal
+	// failedSinceAck counts the renewals failed since the last acknowledged
+	// one, failedErr is the last of them: the watchdog's fence says the
+	// store is failing rather than blame a suspend (checkBoot).
+	failedSinceAck int
+	failedErr      string
+	closed         bool  // Close, or the end of the window, stopped it
+	claimErr       error // the last claim's error while no lease is held (claimloop.go)
 }
 
 func (h *hold) setWhy(err error) { h.why.Store(&err) }
@@ -126,9 +132,30 @@ func (h *hold) checkBoot() {
 	age := h.k.boot() - h.lastAckBoot
 	if h.lease != nil && h.lastAckBoot != 0 && age >= h.k.cfg.SelfFence && h.grant.Load() != nil {
 		h.grant.Store(nil)
-		h.setWhy(fmt.Errorf("%w: no renewal acknowledged for %s on the boot clock (the host may have been suspended)", snowfence.ErrFenced, age.Round(time.Millisecond)))
-		h.k.log.Warn("self-fenced: renewal overdue on CLOCK_BOOTTIME", "machine", h.lease.Machine, "token", h.lease.Token, "age", age)
+		why := h.overdueWhy(age, h.k.cfg.Clock.Now().Mono-h.lastAckMono)
+		h.setWhy(fmt.Errorf("%w: %s", snowfence.ErrFenced, why))
+		h.k.log.Warn("self-fenced: renewal overdue on CLOCK_BOOTTIME", "machine", h.lease.Machine, "token", h.lease.Token, "age", age, "why", why)
 	}
+}
+
+// overdueWhy says why no renewal was acknowledged for age on the boot
+// clock, monoAge on the monotonic one (which stops while the host is
+// suspended, as the boot clock does not): a suspend when the monotonic age
+// alone is within the self-fence window; else the renewals are failing —
+// the store is unreachable or slow — and it names the last error. Called
+// with h.mu held.
+func (h *hold) overdueWhy(age, monoAge time.Duration) string {
+	if monoAge < h.k.cfg.SelfFence {
+		return fmt.Sprintf("no renewal acknowledged for %s on the boot clock, %s of it while the host was suspended "+
+			"(the boot clock ran that much ahead of the monotonic one); issuing resumes after the next renewal",
+			age.Round(time.Millisecond), (age - monoAge).Round(time.Millisecond))
+	}
+	failing := "the renewal sent has had no answer yet"
+	if h.failedSinceAck > 0 {
+		failing = fmt.Sprintf("%d renewals failed since, the last with: %s", h.failedSinceAck, h.failedErr)
+	}
+	return fmt.Sprintf("no renewal acknowledged for %s: renewals are failing, the lease store is unreachable or slow (%s); "+
+		"issuing resumes after the next successful renewal", monoAge.Round(time.Millisecond), failing)
 }
 
 // claim claims a number and reserves its first stretch of time.
@@ -290,6 +317,8 @@ func (h *hold) renew(ctx context.Context) error {
 		h.mu.Lock()
 		h.status.RenewFailures++
 		h.status.LastError = err.Error()
+		h.failedSinceAck++
+		h.failedErr = err.Error()
 		h.mu.Unlock()
 		h.k.log.Warn("renewal failed; issuing continues until the self-fence or the mark", "machine", l.Machine,
 			"holder", l.Holder, "token", l.Token, "mark", msTime(l.MarkMs), "error", err)
@@ -363,7 +392,8 @@ func (h *hold) renewed(l *Lease, sent snowfence.Reading, sendBoot time.Duration)
 		return
 	}
 	h.lease = l
-	h.lastAckBoot = sendBoot
+	h.lastAckBoot, h.lastAckMono = sendBoot, sent.Mono
+	h.failedSinceAck, h.failedErr = 0, ""
 	h.status.State = StateHeld
 	h.status.MarkMs = l.MarkMs
 	h.status.LastRenewal = time.UnixMilli(sent.WallMs).UTC()

@@ -26,11 +26,17 @@ type HolderCounter interface {
 func LiveHolders(recs []Record, nowMs int64) int {
 	n := 0
 	for _, r := range recs {
-		if r.Held() && !r.Quarantined && (r.ExpiresMs == 0 || r.ExpiresMs > nowMs) {
+		if r.LiveAt(nowMs) {
 			n++
 		}
 	}
 	return n
+}
+
+// LiveAt reports whether the record is held by a lease live at nowMs
+// (LiveHolders counts them).
+func (r Record) LiveAt(nowMs int64) bool {
+	return r.Held() && !r.Quarantined && (r.ExpiresMs == 0 || r.ExpiresMs > nowMs)
 }
 
 // CountHolders counts the live holders at nowMs of st's keyspace and

@@ -15,22 +15,14 @@ import (
 // region). It returns how many records it changed, and stops at the first
 // error.
 func RaiseAllMarks(ctx context.Context, st Admin, region, steps int, r Range, markMs int64) (int, error) {
-	if steps < 1 || steps > MaxSteps {
-		return 0, fmt.Errorf("%w: %d layout steps; give 1 to %d", ErrInvalid, steps, MaxSteps)
-	}
-	if region >= KeyspaceStride {
-		// Only a one-layout fleet has such a region (StartKeeper refuses
-		// it under a schedule of more steps): its keyspace is the region.
-		steps = 1
+	idxs, err := RaiseKeyspaces(region, steps)
+	if err != nil {
+		return 0, err
 	}
 	total := 0
-	for s := range steps {
+	for s, idx := range idxs {
 		ks := st
 		if s > 0 {
-			idx, err := KeyspaceOf(s, region)
-			if err != nil {
-				return total, err
-			}
 			if ks, err = st.AdminKeyspace(idx); err != nil {
 				return total, err
 			}
@@ -45,4 +37,28 @@ func RaiseAllMarks(ctx context.Context, st Admin, region, steps int, r Range, ma
 		}
 	}
 	return total, nil
+}
+
+// RaiseKeyspaces returns the keyspaces RaiseAllMarks raises for region
+// and steps, in step order: KeyspaceOf of each layout step 0..steps-1, or
+// region alone when it is too high for a second step (a one-layout
+// fleet's).
+func RaiseKeyspaces(region, steps int) ([]int, error) {
+	if steps < 1 || steps > MaxSteps {
+		return nil, fmt.Errorf("%w: %d layout steps; give 1 to %d", ErrInvalid, steps, MaxSteps)
+	}
+	if region >= KeyspaceStride {
+		// Only a one-layout fleet has such a region (StartKeeper refuses
+		// it under a schedule of more steps): its keyspace is the region.
+		return []int{region}, nil
+	}
+	idxs := []int{region}
+	for s := 1; s < steps; s++ {
+		idx, err := KeyspaceOf(s, region)
+		if err != nil {
+			return nil, err
+		}
+		idxs = append(idxs, idx)
+	}
+	return idxs, nil
 }

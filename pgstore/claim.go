@@ -100,19 +100,20 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%w: range %s region %d: %s; widen the range, release or unquarantine numbers, or wait for leases to expire",
-		lease.ErrNoFreeNumber, req.Range, s.region, sk)
+	return nil, fmt.Errorf("%w: range %s region %d: %s; %s", lease.ErrNoFreeNumber, req.Range, s.region, sk,
+		lease.NoFreeAdvice(req, sk.ahead, sk.held+sk.quarantined+sk.excluded+sk.taken, "widen the range, release or unquarantine numbers, or wait for leases to expire"))
 }
 
 // skips counts the numbers passed over, by reason.
 type skips struct {
-	held, quarantined, excluded, ahead, taken int
+	held, quarantined, excluded, taken int
+	ahead                              lease.Ahead
 }
 
 func (sk *skips) String() string {
 	return fmt.Sprintf("%d held and unexpired by the claimer's clock, %d quarantined, %d excluded, "+
 		"%d free with a mark more than MaxAhead ahead of the claimer's clock, %d taken while claiming",
-		sk.held, sk.quarantined, sk.excluded, sk.ahead, sk.taken)
+		sk.held, sk.quarantined, sk.excluded, sk.ahead.N, sk.taken)
 }
 
 // candidates orders the numbers of req.Range worth trying from one read of
@@ -143,7 +144,7 @@ func candidates(req lease.ClaimRequest, rs []row) ([]row, *skips) {
 		case r.holder != "":
 			sk.held++
 		case r.expiryMs-req.NowMs > maxAhead:
-			sk.ahead++
+			sk.ahead.Add(r.expiryMs)
 		default:
 			ahead = append(ahead, r)
 		}

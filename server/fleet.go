@@ -26,8 +26,13 @@ type fleetStatus struct {
 	// Error is the last read's failure; Records are then empty.
 	Error string `json:"error,omitempty"`
 	// ReadMs is when the records were read (Unix ms).
-	ReadMs  int64          `json:"read_ms,omitempty"`
+	ReadMs int64 `json:"read_ms,omitempty"`
+	// Records are the numbers that matter (lease.Notable: held,
+	// quarantined, released lately); Quiet sums up the free numbers that
+	// only carry a mark — after raise-marks, every number of its range —
+	// so that they do not bury the page.
 	Records []recordStatus `json:"records"`
+	Quiet   lease.Quiet    `json:"quiet"`
 }
 
 // recordStatus is one number's record (lease.Record, without the claim
@@ -74,7 +79,9 @@ func (c *fleetCache) read(ctx context.Context, names func(int) (string, bool)) *
 	if err != nil {
 		f.Error = err.Error()
 	}
-	for _, r := range recs {
+	shown, quiet := lease.Notable(recs, now.UnixMilli())
+	f.Quiet = quiet
+	for _, r := range shown {
 		rs := recordStatus{Machine: r.Machine, Region: r.Region, Holder: r.Holder, Token: r.Token,
 			MarkMs: r.MarkMs, ExpiresMs: r.ExpiresMs, Quarantined: r.Quarantined}
 		if names != nil {

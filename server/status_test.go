@@ -225,3 +225,21 @@ func TestStatusPageDecoderShowsWarnings(t *testing.T) {
 		}
 	}
 }
+
+// After raise-marks the fleet is its holders and one summary, not a row
+// for every number raised: the free numbers that only carry the raised
+// mark are counted in quiet (lease.Notable).
+func TestStatusFleetQuiet(t *testing.T) {
+	raised := exampleTime.UnixMilli() + 60_000
+	recs := []lease.Record{{Machine: 3, Holder: "b", Token: 9, MarkMs: raised + 5000}}
+	for n := 4; n < 1024; n++ {
+		recs = append(recs, lease.Record{Machine: n, MarkMs: raised})
+	}
+	cf := &countingFleet{recs: recs}
+	f := newFixture(t, nil, func(c *Config) { c.Fleet = cf.list })
+	st := statusOf(t, f.h)
+	if len(st.Fleet.Records) != 1 || st.Fleet.Records[0].Machine != 3 || st.Fleet.Quiet != (lease.Quiet{N: 1020, MaxMarkMs: raised}) {
+		t.Fatalf("fleet after raise-marks: %d records, quiet %+v; want machine 3 alone and 1020 free numbers with marks up to %d",
+			len(st.Fleet.Records), st.Fleet.Quiet, raised)
+	}
+}

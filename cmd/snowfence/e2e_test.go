@@ -488,7 +488,7 @@ func TestE2ELeasesCLI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startService(t, dir, "--machines", "40-40")
-	cli := func(wantCode int, args ...string) string {
+	cliErr := func(wantCode int, args ...string) (string, string) {
 		t.Helper()
 		cmd := exec.Command(binary(t), append(args, "--data-dir", dir)...)
 		var out, errb bytes.Buffer
@@ -503,7 +503,12 @@ func TestE2ELeasesCLI(t *testing.T) {
 		if code != wantCode {
 			t.Fatalf("snowfence %v: exit %d, want %d\nstdout %s\nstderr %s", args, code, wantCode, out.String(), errb.String())
 		}
-		return out.String()
+		return out.String(), errb.String()
+	}
+	cli := func(wantCode int, args ...string) string {
+		t.Helper()
+		out, _ := cliErr(wantCode, args...)
+		return out
 	}
 	type rec struct {
 		Machine     int    `json:"machine"`
@@ -525,16 +530,47 @@ func TestE2ELeasesCLI(t *testing.T) {
 	}
 	cli(0, "leases", "release", "40")
 	cli(1, "leases", "release", "40") // not quarantined any more
-	out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--layout", "v1", "--json")
-	var raised struct{ Raised int }
-	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2 {
+	// raise-marks takes a fleet out of service: without a terminal to
+	// ask on it needs --yes, and raises nothing without it.
+	if _, errOut := cliErr(2, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42"); !strings.Contains(errOut, "--yes") ||
+		!strings.Contains(errOut, "raise every mark") {
+		t.Errorf("raise-marks without --yes: stderr %s; want the plan and a refusal naming --yes", errOut)
+	}
+	if err := json.Unmarshal([]byte(cli(0, "leases", "show", "41", "--json")), &recs); err != nil || recs[0].MarkMs != 0 {
+		t.Fatalf("after a raise-marks refused for want of --yes: %+v, %v; want 41 untouched", recs, err)
+	}
+	out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--layout", "v1", "--json", "--yes")
+	var raised struct{ Raised, Numbers, Keyspaces int }
+	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2 || raised.Numbers != 2 || raised.Keyspaces != 1 {
 		t.Errorf("raise-marks --layout v1: %s", out)
 	}
 	// Without --layout, every layout step's keyspace: a restore takes
-	// them all back, whatever the restored fleet schedule says.
-	out = cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--json")
-	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2*lease.MaxSteps {
+	// them all back, whatever the restored fleet schedule says. It
+	// counts numbers and keyspaces apart.
+	out = cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "41-42", "--json", "--yes")
+	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2*lease.MaxSteps || raised.Numbers != 2 || raised.Keyspaces != lease.MaxSteps {
 		t.Errorf("raise-marks: %s, want %d raised (2 numbers in each of %d keyspaces)", out, 2*lease.MaxSteps, lease.MaxSteps)
+	}
+	if out := cli(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "43-46", "--yes"); !strings.Contains(out, "raised the marks of 4 numbers (43-46) in each of 16 keyspaces") {
+		t.Errorf("raise-marks says %q; want numbers and keyspaces counted apart", out)
+	}
+	// Far ahead, the numbers stay unusable until then: refused unless
+	// --far says so.
+	cli(2, "leases", "raise-marks", "--to", "now+1000h", "--machines", "41-42", "--yes")
+	cli(0, "leases", "raise-marks", "--to", "now+2h", "--machines", "47-47", "--layout", "v1", "--yes", "--far")
+	// Over the whole range on the running holder: the plan names the
+	// holder it fences, and list shows the numbers that matter and one
+	// line for the rest, not 1,024 rows.
+	_, plan := cliErr(0, "leases", "raise-marks", "--to", "now+1m", "--machines", "0-1023", "--layout", "v1", "--yes")
+	if !strings.Contains(plan, "machine 40: "+recs[0].Holder) || !strings.Contains(plan, "holders it fences: 1") {
+		t.Errorf("raise-marks over the holder's number: plan %s; want it to name the holder fenced", plan)
+	}
+	list := cli(0, "leases", "list")
+	if lines := strings.Count(list, "\n"); lines > 4 || !strings.Contains(list, "free numbers with marks up to") {
+		t.Errorf("leases list after raise-marks over 0-1023 (%d lines):\n%.2000s\nwant the numbers that matter and one line for the rest", lines, list)
+	}
+	if all := cli(0, "leases", "list", "--all"); strings.Count(all, "\n") < 1024 {
+		t.Errorf("leases list --all after raise-marks over 0-1023: %d lines, want every number", strings.Count(all, "\n"))
 	}
 	cli(2, "leases", "list", "--layout", "v2") // the fleet schedule has no v2
 	cli(2, "leases", "frobnicate")

@@ -15,7 +15,9 @@ import (
 
 const leasesUsage = `usage: snowfence leases <init | list | show N | key N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
   init           create the lease table (--lease-store postgres or dynamodb)
-  list           every machine number with a record: holder, token, mark, quarantine
+  list           the numbers that matter: held, quarantined, and those held or released within the
+                 last hour; free numbers that only carry a mark (raised by raise-marks, or long
+                 released) are one summary line; --all lists every record (--json always does)
   show N         one machine number
   key N          the raw key N's record is stored under, alone on stdout, for a command by hand (aws
                  dynamodb --key, a psql WHERE, an etcdctl key): it depends on the region and the
@@ -23,11 +25,16 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | key N | qua
   history N      the journal of N: every retained claim, its holder, interval and how it ended
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
-  raise-marks    after a restore or failover: fence every holder in --machines (each stops at its next
-                 renewal and claims again) and raise every mark to at least --to, past anything any
-                 holder reserved or may still issue (at least the store's restore window: etcd
-                 now+40s, tables now+6m; the runbook says now+1m and now+10m), in the keyspace of
-                 every layout of every schedule the fleet may have run (or of --layout only)
+  raise-marks    NOT ROUTINE — the step after restoring the lease store from a backup, or a failover
+                 that lost writes (docs/runbook.md): fence every holder in --machines (each stops at
+                 its next renewal and claims again) and raise every mark to at least --to, past
+                 anything any holder reserved or may still issue, in the keyspace of every layout of
+                 every schedule the fleet may have run (or of --layout only). A running fleet on
+                 these numbers stops issuing until about --to (503 fenced). --to is at least the
+                 store's restore window from now (etcd now+40s, tables now+6m; the runbook says
+                 now+1m and now+10m) and at most an hour more unless --far. It prints what it will
+                 do — numbers, keyspaces, the holders it fences — then asks (at a terminal) or
+                 needs --yes
   --layout NAME  the layout whose numbers to look at: each layout of the fleet schedule has
                  numbers of its own (default: the layout in force now)`
 
@@ -39,6 +46,9 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	to := fs.String("to", "", "raise-marks: the new minimum mark, RFC 3339 or now+DURATION (e.g. now+1m)")
 	machines := fs.String("machines", "0-1023", "raise-marks: the machine numbers to raise")
+	all := fs.Bool("all", false, "list: every record, the free numbers that only carry a mark too")
+	yes := fs.Bool("yes", false, "raise-marks: go ahead without asking (required without a terminal)")
+	far := fs.Bool("far", false, "raise-marks: accept a --to more than an hour past the store's restore window, leaving every number raised unusable until about then")
 	layout := fs.String("layout", "", "the layout of the fleet schedule whose numbers to look at or raise (default: list/show/quarantine/release the layout in force now; raise-marks every layout's)")
 	verb, rest, err := parseVerb(e, fs, args, leasesUsage)
 	if err != nil {
@@ -95,7 +105,14 @@ func runLeases(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printRecords(e, recs, *asJSON)
+		if *asJSON || *all {
+			return printRecords(e, recs, *asJSON)
+		}
+		shown, quiet := lease.Notable(recs, time.Now().UnixMilli())
+		if err := printRecords(e, shown, false); err != nil {
+			return err
+		}
+		return printQuiet(e, quiet)
 	case "show":
 		rec, err := store.Get(ctx, machine)
 		if err != nil {
@@ -129,26 +146,117 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	default: // raise-marks
 		// The raised mark must be past anything a holder cut off by the
 		// restore may still issue: at least the store's restore window
-		// (the longest any holder of it may go on issuing) from now.
-		if w := store.MaxRestoreWindow(); markMs < time.Now().Add(w).UnixMilli() {
+		// (the longest any holder of it may go on issuing) from now. And
+		// not much more: every number raised is unusable until about
+		// then.
+		now := time.Now()
+		w := store.MaxRestoreWindow()
+		if markMs < now.Add(w).UnixMilli() {
 			return usagef("--to %s is too early: a holder the restore cut off may issue for up to %s on this store; "+
 				"give at least now+%s", fmtMs(markMs), w, w)
+		}
+		if bound := w + raiseMargin; markMs > now.Add(bound).UnixMilli() && !*far {
+			return usagef("--to %s is %s from now: no number raised could be claimed until about then, so a fleet on them "+
+				"stops issuing for that long; past a restore only the store's restore window (%s) is needed: give at most now+%s, "+
+				"or pass --far if the numbers are to stay unusable until then",
+				fmtMs(markMs), (time.Duration(markMs-now.UnixMilli()) * time.Millisecond).Round(time.Second), w, bound)
+		}
+		targets := []lease.Admin{store}
+		if *layout == "" {
+			// A restore takes back every keyspace of the store at once,
+			// and the restored fleet schedule may be older than the
+			// layouts holders still issue under: raise them all.
+			if targets, err = raiseTargets(base, sf.region); err != nil {
+				return err
+			}
+			defer func() {
+				for _, t := range targets[1:] {
+					t.Close()
+				}
+			}()
+		}
+		fenced, err := raisePlan(ctx, e, targets, sf.region, rng, markMs, now)
+		if err != nil {
+			return err
+		}
+		if err := confirm(e, *yes, "raise-marks"); err != nil {
+			return err
 		}
 		var changed int
 		if *layout != "" {
 			changed, err = store.RaiseMarks(ctx, rng, markMs)
 		} else {
-			// A restore takes back every keyspace of the store at once,
-			// and the restored fleet schedule may be older than the
-			// layouts holders still issue under: raise them all.
 			changed, err = lease.RaiseAllMarks(ctx, base, sf.region, lease.MaxSteps, rng, markMs)
 		}
 		if err != nil {
 			return err
 		}
-		return say(e, *asJSON, map[string]any{"raised": changed, "mark_ms": markMs, "mark": fmtMs(markMs)},
-			"raised %d marks in %s to at least %s: every later claim starts at or after it", changed, rng, fmtMs(markMs))
+		return say(e, *asJSON, map[string]any{"raised": changed, "numbers": rng.Size(), "keyspaces": len(targets), "fenced": fenced,
+			"mark_ms": markMs, "mark": fmtMs(markMs)},
+			"raised the marks of %d %s (%s) in each of %d %s to at least %s (%d %s changed), fencing %d %s: every later claim starts at or after it",
+			rng.Size(), plural(rng.Size(), "number", "numbers"), rng, len(targets), plural(len(targets), "keyspace", "keyspaces"), fmtMs(markMs),
+			changed, plural(changed, "record", "records"), fenced, plural(fenced, "holder", "holders"))
 	}
+}
+
+// raiseMargin is how far past the store's restore window raise-marks
+// takes --to without --far: enough for clock skew and a slow operator,
+// not enough to leave a fleet's numbers unusable for long by a typo.
+const raiseMargin = time.Hour
+
+// raiseTargets opens the keyspaces lease.RaiseAllMarks raises for region
+// (lease.RaiseKeyspaces over lease.MaxSteps), base first: it is region's
+// step-0 keyspace. The caller closes every one but the first.
+func raiseTargets(base lease.Admin, region int) ([]lease.Admin, error) {
+	idxs, err := lease.RaiseKeyspaces(region, lease.MaxSteps)
+	if err != nil {
+		return nil, err
+	}
+	ts := []lease.Admin{base}
+	for _, idx := range idxs[1:] {
+		ks, err := base.AdminKeyspace(idx)
+		if err != nil {
+			for _, t := range ts[1:] {
+				t.Close()
+			}
+			return nil, err
+		}
+		ts = append(ts, ks)
+	}
+	return ts, nil
+}
+
+// raisePlan prints on stderr what raise-marks over rng to markMs will do
+// in targets — how many numbers in how many keyspaces, until when they are
+// unusable, which live holders it fences — and returns how many holders
+// that is.
+func raisePlan(ctx context.Context, e env, targets []lease.Admin, region int, rng lease.Range, markMs int64, now time.Time) (int, error) {
+	type holder struct {
+		keyspace int
+		rec      lease.Record
+	}
+	var live []holder
+	for _, t := range targets {
+		recs, err := t.List(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("raise-marks: list keyspace %d to find its holders: %w", t.Region(), err)
+		}
+		for _, r := range recs {
+			if rng.Contains(r.Machine) && r.LiveAt(now.UnixMilli()) {
+				live = append(live, holder{t.Region(), r})
+			}
+		}
+	}
+	w := e.stderr
+	fmt.Fprintf(w, "raise-marks will, in region %d, for machine numbers %s (%d) in each of %d %s:\n", region, rng, rng.Size(), len(targets), plural(len(targets), "keyspace", "keyspaces"))
+	fmt.Fprintf(w, "  fence every holder: each stops issuing at its next renewal and claims again;\n")
+	fmt.Fprintf(w, "  raise every mark to at least %s (in %s): no ID is issued on these numbers before then, so a holder left only these numbers refuses (503 fenced) until about then\n",
+		fmtMs(markMs), (time.Duration(markMs-now.UnixMilli()) * time.Millisecond).Round(time.Second))
+	fmt.Fprintf(w, "holders it fences: %d\n", len(live))
+	for _, h := range live {
+		fmt.Fprintf(w, "  keyspace %d machine %d: %s (token %d)\n", h.keyspace, h.rec.Machine, h.rec.Holder, h.rec.Token)
+	}
+	return len(live), nil
 }
 
 // printRawKey prints the raw key of machine in the keyspace st is: the key
@@ -312,6 +420,17 @@ func printRecords(e env, recs []lease.Record, asJSON bool) error {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\n", r.Machine, r.Region, holder, token, fmtMs(r.MarkMs), fmtMs(r.ExpiresMs), r.Quarantined)
 	}
 	return tw.Flush()
+}
+
+// printQuiet prints the line that stands for the free numbers a listing
+// left out (lease.Notable), if any.
+func printQuiet(e env, q lease.Quiet) error {
+	if q.N == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(e.stdout, "%d free %s with marks up to %s (raised by raise-marks, or released over an hour ago): --all lists them\n",
+		q.N, plural(q.N, "number", "numbers"), fmtMs(q.MaxMarkMs))
+	return err
 }
 
 // printHistory prints the intervals of one number's journal, oldest first.

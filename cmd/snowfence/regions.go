@@ -34,7 +34,12 @@ const regionsUsage = `usage: snowfence regions <list | add NAME [--home COPY] [-
                 it, retired ones included, or it is outside the last layout's region numbers,
                 and on the first add (--create), which always takes 0
   retire NAME   retire a region for ever (asks for --yes): its number is never used again, and
-                holders are refused in it from then on
+                holders are refused in it from then on — every serve of the region, for ever,
+                since a retirement cannot be undone. It first prints what it will do and the
+                region's live holders, read from its home store (give that copy with --copy):
+                refused while any holder is live there, or the home store cannot be read,
+                unless --despite-live-holders (they keep running until they stop, and are then
+                refused for ever)
   sync          finish a change that stopped half way: every copy one version behind the first
                 is brought to it
   add-copy SPEC give a new region's store (SPEC, which holds no registry) a copy of the registry,
@@ -71,6 +76,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	fs.Var(&specs, "copy", "another region's store holding a copy of the registry, as a URL (repeat it; name each store the same way every time; see snowfence regions)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	yes := fs.Bool("yes", false, "retire: yes, retire the region for ever")
+	despite := fs.Bool("despite-live-holders", false, "retire: retire the region even while holders run in it (or its home store cannot be read): each is refused for ever once it stops")
 	create := fs.Bool("create", false, "add: create the region registry (the fleet's first add; once per fleet)")
 	home := fs.String("home", "", "add: the copy whose store the region's holders lease from, by its name or number as regions list shows it (required with more than one copy)")
 	number := fs.Int("number", registry.AnyNumber, "add: the region number to give the region, one no region ever had (default: the lowest no region ever had)")
@@ -127,7 +133,7 @@ func runRegions(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read the fleet schedule from copy 1 (%s): %w", cs[0].name, err)
 	}
-	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create, home: *home, number: *number, numbered: numberGiven}
+	r := regionsRun{e: e, copies: cs, fleet: fleet, asJSON: *asJSON, now: time.Now(), create: *create, home: *home, number: *number, numbered: numberGiven, despiteLive: *despite}
 	switch verb {
 	case "add-copy":
 		return r.addCopy(ctx, join)
@@ -154,10 +160,13 @@ type regionsRun struct {
 	// number no region ever had, as add without --number does)
 	number   int
 	numbered bool
-	copies   []registryCopy
-	fleet    lease.FleetSchedule
-	asJSON   bool
-	now      time.Time
+	// retire: --despite-live-holders, retire a region whose home store
+	// shows live holders (or cannot be read)
+	despiteLive bool
+	copies      []registryCopy
+	fleet       lease.FleetSchedule
+	asJSON      bool
+	now         time.Time
 }
 
 // stores are the copies, named as the operator named them (the registry
@@ -349,6 +358,9 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := r.retirePlan(ctx, name); err != nil {
+		return err
+	}
 	var g registry.Region
 	_, err = registry.Update(ctx, r.stores(), func(reg registry.Registry) (registry.Registry, error) {
 		next, retired, err := reg.WithRetired(name, r.now.UnixMilli())
@@ -363,6 +375,106 @@ func (r regionsRun) retire(ctx context.Context, name string) error {
 	}
 	return say(r.e, r.asJSON, g, "region %s (number %d) retired at %s in %d %s: holders are refused in it from now on, and its number is never used again",
 		g.Name, g.Number, lease.FormatMs(g.RetiredMs), len(r.copies), plural(len(r.copies), "copy", "copies"))
+}
+
+// retirePlan says on stderr what retiring region name will do, and the
+// live holders its home store shows in each layout's keyspace of its
+// number; it refuses, unless --despite-live-holders, while any is live or
+// the home store is not among the copies given (nothing to read them
+// from). A retirement cannot be undone: every later serve of the region
+// is refused, and a running holder is refused for ever once it stops.
+// A region not in the registry, or retired already, is left to the
+// registry's own refusal.
+func (r regionsRun) retirePlan(ctx context.Context, name string) error {
+	reg, err := r.copies[0].store.Registry(ctx)
+	if err != nil {
+		return fmt.Errorf("read the registry's copy 1 (%s): %w", r.copies[0].name, err)
+	}
+	g, ok := reg.Named(name)
+	if !ok || g.Retired() {
+		return nil
+	}
+	w := r.e.stderr
+	fmt.Fprintf(w, "retiring region %s (number %d) in %d %s, for ever: from now on every holder is refused in it (serve, node.Start, lease.StartKeeper), and number %d is never used again\n",
+		g.Name, g.Number, len(r.copies), plural(len(r.copies), "copy", "copies"), g.Number)
+	force := "; retire it anyway with --despite-live-holders"
+	live, home, err := r.liveHolders(ctx, g)
+	if err != nil {
+		fmt.Fprintf(w, "its live holders: unknown: %v\n", err)
+		if r.despiteLive {
+			return nil
+		}
+		return fmt.Errorf("region %s's live holders cannot be read: %w%s", g.Name, err, force)
+	}
+	if len(live) == 0 {
+		fmt.Fprintf(w, "its live holders on its home store (%s): none\n", home)
+		return nil
+	}
+	fmt.Fprintf(w, "its live holders on its home store (%s): %d\n", home, len(live))
+	for _, h := range live {
+		fmt.Fprintf(w, "  layout %s (keyspace %d) machine %d: %s (token %d)\n", h.layout, h.Region, h.Machine, h.Holder, h.Token)
+	}
+	if r.despiteLive {
+		fmt.Fprintf(w, "retiring it despite them (--despite-live-holders): each is refused for ever once it stops\n")
+		return nil
+	}
+	return fmt.Errorf("%w: region %s has %d live %s on its home store (%s): retired, the region refuses each of them for ever once it stops, "+
+		"and every serve of it from then on; stop them (or move them to another region) first%s",
+		lease.ErrInvalid, g.Name, len(live), plural(len(live), "holder", "holders"), home, force)
+}
+
+// liveHolder is a record held by a live lease, in the keyspace (its
+// Region) of layout's numbers.
+type liveHolder struct {
+	lease.Record
+	layout string
+}
+
+// liveHolders returns the records of region g's numbers held by a live
+// lease in its home store, in the keyspace of every layout of the fleet
+// schedule, and the home copy's name. The home must be among the copies
+// given (with one copy and no home recorded, that copy).
+func (r regionsRun) liveHolders(ctx context.Context, g registry.Region) ([]liveHolder, string, error) {
+	var home *registryCopy
+	for i := range r.copies {
+		if r.copies[i].name == g.Home || (g.Home == "" && len(r.copies) == 1) {
+			home = &r.copies[i]
+		}
+	}
+	if home == nil {
+		return nil, "", fmt.Errorf("its home store, copy %q, is not among the copies given: name it with --copy", g.Home)
+	}
+	sched, err := snowfence.ParseSchedule(r.fleet.Text)
+	if err != nil {
+		return nil, "", fmt.Errorf("the stored fleet schedule %q does not parse: %w", r.fleet.Text, err)
+	}
+	steps := len(sched.Steps())
+	nowMs := r.now.UnixMilli()
+	var live []liveHolder
+	for step, st := range sched.Steps() {
+		idx := g.Number
+		if steps > 1 {
+			if idx, err = lease.KeyspaceOf(step, g.Number); err != nil {
+				return nil, "", err
+			}
+		}
+		ks, err := home.store.AdminKeyspace(idx)
+		if err != nil {
+			return nil, "", err
+		}
+		recs, err := ks.List(ctx)
+		ks.Close()
+		if err != nil {
+			return nil, "", fmt.Errorf("list keyspace %d of %s: %w", idx, home.name, err)
+		}
+		for _, rec := range recs {
+			if rec.LiveAt(nowMs) {
+				rec.Region = idx
+				live = append(live, liveHolder{rec, st.Layout.Name})
+			}
+		}
+	}
+	return live, home.name, nil
 }
 
 // fleetCopies are the copies with their stores, named as the operator

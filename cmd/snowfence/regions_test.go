@@ -137,6 +137,7 @@ func TestRegionsCommands(t *testing.T) {
 	}
 
 	out.Reset()
+	errb.Reset() // retire's plan: list itself writes nothing there
 	if err := r.list(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +421,76 @@ func TestRegionsNumberFlag(t *testing.T) {
 	err := runRegions(context.Background(), env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, args)
 	if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "no etcd to talk to") {
 		t.Errorf("regions %v: %v; want the flags taken and the store looked for", args, err)
+	}
+}
+
+// retire says what it will do, and is refused while the region's home
+// store shows a live holder in any layout's keyspace of its number — a
+// retirement cannot be undone, and refuses every later serve of the
+// region — unless --despite-live-holders; an expired or quarantined
+// record is no live holder. A region whose home store is not among the
+// copies given is refused too (its holders cannot be read).
+func TestRegionsRetireLiveHolders(t *testing.T) {
+	ctx := context.Background()
+	r, ms, _, errb := regionsOn(1, "v1,v2@2029-01-01T00:00:00Z")
+	for _, name := range []string{"us-east-1", "eu-west-1"} {
+		if err := r.add(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ks, err := lease.KeyspaceOf(1, 0) // us-east-1's numbers under v2
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowMs := r.now.UnixMilli()
+	st := r.copies[0].store.(*leasetest.RegistryStore)
+	st.Records = map[int][]lease.Record{ks: {
+		{Machine: 36, Holder: "vm/pid-1/1", Token: 1, ExpiresMs: nowMs - 1},         // expired
+		{Machine: 38, Holder: "quarantine", Token: 4, Quarantined: true},            // no holder's
+		{Machine: 37, Holder: "vm/pid-31694/1796156126000", Token: 2, ExpiresMs: 0}, // live (etcd: no expiry kept)
+	}}
+	version := ms[0].Reg.Version
+	err = r.retire(ctx, "us-east-1")
+	if err == nil || !strings.Contains(err.Error(), "1 live holder") || !strings.Contains(err.Error(), "--despite-live-holders") {
+		t.Fatalf("retire with a live holder: %v; want a refusal naming it and --despite-live-holders", err)
+	}
+	if ms[0].Reg.Version != version {
+		t.Fatalf("the refused retire wrote the registry: %+v", ms[0].Reg)
+	}
+	for _, want := range []string{"retiring region us-east-1 (number 0)", "for ever", "layout v2 (keyspace 65536) machine 37: vm/pid-31694/1796156126000 (token 2)"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("retire's plan lacks %q:\n%s", want, errb)
+		}
+	}
+	if strings.Contains(errb.String(), "machine 36") || strings.Contains(errb.String(), "machine 38") {
+		t.Errorf("retire's plan lists an expired or quarantined record as a live holder:\n%s", errb)
+	}
+	t.Logf("operator sees:\n%s%v", errb, err)
+	// No live holder: retired, the plan said first.
+	errb.Reset()
+	if err := r.retire(ctx, "eu-west-1"); err != nil || !strings.Contains(errb.String(), "live holders on its home store (copy-a): none") {
+		t.Errorf("retire of a region with no live holder: %v, plan %q", err, errb)
+	}
+	errb.Reset()
+	r.despiteLive = true
+	if err := r.retire(ctx, "us-east-1"); err != nil || !strings.Contains(errb.String(), "despite") {
+		t.Errorf("retire --despite-live-holders: %v, plan %q", err, errb)
+	}
+	if g, _ := ms[0].Reg.Named("us-east-1"); !g.Retired() {
+		t.Errorf("us-east-1 after retire --despite-live-holders: %+v", g)
+	}
+
+	// The home store not given: its holders cannot be read.
+	r2, ms2, _, _ := regionsOn(2, "v1,v2@2029-01-01T00:00:00Z")
+	r2.home = "copy-b"
+	if err := r2.add(ctx, "us-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	r2.copies = r2.copies[:1]
+	if err := r2.retire(ctx, "us-east-1"); err == nil || !strings.Contains(err.Error(), "--copy") {
+		t.Errorf("retire without the home copy: %v; want a refusal asking for it with --copy", err)
+	}
+	if g, _ := ms2[0].Reg.Named("us-east-1"); g.Retired() {
+		t.Errorf("retired without reading the home store: %+v", g)
 	}
 }

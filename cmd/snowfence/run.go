@@ -32,6 +32,9 @@ func usagef(format string, args ...any) error {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// prompt asks the operator a yes-or-no question at a terminal; nil
+	// without one (confirm then requires --yes).
+	prompt func(question string) (bool, error)
 }
 
 // command is one subcommand.
@@ -58,7 +61,7 @@ func commands() map[string]command {
 // Run runs the CLI with args (without the program name) and returns the exit
 // status. Results go to stdout, diagnostics to stderr.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return run(ctx, args, env{stdout: stdout, stderr: stderr, getenv: os.Getenv})
+	return run(ctx, args, env{stdout: stdout, stderr: stderr, getenv: os.Getenv, prompt: terminalPrompt(os.Stdin, stderr)})
 }
 
 func run(ctx context.Context, args []string, e env) int {

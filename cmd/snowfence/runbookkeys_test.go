@@ -115,7 +115,7 @@ func TestRunbookRawKeys(t *testing.T) {
 	// Both regions' number 170 have items: region 0's held by nobody,
 	// eu-west-1's the one the runbook's commands are about.
 	for _, region := range []string{"us-east-1", "eu-west-1"} {
-		cli(t, 0, with("leases", "raise-marks", "--machines", "170-170", "--to", "now+10m", "--region", region, "--layout", "v2")...)
+		cli(t, 0, with("leases", "raise-marks", "--machines", "170-170", "--to", "now+10m", "--region", region, "--layout", "v2", "--yes")...)
 	}
 
 	// The runbook's key command, on the test's table.

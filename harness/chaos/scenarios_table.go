@@ -226,7 +226,7 @@ func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, re
 	e.logf("restored the base backup; the cluster answers on its Unix socket only")
 	window := pgstore.MaxRestoreWindow + 10*time.Second
 	out, err := exec.CommandContext(e.ctx, e.opts.Snowfence, "leases", "raise-marks", "--to", "now+"+window.String(),
-		"--lease-store", "postgres", "--postgres-url", pg.SocketURL(), "--postgres-table", e.table, "--machines", "0-1023", "--json").Output()
+		"--lease-store", "postgres", "--postgres-url", pg.SocketURL(), "--postgres-table", e.table, "--machines", "0-1023", "--json", "--yes").Output()
 	if err != nil {
 		return fmt.Errorf("snowfence leases raise-marks: %v: %s", err, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -515,8 +516,16 @@ func checkMaxAhead(t *testing.T, s *suite) {
 		MustRelease(t, st, l, nowMs)
 	}
 	r.Range = lease.Range{Lo: 20, Hi: 20}
-	if _, err := st.Claim(ctxFor(t), r); !errors.Is(err, lease.ErrNoFreeNumber) {
+	_, err := st.Claim(ctxFor(t), r)
+	if !errors.Is(err, lease.ErrNoFreeNumber) {
 		t.Errorf("Claim with only a far-ahead number: %v, want ErrNoFreeNumber", err)
+	}
+	// The refusal says when the number becomes claimable, and does not
+	// send the operator to widen a range every number of which may carry
+	// a raised mark (raise-marks over 0-1023, a restore's floor).
+	if when := lease.FormatMs(far - r.MaxAhead.Milliseconds()); err == nil || !strings.Contains(err.Error(), "claimable at "+when) ||
+		strings.Contains(err.Error(), "; widen the range") {
+		t.Errorf("Claim with only a far-ahead number: %v; want it to say the number is claimable at %s, and no advice to widen the range", err, when)
 	}
 	r.MaxAhead = 2 * time.Hour
 	if l := MustClaim(t, st, r); l.StartMs != far {

@@ -109,7 +109,8 @@
     }
     $("fleet-table").hidden = false;
     var held = f.records.filter(function (r) { return r.holder; }).length;
-    var note = plural(f.records.length, "number", "numbers") + " on record, " + held + " held";
+    var quiet = f.quiet && f.quiet.count ? f.quiet.count : 0;
+    var note = plural(f.records.length + quiet, "number", "numbers") + " on record, " + held + " held";
     if (f.read_ms) { note += ", read " + iso(f.read_ms); }
     if (f.error) { note += ". Reading the store failed: " + f.error; }
     text("fleet-note", note + ".");
@@ -128,6 +129,18 @@
       cell(tr, r.quarantined ? "yes" : "no");
       frag.appendChild(tr);
     });
+    if (quiet) {
+      // Free numbers that only carry a mark (after raise-marks, every
+      // number of its range): one line, not a row each.
+      var qt = document.createElement("tr");
+      qt.className = "quiet";
+      var td = document.createElement("td");
+      td.colSpan = 7;
+      td.textContent = plural(quiet, "free number", "free numbers") + " with marks up to " + iso(f.quiet.max_mark_ms) +
+        " (raised by raise-marks, or released over an hour ago): snowfence leases list --all lists them";
+      qt.appendChild(td);
+      frag.appendChild(qt);
+    }
     rows.replaceChildren(frag);
   }
 
