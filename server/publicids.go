@@ -23,8 +23,9 @@ const sealMaxBodyBytes = 64 << 10
 type PublicIDOpeners interface {
 	// MayOpenPublicIDs returns nil when the caller of r may open sealed
 	// public IDs, and otherwise an error saying why (a 403 forbidden). It
-	// is called before the ID is read, so a caller that may not open
-	// learns nothing of it. It must be safe for concurrent use.
+	// is called before the ID is read, so this route tells a caller that
+	// may not open nothing of it (one that may seal can still test
+	// guesses: PublicIDSealers). It must be safe for concurrent use.
 	MayOpenPublicIDs(r *http.Request) error
 }
 

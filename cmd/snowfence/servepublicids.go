@@ -18,7 +18,7 @@ type publicIDFlags struct {
 }
 
 func (f *publicIDFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.keys, "public-id-keys", "", `keyset file (JSON) of POST /v1/public-ids and GET /v1/public-ids/{pid}: {"keys": {"2": {"status": "primary", "key": "<32 hex digits>"}, "1": {"status": "decrypt-only", "key": "…"}}}; read once at start (restart to rotate); empty: both routes answer 501`)
+	fs.StringVar(&f.keys, "public-id-keys", "", `keyset file (JSON) of POST /v1/public-ids:mint, POST /v1/public-ids and GET /v1/public-ids/{pid}: {"keys": {"2": {"status": "primary", "key": "<32 hex digits>"}, "1": {"status": "decrypt-only", "key": "…"}}}; read once at start (restart to rotate); empty: the three routes answer 501`)
 	fs.BoolVar(&f.openWithoutTLS, "public-id-open-without-tls", false, `let every caller open sealed public IDs and seal IDs of its choosing (POST /v1/public-ids), for a listener without mutual TLS that only trusted callers reach; otherwise grant "open_public_ids": true and "seal_public_ids": true to callers in the --callers file (on plain HTTP, in its "default"); every caller may mint sealed IDs (POST /v1/public-ids:mint) either way`)
 }
 
