@@ -85,9 +85,9 @@ func TestMintPublicIDsRetries(t *testing.T) {
 	good := `{"ids":["5","6"],"public_ids":["order_2` + strings.Repeat("0", 26) + `","order_2` + strings.Repeat("1", 26) + `"]}`
 	s := newScripted(t,
 		func(w http.ResponseWriter, r *http.Request) { writeError(w, 429, "1", "rate_limited") },
-		answer(`{"ids":["5"],"public_ids":["order_2`+strings.Repeat("0", 26)+`"]}`), // one, not two
+		answer(`{"ids":["5"],"public_ids":["order_2`+strings.Repeat("0", 26)+`"]}`),                                          // one, not two
 		answer(`{"ids":["6","5"],"public_ids":["order_2`+strings.Repeat("0", 26)+`","order_2`+strings.Repeat("1", 26)+`"]}`), // out of order
-		answer(`{"ids":["5","6"],"public_ids":["user_2`+strings.Repeat("0", 26)+`","order_2`+strings.Repeat("1", 26)+`"]}`), // another type
+		answer(`{"ids":["5","6"],"public_ids":["user_2`+strings.Repeat("0", 26)+`","order_2`+strings.Repeat("1", 26)+`"]}`),  // another type
 		answer(good+`{}`), // trailing data
 		answer(good))
 	clk := fakeclock.New(exampleTime)
