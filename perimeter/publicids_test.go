@@ -114,11 +114,20 @@ func TestMaySealPublicIDs(t *testing.T) {
 }
 
 // TestMaySealPublicIDsWithoutCallersFile: no callers file, nobody seals
-// IDs of its choosing (as nobody opens).
+// IDs of its choosing (as nobody opens), with mutual TLS or without a
+// perimeter at all (plain HTTP, the zero Config).
 func TestMaySealPublicIDsWithoutCallersFile(t *testing.T) {
 	r := newRig(t, "", nil)
 	if err := r.p.MaySealPublicIDs(requestFrom(r, orders)); !errors.Is(err, ErrMayNotSeal) || !strings.Contains(err.Error(), "seal_public_ids") {
 		t.Errorf("MaySealPublicIDs = %v, want ErrMayNotSeal naming seal_public_ids", err)
+	}
+	p, err := New(Config{PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.MaySealPublicIDs(httptest.NewRequest(http.MethodPost, "/v1/public-ids", nil)); !errors.Is(err, ErrMayNotSeal) {
+		t.Errorf("plain HTTP, no callers file: MaySealPublicIDs = %v, want ErrMayNotSeal", err)
 	}
 }
 
