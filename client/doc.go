@@ -83,6 +83,14 @@
 // proved healthy. When no endpoint is in service, requests go to each in
 // turn, and the first that answers is back in service.
 //
+// # Public IDs
+//
+// MintPublicIDs mints new IDs sealed into public IDs of a type (POST
+// /v1/public-ids:mint, on a server with a keyset): each ID with the text
+// that opens to it (docs/public-ids.md), in one request that bypasses the
+// buffer, retried and failed over like a refill. It needs no permission
+// to seal IDs of the caller's choosing, which the client does not offer.
+//
 // # Concurrency
 //
 // A Client is safe for concurrent use. It runs two goroutines, the refill

@@ -28,6 +28,13 @@ var exampleTime = time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC)
 // waits for the next millisecond), or on the system clock.
 func realServer(t testing.TB, fake bool) *httptest.Server {
 	t.Helper()
+	return realServerWith(t, fake, nil)
+}
+
+// realServerWith is realServer with the server's config changed by scfg
+// (nil: none).
+func realServerWith(t testing.TB, fake bool, scfg func(*server.Config)) *httptest.Server {
+	t.Helper()
 	cfg := snowfence.Config{Lease: snowfence.Static(37, 0), ClockPolicy: snowfence.ClockOff}
 	if fake {
 		clk := fakeclock.New(exampleTime)
@@ -38,7 +45,11 @@ func realServer(t testing.TB, fake bool) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Generator: gen, Registerer: prometheus.NewRegistry()})
+	sc := server.Config{Generator: gen, Registerer: prometheus.NewRegistry()}
+	if scfg != nil {
+		scfg(&sc)
+	}
+	srv, err := server.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}

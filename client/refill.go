@@ -110,26 +110,44 @@ func (c *Client) planLocked() int {
 // from. A 4xx other than 429 is returned at once. It returns the IDs and
 // the clock's reading when their request was sent.
 func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
+	var ids []int64
+	var sent time.Duration
+	err := c.retry(c.ctx, func(base, mint string) (err error) {
+		ids, sent, err = c.attempt(base, mint, n)
+		return err
+	})
+	return ids, sent, err
+}
+
+// retry runs try against the endpoints as fetch describes: try sends one
+// request to the endpoint whose base URL and mint URL it is given. It
+// returns ErrClosed once the Client closes, ctx's error once ctx ends
+// (when ctx is not the Client's), the first error that is not retried, or
+// an *UnavailableError after MaxAttempts.
+func (c *Client) retry(ctx context.Context, try func(base, mint string) error) error {
 	var last error
 	step := 0       // failures since the exponent last restarted
 	var left []bool // endpoints this fetch has failed over from
 	for a := range c.s.MaxAttempts {
 		i, base, mint := c.eps.pick()
-		ids, sent, err := c.attempt(base, mint, n)
+		err := try(base, mint)
 		if err == nil {
 			c.requests.Add(1)
 			c.eps.succeeded(i)
-			return ids, sent, nil
+			return nil
 		}
 		if c.ctx.Err() != nil {
-			return nil, 0, ErrClosed
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		c.failures.Add(1)
 		last = err
 		var se *ServerError
 		isServer := errors.As(err, &se)
 		if isServer && !se.retryable() {
-			return nil, 0, err
+			return err
 		}
 		// Over quota is not ill health: the endpoint stays in service and
 		// the client waits as it was told.
@@ -158,12 +176,15 @@ func (c *Client) fetch(n int) ([]int64, time.Duration, error) {
 		if isServer {
 			retryAfter = se.RetryAfter
 		}
-		if err := c.clock.Sleep(c.ctx, c.backoff(step, retryAfter)); err != nil {
-			return nil, 0, ErrClosed
+		if err := c.clock.Sleep(ctx, c.backoff(step, retryAfter)); err != nil {
+			if c.ctx.Err() != nil {
+				return ErrClosed
+			}
+			return err
 		}
 		step++
 	}
-	return nil, 0, &UnavailableError{Attempts: c.s.MaxAttempts, Last: last}
+	return &UnavailableError{Attempts: c.s.MaxAttempts, Last: last}
 }
 
 // backoff is the wait after the a-th failure (from 0) since the exponent

@@ -39,9 +39,14 @@ type Policy struct {
 	// Burst is the most IDs taken at once after a pause, at least MinBurst.
 	Burst int
 	// OpenPublicIDs lets the caller open sealed public IDs (GET
-	// /v1/public-ids/{pid}; see Perimeter.MayOpenPublicIDs). False: it
-	// may seal them, not open them.
+	// /v1/public-ids/{pid}; see Perimeter.MayOpenPublicIDs).
 	OpenPublicIDs bool
+	// SealPublicIDs lets the caller seal IDs of its choosing (POST
+	// /v1/public-ids; see Perimeter.MaySealPublicIDs). Sealing is
+	// deterministic, so a caller that may seal can test any guess of the
+	// internal ID behind a public ID (docs/public-ids.md). False: it may
+	// still mint new IDs sealed (POST /v1/public-ids:mint).
+	SealPublicIDs bool
 }
 
 // Callers is a parsed callers file: which identities may connect, and each
@@ -81,8 +86,9 @@ func (c *Callers) Lookup(id string) (p Policy, listed, ok bool) {
 // "default" is "deny" or a policy {"rate": R, "burst": B}: R IDs per second
 // (a positive number up to MaxRate) and B IDs (an integer from MinBurst, the
 // largest batch, up to MaxBurst), with an optional "open_public_ids": true
-// that lets the caller open sealed public IDs (false when absent). "callers"
-// maps each identity to its policy. Parsing is strict: both members are required, member names are
+// that lets the caller open sealed public IDs and an optional
+// "seal_public_ids": true that lets it seal IDs of its choosing (each false
+// when absent). "callers" maps each identity to its policy. Parsing is strict: both members are required, member names are
 // case-sensitive, unknown or repeated members (a caller listed twice too)
 // and trailing data are errors, and identities are non-empty, at most 2048
 // bytes, without spaces or control characters, and do not start with "("
@@ -228,30 +234,27 @@ func policyOrDeny(dec *json.Decoder) (*Policy, error) {
 	return &p, nil
 }
 
-// policy reads {"rate": R, "burst": B} with an optional
-// "open_public_ids": true or false.
+// policy reads {"rate": R, "burst": B} with the optional permissions
+// "open_public_ids" and "seal_public_ids", each true or false.
 func policy(dec *json.Decoder) (Policy, error) {
 	var p Policy
-	var sawRate, sawBurst, sawOpen bool
+	var sawRate, sawBurst bool
+	perms := []permission{
+		{name: "open_public_ids", to: &p.OpenPublicIDs},
+		{name: "seal_public_ids", to: &p.SealPublicIDs},
+	}
 	err := object(dec, func(key string) error {
 		t, err := dec.Token()
 		if err != nil {
 			return err
 		}
-		if key == "open_public_ids" {
-			if sawOpen {
-				return errors.New(`"open_public_ids" appears twice`)
+		for i := range perms {
+			if key == perms[i].name {
+				return perms[i].set(t)
 			}
-			sawOpen = true
-			b, ok := t.(bool)
-			if !ok {
-				return fmt.Errorf(`"open_public_ids": want true or false, got %v`, t)
-			}
-			p.OpenPublicIDs = b
-			return nil
 		}
 		if key != "rate" && key != "burst" {
-			return fmt.Errorf(`unknown member %q; a policy has "rate", "burst" and optionally "open_public_ids"`, key)
+			return fmt.Errorf(`unknown member %q; a policy has "rate", "burst" and optionally "open_public_ids" and "seal_public_ids"`, key)
 		}
 		num, ok := t.(json.Number)
 		if !ok {
@@ -288,6 +291,27 @@ func policy(dec *json.Decoder) (Policy, error) {
 		return Policy{}, errors.New(`a policy needs both "rate" (IDs per second) and "burst" (IDs)`)
 	}
 	return p, nil
+}
+
+// permission is one optional true-or-false member of a policy.
+type permission struct {
+	name string
+	to   *bool
+	saw  bool
+}
+
+// set reads the permission's value t, once.
+func (m *permission) set(t json.Token) error {
+	if m.saw {
+		return fmt.Errorf("%q appears twice", m.name)
+	}
+	m.saw = true
+	b, ok := t.(bool)
+	if !ok {
+		return fmt.Errorf("%q: want true or false, got %v", m.name, t)
+	}
+	*m.to = b
+	return nil
 }
 
 func checkIdentity(id string) error {

@@ -19,6 +19,8 @@ func TestParseCallers(t *testing.T) {
 			&Callers{Listed: map[string]Policy{}, Default: &Policy{Rate: 1000, Burst: 1000}}},
 		{"open_public_ids", `{"default": {"rate": 1, "burst": 1000, "open_public_ids": true}, "callers": {"billing.corp": {"rate": 2, "burst": 1000, "open_public_ids": false}, "spiffe://corp/orders": {"open_public_ids": true, "rate": 3, "burst": 1000}}}`,
 			&Callers{Listed: map[string]Policy{billing: {Rate: 2, Burst: 1000}, orders: {Rate: 3, Burst: 1000, OpenPublicIDs: true}}, Default: &Policy{Rate: 1, Burst: 1000, OpenPublicIDs: true}}},
+		{"seal_public_ids", `{"default": {"rate": 1, "burst": 1000, "seal_public_ids": true}, "callers": {"billing.corp": {"rate": 2, "burst": 1000, "seal_public_ids": false, "open_public_ids": true}, "spiffe://corp/orders": {"seal_public_ids": true, "rate": 3, "burst": 1000, "open_public_ids": true}}}`,
+			&Callers{Listed: map[string]Policy{billing: {Rate: 2, Burst: 1000, OpenPublicIDs: true}, orders: {Rate: 3, Burst: 1000, OpenPublicIDs: true, SealPublicIDs: true}}, Default: &Policy{Rate: 1, Burst: 1000, SealPublicIDs: true}}},
 	}
 	for _, tc := range good {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,14 @@ func TestParseCallers(t *testing.T) {
 		{"open_public_ids twice", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"open_public_ids":true,"open_public_ids":true}}}`, `"open_public_ids" appears twice`},
 		{"open_public_ids a string", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"open_public_ids":"yes"}}}`, "want true or false"},
 		{"open_public_ids alone", `{"default":"deny","callers":{"a":{"open_public_ids":true}}}`, "needs both"},
+		{"seal_public_ids twice", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_ids":false,"seal_public_ids":true}}}`, `"seal_public_ids" appears twice`},
+		{"seal_public_ids a string", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_ids":"true"}}}`, `"seal_public_ids": want true or false`},
+		{"seal_public_ids a number", `{"default":{"rate":1,"burst":1000,"seal_public_ids":1},"callers":{}}`, `"seal_public_ids": want true or false`},
+		{"seal_public_ids null", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_ids":null}}}`, `"seal_public_ids": want true or false`},
+		{"seal_public_ids alone", `{"default":"deny","callers":{"a":{"seal_public_ids":true}}}`, "needs both"},
+		{"Seal_public_ids", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"Seal_public_ids":true}}}`, `unknown member "Seal_public_ids"`},
+		{"seal_public_id", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_id":true}}}`, `optionally "open_public_ids" and "seal_public_ids"`},
+		{"seal_public_ids beside callers", `{"default":"deny","callers":{},"seal_public_ids":true}`, `unknown member "seal_public_ids"`},
 		{"Open_public_ids", `{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"Open_public_ids":true}}}`, `unknown member "Open_public_ids"`},
 		{"identity empty", `{"default":"deny","callers":{"":{"rate":1,"burst":1000}}}`, "empty"},
 		{"identity with space", `{"default":"deny","callers":{"a b":{"rate":1,"burst":1000}}}`, "space"},
@@ -92,6 +102,9 @@ func FuzzParseCallers(f *testing.F) {
 		`{"default":"deny","callers":{"a":{"rate":1,"burst":999}}}`,
 		`{"default":"deny","callers":{}} x`,
 		`{"default":"deny","callers":{"urn:x:y":{"rate":1,"burst":1000},"*.corp":{"rate":1,"burst":1000}}}`,
+		`{"default":{"rate":1,"burst":1000,"seal_public_ids":true,"open_public_ids":false},"callers":{"a.corp":{"rate":1,"burst":1000,"seal_public_ids":true}}}`,
+		`{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_ids":true,"seal_public_ids":false}}}`,
+		`{"default":"deny","callers":{"a":{"rate":1,"burst":1000,"seal_public_ids":"yes"}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/testpki"
+	"github.com/snowfence/snowfence/publicid"
 	"github.com/snowfence/snowfence/server"
 )
 
@@ -31,6 +32,9 @@ const (
 const defaultCallers = `{"default": "deny", "callers": {
 	"spiffe://corp/orders": {"rate": 1000000, "burst": 100000},
 	"billing.corp": {"rate": 1000000, "burst": 100000}}}`
+
+// testPublicIDKeyset is the rig's public-ID keyset. Test key only.
+const testPublicIDKeyset = `{"keys": {"1": {"status": "primary", "key": "8d2b4f6a1c0e3957b8a6d4c2e0f19b7a"}}}`
 
 // rig is a real server on loopback behind a perimeter: mutual TLS, the
 // callers file, a generator whose IDs are counted.
@@ -75,7 +79,12 @@ func newRig(t testing.TB, callers string, gcfg func(*snowfence.Config)) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.gen.Close() })
-	srv, err := server.New(server.Config{Generator: r.gen, Quota: p.Quota(), Registerer: prometheus.NewRegistry()})
+	keys, err := publicid.ParseKeyset([]byte(testPublicIDKeyset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Generator: r.gen, Quota: p.Quota(), Registerer: prometheus.NewRegistry(),
+		PublicIDKeys: keys, PublicIDOpeners: p, PublicIDSealers: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +123,22 @@ func (r *rig) caller(id string) *testpki.Leaf {
 
 // post sends POST target and returns the response (body read and closed).
 func (r *rig) post(c *http.Client, target string) (*http.Response, string, error) {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.ts.URL+target, nil)
+	return r.send(c, http.MethodPost, target, "")
+}
+
+// send sends a request with body (a JSON body; "" for none) and returns
+// the response (body read and closed).
+func (r *rig) send(c *http.Client, method, target, body string) (*http.Response, string, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, r.ts.URL+target, rd)
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -5,7 +5,8 @@
 //	POST /v1/ids?count=N         N IDs:     {"ids":["…",…]} in increasing order, 1 ≤ N ≤ 1000
 //	POST /v1/ids:batch           N IDs, the count in the body: {"count":N} (or in ?count=N)
 //	GET  /v1/ids/{id}/decode     the ID taken apart by the schedule
-//	POST /v1/public-ids          seal IDs: {"type":"order","ids":["…",…]} → {"public_ids":["order_…",…]}
+//	POST /v1/public-ids:mint     mint N IDs sealed: {"type":"order","count":N} → {"ids":["…",…],"public_ids":["order_…",…]}
+//	POST /v1/public-ids          seal IDs, for callers allowed to: {"type":"order","ids":["…",…]} → {"public_ids":["order_…",…]}
 //	GET  /v1/public-ids/{pid}    open one: {"id":"…","type":"order","key_version":"2"}, for callers allowed to
 //	GET  /healthz                200 while issuing, 503 with the reason while refusing
 //	GET  /readyz                 200 while issuing and not draining, else 503
@@ -19,16 +20,20 @@
 //
 // # Public IDs
 //
-// With Config.PublicIDKeys (package publicid), POST /v1/public-ids seals up
-// to 1000 IDs into sealed public IDs of one type, for any caller Config.Quota
-// admits (each costs one ID of the quota), and GET
-// /v1/public-ids/{pid} opens one, for callers Config.PublicIDOpeners
-// allows (403 forbidden for the rest, answered before the ID is read).
+// With Config.PublicIDKeys (package publicid), POST /v1/public-ids:mint
+// mints up to 1000 IDs and answers each with its sealed public ID of one
+// type, for any caller Config.Quota admits; POST /v1/public-ids seals up
+// to 1000 IDs of the caller's choosing, for callers Config.PublicIDSealers
+// allows, since deterministic sealing tests any guess of the ID behind a
+// public ID (PublicIDSealers); and GET /v1/public-ids/{pid} opens one, for
+// callers Config.PublicIDOpeners allows. Each ID minted or sealed costs
+// one ID of the quota; a caller without the permission gets 403 forbidden,
+// answered before the body or ID is read.
 // Text that is not the form of a sealed ID is a 400 invalid_public_id; a
 // forged or altered ID, and one under a key version that is retired or not
 // in the keyset, are one 404 public_id_not_found, so an answer relayed
 // outside tells nobody which key versions exist or whether a text was ever
-// genuine. Without a keyset both routes answer 501 public_ids_disabled: a
+// genuine. Without a keyset the three routes answer 501 public_ids_disabled: a
 // server missing its keyset is a fault of the server, which 5xx alerting
 // should see, not a client's mistake. Sealing and opening need no
 // generator, but while the service is starting they are refused like the

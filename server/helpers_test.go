@@ -70,7 +70,8 @@ func newFixture(t testing.TB, gcfg func(*snowfence.Config), scfg func(*Config)) 
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	sc := Config{Generator: gen, Registerer: reg, Clock: clk, PublicIDKeys: testPublicIDKeys(t), PublicIDOpeners: AnyCallerOpens{}}
+	sc := Config{Generator: gen, Registerer: reg, Clock: clk, PublicIDKeys: testPublicIDKeys(t),
+		PublicIDOpeners: AnyCallerOpens{}, PublicIDSealers: AnyCallerOpens{}}
 	if scfg != nil {
 		scfg(&sc)
 	}

@@ -85,6 +85,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 			body, ct = `{"count":3}`, "application/json"
 		case "/v1/public-ids":
 			body, ct = `{"type":"order","ids":["`+example+`"]}`, "application/json"
+		case "/v1/public-ids:mint":
+			body, ct = `{"type":"order","count":2}`, "application/json"
 		}
 		r := f.do(req{method: method, target: concrete(path), body: body, contentType: ct})
 		if r.status == http.StatusNotFound || r.status == http.StatusMethodNotAllowed {
@@ -169,6 +171,21 @@ func statusRecipes() map[string]struct {
 		"GET /v1/ids/{id}/decode 405":               {r: post("/v1/ids/"+example+"/decode", "")},
 		"GET /v1/ids/{id}/decode 200 in the future": {r: get("/v1/ids/9223372036854775807/decode")},
 		"GET /v1/ids/{id}/decode 503":               {fixture: starting, r: get("/v1/ids/" + example + "/decode")},
+
+		// Sealing IDs of one's choosing is a permission; minting them
+		// sealed is not.
+		"POST /v1/public-ids 403 may not seal":                  {fixture: noSealers, r: post("/v1/public-ids", `{"type":"order","ids":["1"]}`)},
+		"POST /v1/public-ids:mint 200":                          {r: post("/v1/public-ids:mint", `{"type":"order","count":3}`)},
+		"POST /v1/public-ids:mint 200 by one that may not seal": {fixture: noSealers, r: post("/v1/public-ids:mint", `{"type":"order","count":1}`)},
+		"POST /v1/public-ids:mint 400":                          {r: post("/v1/public-ids:mint", `{"type":"order","count":1001}`)},
+		"POST /v1/public-ids:mint 403":                          {fixture: forbidden, r: post("/v1/public-ids:mint", `{"type":"order","count":1}`)},
+		"POST /v1/public-ids:mint 405":                          {r: get("/v1/public-ids:mint")},
+		"POST /v1/public-ids:mint 413":                          {r: post("/v1/public-ids:mint", `{"type":"order","count":1}`+strings.Repeat(" ", 70000))},
+		"POST /v1/public-ids:mint 429":                          {fixture: limited, r: post("/v1/public-ids:mint", `{"type":"order","count":5}`)},
+		"POST /v1/public-ids:mint 501":                          {fixture: noPublicIDKeys, r: post("/v1/public-ids:mint", `{"type":"order","count":1}`)},
+		"POST /v1/public-ids:mint 503":                          {fixture: starting, r: post("/v1/public-ids:mint", `{"type":"order","count":1}`)},
+		"POST /v1/public-ids:mint 503 fenced":                   {fixture: fenced, r: post("/v1/public-ids:mint", `{"type":"order","count":1}`)},
+
 		// Public IDs.
 		"POST /v1/public-ids 200":              {r: post("/v1/public-ids", `{"type":"order","ids":["`+example+`","1"]}`)},
 		"POST /v1/public-ids 400":              {r: post("/v1/public-ids", `{"type":"Order","ids":["1"]}`)},
@@ -253,6 +270,7 @@ const (
 	forbidden                  // a quota that answers 403
 	noPublicIDKeys             // no keyset: public IDs disabled
 	noOpeners                  // a keyset, but no caller may open
+	noSealers                  // a keyset, but no caller may seal IDs of its choosing
 )
 
 // must is newStarting's fixture.
@@ -271,8 +289,9 @@ func TestOpenAPIStatuses(t *testing.T) {
 		starting:       must(newStarting(t, 0, nil)),
 		limited:        newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: quotaErr} }),
 		forbidden:      newFixture(t, nil, func(c *Config) { c.Quota = &fakeQuota{err: errors.New("caller removed")} }),
-		noPublicIDKeys: newFixture(t, nil, func(c *Config) { c.PublicIDKeys, c.PublicIDOpeners = nil, nil }),
+		noPublicIDKeys: newFixture(t, nil, func(c *Config) { c.PublicIDKeys, c.PublicIDOpeners, c.PublicIDSealers = nil, nil, nil }),
 		noOpeners:      newFixture(t, nil, func(c *Config) { c.PublicIDOpeners = nil }),
+		noSealers:      newFixture(t, nil, func(c *Config) { c.PublicIDSealers = nil }),
 	}
 	pick := func(k fixtureKind) *fixture { return fixtures[k] }
 	documented := map[string]bool{}

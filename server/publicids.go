@@ -23,24 +23,52 @@ const sealMaxBodyBytes = 64 << 10
 type PublicIDOpeners interface {
 	// MayOpenPublicIDs returns nil when the caller of r may open sealed
 	// public IDs, and otherwise an error saying why (a 403 forbidden). It
-	// is called before the ID is read, so a caller that may not open
-	// learns nothing of it. It must be safe for concurrent use.
+	// is called before the ID is read, so this route tells a caller that
+	// may not open nothing of it (one that may seal can still test
+	// guesses: PublicIDSealers). It must be safe for concurrent use.
 	MayOpenPublicIDs(r *http.Request) error
 }
 
-// AnyCallerOpens is the PublicIDOpeners that lets every caller open sealed
-// public IDs: for a service whose listener only trusted callers reach and
-// which has no mutual TLS to tell callers apart.
+// PublicIDSealers decides which callers may seal IDs of their choosing
+// (POST /v1/public-ids). Sealing is deterministic, so a caller that may
+// seal can test any guess of the internal ID behind a public ID it holds
+// (seal the guess, compare): with one ID it minted to tell it the machine
+// and time, a search of the IDs minted near it finds the internal ID of a
+// public ID made then (docs/public-ids.md). It is a permission of its own,
+// apart from opening; minting new IDs sealed (POST /v1/public-ids:mint)
+// needs neither. Package perimeter implements it from the callers file
+// ("seal_public_ids"); AnyCallerOpens lets every caller.
+type PublicIDSealers interface {
+	// MaySealPublicIDs returns nil when the caller of r may seal IDs of
+	// its choosing, and otherwise an error saying why and what grants it
+	// (a 403 forbidden). It is called before the body is read. It must
+	// be safe for concurrent use.
+	MaySealPublicIDs(r *http.Request) error
+}
+
+// AnyCallerOpens is the PublicIDOpeners and PublicIDSealers that lets
+// every caller open sealed public IDs and seal IDs of its choosing: for a
+// service whose listener only trusted callers reach and which has no
+// mutual TLS to tell callers apart. A caller that may open learns every
+// internal ID outright, so letting it seal too reveals nothing more.
 type AnyCallerOpens struct{}
 
 // MayOpenPublicIDs implements PublicIDOpeners: every caller may.
 func (AnyCallerOpens) MayOpenPublicIDs(*http.Request) error { return nil }
+
+// MaySealPublicIDs implements PublicIDSealers: every caller may.
+func (AnyCallerOpens) MaySealPublicIDs(*http.Request) error { return nil }
 
 // sealPublicIDs answers POST /v1/public-ids: {"type":"order","ids":["…",…]}
 // (1 to 1000 IDs) → {"public_ids":["order_…",…]}, in the same order.
 func (s *Server) sealPublicIDs(w http.ResponseWriter, r *http.Request, _ string) int {
 	if s.publicIDs == nil {
 		return s.writeError(w, publicIDsDisabled())
+	}
+	// Before anything is read: a caller that may not seal runs no test of
+	// a guess, good or bad.
+	if e := s.maySeal(r); e != nil {
+		return s.writeError(w, e)
 	}
 	if e := checkContentType(r); e != nil {
 		return s.writeError(w, e)
@@ -83,6 +111,19 @@ func (s *Server) sealPublicIDs(w http.ResponseWriter, r *http.Request, _ string)
 	w.Header()["Content-Type"] = s.jsonType
 	w.Write(out)
 	return http.StatusOK
+}
+
+// maySeal is the seal permission's check: nil when the caller of r may seal
+// IDs of its choosing, else the 403.
+func (s *Server) maySeal(r *http.Request) *apiError {
+	const instead = "; to make public IDs for new rows, mint them sealed with POST /v1/public-ids:mint, which needs no permission to seal"
+	if s.sealers == nil {
+		return &apiError{status: http.StatusForbidden, code: CodeForbidden, message: "no caller may seal IDs of its choosing on this server" + instead}
+	}
+	if err := s.sealers.MaySealPublicIDs(r); err != nil {
+		return &apiError{status: http.StatusForbidden, code: CodeForbidden, message: err.Error() + instead}
+	}
+	return nil
 }
 
 // openPublicID answers GET /v1/public-ids/{pid} for callers who may open:
@@ -167,14 +208,8 @@ func parseSealBody(b []byte) (prefix string, ids []snowfence.ID, e *apiError) {
 					return "", nil, badRequest(CodeInvalidBody, "type is given more than once")
 				}
 				sawType = true
-				if p.i >= len(p.b) || p.b[p.i] != '"' {
-					return "", nil, badRequest(CodeInvalidType, fmt.Sprintf("type must be a string, not %s", describeValue(p.b[p.i:])))
-				}
-				if prefix, bad = p.text(); bad != "" {
-					return malformed(bad)
-				}
-				if publicid.CheckPrefix(prefix) != nil || prefix == "" {
-					return "", nil, badRequest(CodeInvalidType, fmt.Sprintf("type %s is not a type prefix: 1 to 63 characters of a-z and '_', starting and ending with a letter", quoteShort(prefix)))
+				if prefix, e = p.publicIDType(); e != nil {
+					return "", nil, e
 				}
 			case "ids":
 				if sawIDs {
@@ -207,6 +242,22 @@ func parseSealBody(b []byte) (prefix string, ids []snowfence.ID, e *apiError) {
 		return "", nil, badRequest(CodeInvalidCount, `the body needs "ids", 1 to 1000 IDs`)
 	}
 	return prefix, ids, nil
+}
+
+// publicIDType scans the value of a body's "type": a JSON string holding a
+// type prefix of a sealed public ID (TypeID rules, not empty).
+func (p *jsonScanner) publicIDType() (string, *apiError) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", badRequest(CodeInvalidType, fmt.Sprintf("type must be a string, not %s", describeValue(p.b[p.i:])))
+	}
+	prefix, bad := p.text()
+	if bad != "" {
+		return "", badRequest(CodeInvalidBody, "malformed JSON: "+bad)
+	}
+	if publicid.CheckPrefix(prefix) != nil || prefix == "" {
+		return "", badRequest(CodeInvalidType, fmt.Sprintf("type %s is not a type prefix: 1 to 63 characters of a-z and '_', starting and ending with a letter", quoteShort(prefix)))
+	}
+	return prefix, nil
 }
 
 // text scans a JSON string and returns its decoded value.

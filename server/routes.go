@@ -72,8 +72,12 @@ func routes() []route {
 		// UUIDv7: no lease needed; 503 only while starting.
 		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
 		// Public IDs (package publicid). 501: no keyset; 503: only while
-		// starting; 403: the caller may not open.
+		// starting; 403: the caller may not seal (or the quota refuses it).
 		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
+		// Mint and seal: for every caller the quota admits; 503 also
+		// when the generator refuses.
+		{method: "POST", pattern: "/v1/public-ids:mint", operation: "mintPublicIDs", serve: (*Server).mintPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
+		// 403: the caller may not open; 503: only while starting.
 		{method: "GET", pattern: "/v1/public-ids/{pid}", operation: "openPublicID", serve: (*Server).openPublicID, statuses: []int{200, 400, 403, 404, 405, 501, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},

@@ -92,9 +92,13 @@ type Config struct {
 	// 501 public_ids_disabled.
 	PublicIDKeys *publicid.Keyset
 	// PublicIDOpeners decides which callers may open sealed public IDs
-	// (see PublicIDOpeners). Nil: none may (403 forbidden). Sealing is
-	// for every caller Quota admits, either way.
+	// (see PublicIDOpeners). Nil: none may (403 forbidden).
 	PublicIDOpeners PublicIDOpeners
+	// PublicIDSealers decides which callers may seal IDs of their
+	// choosing, POST /v1/public-ids (see PublicIDSealers). Nil: none may
+	// (403 forbidden). Minting sealed IDs, POST /v1/public-ids:mint, is
+	// for every caller Quota admits, either way.
+	PublicIDSealers PublicIDSealers
 	// Fleet, if set, reads every record of the lease store (lease.Store's
 	// List) for the status page's fleet table (GET /v1/status); the
 	// regions are named through RegionNames. It is called at most once a
@@ -129,9 +133,11 @@ type Server struct {
 	quota    Quota                    // nil: no quota
 	uuids    *snowfence.UUIDGenerator
 	// publicIDs seals and opens public IDs (nil: disabled); openers says
-	// who may open (nil: nobody).
+	// who may open, sealers who may seal IDs of its choosing (nil:
+	// nobody).
 	publicIDs *publicid.Keyset
 	openers   PublicIDOpeners
+	sealers   PublicIDSealers
 	fleet     *fleetCache
 	maxBody   int64
 	draining  atomic.Bool
@@ -217,6 +223,7 @@ func New(cfg Config) (*Server, error) {
 		uuids:      cfg.UUIDs,
 		publicIDs:  cfg.PublicIDKeys,
 		openers:    cfg.PublicIDOpeners,
+		sealers:    cfg.PublicIDSealers,
 		maxBody:    cfg.MaxBodyBytes,
 		fleet:      newFleetCache(cfg.Fleet, cfg.Clock),
 		starting:   cfg.Starting,

@@ -64,6 +64,12 @@ type Config struct {
 	// the perimeter's callers file grants "open_public_ids"; use
 	// server.AnyCallerOpens{} for a listener only trusted callers reach.
 	PublicIDOpeners server.PublicIDOpeners
+	// PublicIDSealers decides who may seal IDs of their choosing (POST
+	// /v1/public-ids). Nil: the callers the perimeter's callers file
+	// grants "seal_public_ids"; use server.AnyCallerOpens{} for a
+	// listener only trusted callers reach. Every caller the perimeter
+	// admits may mint sealed IDs (POST /v1/public-ids:mint).
+	PublicIDSealers server.PublicIDSealers
 	// Registry is where the service registers its metrics and what
 	// /metrics serves. Nil: a fresh registry with the Go and process
 	// collectors.
@@ -265,9 +271,12 @@ func (s *Service) startServer(hr holderRegion) (err error) {
 	sc := server.Config{Generator: n.Generator, Schedule: n.Keeper.Schedule(), Lease: n.Keeper, Logger: s.log, Registerer: s.reg,
 		Quota: s.perim.Quota(), Clock: gc.Clock, Fleet: fleetOf(n.Store), Starting: s.starting}
 	if s.cfg.PublicIDKeys != nil {
-		sc.PublicIDKeys, sc.PublicIDOpeners = s.cfg.PublicIDKeys, s.cfg.PublicIDOpeners
+		sc.PublicIDKeys, sc.PublicIDOpeners, sc.PublicIDSealers = s.cfg.PublicIDKeys, s.cfg.PublicIDOpeners, s.cfg.PublicIDSealers
 		if sc.PublicIDOpeners == nil {
 			sc.PublicIDOpeners = s.perim
+		}
+		if sc.PublicIDSealers == nil {
+			sc.PublicIDSealers = s.perim
 		}
 	}
 	s.names = newRegionNames(n.Store.RegistryReader(), hr.registry, s.log, time.Now)

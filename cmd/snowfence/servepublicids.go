@@ -18,8 +18,8 @@ type publicIDFlags struct {
 }
 
 func (f *publicIDFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.keys, "public-id-keys", "", `keyset file (JSON) of POST /v1/public-ids and GET /v1/public-ids/{pid}: {"keys": {"2": {"status": "primary", "key": "<32 hex digits>"}, "1": {"status": "decrypt-only", "key": "…"}}}; read once at start (restart to rotate); empty: both routes answer 501`)
-	fs.BoolVar(&f.openWithoutTLS, "public-id-open-without-tls", false, `let every caller open sealed public IDs, for a listener without mutual TLS that only trusted callers reach; with mutual TLS, grant "open_public_ids": true in the callers file instead`)
+	fs.StringVar(&f.keys, "public-id-keys", "", `keyset file (JSON) of POST /v1/public-ids:mint, POST /v1/public-ids and GET /v1/public-ids/{pid}: {"keys": {"2": {"status": "primary", "key": "<32 hex digits>"}, "1": {"status": "decrypt-only", "key": "…"}}}; read once at start (restart to rotate); empty: the three routes answer 501`)
+	fs.BoolVar(&f.openWithoutTLS, "public-id-open-without-tls", false, `let every caller open sealed public IDs and seal IDs of its choosing (POST /v1/public-ids), for a listener without mutual TLS that only trusted callers reach; otherwise grant "open_public_ids": true and "seal_public_ids": true to callers in the --callers file (on plain HTTP, in its "default"); every caller may mint sealed IDs (POST /v1/public-ids:mint) either way`)
 }
 
 // publicIDs is what the flags give the server: the keyset (nil without
@@ -36,7 +36,7 @@ func (f *publicIDFlags) load(pf *perimeterFlags, log *slog.Logger) (publicIDs, e
 		return publicIDs{}, usagef("--public-id-open-without-tls has no effect without --public-id-keys")
 	}
 	if f.openWithoutTLS && pf.tlsCert != "" {
-		return publicIDs{}, usagef(`--public-id-open-without-tls is for a listener without mutual TLS; with --tls-cert, grant "open_public_ids": true to callers in the --callers file`)
+		return publicIDs{}, usagef(`--public-id-open-without-tls is for a listener without mutual TLS; with --tls-cert, grant "open_public_ids": true and "seal_public_ids": true to callers in the --callers file`)
 	}
 	if f.keys == "" {
 		return publicIDs{}, nil
@@ -56,14 +56,14 @@ func (f *publicIDFlags) load(pf *perimeterFlags, log *slog.Logger) (publicIDs, e
 }
 
 // configure sets the service's public-ID fields: the keyset, and as
-// openers every caller (--public-id-open-without-tls) or, left nil, the
-// perimeter's callers file.
+// openers and sealers every caller (--public-id-open-without-tls) or, left
+// nil, the perimeter's callers file.
 func (p publicIDs) configure(sc *idservice.Config) {
 	if p.keys == nil {
 		return
 	}
 	sc.PublicIDKeys = p.keys
 	if p.openWithoutTLS {
-		sc.PublicIDOpeners = server.AnyCallerOpens{}
+		sc.PublicIDOpeners, sc.PublicIDSealers = server.AnyCallerOpens{}, server.AnyCallerOpens{}
 	}
 }
