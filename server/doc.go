@@ -1,7 +1,7 @@
 // Package server is the snowfence HTTP service: one *snowfence.Generator
 // behind a small JSON API, with health, readiness and Prometheus metrics.
 //
-//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557} (no body, or {})
+//	POST /v1/ids                 one ID:    {"id":"97301141913751557","id_num":97301141913751557} (no body, {} or null)
 //	POST /v1/ids?count=N         N IDs:     {"ids":["…",…]} in increasing order, 1 ≤ N ≤ 1000
 //	POST /v1/ids:batch           N IDs, the count in the body: {"count":N} (or in ?count=N)
 //	GET  /v1/ids/{id}/decode     the ID taken apart by the schedule
@@ -15,7 +15,10 @@
 //	GET  /                       the status page, for a browser (its files under /status/)
 //	GET  /v1/status              what the page shows, as JSON; GET /v1/status/decode/{id} is its decoder
 //
-// GET endpoints also answer HEAD. Over a caller's quota, the minting
+// Each route takes its one method: HEAD is 405, as api/openapi.json, which
+// describes no HEAD, says. With an admin listener (AdminHandler beside
+// APIHandler) each route answers 404 not_found on the handler that does not
+// serve it. Over a caller's quota, the minting
 // endpoints answer 429 rate_limited with Retry-After; nothing is issued.
 //
 // # Public IDs
@@ -43,7 +46,10 @@
 //
 // IDs travel as strings, because JavaScript numbers are exact only up to
 // 2^53 − 1. The single-ID response also carries id_num, an exact 64-bit
-// integer literal written with strconv, never through float64.
+// integer literal written with strconv, never through float64; it is
+// deprecated in api/openapi.json (deprecated: true, no format int64, which
+// JavaScript tools cap at 2^53 − 1), so that clients generated from it steer
+// every caller to id.
 //
 // Every answer that carries IDs says Cache-Control: no-store: a cache or
 // proxy that replayed one would hand the same IDs out twice.
@@ -59,21 +65,26 @@
 //
 // Batch bodies are strict JSON objects whose only member is "count" (field
 // names are case-sensitive, unknown fields, duplicates and trailing data are
-// refused); a body with a Content-Type other than application/json is refused
-// (a body without a Content-Type is taken as JSON); bodies over
+// refused); a body must say Content-Type: application/json (415
+// invalid_content_type without one or with another); a body without fields,
+// {} or null, is the same request as no body; bodies over
 // Config.MaxBodyBytes are refused with 413. The count may instead be given as
 // ?count=N, but not both.
 //
-// POST /v1/ids takes no body, or the empty object {}, which many HTTP
-// clients send on every POST: {} is the same request as no body (one ID, or
-// N with ?count=N). White space around and inside it is allowed, as JSON
-// allows it. Any other body is refused with invalid_body, even
+// POST /v1/ids takes no body, or a body without fields: the empty object
+// {}, which many HTTP clients send on every POST, or null, which clients
+// generated from api/openapi.json send for a body they were given none for
+// (oapi-codegen marshals a nil map). Either is the same request as no body
+// (one ID, or N with ?count=N). White space around and inside it is allowed,
+// as JSON allows it. Any other body is refused with invalid_body, even
 // {"count":N}, which belongs to POST /v1/ids:batch; so are {}{}, {} with
-// anything after it, [] and null. A {} with a Content-Type other than
-// application/json is refused like any body. POST /v1/ids:batch gains no
-// such leniency: there {} lacks the count it requires. The one-ID request
-// without a body allocates nothing in the handler; {} costs one scan of its
-// bytes.
+// anything after it and []. POST /v1/uuids takes the same. On POST
+// /v1/ids:batch a body without fields leaves the count to ?count=N (what a
+// generated client sends when the count is in the query: its body's count
+// field unset), and without the query the count is missing (invalid_count);
+// a count given in the body is a count given, so {"count":0} is out of range
+// and {"count":N} beside ?count=N conflicts. The one-ID request without a
+// body allocates nothing in the handler; {} costs one scan of its bytes.
 //
 // The server sets no timeouts of its own: the http.Server that serves
 // Handler should set ReadHeaderTimeout, ReadTimeout and IdleTimeout. A

@@ -24,8 +24,8 @@ const (
 	// CodeConflictingCount: the count is given both in the query and in a
 	// body (400).
 	CodeConflictingCount = "conflicting_count"
-	// CodeInvalidContentType: a body with a Content-Type other than
-	// application/json (400).
+	// CodeInvalidContentType: a body without a Content-Type, or with one
+	// other than application/json (415).
 	CodeInvalidContentType = "invalid_content_type"
 	// CodeBodyTooLarge: the body is over Config.MaxBodyBytes (413).
 	CodeBodyTooLarge = "body_too_large"

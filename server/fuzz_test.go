@@ -18,14 +18,15 @@ import (
 // encoding/json: whatever it accepts, encoding/json reads the same count
 // from; whatever is exactly {"count": <1..1000>} as JSON tokens, it accepts;
 // whatever is not JSON, it refuses with a 400. emptyObject, which lets POST
-// /v1/ids take {} as no body, holds exactly for the empty object.
+// /v1/ids take {} as no body, holds exactly for the empty object, and
+// noFields exactly for it and null.
 func FuzzCountBody(f *testing.F) {
 	for _, s := range []string{
 		`{"count":1}`, `{"count": 1000}`, ` {"count":7} `, `{}`, `{"count":0}`, `{"count":1001}`,
 		`{"count":-1}`, `{"count":"ten"}`, `{"count":1.5}`, `{"count":null}`, `{"count":5,"x":1}`,
 		`{"count":5}x`, `{"count":5,"count":6}`, `{"\u0063ount":3}`, `{"Count":3}`, `[1]`, ``, `{"count":05}`,
 		`{"count":1e2}`, "{\"count\":\t3\n}", `{"count":3,}`, `{"co\"unt":3}`, `{"count":3}` + "\x00",
-		` { } `, `{}{}`, `{} x`, `[]`, `null`, "{\n}\x00",
+		` { } `, `{}{}`, `{} x`, `[]`, `null`, "{\n}\x00", ` null `, `nul`, `null null`, `nullx`, `"null"`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -64,6 +65,9 @@ func FuzzCountBody(f *testing.F) {
 		}
 		if got, want := emptyObject(b), isEmptyJSONObject(b); got != want {
 			t.Fatalf("emptyObject(%q) = %v; encoding/json says %v", b, got, want)
+		}
+		if got, want := noFields(b), isEmptyJSONObject(b) || isJSONNull(b); got != want {
+			t.Fatalf("noFields(%q) = %v; encoding/json says %v", b, got, want)
 		}
 	})
 }
@@ -166,4 +170,19 @@ func FuzzDecodePath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// isJSONNull reports whether b is valid JSON whose one token is null, with
+// any white space.
+func isJSONNull(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil || tok != nil {
+		return false
+	}
+	_, err = dec.Token()
+	return err == io.EOF
 }

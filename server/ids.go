@@ -26,8 +26,8 @@ func newBatchBuffers() *batchBuffers {
 }
 
 // mintIDs answers POST /v1/ids: one ID, or a batch when the request has a
-// query. A request with a body goes through mintMany, which takes {} as no
-// body and refuses any other.
+// query. A request with a body goes through mintMany, which takes {} and
+// null as no body and refuses any other.
 func (s *Server) mintIDs(w http.ResponseWriter, r *http.Request, _ string) int {
 	if r.ContentLength == 0 && r.URL.RawQuery == "" {
 		return s.mintOne(w, r)
@@ -96,8 +96,10 @@ func appendBatch(b []byte, ids []snowfence.ID) []byte {
 
 // mintMany answers POST /v1/ids with a query or body (batch is false) and
 // POST /v1/ids:batch (batch is true). The count comes from ?count=N or from
-// the body {"count":N}, never both. Without either, /v1/ids mints one ID
-// and /v1/ids:batch refuses. /v1/ids takes the empty object {} as no body.
+// the body {"count":N}, never both. A body must say Content-Type:
+// application/json. A body without fields, {} or null, is the same request
+// as no body. Without a count, /v1/ids mints one ID and /v1/ids:batch
+// refuses.
 func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) int {
 	bb := s.batch.Get().(*batchBuffers)
 	defer s.batch.Put(bb)
@@ -111,34 +113,29 @@ func (s *Server) mintMany(w http.ResponseWriter, r *http.Request, batch bool) in
 	if e != nil {
 		return s.writeError(w, e)
 	}
-	switch {
-	case len(body) > 0 && !batch && emptyObject(body):
-		// {} on POST /v1/ids is no body: many HTTP clients send one on
-		// every POST. Only its Content-Type is checked.
+	if len(body) > 0 {
 		if e := checkContentType(r); e != nil {
 			return s.writeError(w, e)
 		}
-		if !fromQuery {
-			return s.mintOne(w, r)
+		var bodyN int
+		var inBody bool
+		if !batch && !noFields(body) {
+			return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/ids takes no body but one without fields, {} or null; use ?count=N or POST /v1/ids:batch with {\"count\": N}"))
 		}
-	case len(body) > 0 && fromQuery:
-		return s.writeError(w, badRequest(CodeConflictingCount, "the count is given both in the query and in the body; give one"))
-	case len(body) > 0 && !batch:
-		return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/ids takes no body but the empty object {}; use ?count=N or POST /v1/ids:batch with {\"count\": N}"))
-	case len(body) > 0:
-		if e := checkContentType(r); e != nil {
+		if bodyN, inBody, e = parseMintBody(body); e != nil {
 			return s.writeError(w, e)
 		}
-		var ok bool
-		if n, ok, e = parseCountBody(body); e != nil {
-			return s.writeError(w, e)
+		if inBody {
+			if fromQuery {
+				return s.writeError(w, badRequest(CodeConflictingCount, "the count is given both in the query and in the body; give one"))
+			}
+			n, fromQuery = bodyN, true
 		}
-		if !ok {
-			return s.writeError(w, badRequest(CodeInvalidCount, "the body has no count; send {\"count\": N} with "+countRange))
+	}
+	if !fromQuery {
+		if batch {
+			return s.writeError(w, badRequest(CodeInvalidCount, "count is required: send {\"count\": N} or ?count=N with "+countRange))
 		}
-	case !fromQuery && batch:
-		return s.writeError(w, badRequest(CodeInvalidCount, "count is required: send {\"count\": N} or ?count=N with "+countRange))
-	case !fromQuery:
 		return s.mintOne(w, r)
 	}
 

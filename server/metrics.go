@@ -16,7 +16,7 @@ import (
 
 // numKnownStatuses is how many statuses statusIndex knows: their request
 // counters are curried up front; others are looked up when they happen.
-const numKnownStatuses = 11
+const numKnownStatuses = 12
 
 func statusIndex(code int) int {
 	switch code {
@@ -42,6 +42,8 @@ func statusIndex(code int) int {
 		return 9
 	case 501:
 		return 10
+	case 415:
+		return 11
 	}
 	return -1
 }

@@ -184,7 +184,7 @@ func TestRefusals(t *testing.T) {
 			for _, r := range []req{
 				{method: "POST", target: "/v1/ids"},
 				{method: "POST", target: "/v1/ids?count=10"},
-				{method: "POST", target: "/v1/ids:batch", body: `{"count":10}`},
+				{method: "POST", target: "/v1/ids:batch", body: `{"count":10}`, contentType: "application/json"},
 				{target: "/healthz"},
 				{target: "/readyz"},
 			} {

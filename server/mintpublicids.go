@@ -23,8 +23,11 @@ func (s *Server) mintPublicIDs(w http.ResponseWriter, r *http.Request, _ string)
 	if s.publicIDs == nil {
 		return s.writeError(w, publicIDsDisabled())
 	}
-	if e := checkContentType(r); e != nil {
-		return s.writeError(w, e)
+	if r.ContentLength != 0 {
+		// A body must say it is JSON; no body at all is refused below.
+		if e := checkContentType(r); e != nil {
+			return s.writeError(w, e)
+		}
 	}
 	if r.URL.RawQuery != "" {
 		return s.writeError(w, badRequest(CodeInvalidQuery, "POST /v1/public-ids:mint takes no query parameters; send {\"type\": \"order\", \"count\": N}"))

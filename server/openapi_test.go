@@ -114,7 +114,10 @@ func TestOpenAPIRoutes(t *testing.T) {
 			documented = append(documented, code)
 		}
 		slices.Sort(documented)
-		if got := slices.Sorted(slices.Values(rt.statuses)); !slices.Equal(got, documented) {
+		// Every route also answers 404 on the listener that does not
+		// serve it (part.elsewhere), which its statuses leave out.
+		served := append(slices.Clone(rt.statuses), http.StatusNotFound)
+		if got := slices.Compact(slices.Sorted(slices.Values(served))); !slices.Equal(got, documented) {
 			t.Errorf("route %s: statuses %v, api/openapi.json documents %v", key, got, documented)
 		}
 		for _, code := range rt.statuses {
@@ -151,7 +154,7 @@ func statusRecipes() map[string]struct {
 		return req{method: "POST", target: target, body: body, contentType: "application/json"}
 	}
 	get := func(target string) req { return req{method: "GET", target: target} }
-	return map[string]recipe{
+	rs := map[string]recipe{
 		"POST /v1/ids 200":                          {r: post("/v1/ids", "")},
 		"POST /v1/ids 400":                          {r: post("/v1/ids?count=0", "")},
 		"POST /v1/ids 405":                          {r: get("/v1/ids")},
@@ -256,7 +259,36 @@ func statusRecipes() map[string]struct {
 		"POST /v1/uuids 400 with a body":        {r: post("/v1/uuids", `{"count":2}`)},
 		"GET /v1/ids/{id}/decode 200 with uuid": {r: get("/v1/ids/" + exampleUUID + "/decode")},
 		"GET /v1/ids/{id}/decode 400 with uuid": {r: get("/v1/ids/0199a4f0-6c10-7a3b-8f2e-5d1c0b9a8e7f/decode")},
+
+		// A body that does not say it is JSON.
+		"POST /v1/ids 415":                     {r: req{method: "POST", target: "/v1/ids", body: `{}`}},
+		"POST /v1/ids:batch 415":               {r: req{method: "POST", target: "/v1/ids:batch", body: `{"count":3}`, contentType: "text/plain"}},
+		"POST /v1/uuids 415":                   {r: req{method: "POST", target: "/v1/uuids", body: `null`}},
+		"POST /v1/public-ids 415":              {r: req{method: "POST", target: "/v1/public-ids", body: `{"type":"order","ids":["1"]}`}},
+		"POST /v1/ids 200 with null":           {r: post("/v1/ids", `null`)},
+		"POST /v1/uuids 200 with null":         {r: post("/v1/uuids", `null`)},
+		"POST /v1/ids:batch 200 with {}":       {r: post("/v1/ids:batch?count=2", `{}`)},
+		"POST /v1/ids:batch 200 with null":     {r: post("/v1/ids:batch?count=2", `null`)},
+		"POST /v1/ids:batch 400 count in both": {r: post("/v1/ids:batch?count=2", `{"count":2}`)},
 	}
+	// Each operation asked of the listener that does not serve it (with
+	// --admin-listen): 404 not_found.
+	for _, rt := range routes() {
+		key := rt.method + " " + rt.pattern + " 404"
+		if _, taken := rs[key]; taken {
+			key += " elsewhere"
+		}
+		r := get(concrete(rt.pattern))
+		if rt.method == http.MethodPost {
+			r = post(concrete(rt.pattern), "")
+		}
+		k := adminListener
+		if rt.admin || rt.operator {
+			k = mainListener
+		}
+		rs[key] = recipe{fixture: k, r: r}
+	}
+	return rs
 }
 
 // fixtureKind names the server a status recipe runs on.
@@ -271,6 +303,8 @@ const (
 	noPublicIDKeys             // no keyset: public IDs disabled
 	noOpeners                  // a keyset, but no caller may open
 	noSealers                  // a keyset, but no caller may seal IDs of its choosing
+	mainListener               // APIHandler: the main listener with --admin-listen
+	adminListener              // AdminHandler: the admin listener
 )
 
 // must is newStarting's fixture.
@@ -292,7 +326,11 @@ func TestOpenAPIStatuses(t *testing.T) {
 		noPublicIDKeys: newFixture(t, nil, func(c *Config) { c.PublicIDKeys, c.PublicIDOpeners, c.PublicIDSealers = nil, nil, nil }),
 		noOpeners:      newFixture(t, nil, func(c *Config) { c.PublicIDOpeners = nil }),
 		noSealers:      newFixture(t, nil, func(c *Config) { c.PublicIDSealers = nil }),
+		mainListener:   newFixture(t, nil, nil),
+		adminListener:  newFixture(t, nil, nil),
 	}
+	fixtures[mainListener].h = fixtures[mainListener].srv.APIHandler()
+	fixtures[adminListener].h = fixtures[adminListener].srv.AdminHandler()
 	pick := func(k fixtureKind) *fixture { return fixtures[k] }
 	documented := map[string]bool{}
 	for key, op := range ops {
@@ -411,6 +449,7 @@ func (s *spec) validate(raw json.RawMessage, v any, at string) error {
 		AdditionalProperties *bool                      `json:"additionalProperties"`
 		Items                json.RawMessage            `json:"items"`
 		OneOf                []json.RawMessage          `json:"oneOf"`
+		MinProperties        int                        `json:"minProperties"`
 		Pattern              string                     `json:"pattern"`
 		Enum                 []any                      `json:"enum"`
 	}
@@ -433,6 +472,9 @@ func (s *spec) validate(raw json.RawMessage, v any, at string) error {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return fmt.Errorf("%s is not an object", at)
+		}
+		if len(m) < sc.MinProperties {
+			return fmt.Errorf("%s has %d members, fewer than %d", at, len(m), sc.MinProperties)
 		}
 		for _, k := range sc.Required {
 			if _, ok := m[k]; !ok {

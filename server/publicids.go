@@ -70,8 +70,11 @@ func (s *Server) sealPublicIDs(w http.ResponseWriter, r *http.Request, _ string)
 	if e := s.maySeal(r); e != nil {
 		return s.writeError(w, e)
 	}
-	if e := checkContentType(r); e != nil {
-		return s.writeError(w, e)
+	if r.ContentLength != 0 {
+		// A body must say it is JSON; no body at all is refused below.
+		if e := checkContentType(r); e != nil {
+			return s.writeError(w, e)
+		}
 	}
 	if r.URL.RawQuery != "" {
 		return s.writeError(w, badRequest(CodeInvalidQuery, "POST /v1/public-ids takes no query parameters"))

@@ -87,8 +87,8 @@ func TestSealBodyRefused(t *testing.T) {
 	if r := f.post("/v1/public-ids", `{"\u0074ype":"\u006frder","ids":["\u0039`+example[1:]+`"]}`); r.status != http.StatusOK || !strings.Contains(r.body, examplePID) {
 		t.Errorf("escaped body: status %d, body %s; want %s", r.status, r.body, examplePID)
 	}
-	if r := f.do(req{method: "POST", target: "/v1/public-ids", body: `{"type":"order","ids":["1"]}`, contentType: "text/plain"}); r.status != http.StatusBadRequest {
-		t.Errorf("text/plain: status %d, want 400", r.status)
+	if r := f.do(req{method: "POST", target: "/v1/public-ids", body: `{"type":"order","ids":["1"]}`, contentType: "text/plain"}); r.status != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain: status %d, want 415", r.status)
 	}
 	if r := f.post("/v1/public-ids?count=3", `{"type":"order","ids":["1"]}`); r.status != http.StatusBadRequest || errorOf(t, r).Code != CodeInvalidQuery {
 		t.Errorf("with a query: status %d, body %s; want 400 invalid_query", r.status, r.body)

@@ -12,7 +12,9 @@ import (
 // it to api/openapi.json (the same methods, paths, operation IDs and
 // documented statuses, nothing more or less).
 type route struct {
-	// method is POST, or GET (which also answers HEAD).
+	// method is POST or GET, the one method the route takes: HEAD is not
+	// served (api/openapi.json describes none), so a GET route answers it
+	// 405.
 	method string
 	// pattern is the path as api/openapi.json writes it, and the metrics'
 	// endpoint label. A {name} segment stands for one non-empty path
@@ -25,7 +27,8 @@ type route struct {
 	serve serveFunc
 	// statuses are the statuses the operation answers with (those
 	// api/openapi.json documents for it), whether started or
-	// starting.
+	// starting; all but the 404 every route answers on the listener that
+	// does not serve it (part.elsewhere), which counts as unmatched.
 	statuses []int
 	// admin marks the routes of the admin listener: health, readiness and
 	// metrics (Server.AdminHandler).
@@ -43,7 +46,7 @@ type route struct {
 	starting bool
 
 	// Derived from method and pattern by routes.
-	allow          string // the Allow header of a 405
+	allow          string // the Allow header of a 405: method
 	prefix, suffix string // the pattern around its {name} segment
 	param          bool   // whether the pattern has a {name} segment
 }
@@ -64,19 +67,20 @@ const unmatchedLabel = "unmatched"
 // routes lists every operation of the API.
 func routes() []route {
 	rs := []route{
-		// 403: the caller may take no IDs; 429: over its quota.
-		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
-		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
+		// 403: the caller may take no IDs; 429: over its quota; 415: a body
+		// that does not say it is JSON.
+		{method: "POST", pattern: "/v1/ids", operation: "mintIDs", serve: (*Server).mintIDs, statuses: []int{200, 400, 403, 405, 413, 415, 429, 503}},
+		{method: "POST", pattern: "/v1/ids:batch", operation: "mintBatch", serve: (*Server).mintBatch, statuses: []int{200, 400, 403, 405, 413, 415, 429, 503}},
 		// 503: only while starting (Config.Starting).
 		{method: "GET", pattern: "/v1/ids/{id}/decode", operation: "decodeID", serve: (*Server).decode, statuses: []int{200, 400, 405, 503}},
 		// UUIDv7: no lease needed; 503 only while starting.
-		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 429, 503}},
+		{method: "POST", pattern: "/v1/uuids", operation: "mintUUIDs", serve: (*Server).mintUUIDs, statuses: []int{200, 400, 403, 405, 413, 415, 429, 503}},
 		// Public IDs (package publicid). 501: no keyset; 503: only while
 		// starting; 403: the caller may not seal (or the quota refuses it).
-		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
+		{method: "POST", pattern: "/v1/public-ids", operation: "sealPublicIDs", serve: (*Server).sealPublicIDs, statuses: []int{200, 400, 403, 405, 413, 415, 429, 501, 503}},
 		// Mint and seal: for every caller the quota admits; 503 also
 		// when the generator refuses.
-		{method: "POST", pattern: "/v1/public-ids:mint", operation: "mintPublicIDs", serve: (*Server).mintPublicIDs, statuses: []int{200, 400, 403, 405, 413, 429, 501, 503}},
+		{method: "POST", pattern: "/v1/public-ids:mint", operation: "mintPublicIDs", serve: (*Server).mintPublicIDs, statuses: []int{200, 400, 403, 405, 413, 415, 429, 501, 503}},
 		// 403: the caller may not open; 503: only while starting.
 		{method: "GET", pattern: "/v1/public-ids/{pid}", operation: "openPublicID", serve: (*Server).openPublicID, statuses: []int{200, 400, 403, 404, 405, 501, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
@@ -93,9 +97,6 @@ func routes() []route {
 	for i := range rs {
 		r := &rs[i]
 		r.allow = r.method
-		if r.method == http.MethodGet {
-			r.allow = "GET, HEAD"
-		}
 		if before, rest, ok := strings.Cut(r.pattern, "{"); ok {
 			_, after, _ := strings.Cut(rest, "}")
 			r.prefix, r.suffix, r.param = before, after, true
@@ -104,10 +105,9 @@ func routes() []route {
 	return rs
 }
 
-// takes reports whether the route answers method (GET routes answer HEAD
-// too).
+// takes reports whether the route answers method: its own alone.
 func (rt *route) takes(method string) bool {
-	return method == rt.method || rt.method == http.MethodGet && method == http.MethodHead
+	return method == rt.method
 }
 
 // match finds the route of a request path, and the text of its {name}

@@ -25,7 +25,8 @@ func newUUIDBuffers() *uuidBuffers {
 // mintUUIDs answers POST /v1/uuids: one UUIDv7 {"uuid":"…"}, or with
 // ?count=N (1 to 1000) N of them in increasing order {"uuids":[…]}. It
 // needs no lease, so it answers while the generator is fenced. Like POST
-// /v1/ids it takes no body but the empty object {}, and it asks the quota,
+// /v1/ids it takes no body but one without fields ({} or null, as
+// application/json), and it asks the quota,
 // if any, for count units, so a caller's quota and its per-request checks
 // cover UUIDs as they cover IDs.
 func (s *Server) mintUUIDs(w http.ResponseWriter, r *http.Request, _ string) int {
@@ -41,11 +42,11 @@ func (s *Server) mintUUIDs(w http.ResponseWriter, r *http.Request, _ string) int
 		return s.writeError(w, e)
 	}
 	if len(body) > 0 {
-		if !emptyObject(body) {
-			return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/uuids takes no body but the empty object {}; use ?count=N"))
-		}
 		if e := checkContentType(r); e != nil {
 			return s.writeError(w, e)
+		}
+		if !noFields(body) {
+			return s.writeError(w, badRequest(CodeInvalidBody, "POST /v1/uuids takes no body but one without fields, {} or null; use ?count=N"))
 		}
 	}
 	if !many {

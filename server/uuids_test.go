@@ -77,7 +77,7 @@ func TestMintUUIDsRefusals(t *testing.T) {
 		}
 	}
 	r := f.do(req{method: "POST", target: "/v1/uuids", body: "{}", contentType: "text/plain"})
-	if e := errorOf(t, r); r.status != 400 || e.Code != CodeInvalidContentType {
+	if e := errorOf(t, r); r.status != http.StatusUnsupportedMediaType || e.Code != CodeInvalidContentType {
 		t.Errorf("{} as text/plain: %d %s", r.status, e.Code)
 	}
 }
