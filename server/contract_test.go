@@ -93,6 +93,8 @@ func TestContentTypeRequired(t *testing.T) {
 		{"/v1/uuids", "{}", "text/plain"},
 		{"/v1/public-ids", `{"type":"order","ids":["1"]}`, ""},
 		{"/v1/public-ids", `{"type":"order","ids":["1"]}`, "text/plain"},
+		{"/v1/public-ids:mint", `{"type":"order","count":1}`, ""},
+		{"/v1/public-ids:mint", `{"type":"order","count":1}`, "text/plain"},
 	} {
 		r := f.do(req{method: "POST", target: tc.target, body: tc.body, contentType: tc.ct})
 		if r.status != http.StatusUnsupportedMediaType {

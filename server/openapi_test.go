@@ -265,6 +265,8 @@ func statusRecipes() map[string]struct {
 		"POST /v1/ids:batch 415":               {r: req{method: "POST", target: "/v1/ids:batch", body: `{"count":3}`, contentType: "text/plain"}},
 		"POST /v1/uuids 415":                   {r: req{method: "POST", target: "/v1/uuids", body: `null`}},
 		"POST /v1/public-ids 415":              {r: req{method: "POST", target: "/v1/public-ids", body: `{"type":"order","ids":["1"]}`}},
+		"POST /v1/public-ids:mint 415":         {r: req{method: "POST", target: "/v1/public-ids:mint", body: `{"type":"order","count":1}`, contentType: "text/plain"}},
+		"POST /v1/public-ids:mint 415 no type": {r: req{method: "POST", target: "/v1/public-ids:mint", body: `{"type":"order","count":1}`}},
 		"POST /v1/ids 200 with null":           {r: post("/v1/ids", `null`)},
 		"POST /v1/uuids 200 with null":         {r: post("/v1/uuids", `null`)},
 		"POST /v1/ids:batch 200 with {}":       {r: post("/v1/ids:batch?count=2", `{}`)},
