@@ -352,8 +352,9 @@ func waitStatus(t *testing.T, method, url, contentType, body string, want int) {
 
 // TestE2EPrismProxy puts Stoplight Prism, in proxy mode with --errors, in
 // front of live serve processes — the main and admin listeners of one
-// (--admin-listen), as its callers file moves from a generous quota to a
-// spent one to "deny"; a spare waiting for a machine number (every route
+// (--admin-listen), as its callers file moves from a generous quota that
+// grants opening and sealing, to one without sealing (POST /v1/public-ids
+// 403, :mint still 200), to a spent quota, to "deny"; a spare waiting for a machine number (every route
 // that needs one answers 503 starting); one without a public-ID keyset
 // (501) — and sends a traffic set that reaches every documented response of
 // every operation of api/openapi.json. It fails on any violation Prism
@@ -370,7 +371,7 @@ func TestE2EPrismProxy(t *testing.T) {
 	keys := filepath.Join(tmp, "keys.json")
 	writeFile(t, keys, `{"keys": {"2": {"status": "primary", "key": "000102030405060708090a0b0c0d0e0f"}}}`)
 	callers := filepath.Join(tmp, "callers.json")
-	generous := `{"default": {"rate": 100000, "burst": 10000, "open_public_ids": true}, "callers": {}}`
+	generous := `{"default": {"rate": 100000, "burst": 10000, "open_public_ids": true, "seal_public_ids": true}, "callers": {}}`
 	writeFile(t, callers, generous)
 	etcd := etcdtest.Start(t, 1)
 	store := []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ","), "--machines", "5-5"}
@@ -457,6 +458,13 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"],"pad":"` + strings.Repeat("x", 70000) + `"}`, want: 413, invalid: true},
 		{method: "POST", path: "/v1/public-ids", contentType: "text/plain", body: `{"type":"order","ids":["1"]}`, want: 415, invalid: true},
 		{method: "GET", path: "/v1/public-ids", want: 405},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":3}`, want: 200},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1001}`, want: 400, invalid: true},
+		{method: "POST", path: "/v1/public-ids:mint?count=3", contentType: js, body: `{"type":"order","count":3}`, want: 400},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1,"pad":"` + strings.Repeat("x", 5000) + `"}`, want: 413, invalid: true},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: "text/plain", body: `{"type":"order","count":1}`, want: 415, invalid: true},
+		{method: "POST", path: "/v1/public-ids:mint", body: `{"type":"order","count":1}`, want: 415, invalid: true},
+		{method: "GET", path: "/v1/public-ids:mint", want: 405},
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 200},
 		{method: "GET", path: "/v1/public-ids/order_x", want: 400, invalid: true},
 		{method: "GET", path: "/v1/public-ids/order_20000000000000000000000000a", want: 404},
@@ -498,12 +506,27 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "GET", path: "/v1/ids/" + id + "/decode", want: 404},
 		{method: "POST", path: "/v1/uuids", want: 404},
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`, want: 404},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1}`, want: 404},
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 404},
 		{method: "GET", path: "/openapi.json", want: 404},
 	})...)
 
+	// Sealing IDs of one's choosing no longer granted: sealing is a 403
+	// that names the permission, minting them sealed is still for every
+	// caller.
+	writeFile(t, callers, `{"default": {"rate": 100000, "burst": 10000, "open_public_ids": true}, "callers": {}}`)
+	waitStatus(t, "POST", a.url+"/v1/public-ids", js, `{"type":"order","ids":["1"]}`, http.StatusForbidden)
+	got = append(got, drive(t, ops, pa, nil, []exchange{
+		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`, want: 403},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":2}`, want: 200},
+	})...)
+	r = send(t, pa.url, exchange{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`})
+	if r.status != http.StatusForbidden || !strings.Contains(r.body, "seal_public_ids") {
+		t.Errorf("seal by a caller without seal_public_ids, through Prism: %d %.300s; want 403 naming seal_public_ids", r.status, r.body)
+	}
+
 	// The quota spent: a burst of 1,000 at 1 ID/s, drained by one batch.
-	writeFile(t, callers, `{"default": {"rate": 1, "burst": 1000}, "callers": {}}`)
+	writeFile(t, callers, `{"default": {"rate": 1, "burst": 1000, "seal_public_ids": true}, "callers": {}}`)
 	waitStatus(t, "GET", a.url+"/v1/public-ids/"+pid, "", "", http.StatusForbidden) // open_public_ids is gone
 	waitStatus(t, "POST", a.url+"/v1/ids?count=1000", "", "", http.StatusTooManyRequests)
 	got = append(got, drive(t, ops, pa, nil, []exchange{
@@ -511,6 +534,7 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "POST", path: "/v1/ids:batch", contentType: js, body: `{"count":100}`, want: 429},
 		{method: "POST", path: "/v1/uuids?count=100", want: 429},
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1","2","3","4","5","6","7","8","9","10"]}`, want: 429},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":10}`, want: 429},
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 403},
 	})...)
 	// Every caller denied.
@@ -521,6 +545,7 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "POST", path: "/v1/ids:batch?count=2", want: 403},
 		{method: "POST", path: "/v1/uuids", want: 403},
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`, want: 403},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1}`, want: 403},
 	})...)
 
 	// b, a spare waiting for machine 5: every route that needs a number
@@ -531,6 +556,7 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "GET", path: "/v1/ids/" + id + "/decode", want: 503},
 		{method: "POST", path: "/v1/uuids", want: 503},
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`, want: 503},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1}`, want: 503},
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 503},
 		{method: "GET", path: "/healthz", want: 503},
 		{method: "GET", path: "/readyz", want: 503},
@@ -542,6 +568,7 @@ func TestE2EPrismProxy(t *testing.T) {
 	// proxy mocks instead of checking; c's other routes are checked.
 	got = append(got, drive(t, ops, pc, nil, []exchange{
 		{method: "POST", path: "/v1/public-ids", contentType: js, body: `{"type":"order","ids":["1"]}`, want: 501, direct: c.url},
+		{method: "POST", path: "/v1/public-ids:mint", contentType: js, body: `{"type":"order","count":1}`, want: 501, direct: c.url},
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 501, direct: c.url},
 		{method: "POST", path: "/v1/ids", want: 200},
 		{method: "GET", path: "/healthz", want: 200},

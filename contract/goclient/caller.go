@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "", "base URL of a serve with a public-ID keyset that lets every caller open (--public-id-open-without-tls), without --admin-listen")
+	url := flag.String("url", "", "base URL of a serve with a public-ID keyset that lets every caller open and seal (--public-id-open-without-tls), without --admin-listen")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -116,6 +116,20 @@ func calls(ctx context.Context, c *ClientWithResponses) error {
 	}
 	o, err := c.OpenPublicIDWithResponse(ctx, s.JSON200.PublicIds[0])
 	if e := check("openPublicID", err, func() (int, []byte, bool) { return o.StatusCode(), o.Body, o.JSON200 != nil && o.JSON200.Id == id }); e != nil {
+		return e
+	}
+	// mintPublicIDs: new rows' IDs, minted sealed; each public ID opens to
+	// the ID beside it.
+	mp, err := c.MintPublicIDsWithResponse(ctx, MintPublicIDsJSONRequestBody{Type: "order", Count: 3})
+	if e := check("mintPublicIDs", err, func() (int, []byte, bool) {
+		return mp.StatusCode(), mp.Body, mp.JSON200 != nil && len(mp.JSON200.Ids) == 3 && len(mp.JSON200.PublicIds) == 3
+	}); e != nil {
+		return e
+	}
+	o, err = c.OpenPublicIDWithResponse(ctx, mp.JSON200.PublicIds[2])
+	if e := check("openPublicID?minted", err, func() (int, []byte, bool) {
+		return o.StatusCode(), o.Body, o.JSON200 != nil && o.JSON200.Id == mp.JSON200.Ids[2]
+	}); e != nil {
 		return e
 	}
 	h, err := c.HealthWithResponse(ctx)

@@ -3,9 +3,9 @@
 // (schema.d.ts). TestE2EGeneratedClients (cmd/snowfence) generates the
 // types, type-checks this file against them with tsc --strict, and runs it
 // with node against a live serve (with a public-ID keyset that lets every
-// caller open, without --admin-listen): node caller.js URL. It prints the
-// operations it called, one a line, and exits 1 on the first call that did
-// not work.
+// caller open and seal, without --admin-listen): node caller.js URL. It
+// prints the operations it called, one a line, and exits 1 on the first
+// call that did not work.
 import createClient from "openapi-fetch";
 import type { paths } from "./schema.js";
 
@@ -45,6 +45,12 @@ async function main(): Promise<void> {
   const pid = seal.data?.public_ids[0] ?? "";
   const open = await client.GET("/v1/public-ids/{pid}", { params: { path: { pid } } });
   check("openPublicID", open, open.data?.id === id);
+  // New rows' IDs, minted sealed: each public ID opens to the ID beside it.
+  const minted = await client.POST("/v1/public-ids:mint", { body: { type: "order", count: 3 } });
+  check("mintPublicIDs", minted, minted.data?.ids.length === 3 && minted.data?.public_ids.length === 3);
+  const mpid = minted.data?.public_ids[2] ?? "";
+  const mopen = await client.GET("/v1/public-ids/{pid}", { params: { path: { pid: mpid } } });
+  check("openPublicID?minted", mopen, mopen.data?.id === minted.data?.ids[2]);
   const health = await client.GET("/healthz");
   check("health", health, health.data !== undefined);
   const ready = await client.GET("/readyz");
