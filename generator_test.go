@@ -676,3 +676,28 @@ func TestConcurrentUniqueAndIncreasing(t *testing.T) {
 		t.Fatalf("%d distinct IDs, %d issued; want %d", len(seen), g.Stats().Issued, workers*each)
 	}
 }
+
+// Health says how long a lease not yet started has before its first ID
+// (a claim's notice window: the wall-clock start and the monotonic one,
+// the later), and nothing once it has started: the page of a holder in
+// its notice window counted down to the fence instead, while it said "Not
+// issuing".
+func TestHealthUntilStart(t *testing.T) {
+	l := &lease{}
+	g, clk := newGen(t, func(c *snowfence.Config) { c.Lease = l })
+	now := start.UnixMilli()
+	r := clk.Now()
+	l.set(&snowfence.Grant{Machine: 6, Token: 2, StartMs: now + 8000, StartMono: r.Mono + 9*time.Second, LimitMs: now + 90000, RenewedAt: r.Mono}, nil)
+	h := g.Health()
+	if h.Issuing || h.UntilStart != 9*time.Second {
+		t.Fatalf("before the start: issuing %v, UntilStart %v; want not issuing, 9s (the monotonic start, the later)", h.Issuing, h.UntilStart)
+	}
+	l.set(&snowfence.Grant{Machine: 6, Token: 2, StartMs: now + 8000, StartMono: r.Mono + 7*time.Second, LimitMs: now + 90000, RenewedAt: r.Mono}, nil)
+	if h := g.Health(); h.UntilStart != 8*time.Second {
+		t.Fatalf("wall-clock start the later: UntilStart %v, want 8s", h.UntilStart)
+	}
+	clk.Advance(8 * time.Second)
+	if h := g.Health(); !h.Issuing || h.UntilStart != 0 || !h.HasFence {
+		t.Fatalf("once started: issuing %v, UntilStart %v, HasFence %v; want issuing, 0, a fence", h.Issuing, h.UntilStart, h.HasFence)
+	}
+}

@@ -1,6 +1,7 @@
 package snowfence
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -30,6 +31,11 @@ type Health struct {
 	// UntilFence is the wall time left before the lease's mark; zero or
 	// negative when reached, zero without a fence.
 	UntilFence time.Duration `json:"until_fence"`
+	// UntilStart is the time left before the lease's first grant may
+	// issue, while refused for it (fenced, not-started: a claim's notice
+	// window, or a start above the previous holder's mark); zero
+	// otherwise. The fence is not what such a holder waits for.
+	UntilStart time.Duration `json:"until_start"`
 	// Clock is the last clock-sync and leap-second state read (zero with
 	// ClockOff).
 	Clock ClockStatus `json:"clock"`
@@ -59,6 +65,15 @@ func (g *Generator) Health() Health {
 	h.Issuing = err == nil
 	if err != nil {
 		h.Reason, h.Detail, h.Err = g.why, err.Error(), err
+	}
+	if fe := (*FencedError)(nil); g.grant != nil && errors.As(err, &fe) && fe.Reason == "not-started" {
+		// The later of the two starts the check compares: the
+		// monotonic one and the wall-clock one.
+		until := g.grant.StartMono - r.Mono
+		if w := time.Duration(g.epochMs+g.startTick*g.unitMs-r.WallMs) * time.Millisecond; w > until {
+			until = w
+		}
+		h.UntilStart = max(until, 0)
 	}
 	h.Clock = g.status
 	if g.policy == ClockWarn && g.statusRead {

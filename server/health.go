@@ -22,8 +22,11 @@ type healthJSON struct {
 	Region   int      `json:"region"`
 	Layout   string   `json:"layout,omitempty"`
 	// UntilFenceMs is the wall time left before the lease's mark; absent
-	// with no lease.
-	UntilFenceMs *int64                 `json:"until_fence_ms,omitempty"`
+	// with no lease, and while the lease has not started (UntilStartMs).
+	UntilFenceMs *int64 `json:"until_fence_ms,omitempty"`
+	// UntilStartMs is the time left before a lease not yet started (a
+	// claim's notice window) may issue; absent otherwise.
+	UntilStartMs *int64                 `json:"until_start_ms,omitempty"`
 	Clock        *snowfence.ClockStatus `json:"clock,omitempty"`
 	Lease        *lease.Status          `json:"lease,omitempty"`
 }
@@ -42,7 +45,11 @@ func (s *Server) check() (*healthJSON, *apiError) {
 		Region:   h.Region,
 		Layout:   h.Layout,
 	}
-	if h.HasFence {
+	switch {
+	case h.UntilStart > 0:
+		ms := h.UntilStart.Milliseconds()
+		out.UntilStartMs = &ms
+	case h.HasFence:
 		ms := h.UntilFence.Milliseconds()
 		out.UntilFenceMs = &ms
 	}

@@ -89,3 +89,25 @@ func TestHealthRefusalCodes(t *testing.T) {
 		t.Errorf("fenced reason = %q, want renewal-overdue", e.reason)
 	}
 }
+
+// A holder whose lease has not started (a claim's notice window) reports
+// how long until its first ID, and no countdown to the fence: the status
+// page counted down to the fence beside "Not issuing".
+func TestHealthzBeforeTheLeaseStarts(t *testing.T) {
+	startMs := exampleTime.Add(time.Minute).UnixMilli()
+	f := newFixture(t, func(c *snowfence.Config) {
+		c.Lease = grantLease{&snowfence.Grant{Machine: 37, Token: 1, StartMs: startMs, LimitMs: startMs + 60_000}}
+	}, nil)
+	r := f.do(req{target: "/healthz"})
+	var b errorBody
+	if err := json.Unmarshal([]byte(r.body), &b); err != nil || r.status != http.StatusServiceUnavailable || b.Health == nil {
+		t.Fatalf("healthz before the start: %d %s (%v)", r.status, r.body, err)
+	}
+	if h := b.Health; h.UntilFenceMs != nil || h.UntilStartMs == nil || *h.UntilStartMs <= 50_000 || *h.UntilStartMs > 60_000 {
+		t.Errorf("until_fence_ms %v, until_start_ms %v; want no fence and about a minute to the start", h.UntilFenceMs, h.UntilStartMs)
+	}
+	r = f.do(req{target: "/v1/status"})
+	if !strings.Contains(r.body, `"until_start_ms":`) || strings.Contains(r.body, `"until_fence_ms":`) {
+		t.Errorf("/v1/status before the start: %s; want until_start_ms and no until_fence_ms", r.body)
+	}
+}

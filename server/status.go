@@ -47,8 +47,11 @@ type holderStatus struct {
 	RenewFailures uint64 `json:"renew_failures,omitempty"`
 	LastError     string `json:"last_error,omitempty"`
 	// UntilFenceMs is the wall time left before the lease's mark at
-	// NowMs; absent with no fence.
-	UntilFenceMs *int64       `json:"until_fence_ms,omitempty"`
+	// NowMs; absent with no fence, and before the lease starts.
+	UntilFenceMs *int64 `json:"until_fence_ms,omitempty"`
+	// UntilStartMs is the time left before a lease not yet started may
+	// issue (a claim's notice window); absent otherwise.
+	UntilStartMs *int64       `json:"until_start_ms,omitempty"`
 	Clock        *clockStatus `json:"clock,omitempty"`
 	// Issued counts the IDs the generator issued since it started.
 	Issued uint64 `json:"issued"`
@@ -118,7 +121,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ string) int {
 	h := holderStatus{
 		Status: health.Status, Issuing: health.Issuing, Reason: health.Reason, Detail: health.Detail,
 		Warnings: health.Warnings, Machine: health.Machine, Region: health.Region, Layout: health.Layout,
-		UntilFenceMs: health.UntilFenceMs, Issued: s.gen.Stats().Issued,
+		UntilFenceMs: health.UntilFenceMs, UntilStartMs: health.UntilStartMs, Issued: s.gen.Stats().Issued,
 	}
 	if c := health.Clock; c != nil {
 		h.Clock = &clockStatus{Synchronized: c.Synchronized, EstimatedErrorMs: msOf(c.EstimatedError), MaxErrorMs: msOf(c.MaxError), OffsetMs: msOf(c.Offset), Leap: string(c.Leap)}

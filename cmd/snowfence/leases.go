@@ -13,7 +13,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-const leasesUsage = `usage: snowfence leases <init | list | show N | key N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
+const leasesUsage = `usage: snowfence leases <init | list | show N | key N | history N | quarantine N | release N | raise-marks --to T> [--json] [store flags]
   init           create the lease table (--lease-store postgres or dynamodb)
   list           the numbers that matter: held, quarantined, and those held or released within the
                  last hour; free numbers that only carry a mark (raised by raise-marks, or long

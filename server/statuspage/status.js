@@ -7,6 +7,7 @@
   var POLL_MS = 1000;
   var last = null;        // the last /v1/status answer
   var fenceAt = null;     // performance.now() at which the fence is reached
+  var startAt = null;     // performance.now() at which a lease not yet started may issue
   var samples = [];       // [now_ms, issued] of recent polls, for the rate
   var layouts = [];
 
@@ -50,6 +51,12 @@
     text("region", regionText(h.region, h.region_name));
     text("layout", h.layout || "–");
     text("token", h.token ? String(h.token) : "–");
+    // Before its lease starts (a claim's notice window) a holder waits
+    // for its first ID, not for the fence: the row counts down to that.
+    startAt = null;
+    if (h.until_start_ms !== undefined && h.until_start_ms !== null) {
+      startAt = performance.now() + h.until_start_ms;
+    }
     if (h.until_fence_ms !== undefined && h.until_fence_ms !== null) {
       fenceAt = performance.now() + h.until_fence_ms;
     } else {
@@ -84,6 +91,12 @@
 
   // drawFence moves the countdown between polls.
   function drawFence() {
+    if (startAt !== null) {
+      var wait = startAt - performance.now();
+      $("fence").dataset.ms = "";
+      text("fence", wait > 0 ? "not started: first ID in " + secs(wait) : "starting");
+      return;
+    }
     if (fenceAt === null) {
       text("fence", last && last.holder.machine >= 0 ? "no fence" : "–");
       return;
