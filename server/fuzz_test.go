@@ -186,3 +186,47 @@ func isJSONNull(b []byte) bool {
 	_, err = dec.Token()
 	return err == io.EOF
 }
+
+// FuzzPublicIDBodies checks the hand-written parsers of the seal and
+// mint-and-seal bodies against encoding/json: whatever they accept,
+// encoding/json reads as an object of exactly their members with the same
+// values (each ID a string in canonical decimal, the count an integer), and
+// neither panics on anything.
+func FuzzPublicIDBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"order","ids":["97301141913751557"]}`, `{"type":"order","count":3}`, `{"ids":[],"type":"a"}`,
+		`{"type":"order","type":"x","count":1}`, `{"type":"order","count":1} x`, `{"type":"ord\u0065r","count":2}`,
+		`{"count":1e2,"type":"order"}`, `[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if prefix, ids, e := parseSealBody(b); e == nil {
+			var v struct {
+				Type string   `json:"type"`
+				IDs  []string `json:"ids"`
+			}
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&v); err != nil || v.Type != prefix || len(v.IDs) != len(ids) {
+				t.Fatalf("parseSealBody accepted %q as %q %v; encoding/json: %+v, %v", b, prefix, ids, v, err)
+			}
+			for i, s := range v.IDs {
+				if s != strconv.FormatUint(uint64(ids[i]), 10) {
+					t.Fatalf("parseSealBody read ID %d of %q as %d", i, b, ids[i])
+				}
+			}
+		}
+		if prefix, n, e := parseMintSealBody(b); e == nil {
+			var v struct {
+				Type  string `json:"type"`
+				Count int    `json:"count"`
+			}
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&v); err != nil || v.Type != prefix || v.Count != n {
+				t.Fatalf("parseMintSealBody accepted %q as %q %d; encoding/json: %+v, %v", b, prefix, n, v, err)
+			}
+		}
+	})
+}

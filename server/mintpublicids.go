@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -82,63 +81,20 @@ func (s *Server) mintPublicIDs(w http.ResponseWriter, r *http.Request, _ string)
 // strict as parseSealBody and for the same reasons.
 func parseMintSealBody(b []byte) (prefix string, n int, e *apiError) {
 	p := jsonScanner{b: b}
-	malformed := func(what string) (string, int, *apiError) {
-		return "", 0, badRequest(CodeInvalidBody, "malformed JSON: "+what)
-	}
-	p.space()
-	if !p.eat('{') {
-		return "", 0, badRequest(CodeInvalidBody, `the body must be a JSON object such as {"type": "order", "count": 10}`)
-	}
-	var sawType, sawCount bool
-	p.space()
-	if !p.eat('}') {
-		for {
-			name, bad := p.text()
-			if bad != "" {
-				return malformed(bad)
-			}
-			p.space()
-			if !p.eat(':') {
-				return malformed("expected ':' after the field name")
-			}
-			p.space()
-			switch name {
-			case "type":
-				if sawType {
-					return "", 0, badRequest(CodeInvalidBody, "type is given more than once")
-				}
-				sawType = true
-				if prefix, e = p.publicIDType(); e != nil {
-					return "", 0, e
-				}
-			case "count":
-				if sawCount {
-					return "", 0, badRequest(CodeInvalidBody, "count is given more than once")
-				}
-				sawCount = true
-				if n, e = p.count(); e != nil {
-					return "", 0, e
-				}
-			default:
-				return "", 0, badRequest(CodeInvalidBody, fmt.Sprintf("unknown field %s; the body takes type and count", quoteShort(name)))
-			}
-			p.space()
-			if p.eat('}') {
-				break
-			}
-			if !p.eat(',') {
-				return malformed("expected ',' or '}' after a value")
-			}
-			p.space()
+	seen, e := p.object(`{"type": "order", "count": 10}`, []string{"type", "count"}, func(name string) (e *apiError) {
+		if name == "type" {
+			prefix, e = p.publicIDType()
+		} else {
+			n, e = p.count()
 		}
-	}
-	p.space()
+		return e
+	})
 	switch {
-	case p.i != len(p.b):
-		return "", 0, badRequest(CodeInvalidBody, "unexpected data after the JSON object")
-	case !sawType:
+	case e != nil:
+		return "", 0, e
+	case !seen["type"]:
 		return "", 0, badRequest(CodeInvalidType, `the body needs "type", the type prefix such as "order"`)
-	case !sawCount:
+	case !seen["count"]:
 		return "", 0, badRequest(CodeInvalidCount, `the body needs "count", `+countRange)
 	}
 	return prefix, n, nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/publicid"
@@ -185,14 +187,38 @@ func publicIDsDisabled() *apiError {
 // numbers lose digits past 2^53), and nothing may follow the object.
 func parseSealBody(b []byte) (prefix string, ids []snowfence.ID, e *apiError) {
 	p := jsonScanner{b: b}
-	malformed := func(what string) (string, []snowfence.ID, *apiError) {
-		return "", nil, badRequest(CodeInvalidBody, "malformed JSON: "+what)
+	seen, e := p.object(`{"type": "order", "ids": ["97301141913751557"]}`, []string{"type", "ids"}, func(name string) (e *apiError) {
+		if name == "type" {
+			prefix, e = p.publicIDType()
+		} else {
+			ids, e = p.idList()
+		}
+		return e
+	})
+	switch {
+	case e != nil:
+		return "", nil, e
+	case !seen["type"]:
+		return "", nil, badRequest(CodeInvalidType, `the body needs "type", the type prefix such as "order"`)
+	case !seen["ids"]:
+		return "", nil, badRequest(CodeInvalidCount, `the body needs "ids", 1 to 1000 IDs`)
+	}
+	return prefix, ids, nil
+}
+
+// object scans a body that is one JSON object and nothing after it: each
+// member's name, which must be one of names and not repeated, then member
+// to scan its value. It returns the names seen. example is a body to show
+// when it is not an object.
+func (p *jsonScanner) object(example string, names []string, member func(name string) *apiError) (map[string]bool, *apiError) {
+	malformed := func(what string) (map[string]bool, *apiError) {
+		return nil, badRequest(CodeInvalidBody, "malformed JSON: "+what)
 	}
 	p.space()
 	if !p.eat('{') {
-		return "", nil, badRequest(CodeInvalidBody, `the body must be a JSON object such as {"type": "order", "ids": ["97301141913751557"]}`)
+		return nil, badRequest(CodeInvalidBody, "the body must be a JSON object such as "+example)
 	}
-	var sawType, sawIDs bool
+	seen := map[string]bool{}
 	p.space()
 	if !p.eat('}') {
 		for {
@@ -205,25 +231,15 @@ func parseSealBody(b []byte) (prefix string, ids []snowfence.ID, e *apiError) {
 				return malformed("expected ':' after the field name")
 			}
 			p.space()
-			switch name {
-			case "type":
-				if sawType {
-					return "", nil, badRequest(CodeInvalidBody, "type is given more than once")
-				}
-				sawType = true
-				if prefix, e = p.publicIDType(); e != nil {
-					return "", nil, e
-				}
-			case "ids":
-				if sawIDs {
-					return "", nil, badRequest(CodeInvalidBody, "ids is given more than once")
-				}
-				sawIDs = true
-				if ids, e = p.idList(); e != nil {
-					return "", nil, e
-				}
-			default:
-				return "", nil, badRequest(CodeInvalidBody, fmt.Sprintf("unknown field %s; the body takes type and ids", quoteShort(name)))
+			switch {
+			case !slices.Contains(names, name):
+				return nil, badRequest(CodeInvalidBody, fmt.Sprintf("unknown field %s; the body takes %s", quoteShort(name), strings.Join(names, " and ")))
+			case seen[name]:
+				return nil, badRequest(CodeInvalidBody, name+" is given more than once")
+			}
+			seen[name] = true
+			if e := member(name); e != nil {
+				return nil, e
 			}
 			p.space()
 			if p.eat('}') {
@@ -236,15 +252,10 @@ func parseSealBody(b []byte) (prefix string, ids []snowfence.ID, e *apiError) {
 		}
 	}
 	p.space()
-	switch {
-	case p.i != len(p.b):
-		return "", nil, badRequest(CodeInvalidBody, "unexpected data after the JSON object")
-	case !sawType:
-		return "", nil, badRequest(CodeInvalidType, `the body needs "type", the type prefix such as "order"`)
-	case !sawIDs:
-		return "", nil, badRequest(CodeInvalidCount, `the body needs "ids", 1 to 1000 IDs`)
+	if p.i != len(p.b) {
+		return nil, badRequest(CodeInvalidBody, "unexpected data after the JSON object")
 	}
-	return prefix, ids, nil
+	return seen, nil
 }
 
 // publicIDType scans the value of a body's "type": a JSON string holding a
