@@ -121,6 +121,8 @@ func readAll(t *testing.T, c net.Conn) ([]byte, error) {
 // refused checks that the server answered c the 503 for reason and closed it.
 func refused(t *testing.T, c net.Conn, reason string) {
 	t.Helper()
+	// A refusal answers a request (TestRefusalAnswersTheRequest).
+	c.Write([]byte("GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n"))
 	b, err := readAll(t, c)
 	if err != nil {
 		t.Fatalf("reading the refusal: %v (read %q)", err, b)
@@ -432,4 +434,20 @@ func TestAdmittedConnHalfCloses(t *testing.T) {
 	if _, err := io.ReadFull(sc, buf); err != nil || string(buf) != "still open" {
 		t.Fatalf("the server read %q, %v after its half-close", buf, err)
 	}
+}
+
+// A refusal answers a request, never the void: a refused connection that
+// sends nothing (a client's spare, dialled into its idle pool) is closed
+// without a word, and one that sends a request gets the 503. Written at
+// once, the 503 on a connection sitting in a client's idle pool was
+// "unsolicited" to Go's Transport, which failed the next request that
+// picked the connection (a flood test's probe saw "readLoopPeekFailLocked")
+// instead of retrying it on another.
+func TestRefusalAnswersTheRequest(t *testing.T) {
+	cl := newLimits(t, connCaps{budget: 100, perListener: 1, perPeer: 100})
+	ll := listenLimited(t, cl, "api", false)
+	ll.dial(t, "")
+	ll.admitted(t)
+	closedSilently(t, ll.dial(t, ""))
+	refused(t, ll.dial(t, ""), shedTotal)
 }

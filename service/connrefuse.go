@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -42,8 +43,14 @@ func refusal(message string) []byte {
 }
 
 // refuse sheds c for reason and returns at once: on TLS it closes c (the
-// caller expects a ClientHello answered, not HTTP); on plain HTTP it writes
-// the 503 and closes c once the caller has read it, in the background.
+// caller expects a ClientHello answered, not HTTP); on plain HTTP, in the
+// background, it waits (bounded) for the request's header, writes the 503
+// and closes c once the caller has read it — or closes c without a word if
+// nothing came. The wait makes the answer one
+// to a request: an HTTP client that finds bytes on a connection before it
+// has sent its request — Go's Transport says "unsolicited response" —
+// fails the request instead of reading the 503. With too many refusals
+// lingering already, it answers at once and closes.
 func (l *limitListener) refuse(c net.Conn, reason string) {
 	if reason == shedPerPeer {
 		l.m.perPeer.Inc()
@@ -54,15 +61,46 @@ func (l *limitListener) refuse(c net.Conn, reason string) {
 		c.Close()
 		return
 	}
-	c.SetWriteDeadline(time.Now().Add(refuseWriteWithin))
-	if _, err := c.Write(refusals[reason]); err != nil || !l.lim.startLinger() {
+	if !l.lim.startLinger() {
+		c.SetWriteDeadline(time.Now().Add(refuseWriteWithin))
+		c.Write(refusals[reason])
 		c.Close()
 		return
 	}
 	go func() {
 		defer l.lim.endLinger()
+		if !awaitRequest(c) {
+			// Nothing asked: a client's spare connection, put in its idle
+			// pool. A 503 there would be unsolicited and fail the request
+			// that next picks the connection; closed, it is dropped.
+			c.Close()
+			return
+		}
+		c.SetWriteDeadline(time.Now().Add(refuseWriteWithin))
+		if _, err := c.Write(refusals[reason]); err != nil {
+			c.Close()
+			return
+		}
 		lingerClose(c)
 	}()
+}
+
+// awaitRequest reads from c until the end of a request's header ("\r\n\r\n"),
+// lingerRead bytes or lingerFor, whichever comes first, and reports whether
+// the caller sent anything.
+func awaitRequest(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(lingerFor))
+	defer c.SetReadDeadline(time.Time{})
+	var seen []byte
+	buf := make([]byte, 4096)
+	for len(seen) < lingerRead {
+		n, err := c.Read(buf)
+		seen = append(seen, buf[:n]...)
+		if bytes.Contains(seen, []byte("\r\n\r\n")) || err != nil {
+			break
+		}
+	}
+	return len(seen) > 0
 }
 
 // lingerClose half-closes c, reads what the caller sent until it closes

@@ -394,12 +394,14 @@ var readmeExempt = map[string]string{
 }
 
 // TestREADME runs every command of README.md, in order, as a new user
-// would after its install step: the snowfence binary on PATH (built once,
-// as go run would build it), a directory of its own, the servers the
-// README names started for real — the embedded etcd of serve, the test
-// PostgreSQL and dynalite for the lease tables, a TLS etcd for the fleet's
-// command, the benchmarks on their quickest settings — and compares each
-// output with the README's in shape (readmeShape). Values the README
+// would after its install step (go install, run for real into the test's
+// own bin; go run is the same program, built once), in a directory of its
+// own, with the servers the README names started for real — the embedded
+// etcd of serve, the test PostgreSQL and dynalite for the lease tables, a
+// TLS etcd for the fleet's command — and compares each output with the
+// README's in shape (readmeShape). The benchmark commands it checks are
+// run by scripts/test after the tests, on their quickest settings (the
+// load tests take both cores). Values the README
 // names that one run cannot reproduce (an address, a table, the etcd
 // endpoints and files of the fleet example) are replaced by this run's;
 // an ID or public ID printed by one command and named by a later one is
@@ -449,11 +451,11 @@ func TestREADME(t *testing.T) {
 	// this machine's unsynchronised clock is kept: the README's serve
 	// on the embedded etcd warns by default anyway).
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, testbound.EnvMaxSelfFence+"=") && !strings.HasPrefix(kv, "PATH=") {
+		if !strings.HasPrefix(kv, testbound.EnvMaxSelfFence+"=") && !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "GOWORK=") {
 			r.env = append(r.env, kv)
 		}
 	}
-	r.env = append(r.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r.env = append(r.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "GOWORK=off")
 	t.Cleanup(r.stopServes)
 	for _, c := range readmeCommands(t, filepath.Join(root, "README.md")) {
 		if why, ok := readmeExempt[strings.Fields(c.text)[0]]; ok {
@@ -461,7 +463,16 @@ func TestREADME(t *testing.T) {
 			continue
 		}
 		if strings.HasPrefix(c.text, "bench/") {
-			r.bench(c, root)
+			// scripts/test runs the benchmarks after the tests, on their
+			// quickest settings (the load tests take both cores): it must
+			// run this one.
+			script, err := os.ReadFile(filepath.Join(root, "scripts", "test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`(?m)^[A-Z_=0-9a-z. ]*` + regexp.QuoteMeta(strings.Fields(c.text)[0]) + ` `).Match(script) {
+				t.Errorf("README.md:%d: %s: scripts/test does not run it", c.line, c.text)
+			}
 			continue
 		}
 		if strings.HasPrefix(c.text, "go install ") {
@@ -509,29 +520,6 @@ func TestREADME(t *testing.T) {
 			}
 		}
 		r.run(c)
-	}
-}
-
-// bench runs one of the README's benchmark commands from the repository's
-// root on its quickest settings, on free ports.
-func (r *readmeRun) bench(c readmeCmd, root string) {
-	t := r.t
-	if _, err := exec.LookPath("wrk"); err != nil && strings.HasPrefix(c.text, "bench/load/run.sh") {
-		testenv.Missing(t, "wrk is not installed (scripts/test installs it): bench/load/run.sh needs it")
-		return
-	}
-	ports, err := freeport.Loopback(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
-	cmd := exec.CommandContext(t.Context(), "sh", "-c", strings.Fields(c.text)[0])
-	cmd.Dir = root
-	cmd.Env = append(r.env, "COUNT=1", "BENCHTIME=1x", "RUNS=1", "DURATION=1s", "OPEN_RATES=1000",
-		"SNOWFENCE_ADDR="+addr(0), "CONST_ADDR="+addr(1), "PLAIN_ADDR="+addr(2), "TLS_ADDR="+addr(3), "ADDR="+addr(0),
-		"OUT="+t.TempDir())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("README.md:%d: %s (quickest settings): %v\n%s", c.line, c.text, err, out)
 	}
 }
 

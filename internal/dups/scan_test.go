@@ -78,7 +78,7 @@ func TestScanPlanted(t *testing.T) {
 			if !maps.Equal(got, want) {
 				t.Errorf("found %v, want %v", got, want)
 			}
-			wantBad := []BadLine{{File: a, Line: 6, Text: "not-an-id", Reason: "not an ID"}, {File: b, Line: 3 + 2499 + 1, Text: "042", Reason: "not an ID"}}
+			wantBad := []BadLine{{File: a, Line: 6, Lines: 1, Text: "not-an-id", Reason: "not an ID"}, {File: b, Line: 3 + 2499 + 1, Lines: 1, Text: "042", Reason: "not an ID"}}
 			if fmt.Sprint(bad) != fmt.Sprint(wantBad) {
 				t.Errorf("bad lines %v, want %v", bad, wantBad)
 			}
