@@ -79,6 +79,7 @@ func raise(peak *atomic.Int64, v int64) {
 
 func TestE2EConnectionFlood(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	f := newPerimeterFiles(t)
 	// ulimit -n sets the soft and the hard limit, so the Go runtime
 	// cannot raise it again at start; exec keeps the shell's PID.

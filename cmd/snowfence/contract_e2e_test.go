@@ -362,6 +362,7 @@ func waitStatus(t *testing.T, method, url, contentType, body string, want int) {
 // traffic did not reach.
 func TestE2EPrismProxy(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	began := time.Now()
 	dir := npmTool(t, "prism-5.16.0", "prism")
 	ops := loadSpecOps(t)

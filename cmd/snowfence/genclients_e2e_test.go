@@ -25,6 +25,7 @@ import (
 // callers off id_num: it is marked deprecated.
 func TestE2EGeneratedClients(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	tmp := t.TempDir()
 	keys := filepath.Join(tmp, "keys.json")
 	writeFile(t, keys, `{"keys": {"2": {"status": "primary", "key": "000102030405060708090a0b0c0d0e0f"}}}`)

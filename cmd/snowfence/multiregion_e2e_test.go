@@ -97,6 +97,7 @@ var multiRegionPlan = mrPlan{
 // reads): no holder called another region's store.
 func TestE2EMultiRegion(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	began := time.Now()
 	pgURL := testenv.PostgresURL(t)
 	plan := multiRegionPlan
@@ -296,7 +297,10 @@ func setFleetV2(t *testing.T, url string) {
 // (bounded) for it to say where it listens.
 func (h *mrHolder) start(t *testing.T, bin string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	// A dial timeout beyond serve's 5 s: on a loaded CI machine the
+	// regions' etcds answered a holder's first call late (the test is
+	// about where holders lease, not how fast an etcd answers).
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn", "--etcd-dial-timeout", "20s"}, args...)...)
 	found := make(chan string, 1)
 	p, err := spawn.Start(cmd, spawn.Config{Name: h.name, Group: true, Stdout: func(r io.Reader, stderr io.Writer) {
 		sc := bufio.NewScanner(r)
