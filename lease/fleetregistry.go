@@ -104,10 +104,23 @@ func CheckStoreSchedule(ctx context.Context, st RegistryReader, name string, reg
 // joining store whose fleet schedule record is not the schedule the
 // registry records: a store holding a copy refuses every claim while its
 // record differs from the copy's schedule, and a region homed there could
-// never start a holder.
+// never start a holder. It refuses too, with ErrInUse, a joining store that
+// holds lease records of a region number the registry has already given
+// (checkNumberUnusedElsewhere): holders that ran there as that number
+// outside the registry — before the store held one, every holder ran as
+// region 0, unchecked — would go on minting the IDs of that region's
+// holders on its home.
 func JoinRegistry(ctx context.Context, copies []FleetCopy, joining FleetCopy) (registry.Registry, error) {
 	check := func(ctx context.Context, reg registry.Registry) error {
-		return CheckStoreSchedule(ctx, joining.Store, joining.Name, reg)
+		if err := CheckStoreSchedule(ctx, joining.Store, joining.Name, reg); err != nil {
+			return err
+		}
+		for _, g := range reg.Regions {
+			if err := checkNumberUnusedElsewhere(ctx, []FleetCopy{joining}, g.Home, g.Number, reg.Schedule); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return registry.Join(ctx, registryCopies(copies), registry.Copy{Name: joining.Name, Store: joining.Store}, check)
 }

@@ -65,6 +65,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkIsolation(ctx); err != nil {
+		return nil, err
+	}
 	sp := s.watch.Before(s.region, req.Range.Lo, req.Range.Hi)
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)

@@ -16,9 +16,9 @@ type queries struct {
 	raiseLock, history, giveBack            string
 	fleet, fleetInit, fleetSet, why, origin string
 	// unusedLock and unused are SetFleetScheduleUnused's check.
-	unusedLock, unused string
-	registry, registryInit, registrySet     string
-	registryIdentity                        string
+	unusedLock, unused                  string
+	registry, registryInit, registrySet string
+	registryIdentity                    string
 }
 
 // What RaiseMarks and a restore write into claim_nonce of the rows whose

@@ -59,7 +59,9 @@ func (s *Store) SetFleetScheduleUnused(ctx context.Context, prev int64, text str
 		return lease.FleetSchedule{}, err
 	}
 	var version int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED: the count is the statement after the lock, and must
+	// see every claim committed before the lock was granted.
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		rows, entries, err := s.countUnused(ctx, tx)
 		if err != nil {
 			return err
