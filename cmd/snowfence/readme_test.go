@@ -146,7 +146,7 @@ var readmeVaries = []struct {
 	{regexp.MustCompile(`(\b\d+\s+)?[\w.-]+/pid-\d+/\d+(/k\d+)?(\s+\d+\b)?`), `(\d+\s+)?\S+/pid-\d+/\d+(/k\d+)?(\s+\d+)?`},
 	{regexp.MustCompile(`\bhost\s+\S+`), `host\s+\S+`},
 	{regexp.MustCompile(`\bpid\s+\d+`), `pid\s+\d+`},
-	{regexp.MustCompile(`\b[0-9a-f]{16}\b`), `[0-9a-f]{16}`}, // an etcd lease`
+	{regexp.MustCompile(`\b[0-9a-f]{12,16}\b`), `[0-9a-f]{12,16}`}, // an etcd lease ID (hex, leading zeros dropped)
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|s)\b`), `\d+(\.\d+)?(ms|s)`},
 	{regexp.MustCompile(`"until_fence_ms":\d+`), `"until_fence_ms":\d+`},
 	{regexp.MustCompile(`token\s+\d+`), `token\s+\d+`}, // the etcd revision of a claim
