@@ -50,7 +50,7 @@ func refusal(message string) []byte {
 // to a request: an HTTP client that finds bytes on a connection before it
 // has sent its request — Go's Transport says "unsolicited response" —
 // fails the request instead of reading the 503. With too many refusals
-// lingering already, it answers at once and closes.
+// lingering already, it closes c at once, without a word.
 func (l *limitListener) refuse(c net.Conn, reason string) {
 	if reason == shedPerPeer {
 		l.m.perPeer.Inc()
@@ -62,8 +62,9 @@ func (l *limitListener) refuse(c net.Conn, reason string) {
 		return
 	}
 	if !l.lim.startLinger() {
-		c.SetWriteDeadline(time.Now().Add(refuseWriteWithin))
-		c.Write(refusals[reason])
+		// No room to wait for a request: close without a word. A 503
+		// written before the request would be unsolicited to a client
+		// whose spare connection this is (see below).
 		c.Close()
 		return
 	}
