@@ -188,11 +188,15 @@ export class Schedule {
 /**
  * Decodes an ID with a schedule (text, default "v1", or a {@link Schedule}):
  * exactly the fields of `snowfence decode --json --schedule S ID`. Throws
- * {@link InvalidScheduleError} or {@link InvalidIdError}.
+ * {@link InvalidIdError} (checked first, as the CLI does) or
+ * {@link InvalidScheduleError}.
  */
 export function decode(id: bigint | string, schedule: string | Schedule = "v1"): Decoded {
+  // The ID first, as the CLI reads it: input bad in both ways is an
+  // invalid ID.
+  const v = typeof id === "string" ? parseId(id) : id;
   const s = schedule instanceof Schedule ? schedule : Schedule.parse(schedule);
-  return s.decode(id);
+  return s.decode(v);
 }
 
 // Go's unicode.IsSpace, which strings.TrimSpace trims (JavaScript's trim()

@@ -200,12 +200,10 @@ export class Transport {
       const s = Number(h);
       return s < 2 ** 32 ? s * 1000 : 0;
     }
-    if (HTTP_DATE.some((re) => re.test(h))) {
-      const t = Date.parse(h);
-      if (Number.isFinite(t)) {
-        const d = t - this.clock.wallMs();
-        if (d > 0) return d;
-      }
+    const t = parseHTTPDate(h);
+    if (t !== undefined) {
+      const d = t - this.clock.wallMs();
+      if (d > 0) return d;
     }
     return 0;
   }
@@ -256,9 +254,29 @@ export class Transport {
   }
 }
 
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const M = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)";
 // The three forms of an HTTP date (RFC 9110 §5.6.7), as Go's http.ParseTime takes them.
-const HTTP_DATE = [
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/,
-  /^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{2} \d{2}:\d{2}:\d{2} GMT$/,
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/,
-];
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) ${M} (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const RFC850 = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-${M}-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const ASCTIME = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${M} ([ \\d]\\d) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`);
+
+/** Unix ms of an HTTP date (all three forms are UTC), or undefined. */
+export function parseHTTPDate(h: string): number | undefined {
+  let day: string, mon: string, year: number, hh: string, mm: string, ss: string;
+  let m: RegExpExecArray | null;
+  if ((m = IMF_FIXDATE.exec(h)) !== null) {
+    [day, mon, year, hh, mm, ss] = [m[1]!, m[2]!, Number(m[3]), m[4]!, m[5]!, m[6]!];
+  } else if ((m = RFC850.exec(h)) !== null) {
+    const yy = Number(m[3]);
+    [day, mon, year, hh, mm, ss] = [m[1]!, m[2]!, yy < 69 ? 2000 + yy : 1900 + yy, m[4]!, m[5]!, m[6]!];
+  } else if ((m = ASCTIME.exec(h)) !== null) {
+    [mon, day, hh, mm, ss, year] = [m[1]!, m[2]!.trim(), m[3]!, m[4]!, m[5]!, Number(m[6])];
+  } else {
+    return undefined;
+  }
+  const [d, H, Mi, S] = [Number(day), Number(hh), Number(mm), Number(ss)];
+  if (d < 1 || d > 31 || H > 23 || Mi > 59 || S > 59) return undefined;
+  const t = Date.UTC(year, MONTHS.indexOf(mon), d, H, Mi, S);
+  return new Date(t).getUTCDate() === d ? t : undefined;
+}
