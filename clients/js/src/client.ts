@@ -79,6 +79,8 @@ export class Client {
   /** True from the moment a refill is asked for until it ends: at most one runs. */
   private refilling = false;
   private refillDone: Promise<void> = Promise.resolve();
+  /** tryNext started a refill: the next next() yields once (see next). */
+  private kicked = false;
   private probing = false;
   private probeDone: Promise<void> = Promise.resolve();
   private closed = false;
@@ -131,7 +133,10 @@ export class Client {
       return undefined;
     }
     this.handedOut++;
-    if (this.buf.length <= this.low && !this.refilling) this.startRefill();
+    if (this.buf.length <= this.low && !this.refilling) {
+      this.startRefill();
+      this.kicked = true;
+    }
     return id;
   }
 
@@ -145,7 +150,17 @@ export class Client {
    */
   next(): Promise<bigint> {
     const id = this.tryNext();
-    if (id !== undefined) return Promise.resolve(id);
+    if (id !== undefined) {
+      if (this.kicked) {
+        // This call started a refill: resolve on process.nextTick, after
+        // the tick on which Node writes the refill's request to its socket
+        // (see serve), so that a caller looping on `await next()` does not
+        // hold the request back until it has drained the buffer.
+        this.kicked = false;
+        return new Promise((resolve) => process.nextTick(resolve, id));
+      }
+      return Promise.resolve(id);
+    }
     return this.wait(1, [], Infinity, true) as Promise<bigint>;
   }
 

@@ -195,7 +195,7 @@ test("a 200 that is not the batch asked for yields no IDs", async () => {
   }
 });
 
-test("an answer cut short yields no IDs, and the retry's do", async () => {
+test("an answer cut short yields no IDs, and the retry's do", { timeout: 20_000 }, async () => {
   const next = { v: 0n };
   const s = await new Scripted(
     (q, r) => {
@@ -206,7 +206,8 @@ test("an answer cut short yields no IDs, and the retry's do", async () => {
     },
     (q, r) => writeBatch(r, next, countOf(q)),
   ).start();
-  const c = new Client({ endpoints: [s.url], minRefill: 8, baseBackoffMs: 1, maxBackoffMs: 1 });
+  // A request timeout longer than the test's: the cut is seen as such, not as a timeout.
+  const c = new Client({ endpoints: [s.url], minRefill: 8, baseBackoffMs: 1, maxBackoffMs: 1, requestTimeoutMs: 60_000 });
   try {
     assert.equal(await c.next(), 9n, "the first ID of the second answer");
     assert.equal(s.served, 2);
