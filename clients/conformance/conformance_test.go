@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 }
 
 // play runs one scenario through a runner and checks it.
-func play(t *testing.T, r *runner, srv *servers, sc scenario) {
+func play(t testing.TB, r *runner, srv *servers, sc scenario) {
 	p := &playback{t: t, r: r, srv: srv, sc: sc}
 	var urls []string
 	for i, kind := range sc.Endpoints {
@@ -85,7 +85,7 @@ func play(t *testing.T, r *runner, srv *servers, sc scenario) {
 
 // playback is one scenario's state while it is played.
 type playback struct {
-	t       *testing.T
+	t       testing.TB
 	r       *runner
 	srv     *servers
 	sc      scenario

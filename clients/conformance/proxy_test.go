@@ -40,7 +40,7 @@ type spoiled struct {
 // a sound answer and every spoiled answer, and can be stopped (its port
 // then refuses connections) and started again on the same port.
 type proxy struct {
-	t        *testing.T
+	t        testing.TB
 	upstream string
 	client   *http.Client
 	addr     string
@@ -58,7 +58,7 @@ type proxy struct {
 	changed   chan struct{}
 }
 
-func newProxy(t *testing.T, upstream string) *proxy {
+func newProxy(t testing.TB, upstream string) *proxy {
 	p := &proxy{t: t, upstream: upstream, sound: map[string]bool{}, changed: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

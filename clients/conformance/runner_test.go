@@ -39,7 +39,7 @@ type buildResult struct {
 // buildRunner runs a language's conformance-runner --build once per test
 // binary. Exit 3 (a tool is missing) skips the caller, or fails it under
 // CI=true (testenv.Missing).
-func buildRunner(t *testing.T, lang string) {
+func buildRunner(t testing.TB, lang string) {
 	t.Helper()
 	v, _ := builds.LoadOrStore(lang, &buildResult{})
 	b := v.(*buildResult)
@@ -63,7 +63,7 @@ func buildRunner(t *testing.T, lang string) {
 
 // runner is one running conformance runner.
 type runner struct {
-	t     *testing.T
+	t     testing.TB
 	lang  string
 	cmd   *exec.Cmd
 	in    io.WriteCloser
@@ -74,14 +74,14 @@ type runner struct {
 }
 
 // startRunner starts a language's runner (built first).
-func startRunner(t *testing.T, lang string) *runner {
+func startRunner(t testing.TB, lang string, env ...string) *runner {
 	t.Helper()
 	buildRunner(t, lang)
 	r := &runner{t: t, lang: lang, lines: make(chan []byte, 1), done: make(chan struct{})}
 	r.cmd = exec.Command(runnerScript(lang))
 	r.cmd.Dir = filepath.Dir(runnerScript(lang))
 	r.cmd.Stderr = &lockedWriter{mu: &r.mu, w: &r.errs}
-	r.cmd.Env = append(os.Environ(), "SNOWFENCE_CONFORMANCE=1")
+	r.cmd.Env = append(os.Environ(), env...)
 	in, err := r.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

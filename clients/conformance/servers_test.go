@@ -173,7 +173,7 @@ func startServe(bin, dataDir string, extra ...string) (string, []string, <-chan 
 
 // deadPort is a loopback port nothing listens on: reserved by listening,
 // then closed, so connections to it are refused.
-func deadPort(t *testing.T) string {
+func deadPort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -21,6 +21,12 @@ import (
 	"github.com/snowfence/snowfence/client"
 )
 
+// broken is the test-only fault of SNOWFENCE_CONFORMANCE_BREAK: with it
+// the runner misreports what the client did, so that the driver's test
+// TestDriverCatches can show each of the driver's checks failing. Empty
+// (the default) changes nothing.
+var broken = os.Getenv("SNOWFENCE_CONFORMANCE_BREAK")
+
 func main() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
@@ -80,7 +86,7 @@ func handle(c **client.Client, req map[string]any) map[string]any {
 			}
 			ids = append(ids, id.String())
 		}
-		return ok("ids", ids)
+		return ok("ids", misreport(ids))
 	case "next_n":
 		got, err := (*c).NextN(ctx, num(req, "n"))
 		if err != nil {
@@ -155,6 +161,9 @@ func handle(c **client.Client, req map[string]any) map[string]any {
 		var m map[string]any
 		b, _ := json.Marshal(d)
 		json.Unmarshal(b, &m)
+		if broken == "decode" {
+			m["sequence"] = float64(d.Sequence + 1)
+		}
 		return ok("decoded", m)
 	case "close":
 		err := (*c).Close()
@@ -205,6 +214,9 @@ func config(v any) (client.Config, error) {
 	ms("base_backoff_ms", &cfg.BaseBackoff)
 	ms("max_backoff_ms", &cfg.MaxBackoff)
 	ms("max_retry_after_ms", &cfg.MaxRetryAfter)
+	if broken == "retry_after" {
+		cfg.MaxRetryAfter = time.Millisecond
+	}
 	get("failure_threshold", &cfg.FailureThreshold)
 	get("recovery_probes", &cfg.RecoveryProbes)
 	ms("probe_interval_ms", &cfg.ProbeInterval)
@@ -245,6 +257,26 @@ func config(v any) (client.Config, error) {
 	return cfg, nil
 }
 
+// misreport applies the test-only faults of SNOWFENCE_CONFORMANCE_BREAK to
+// the IDs of a next answer.
+func misreport(ids []string) []string {
+	if len(ids) == 0 {
+		return ids
+	}
+	switch broken {
+	case "invent": // an ID no server sent
+		ids[len(ids)-1] = "4194303" // machine 1023, sequence 4095, at the epoch
+	case "twice": // an ID handed out twice
+		ids = append(ids, ids[0])
+	case "float": // IDs through a float64, as a careless JSON client reads them
+		for i, id := range ids {
+			v, _ := strconv.ParseInt(id, 10, 64)
+			ids[i] = strconv.FormatFloat(float64(v), 'f', 0, 64)
+		}
+	}
+	return ids
+}
+
 func num(req map[string]any, key string) int {
 	f, _ := req[key].(float64)
 	return int(f)
@@ -269,6 +301,9 @@ func ok(kv ...any) map[string]any {
 // failure is an answer for err, of kind or, when kind is empty, of the
 // kind err's typed error maps to.
 func failure(kind string, err error) map[string]any {
+	if kind == "" && broken == "error_kind" {
+		kind = "other"
+	}
 	if kind == "" {
 		switch {
 		case errors.Is(err, client.ErrUnavailable):
