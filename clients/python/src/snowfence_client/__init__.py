@@ -13,6 +13,8 @@ It has the semantics of the Go client (package client of the snowfence
 module); see README.md. No dependency beyond the standard library.
 """
 
+import logging as _logging
+
 from .aio import AsyncClient
 from .client import Client, Stats
 from .clock import Clock, FakeClock, SystemClock
@@ -26,6 +28,9 @@ from .errors import (BadResponseError, ClosedError, InvalidConfigError, InvalidC
                      SnowfenceError, UnavailableError, WaitTimeoutError)
 
 __version__ = "0.1.0"
+
+# A library logs to its logger and lets the application decide where lines go.
+_logging.getLogger("snowfence_client").addHandler(_logging.NullHandler())
 
 __all__ = [
     "AsyncClient", "Client", "Stats", "Config", "tls_context",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple, Union
 
@@ -258,54 +259,44 @@ def _go_quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _digits(s: str) -> bool:
-    return all("0" <= c <= "9" for c in s)
+# What Go's time.Parse(time.RFC3339Nano, s) takes (its strict fast path, then
+# the general parser it falls back to): a 4-digit year, 2-digit month, day,
+# minute and second, an hour of 1 or 2 digits, an optional fraction after "."
+# or ",", then Z or ±hh:mm (hour up to 24, minute up to 60 there).
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
 def _parse_rfc3339(s: str) -> "Tuple[int, bool] | None":
-    """Parses an RFC 3339 instant as Go's time.Parse(time.RFC3339Nano, s):
-    YYYY-MM-DDTHH:MM:SS, an optional fraction (. and digits; digits past the
-    ninth ignored), then Z or ±hh:mm. Returns (Unix milliseconds, whether a
-    part below the millisecond is not zero), or None."""
-    if len(s) < 20 or not s.isascii():
+    """Parses an RFC 3339 instant as Go's time.Parse(time.RFC3339Nano, s)
+    does (digits of the fraction past the ninth ignored). Returns (Unix
+    milliseconds, whether a part below the millisecond is not zero), or
+    None."""
+    m = _RFC3339.fullmatch(s)
+    if m is None:
         return None
-    if not (s[4] == "-" and s[7] == "-" and s[10] == "T" and s[13] == ":" and s[16] == ":"):
+    year, month, day, hour, minute, sec = (int(g) for g in m.groups()[:6])
+    if not (1 <= month <= 12 and hour <= 23 and minute <= 59 and sec <= 59):
         return None
-    parts = (s[0:4], s[5:7], s[8:10], s[11:13], s[14:16], s[17:19])
-    if not all(_digits(p) for p in parts):
-        return None
-    year, month, day, hour, minute, sec = (int(p) for p in parts)
-    if not (1 <= month <= 12 and 0 <= hour <= 23 and 0 <= minute <= 59 and 0 <= sec <= 59):
-        return None
+    nanos = int((m.group(7) or "")[:9].ljust(9, "0"))
+    zone = m.group(8)
+    offset = 0
+    if zone != "Z":
+        oh, om = int(zone[1:3]), int(zone[4:6])
+        if oh > 24 or om > 60:
+            return None
+        offset = (oh * 60 + om) * 60 * (1 if zone[0] == "+" else -1)
+    if year == 0:
+        # Before the epoch whatever the rest (Python's dates start at year 1):
+        # refused by the caller, as Go refuses it there.
+        leap = True
+        if day < 1 or day > (29 if month == 2 and leap else 28 if month == 2 else 30 if month in (4, 6, 9, 11) else 31):
+            return None
+        return (-62_167_219_200_000, False)
     try:
-        date = _dt.date(year, month, day) if year > 0 else None
+        date = _dt.date(year, month, day)
     except ValueError:
         return None
-    if date is None:
-        # Year 0 is before the epoch; a day that exists in it is refused later
-        # (the cutover is not after the epoch), one that does not, here.
-        if not (1 <= day <= (29 if month == 2 else 31 if month in (1, 3, 5, 7, 8, 10, 12) else 30)):
-            return None
-    rest = s[19:]
-    nanos = 0
-    if len(rest) >= 2 and rest[0] == "." and "0" <= rest[1] <= "9":
-        n = 1
-        while n < len(rest) and "0" <= rest[n] <= "9":
-            n += 1
-        frac = rest[1:n][:9]
-        nanos = int(frac.ljust(9, "0"))
-        rest = rest[n:]
-    if rest == "Z":
-        offset = 0
-    elif len(rest) == 6 and rest[0] in "+-" and rest[3] == ":" and _digits(rest[1:3]) and _digits(rest[4:6]):
-        oh, om = int(rest[1:3]), int(rest[4:6])
-        if oh > 23 or om > 59:
-            return None
-        offset = (oh * 60 + om) * 60 * (1 if rest[0] == "+" else -1)
-    else:
-        return None
-    if date is None:
-        return (-62_167_219_200_000 - offset * 1000, True)  # year 0: before the epoch, refused
     days = (date - _dt.date(1970, 1, 1)).days
     secs = days * 86400 + hour * 3600 + minute * 60 + sec - offset
     return (secs * 1000 + nanos // 1_000_000, nanos % 1_000_000 != 0)
