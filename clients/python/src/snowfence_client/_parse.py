@@ -40,25 +40,22 @@ def parse_batch(body: Union[bytes, bytearray, memoryview], n: int) -> "List[int]
     escapes or a repeated member.
     """
     body = bytes(body)
-    parts = body.split(b'"')
-    digits = parts[3:-1:2]
-    seps = parts[4:-1:2]
-    # The server's compact form, {"ids":["d","d",…]}, checked without the
-    # regular expression: the pieces between the double quotes are exactly
-    # '{', 'ids', ':[', then the IDs separated by ',', then ']}'; every ID is
-    # ASCII digits (joined, so one C call), none empty ('""') nor starting
-    # with 0 ('"0': after the check of the pieces, every quote followed by a
-    # digit opens an ID). That is the regular expression without white
-    # space, and a third quicker; anything else takes the full check.
-    compact = (
-        len(parts) >= 5 and len(parts) % 2 == 1
-        and parts[0] == b"{" and parts[1] == b"ids" and parts[2] == b":[" and parts[-1] == b"]}"
-        and seps.count(b",") == len(seps)
-        and b"".join(digits).isdigit() and b'""' not in body and b'"0' not in body
-    )
-    if not compact:
+    # The server's compact form, {"ids":["d","d",…]}, is checked without the
+    # regular expression: the body is that prefix, the IDs joined by
+    # '","', and that suffix; the IDs joined together are ASCII digits only
+    # (one C call: so no quote or comma hides in one, and the split was
+    # exact); none is empty or starts with 0 (the least of them, in byte
+    # order, does not: b"" and b"0…" sort before any other string of
+    # digits). That is the regular expression without white space, in about
+    # half its time. Anything else
+    # takes the regular expression, then a split on the double quote (every
+    # string after "ids" is an ID).
+    digits = body[9:-3].split(b'","')
+    if not (body[:9] == b'{"ids":["' and body[-3:] == b'"]}' and len(body) >= 13
+            and b"".join(digits).isdigit() and min(digits)[:1] not in (b"", b"0")):
         if _BATCH.fullmatch(body) is None:
             return _why(body, n)
+        digits = body.split(b'"')[3::2]
     try:
         ids = list(map(int, digits))
     except ValueError:  # over the interpreter's limit of digits in an int

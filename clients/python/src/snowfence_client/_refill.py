@@ -234,8 +234,8 @@ class Refiller:
         except TooLarge as e:
             raise BadResponseError(base, "a body of %s bytes, more than a batch takes" % e.args[0]) from None
         if status != 200:
-            raise self._server_error(base, status, headers.get("Retry-After", ""), body)
-        ct = headers.get("Content-Type", "")
+            raise self._server_error(base, status, headers.get("retry-after", ""), body)
+        ct = headers.get("content-type", "")
         if ct.split(";", 1)[0].strip().lower() != "application/json":
             raise BadResponseError(base, "Content-Type %r is not application/json" % ct)
         ids = parse_batch(body, n)
