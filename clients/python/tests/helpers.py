@@ -173,3 +173,15 @@ class SleepLog(sf.FakeClock):
             self.during()
         self.advance(seconds)
         return not stop.is_set()
+
+
+class RecordingClock(sf.FakeClock):
+    """A FakeClock that records the duration of every sleep."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slept: List[float] = []
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        self.slept.append(seconds)
+        return super().sleep(seconds, stop)
