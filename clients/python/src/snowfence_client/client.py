@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
@@ -88,9 +89,10 @@ class Client:
         self._s = s
         self._log = s.logger
         self._clock = s.clock if s.clock is not None else _SYSTEM_CLOCK
-        # The hot path calls _now on every ID: time.monotonic itself when no
-        # clock is injected.
         self._now: Callable[[], float] = time.monotonic if s.clock is None else s.clock.monotonic
+        if s.clock is not None:
+            # next with the injected clock's reading (see _make_next).
+            self.next = types.MethodType(_make_next(s.clock.monotonic), self)  # type: ignore[method-assign]
         self._eps = Endpoints(s.endpoints, s.mint_urls, s.health_urls, s.failure_threshold, s.recovery_probes, s.logger)
         self._lock = threading.Lock()
         # Callers waiting for IDs wait on _cond; the refill thread waits on
@@ -125,27 +127,7 @@ class Client:
         for t in self._threads:
             t.start()
 
-    # The hot path.
-
-    def next(self, timeout: Optional[float] = None) -> int:
-        """Returns the next ID. From a warm buffer it takes the lock, reads the
-        monotonic clock once and indexes a list: no allocation, no wait. The
-        clock is read on every call because that is the only way to be sure
-        no ID is handed out past max_age; it is compared with the current
-        chunk's deadline (there is no timestamp per ID). When the buffer is
-        empty it waits for the refill in flight (or starts one), at most
-        ``timeout`` seconds if given (WaitTimeoutError). Raises ClosedError,
-        or the error of the refill it waited for (UnavailableError,
-        RejectedError)."""
-        with self._lock:
-            b = self._buf
-            i = b.pos
-            if i < b.end and self._now() < b.deadline:
-                b.pos = i + 1
-                if i >= b.kick:
-                    self._start_refill_locked()
-                return b.cur[i]
-        return self._take(1, timeout)[0]
+    # The hot path: next, made by _make_next (below the class).
 
     def next_n(self, n: int, timeout: Optional[float] = None) -> List[int]:
         """Returns ``n`` IDs (1 ≤ n ≤ 1000) in the order the buffer holds them.
@@ -295,3 +277,36 @@ class Client:
 
 
 
+
+
+def _make_next(now: Callable[[], float]) -> Callable[..., int]:
+    """Returns Client.next reading the monotonic clock ``now``: the class's
+    reads time.monotonic, a client with an injected clock gets its own. The
+    clock is a variable of the closure, not an attribute of the client,
+    because next is the whole cost of an ID from the buffer and that read is
+    an eighth of it (about 16 ns of 200)."""
+
+    def next(self: Client, timeout: Optional[float] = None) -> int:
+        """Returns the next ID. From a warm buffer it takes the lock, reads
+        the monotonic clock once and indexes a list: no allocation, no wait.
+        The clock is read on every call because that is the only way to be
+        sure no ID is handed out past max_age; it is compared with the
+        current chunk's deadline (there is no timestamp per ID). When the
+        buffer is empty it waits for the refill in flight (or starts one), at
+        most ``timeout`` seconds if given (WaitTimeoutError). Raises
+        ClosedError, or the error of the refill it waited for
+        (UnavailableError, RejectedError)."""
+        with self._lock:
+            b = self._buf
+            i = b.pos
+            if i < b.end and now() < b.deadline:
+                b.pos = i + 1
+                if i >= b.kick:
+                    self._start_refill_locked()
+                return b.cur[i]
+        return self._take(1, timeout)[0]
+
+    return next
+
+
+Client.next = _make_next(time.monotonic)  # type: ignore[method-assign]
