@@ -171,6 +171,15 @@ class TestExchange(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 1.5, "the exchange outlived its timeout")
         self.assertIn("request timeout", str(cm.exception))
 
+    def test_target_paths(self):
+        # As Go's URL.String: a base path with a space or non-ASCII is
+        # percent-encoded in the request line; the Host header keeps the
+        # port as given and brackets an IPv6 address.
+        t = Target("http://ids.example/a b/\u00fc/v1/ids?count=")
+        self.assertEqual((t.path, t.host_header, t.port), ("/a%20b/%C3%BC/v1/ids?count=", "ids.example", 80))
+        t = Target("https://[::1]:8443/x%20y/healthz?a=b&c=d")
+        self.assertEqual((t.path, t.host_header, t.port, t.https), ("/x%20y/healthz?a=b&c=d", "[::1]:8443", 8443, True))
+
     def test_closed_connections_refuse(self):
         srv = RawServer(self, [OK])
         conns = Connections(None)

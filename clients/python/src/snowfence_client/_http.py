@@ -20,11 +20,13 @@ import ssl
 import threading
 import time
 from typing import Dict, List, Optional, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from .errors import NetworkError
 
 _MAX_HEAD = 64 << 10
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
 _RECV = 1 << 16
 
 
@@ -51,7 +53,9 @@ class Target:
         self.https = u.scheme == "https"
         self.host = u.hostname or ""
         self.port = u.port or (443 if self.https else 80)
-        self.path = (u.path or "/") + ("?" + u.query if u.query else "")
+        # As Go's URL.String: characters a request line cannot carry
+        # (spaces, non-ASCII) percent-encoded, the rest as given.
+        self.path = quote(u.path or "/", safe=_PATH_SAFE) + ("?" + quote(u.query, safe=_QUERY_SAFE) if u.query else "")
         self.key = (self.https, self.host, self.port)
         h = "[%s]" % self.host if ":" in self.host else self.host
         self.host_header = h if u.port is None else "%s:%d" % (h, u.port)

@@ -225,7 +225,10 @@ class Client:
         if self._async_waiters:
             wake, self._async_waiters = self._async_waiters, []
             for f in wake:
-                f()
+                try:
+                    f()
+                except RuntimeError:  # the waiter's event loop is closed: nobody to wake
+                    pass
 
     def _handed_out_locked(self) -> int:
         return self._received - len(self._buf) - self._expired - self._discarded
