@@ -71,7 +71,8 @@ class Client:
     concurrent use from threads; :class:`AsyncClient` serves asyncio.
 
     IDs are Python ints (exact, 1 to 2^63 − 1); ``str(id)`` is the decimal
-    text the server sent.
+    text the server sent. (``next`` is defined after the class, by
+    ``_make_next``.)
     """
 
     def __init__(self, config: Optional[Config] = None, **fields: Any) -> None:
