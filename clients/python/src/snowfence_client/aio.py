@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 from .client import Client, Stats, _Want
 from .config import MAX_BATCH, Config
-from .errors import ClosedError, InvalidCountError, WaitTimeoutError
+from .errors import InvalidCountError, WaitTimeoutError
 
 
 class AsyncClient:

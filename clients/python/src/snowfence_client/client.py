@@ -14,7 +14,7 @@ from ._endpoints import Endpoints
 from ._refill import Refiller
 from .clock import SystemClock
 from .config import MAX_BATCH, Config, check
-from .errors import ClosedError, InvalidConfigError, InvalidCountError, SnowfenceError, WaitTimeoutError
+from .errors import ClosedError, InvalidConfigError, InvalidCountError, WaitTimeoutError
 
 _SYSTEM_CLOCK = SystemClock()
 
