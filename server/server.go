@@ -17,6 +17,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/metrics"
 	"github.com/snowfence/snowfence/publicid"
 )
 
@@ -30,12 +31,9 @@ const DefaultMaxBodyBytes = 4096
 const futureSkew = time.Second
 
 // StatusReporter reports the state of the lease behind the generator;
-// *lease.Keeper is one.
-type StatusReporter interface {
-	Status() lease.Status
-}
-
-var _ StatusReporter = (*lease.Keeper)(nil)
+// *lease.Keeper is one. It is metrics.StatusReporter, which the lease's
+// series read.
+type StatusReporter = metrics.StatusReporter
 
 // Config configures a Server. Every field but Generator may be left zero.
 type Config struct {
@@ -77,8 +75,9 @@ type Config struct {
 	// out of the total the fleet schedule's last layout has (1 <<
 	// RegionBits), exported as snowfence_region_numbers_left and
 	// snowfence_region_numbers; a total of zero (no region bits) exports
-	// neither. It must be safe for concurrent use and should answer from
-	// memory. Nil: neither is exported.
+	// neither (metrics.Config.RegionNumbers; metrics.RegionNumbers
+	// computes both). It must be safe for concurrent use and should
+	// answer from memory. Nil: neither is exported.
 	RegionNumbers func() (left, total int)
 	// Quota, if set, is asked before every mint whether the caller may
 	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
@@ -149,7 +148,7 @@ type Server struct {
 	origin time.Time
 
 	routes         []route
-	metrics        *metrics
+	metrics        *requestMetrics
 	metricsHandler http.Handler
 	openAPI        []byte
 
@@ -238,7 +237,11 @@ func New(cfg Config) (*Server, error) {
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
 	s.uuidBufs.New = func() any { return newUUIDBuffers() }
-	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, cfg.RegionNumbers, s.draining.Load)
+	gc, err := metrics.New(metrics.Config{Generator: cfg.Generator, Keeper: cfg.Lease, RegionNumbers: cfg.RegionNumbers})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg, s.routes, gc, s.draining.Load)
 	if err != nil {
 		return nil, err
 	}
