@@ -24,7 +24,9 @@ type Request = Record<string, unknown>;
 type Answer = Record<string, unknown>;
 
 /** A request the runner cannot understand. */
-class BadRequest extends Error {}
+class BadRequest extends Error {
+  override name = "BadRequest";
+}
 
 let client: Client | undefined;
 

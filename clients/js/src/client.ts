@@ -425,9 +425,11 @@ export class Client {
   private startProbes(): void {
     if (this.probing || this.closed) return;
     this.probing = true;
-    this.probeDone = this.probeLoop().finally(() => {
-      this.probing = false;
-    });
+    this.probeDone = this.probeLoop()
+      .catch((e: unknown) => this.log.warn("health probes stopped", { error: String(e) }))
+      .finally(() => {
+        this.probing = false;
+      });
   }
 
   /**

@@ -71,13 +71,13 @@ export interface Config {
    * absolute http or https URL without a query or fragment; a trailing
    * slash is ignored.
    */
-  endpoints: string[];
+  endpoints: readonly string[];
   /**
    * The URLs probed for each endpoint, in the order of endpoints. Absent
    * means each endpoint's /healthz. Set them when /healthz is served on a
    * separate admin listener.
    */
-  healthUrls?: string[];
+  healthUrls?: readonly string[];
   /** TLS of the https Agent (mutual TLS: ca, cert, key). */
   tls?: TlsOptions;
   /** Bounds one request, its body included; the request is destroyed at it. 0: 2,000 ms. Measured by real timers, not by clock. */

@@ -42,7 +42,7 @@ function fourValue(x: number): number {
  * strings: sixteen digits are read four at a time from 32-bit words (SWAR),
  * and the value is carried as two exact 32-bit halves in doubles, which the
  * buffer stores in a BigInt64Array's memory, so no bigint is made until an ID
- * is handed out. JSON.parse and then BigInt of each string costs about five
+ * is handed out. JSON.parse and then BigInt of each string costs about four
  * times as much (bench/parse.ts) and would still need the checks of order
  * and count made here.
  */

@@ -9,6 +9,7 @@ import * as https from "node:https";
 import type { Clock } from "./clock.js";
 import type { EndpointURL, Settings } from "./config.js";
 import { BadResponseError, ClosedError, serverError, TransportError } from "./errors.js";
+import { isJSONMediaType } from "./mediatype.js";
 
 /** The largest 200 body read: 1,000 IDs of 19 digits in quotes take 22,010 bytes; the rest is room for white space. */
 export const MAX_BATCH_BODY = 64 << 10;
@@ -138,7 +139,7 @@ export class Transport {
         return;
       }
       const ct = res.headers["content-type"] ?? "";
-      if (ct.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
+      if (!isJSONMediaType(ct)) {
         fail(new BadResponseError(base, `Content-Type ${JSON.stringify(ct)} is not application/json`));
         return;
       }
