@@ -448,3 +448,27 @@ test("Retry-After is read as seconds or an HTTP date, anything else as none", ()
   assert.equal(t.retryAfterMs("Friday, 26-Sep-26 12:00:09 GMT"), 9000, "RFC 850's form");
   assert.ok(new RateLimitedError({ endpoint: "e", status: 429, code: "", detail: "", reason: "", retryAfterMs: 0 }, "x").retryable());
 });
+
+test("a kept-alive connection the server closed is replaced at once, without counting a failure", async () => {
+  const next = { v: 0n };
+  const perSocket = new WeakMap<object, number>();
+  const s = await new Scripted((q, r) => {
+    // The second request on a connection finds it closed, as when the
+    // server's idle timeout closed it just as the request went out.
+    const k = (perSocket.get(q.socket) ?? 0) + 1;
+    perSocket.set(q.socket, k);
+    if (k === 2) return void q.socket.destroy();
+    writeBatch(r, next, countOf(q));
+  }).start();
+  const c = new Client({ endpoints: [s.url], minRefill: 8, maxBuffer: 8, lowWater: 1, baseBackoffMs: 1, maxBackoffMs: 1 });
+  try {
+    const got: bigint[] = [];
+    for (let i = 0; i < 20; i++) got.push(await c.next());
+    assert.deepEqual(got, Array.from({ length: 20 }, (_, i) => BigInt(i + 1)));
+    assert.equal(c.stats().failures, 0, "a closed kept-alive connection counted as a failure");
+    assert.ok(s.served >= 4, `${s.served} requests: want the refused one sent again`);
+  } finally {
+    await c.close();
+    await s.stop();
+  }
+});
