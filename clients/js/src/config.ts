@@ -116,7 +116,7 @@ export interface Config {
    * over from before. 0: 50 ms and 2,000 ms.
    */
   baseBackoffMs?: number;
-  /** See baseBackoffMs. */
+  /** The longest wait after a failed attempt (see baseBackoffMs). 0: 2,000 ms. At least baseBackoffMs. */
   maxBackoffMs?: number;
   /** Caps the Retry-After honoured after a 503 or 429. 0: 10,000 ms. */
   maxRetryAfterMs?: number;

@@ -16,10 +16,13 @@ export interface Layout {
   readonly epochMs: number;
   /** The length of one timestamp tick, milliseconds. */
   readonly unitMs: number;
-  /** The field widths; they sum to 63. */
+  /** The width of the timestamp field; the four widths sum to 63. */
   readonly timeBits: number;
+  /** The width of the region field (0 in v1). */
   readonly regionBits: number;
+  /** The width of the machine field. */
   readonly machineBits: number;
+  /** The width of the sequence field. */
   readonly sequenceBits: number;
 }
 
