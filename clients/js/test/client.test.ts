@@ -352,7 +352,7 @@ test("callers waiting on an empty buffer are served in the order they called", a
   }
 });
 
-test("the buffer refills ahead once next() leaves it at the low-water mark", async () => {
+test("the buffer refills ahead once next() leaves it at the low-water mark", { timeout: 20_000 }, async () => {
   const s = await new Scripted().start();
   const c = new Client({ endpoints: [s.url], minRefill: 100, maxBuffer: 1000, lowWater: 50, maxAgeMs: 60000 });
   try {
