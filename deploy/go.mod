@@ -1,0 +1,18 @@
+module github.com/snowfence/snowfence/deploy
+
+go 1.26.0
+
+replace github.com/snowfence/snowfence => ../
+
+require (
+	github.com/google/go-containerregistry v0.22.1
+	github.com/snowfence/snowfence v0.0.0-00010101000000-000000000000
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
+)
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
