@@ -43,6 +43,8 @@ type Config struct {
 	// generator's. Zero means snowfence.DefaultSchedule().
 	Schedule snowfence.Schedule
 	// Lease, if set, adds the lease's state to /healthz and /metrics.
+	// When it is also a StallReporter (a *lease.Keeper is), /livez answers
+	// 503 while it reports its loop wedged (livez.go).
 	Lease StatusReporter
 	// Logger receives the server's few log lines (none per request at
 	// Info). Nil discards them.
@@ -256,20 +258,22 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return handler{s, allRoutes} }
 
 // APIHandler returns the handler of the main listener when health and
-// metrics have a listener of their own: every route but /healthz, /readyz
-// and /metrics, which answer 404 not_found here (so that whatever guards the
+// metrics have a listener of their own: every route but /healthz, /readyz,
+// /livez, /metrics and the status page's, which answer 404 not_found here (so that whatever guards the
 // main listener, such as mutual TLS, guards every route it serves).
 func (s *Server) APIHandler() http.Handler { return handler{s, apiRoutes} }
 
-// AdminHandler returns the handler of the admin listener: /healthz, /readyz
-// and /metrics, for load balancers and Prometheus; every other path answers
+// AdminHandler returns the handler of the admin listener: /healthz, /readyz,
+// /livez, /metrics and the status page, for load balancers, orchestrators'
+// probes, Prometheus and the operator; every other path answers
 // 404 not_found. Serve it beside APIHandler, never beside Handler, which
 // serves these routes itself. All three handlers share the server's state
 // and metrics, and may be used at once.
 func (s *Server) AdminHandler() http.Handler { return handler{s, adminRoutes} }
 
 // SetDraining marks the server as shutting down: /healthz and /readyz answer
-// 503 "shutting_down" from now on, so load balancers stop sending traffic,
+// 503 "shutting_down" from now on, so load balancers stop sending traffic
+// (/livez goes on answering 200: the drain is no wedge),
 // while the ID endpoints keep serving the requests that still arrive. Call it
 // before http.Server.Shutdown. It cannot be undone.
 func (s *Server) SetDraining() {

@@ -152,23 +152,31 @@ class TestExchange(unittest.TestCase):
         self.assertEqual((status, len(body)), (503, 4 << 10))
 
     def test_timeout_bounds_the_whole_exchange(self):
-        # A server that sends the head and a byte of the body late, then
-        # nothing: the exchange ends by its timeout, not by the socket's
-        # timeout counted again from the last byte (real time: this is the
-        # network's own timer).
+        # A server that sends the head late, then a byte of the body every
+        # 0.3 s, never the whole body: the exchange ends by its timeout
+        # (1 s), not by the socket's timeout counted again from each byte,
+        # which would let it run as long as the server drips (9 s). The
+        # bound asserted, 5 s, sits far from both, so a loaded machine
+        # cannot fail a sound client (real time: this is the network's own
+        # timer).
         class Drip(RawServer):
             def _serve(self, s):
                 with s:
                     s.recv(4096)
-                    time.sleep(0.7)
-                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{")
-                    s.recv(4096)  # until the client hangs up
+                    time.sleep(0.3)
+                    try:
+                        s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n{")
+                        for _ in range(30):
+                            time.sleep(0.3)
+                            s.sendall(b" ")
+                    except OSError:
+                        pass  # the client hung up, as it should
 
         srv = Drip(self, [])
         t0 = time.monotonic()
         with self.assertRaises(NetworkError) as cm:
             self.ex(srv, timeout=1.0)
-        self.assertLess(time.monotonic() - t0, 1.5, "the exchange outlived its timeout")
+        self.assertLess(time.monotonic() - t0, 5.0, "the exchange outlived its timeout")
         self.assertIn("request timeout", str(cm.exception))
 
     def test_target_paths(self):
