@@ -11,6 +11,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/client"
+	"github.com/snowfence/snowfence/internal/testkit/idtable"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"golang.org/x/time/rate"
 )
@@ -194,10 +195,10 @@ func TestE2EClientFailover(t *testing.T) {
 
 	// Never twice, never invented.
 	issued := append(tapA.issued(), tapB.issued()...)
-	if n := primaryKeyDuplicates(t, pgURL, handed); n != 0 {
+	if n := idtable.PrimaryKeyDuplicates(t, pgURL, handed); n != 0 {
 		t.Errorf("the PostgreSQL primary key found %d duplicates among the %d IDs the client handed out", n, len(handed))
 	}
-	if n := idsNotIn(t, pgURL, handed, issued); n != 0 {
+	if n := idtable.NotIn(t, pgURL, handed, issued); n != 0 {
 		t.Errorf("%d of the %d IDs the client handed out were never issued by either server", n, len(handed))
 	}
 	okA, cutA := tapA.counts()

@@ -19,6 +19,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/idtable"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/server"
@@ -412,7 +413,7 @@ func runCutover(t *testing.T, st cutStore, pgURL string) {
 			t.Errorf("%s issued %d v1 and %d v2 IDs; want both", h.name, v1n, v2n)
 		}
 	}
-	dups := primaryKeyDuplicates(t, pgURL, all)
+	dups := idtable.PrimaryKeyDuplicates(t, pgURL, all)
 	if dups != 0 {
 		t.Errorf("the PostgreSQL primary key found %d duplicate IDs among %d acknowledged", dups, len(all))
 	}

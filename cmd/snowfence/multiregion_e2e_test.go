@@ -21,6 +21,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/idtable"
 	"github.com/snowfence/snowfence/internal/testkit/spawn"
 	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/lease/registry"
@@ -224,7 +225,7 @@ func TestE2EMultiRegion(t *testing.T) {
 		all = append(all, h.ids...)
 	}
 	copyBegan := time.Now()
-	dups := primaryKeyDuplicates(t, pgURL, all)
+	dups := idtable.PrimaryKeyDuplicates(t, pgURL, all)
 	t.Logf("COPY of %d IDs into the primary key: %s", len(all), time.Since(copyBegan).Round(time.Millisecond))
 	if dups != 0 {
 		t.Errorf("the PostgreSQL primary key found %d duplicate IDs among %d acknowledged", dups, len(all))

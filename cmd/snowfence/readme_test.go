@@ -98,7 +98,7 @@ func blockHasPrompt(readme []byte, i int) bool {
 
 // readmeBare matches a command shown without a prompt (a block of
 // commands to copy): the programs the README runs.
-var readmeBare = regexp.MustCompile(`^(go run |go install |snowfence |scripts/|bench/)`)
+var readmeBare = regexp.MustCompile(`^(go run |go install |snowfence |scripts/|bench/|clients/)`)
 
 // readmeShape turns a line the README prints into a pattern the real
 // output must match: what differs from run to run — timestamps,
@@ -439,6 +439,8 @@ func TestREADME(t *testing.T) {
 	table := fmt.Sprintf("readme_%d", time.Now().UnixNano())
 	r := &readmeRun{t: t, dir: work, subst: map[string]string{
 		"go run ./cmd/snowfence": binary(t), // the same program, built once
+		// The clients' examples, run from the repository.
+		" clients/": " " + root + "/clients/",
 		"localhost:8080":         listen,
 		"127.0.0.1:8080":         listen,
 		"127.0.0.1:2379":         embedded,
@@ -556,5 +558,71 @@ func TestREADMENamesWhatScriptsTestInstalls(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("scripts/test may install %s, which the README does not name", p)
 		}
+	}
+}
+
+// readmeExampleLangs are the languages of the README's code blocks that
+// show a client's example program.
+var readmeExampleLangs = map[string]bool{"java": true, "python": true, "js": true, "ts": true, "typescript": true}
+
+// TestREADMEClientExamples: each client example the README shows (a code
+// block in Java, Python or JavaScript) is a file of the repository, named
+// in the block's first line, shown whole and as it is — and that file is
+// what the README's command after it runs (TestREADME runs the command,
+// against the README's serve).
+func TestREADMEClientExamples(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	found := 0
+	for i := 0; i < len(lines); i++ {
+		lang, ok := strings.CutPrefix(lines[i], "```")
+		if !ok || !readmeExampleLangs[lang] {
+			continue
+		}
+		start := i + 1
+		end := start
+		for end < len(lines) && !strings.HasPrefix(lines[end], "```") {
+			end++
+		}
+		i = end
+		first := strings.TrimSpace(lines[start])
+		name := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(first, "//"), "#"))
+		if !strings.HasPrefix(name, "clients/") {
+			t.Errorf("README.md:%d: a %s block's first line names no file of clients/ (%q)", start+1, lang, first)
+			continue
+		}
+		file, err := os.ReadFile(filepath.Join("../..", name))
+		if err != nil {
+			t.Errorf("README.md:%d: %v", start+1, err)
+			continue
+		}
+		shown := strings.Join(lines[start:end], "\n") + "\n"
+		if shown != string(file) {
+			t.Errorf("README.md:%d: the block is not %s as it is; copy the file into the README", start+1, name)
+		}
+		// The command that runs it: a later "$ " line naming its
+		// client's directory (clients/<language>), before the next
+		// code block of an example.
+		dir := strings.Join(strings.SplitN(name, "/", 3)[:2], "/")
+		ran := false
+		for j := end + 1; j < len(lines); j++ {
+			if l, ok := strings.CutPrefix(lines[j], "```"); ok && readmeExampleLangs[l] {
+				break
+			}
+			if strings.HasPrefix(lines[j], "$ ") && strings.Contains(lines[j], dir+"/") {
+				ran = true
+				break
+			}
+		}
+		if !ran {
+			t.Errorf("README.md:%d: no command after the block runs %s", start+1, name)
+		}
+		found++
+	}
+	if found < 3 {
+		t.Errorf("the README shows %d client examples; want Java, Python and Node", found)
 	}
 }

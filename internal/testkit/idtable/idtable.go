@@ -1,4 +1,8 @@
-package main
+// Package idtable checks IDs the tests collected against PostgreSQL: a
+// table whose PRIMARY KEY is the ID refuses a duplicate, as a user's table
+// would (PrimaryKeyDuplicates), and a join finds IDs handed out that no
+// server issued (NotIn).
+package idtable
 
 import (
 	"context"
@@ -8,16 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/testkit/testenv"
 )
 
-// primaryKeyDuplicates copies ids into a temporary PostgreSQL table whose
+// PrimaryKeyDuplicates copies ids into a temporary PostgreSQL table whose
 // primary key is the ID, and returns how many of them are duplicates: zero
 // when the copy succeeds; when it fails on the key (unique_violation), the
 // IDs are copied again into a table without a key to count them.
-func primaryKeyDuplicates(t *testing.T, url string, ids []snowfence.ID) int {
+func PrimaryKeyDuplicates[T ~int64](t testing.TB, url string, ids []T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -57,24 +58,9 @@ func primaryKeyDuplicates(t *testing.T, url string, ids []snowfence.ID) int {
 	return dups
 }
 
-// The PostgreSQL check of the multi-region test can fail: IDs holding two
-// duplicates are refused by the key and counted.
-func TestPrimaryKeyDuplicatesFindsThem(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	if n := primaryKeyDuplicates(t, url, []snowfence.ID{1, 2, 3, 4}); n != 0 {
-		t.Errorf("distinct IDs: %d duplicates", n)
-	}
-	if n := primaryKeyDuplicates(t, url, []snowfence.ID{7, 8, 7, 9, 8, 10}); n != 2 {
-		t.Errorf("IDs with two repeated: %d duplicates, want 2", n)
-	}
-	if n := idsNotIn(t, url, []snowfence.ID{1, 2, 5, 6}, []snowfence.ID{2, 1, 3, 6}); n != 1 {
-		t.Errorf("one ID handed out that was not issued: idsNotIn = %d, want 1", n)
-	}
-}
-
-// idsNotIn counts the IDs of handed that are not among issued, in
+// NotIn counts the IDs of handed that are not among issued, in
 // PostgreSQL: the IDs a client handed out that no server issued.
-func idsNotIn(t *testing.T, url string, handed, issued []snowfence.ID) int {
+func NotIn[T ~int64](t testing.TB, url string, handed, issued []T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -85,7 +71,7 @@ func idsNotIn(t *testing.T, url string, handed, issued []snowfence.ID) int {
 	defer conn.Close(context.Background())
 	for _, tb := range []struct {
 		name string
-		ids  []snowfence.ID
+		ids  []T
 	}{{"handed_ids", handed}, {"issued_ids", issued}} {
 		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE "+tb.name+" (id bigint NOT NULL)"); err != nil {
 			t.Fatal(err)
