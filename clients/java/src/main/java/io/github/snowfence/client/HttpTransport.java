@@ -15,42 +15,24 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.Flow;
-import javax.net.ssl.SSLContext;
 
 /**
- * The transport on {@link java.net.http.HttpClient}, HTTP/1.1 (the server
- * speaks plain HTTP/1.1 or TLS), redirects never followed (only an
- * endpoint's own 200 carries IDs; a 3xx is the attempt's failed answer).
- * Each request runs under a timeout that covers the whole answer, body
- * included: the JDK's own request timeout stops at the headers, and an
- * answer stalled mid-body must be abandoned as well. Abandoning cancels the
- * exchange, which closes its connection, so a late answer is never read.
+ * The transport on a {@link java.net.http.HttpClient} the caller gave
+ * ({@link SnowfenceClient.Builder#httpClient}), used as it is configured (a
+ * proxy, its own TLS, its redirect policy: IDs from an answer that came
+ * after a redirect are refused by the fetch). Each request runs under a
+ * timeout that covers the whole answer, body included: the JDK's own
+ * request timeout stops at the headers, and an answer stalled mid-body must
+ * be abandoned as well. Abandoning cancels the exchange, which closes its
+ * connection, so a late answer is never read. Without a client of the
+ * caller's, the client uses {@link SocketTransport}.
  */
 final class HttpTransport implements Transport {
     private final HttpClient http;
 
-    /** Uses the caller's client as given, or a client of its own (with sslContext when not null). */
-    HttpTransport(HttpClient given, SSLContext sslContext) {
-        if (given != null) {
-            http = given;
-            return;
-        }
-        HttpClient.Builder b = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .followRedirects(HttpClient.Redirect.NEVER)
-                // Run the client's internal tasks on the thread that has the
-                // data (its selector thread) rather than handing each to a
-                // pool: the answer then reaches the waiting refill thread in
-                // one hand-off instead of three. Measured against one
-                // server, sequential batches of 1,000: about 500 µs a round
-                // trip on the default pool, 250 µs (the server's own pace,
-                // the Go client's figure) so. Nothing this transport runs
-                // there blocks: the body subscriber only copies bytes.
-                .executor(Runnable::run);
-        if (sslContext != null) {
-            b.sslContext(sslContext);
-        }
-        http = b.build();
+    /** Sends with the caller's client, as given. */
+    HttpTransport(HttpClient given) {
+        http = given;
     }
 
     @Override

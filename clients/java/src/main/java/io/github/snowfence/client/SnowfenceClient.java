@@ -452,6 +452,9 @@ public final class SnowfenceClient implements AutoCloseable {
         }
         refillThread.interrupt();
         probeThread.interrupt();
+        // Closing the transport ends a read in progress on a socket, which
+        // an interrupt does not.
+        transport.close();
         boolean interrupted = false;
         for (Thread t : new Thread[] {refillThread, probeThread}) {
             for (;;) {
@@ -463,7 +466,6 @@ public final class SnowfenceClient implements AutoCloseable {
                 }
             }
         }
-        transport.close();
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
@@ -815,10 +817,14 @@ public final class SnowfenceClient implements AutoCloseable {
         }
 
         /**
-         * The HTTP client every request is sent with. Unset means one of
-         * the client's own: HTTP/1.1, redirects not followed, with the TLS
-         * settings. Setting both this and TLS is an error: configure the TLS
-         * of your own client instead.
+         * An HTTP client to send every request with, as it is configured
+         * (a proxy, an executor, its TLS). Unset means the client's own
+         * transport: HTTP/1.1 on keep-alive sockets, redirects not followed,
+         * with the TLS settings; it is leaner than {@code HttpClient}, whose
+         * answers cross several threads (see the README). Setting both this
+         * and TLS is an error: configure the TLS of your own client instead.
+         * Give it {@code Redirect.NEVER}: IDs from an answer that came after
+         * a redirect are refused.
          *
          * @param http the HTTP client
          * @return this builder
@@ -870,7 +876,8 @@ public final class SnowfenceClient implements AutoCloseable {
          */
         public SnowfenceClient build() {
             Settings s = Settings.check(this);
-            Transport t = transport != null ? transport : new HttpTransport(s.httpClient, s.sslContext);
+            Transport t = transport != null ? transport
+                    : s.httpClient != null ? new HttpTransport(s.httpClient) : new SocketTransport(s.sslContext);
             return new SnowfenceClient(s, t);
         }
     }
