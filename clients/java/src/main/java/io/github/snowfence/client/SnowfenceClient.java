@@ -78,7 +78,7 @@ public final class SnowfenceClient implements AutoCloseable {
     final Settings s;
     final TimeSource time;
     private final Transport transport;
-    private final Endpoints eps;
+    final Endpoints eps;
     private final Fetcher fetcher;
     private final System.Logger log;
     /** Returns a random duration in [0, d]; tests replace it. */
@@ -321,36 +321,52 @@ public final class SnowfenceClient implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
-            SnowfenceException err = null;
             try {
                 refill();
-            } catch (SnowfenceException e) {
-                err = e;
             } catch (RuntimeException e) {
-                err = new SnowfenceException("snowfence client: refill failed: " + e, e);
-            }
-            lock.lock();
-            try {
-                refilling = false;
-                ended++;
-                refillErr = err;
-                if (err != null && !closed) {
-                    SnowfenceException failure = err;
-                    log.log(Level.WARNING, () -> "snowfence client: refill failed: " + failure.getMessage());
+                SnowfenceException err = e instanceof SnowfenceException x ? x
+                        : new SnowfenceException("snowfence client: refill failed: " + e, e);
+                lock.lock();
+                try {
+                    endRefillLocked(err);
+                    if (!closed) {
+                        log.log(Level.WARNING, () -> "snowfence client: refill failed: " + err.getMessage());
+                    }
+                    broadcastLocked();
+                } finally {
+                    lock.unlock();
                 }
-                broadcastLocked();
-            } finally {
-                lock.unlock();
             }
         }
     }
 
-    /** Fetches one refill's IDs, a request of at most 1,000 at a time, adding each response's IDs as it arrives. */
+    /**
+     * Ends the refill: from here next may start another. A refill that
+     * brings all it asked for ends in the same step as its last IDs arrive,
+     * so a caller that takes them and leaves the buffer at the low-water
+     * mark starts the next refill; ending it a step later, the caller could
+     * find it still running and start none.
+     */
+    private void endRefillLocked(SnowfenceException err) {
+        refilling = false;
+        ended++;
+        refillErr = err;
+    }
+
+    /**
+     * Fetches one refill's IDs, a request of at most 1,000 at a time, adding
+     * each response's IDs as it arrives, and ends the refill with the last.
+     */
     private void refill() {
         int want;
         lock.lock();
         try {
             want = planLocked();
+            if (want <= 0) {
+                endRefillLocked(null);
+                broadcastLocked();
+                return;
+            }
         } finally {
             lock.unlock();
         }
@@ -367,11 +383,14 @@ public final class SnowfenceClient implements AutoCloseable {
                 // server minted the IDs after it.
                 buf.push(fetcher.ids, n, fetcher.sent + s.maxAge);
                 received += n;
+                got += n;
+                if (got >= want) {
+                    endRefillLocked(null);
+                }
                 broadcastLocked();
             } finally {
                 lock.unlock();
             }
-            got += n;
         }
     }
 
