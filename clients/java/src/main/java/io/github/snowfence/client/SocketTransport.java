@@ -123,24 +123,28 @@ final class SocketTransport implements Transport {
                 + "\r\nUser-Agent: snowfence-client\r\nAccept: application/json\r\n"
                 + (method.equals("POST") ? "Content-Length: 0\r\n" : "") + "\r\n").getBytes(StandardCharsets.ISO_8859_1);
         for (int attempt = 0;; attempt++) {
-            Conn c = acquire(t, deadline, timeoutNanos);
+            Conn c = null;
             try {
+                c = acquire(t, deadline, timeoutNanos);
                 c.answered = false;
                 c.out.write(request);
                 c.out.flush();
-                Answer a = read(c, url, deadline, timeoutNanos, batch);
-                return a;
+                return read(c, url, deadline, timeoutNanos, batch);
             } catch (IOException | RuntimeException e) {
-                discard(c);
-                if (attempt == 0 && c.reused && !c.answered && !(e instanceof HttpTimeoutException) && !isClosed()) {
-                    continue; // a kept-alive connection the server had closed: once more on a new one
+                if (c != null) {
+                    discard(c);
                 }
-                if (e instanceof HttpTimeoutException) {
-                    throw e;
+                if (attempt == 0 && c != null && c.reused && !c.answered && !(e instanceof HttpTimeoutException) && !isClosed()) {
+                    continue; // a kept-alive connection the server had closed: once more on a new one
                 }
                 if (isClosed()) {
                     throw new IOException("the transport is closed");
                 }
+                if (e instanceof HttpTimeoutException) {
+                    throw new HttpTimeoutException(method + " " + url + ": " + e.getMessage());
+                }
+                // The JDK's exceptions often carry no message, or one that
+                // names no address: name the request.
                 throw new IOException(method + " " + url + ": " + e, e);
             }
         }
@@ -198,7 +202,7 @@ final class SocketTransport implements Transport {
             return c;
         } catch (java.net.SocketTimeoutException e) {
             s.close();
-            throw timeout(t.key(), timeoutNanos);
+            throw timeout(timeoutNanos);
         } catch (IOException | RuntimeException e) {
             s.close();
             throw e;
@@ -240,13 +244,13 @@ final class SocketTransport implements Transport {
     private static int timeoutMillis(long deadline, long timeoutNanos) throws HttpTimeoutException {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-            throw timeout("", timeoutNanos);
+            throw timeout(timeoutNanos);
         }
         return (int) Math.max(1, Math.min(Integer.MAX_VALUE, (left + 999_999) / 1_000_000));
     }
 
-    private static HttpTimeoutException timeout(String where, long timeoutNanos) {
-        return new HttpTimeoutException((where.isEmpty() ? "" : where + ": ") + "no complete answer within "
+    private static HttpTimeoutException timeout(long timeoutNanos) {
+        return new HttpTimeoutException("no complete answer within "
                 + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms (the request timeout)");
     }
 
@@ -257,7 +261,7 @@ final class SocketTransport implements Transport {
         try {
             k = c.in.read(c.buf, c.lim, c.buf.length - c.lim);
         } catch (java.net.SocketTimeoutException e) {
-            throw timeout("", timeoutNanos);
+            throw timeout(timeoutNanos);
         }
         if (k < 0) {
             throw new EOFException("the server closed the connection" + (c.answered ? " in the middle of the answer" : " before answering"));

@@ -64,7 +64,9 @@ final class FakeServer implements AutoCloseable {
             s.setHttpsConfigurator(new HttpsConfigurator(tls) {
                 @Override
                 public void configure(HttpsParameters p) {
-                    p.setNeedClientAuth(needClientAuth);
+                    javax.net.ssl.SSLParameters sp = getSSLContext().getDefaultSSLParameters();
+                    sp.setNeedClientAuth(needClientAuth);
+                    p.setSSLParameters(sp);
                 }
             });
             http = s;
