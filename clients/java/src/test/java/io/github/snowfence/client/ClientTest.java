@@ -280,10 +280,15 @@ class ClientTest {
     void closeWhileWaiting() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
         try (FakeServer s = FakeServer.start((ex, srv) -> await(release))) {
-            SnowfenceClient c = builder(s).build();
+            SnowfenceClient c = builder(s).requestTimeout(Duration.ofMinutes(5)).build();
             CompletableFuture<Long> got = async(c::next);
             s.request();
-            c.close();
+            // close ends the read in progress at once, not at the request
+            // timeout (a bound that catches a hang, not a measure of speed).
+            async(() -> {
+                c.close();
+                return null;
+            }).get(20, TimeUnit.SECONDS);
             assertInstanceOf(ClosedException.class, failure(got));
             assertThrows(ClosedException.class, () -> c.nextN(3));
             assertThrows(ClosedException.class, c::next);

@@ -57,10 +57,15 @@ final class FakeServer implements AutoCloseable {
     volatile Handler health = (ex, s) -> reply(ex, 200, "application/json", "{\"status\":\"ok\"}", null);
 
     FakeServer(AtomicLong next, SSLContext tls, boolean needClientAuth, Handler... script) throws IOException {
+        this("127.0.0.1", next, tls, needClientAuth, script);
+    }
+
+    /** A server listening on host, a loopback address. */
+    FakeServer(String host, AtomicLong next, SSLContext tls, boolean needClientAuth, Handler... script) throws IOException {
         this.next = next;
         this.script = List.of(script.length == 0 ? new Handler[] {FakeServer::ok} : script);
         if (tls != null) {
-            HttpsServer s = HttpsServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+            HttpsServer s = HttpsServer.create(new InetSocketAddress(host, 0), 0);
             s.setHttpsConfigurator(new HttpsConfigurator(tls) {
                 @Override
                 public void configure(HttpsParameters p) {
@@ -71,12 +76,12 @@ final class FakeServer implements AutoCloseable {
             });
             http = s;
         } else {
-            http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+            http = HttpServer.create(new InetSocketAddress(host, 0), 0);
         }
         http.setExecutor(pool);
         http.createContext("/", this::serve);
         http.start();
-        url = (tls != null ? "https" : "http") + "://127.0.0.1:" + http.getAddress().getPort();
+        url = (tls != null ? "https" : "http") + "://" + host + ":" + http.getAddress().getPort();
     }
 
     /** A plain HTTP server answering with the script (IDs counted from 0). */

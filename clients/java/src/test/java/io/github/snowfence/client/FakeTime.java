@@ -18,7 +18,8 @@ final class FakeTime implements TimeSource {
     private final Condition changed = lock.newCondition();
     private final long start = 5_000_000_000L;
     private long now = start;
-    private int waiters;
+    /** The ends of the sleeps in progress; a sleep whose end the clock reached counts no more, at once. */
+    private final java.util.List<Long> sleeps = new java.util.ArrayList<>();
 
     @Override
     public long nanoTime() {
@@ -39,15 +40,15 @@ final class FakeTime implements TimeSource {
     public void sleep(long nanos) throws InterruptedException {
         lock.lock();
         try {
-            long until = now + nanos;
-            waiters++;
+            Long until = now + nanos;
+            sleeps.add(until);
             changed.signalAll();
             try {
                 while (now - until < 0) {
                     changed.await();
                 }
             } finally {
-                waiters--;
+                sleeps.remove(until);
                 changed.signalAll();
             }
         } finally {
@@ -66,14 +67,28 @@ final class FakeTime implements TimeSource {
         }
     }
 
-    /** Returns how many threads sleep on the clock now. */
+    /**
+     * Returns how many threads sleep on the clock now: whose sleep's end the
+     * clock has not reached (one that {@link #advance} just ended no longer
+     * counts, even before its thread runs).
+     */
     int waiters() {
         lock.lock();
         try {
-            return waiters;
+            return waitersLocked();
         } finally {
             lock.unlock();
         }
+    }
+
+    private int waitersLocked() {
+        int n = 0;
+        for (long until : sleeps) {
+            if (now - until < 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Waits (up to 30 s of real time, then fails) until n threads sleep on the clock. */
@@ -81,9 +96,9 @@ final class FakeTime implements TimeSource {
         lock.lock();
         try {
             long left = TimeUnit.SECONDS.toNanos(30);
-            while (waiters < n) {
+            while (waitersLocked() < n) {
                 if (left <= 0) {
-                    fail("no " + n + " sleepers on the fake clock within 30 s (" + waiters + ")");
+                    fail("no " + n + " sleepers on the fake clock within 30 s (" + waitersLocked() + ")");
                 }
                 left = changed.awaitNanos(left);
             }

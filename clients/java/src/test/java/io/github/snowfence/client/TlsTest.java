@@ -3,6 +3,7 @@ package io.github.snowfence.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.net.http.HttpClient;
@@ -118,9 +119,12 @@ class TlsTest {
                 .logger(QuietLogger.INSTANCE).tls(pki("ca.pem"), pki("client.pem"), pki("client-key.pem")).build()) {
             assertEquals(1, c.next());
         }
-        try (FakeServer s = mtlsServer(); SnowfenceClient c = builder(s).endpoints(s.url.replace("127.0.0.1", "127.0.0.2"))
-                .tls(pki("ca.pem"), pki("client.pem"), pki("client-key.pem")).build()) {
-            assertThrows(UnavailableException.class, c::next);
+        // A server on 127.0.0.2 with the same certificate: the address is not in it.
+        try (FakeServer s = new FakeServer("127.0.0.2", new AtomicLong(), serverContext(), true);
+                SnowfenceClient c = builder(s).tls(pki("ca.pem"), pki("client.pem"), pki("client-key.pem")).build()) {
+            UnavailableException e = assertThrows(UnavailableException.class, c::next);
+            assertEquals(0, s.mints());
+            assertTrue(String.valueOf(e.getCause()).contains("127.0.0.2"), String.valueOf(e.getCause()));
         }
     }
 
