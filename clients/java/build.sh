@@ -10,10 +10,18 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/target/build
 
+# apt_install PKG...: installs Debian packages quietly, updating the package
+# lists first only if the install fails without.
+apt_install() {
+	command -v apt-get >/dev/null 2>&1 || return 1
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2 && return 0
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2
+}
+
 if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
 	echo "build.sh: javac not found; installing openjdk-17-jdk-headless with apt-get" >&2
-	if ! { command -v apt-get >/dev/null 2>&1 &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless >&2; }; then
+	if ! apt_install openjdk-17-jdk-headless; then
 		echo "build.sh: javac (a JDK 17 or later) is missing and could not be installed with apt-get; install one" >&2
 		exit 3
 	fi

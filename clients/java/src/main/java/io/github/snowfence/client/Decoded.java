@@ -20,7 +20,11 @@ public record Decoded(long id, String layout, Instant createdAt, String region, 
     private static final DateTimeFormatter CREATED_AT =
             DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
-    /** Returns {@link #createdAt()} as {@code snowfence decode} prints it: UTC, three fraction digits. */
+    /**
+     * Returns {@link #createdAt()} as {@code snowfence decode} prints it: UTC, three fraction digits.
+     *
+     * @return {@link #createdAt()} as {@code snowfence decode} prints it: UTC, three fraction digits
+     */
     public String createdAtText() {
         return CREATED_AT.format(createdAt);
     }
@@ -28,6 +32,8 @@ public record Decoded(long id, String layout, Instant createdAt, String region, 
     /**
      * Returns the JSON object {@code snowfence decode --json} prints, with
      * its fields in the same order, the ID as a string.
+     *
+     * @return the JSON text, one line
      */
     public String toJson() {
         return "{\"id\":\"" + id + "\",\"layout\":" + Json.quote(layout) + ",\"created_at\":\"" + createdAtText()

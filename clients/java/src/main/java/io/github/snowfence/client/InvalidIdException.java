@@ -3,6 +3,7 @@ package io.github.snowfence.client;
 /** Text that is not an ID in canonical decimal, or a negative ID given to decode. */
 public final class InvalidIdException extends SnowfenceException {
     private static final long serialVersionUID = 1L;
+    /** The text refused, cut to 40 characters. */
     private final String input;
 
     /**
@@ -16,7 +17,11 @@ public final class InvalidIdException extends SnowfenceException {
         this.input = input;
     }
 
-    /** Returns the text refused, cut to 40 characters. */
+    /**
+     * Returns the text refused, cut to 40 characters.
+     *
+     * @return the text refused, cut to 40 characters
+     */
     public String input() {
         return input;
     }

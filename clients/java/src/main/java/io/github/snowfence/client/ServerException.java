@@ -11,9 +11,13 @@ import java.time.Duration;
 public abstract sealed class ServerException extends SnowfenceException
         permits RefusedException, RateLimitedException, RejectedException {
     private static final long serialVersionUID = 1L;
+    /** The base URL of the endpoint that answered. */
     private final String endpoint;
+    /** The HTTP status. */
     private final int status;
+    /** The error body's fields, empty when absent. */
     private final String code, serverMessage, reason;
+    /** The Retry-After header, zero without one. */
     private final Duration retryAfter;
 
     ServerException(String endpoint, int status, String code, String serverMessage, String reason, Duration retryAfter) {
@@ -56,32 +60,56 @@ public abstract sealed class ServerException extends SnowfenceException
         return b.toString();
     }
 
-    /** Returns the base URL of the endpoint that answered. */
+    /**
+     * Returns the base URL of the endpoint that answered.
+     *
+     * @return the base URL of the endpoint that answered
+     */
     public String endpoint() {
         return endpoint;
     }
 
-    /** Returns the HTTP status. */
+    /**
+     * Returns the HTTP status.
+     *
+     * @return the HTTP status
+     */
     public int status() {
         return status;
     }
 
-    /** Returns the error body's {@code code}, empty when the body was not the server's JSON error (e.g. a proxy's). */
+    /**
+     * Returns the error body's {@code code}, empty when the body was not the server's JSON error (e.g. a proxy's).
+     *
+     * @return the error body's {@code code}, empty when the body was not the server's JSON error (e.g. a proxy's)
+     */
     public String code() {
         return code;
     }
 
-    /** Returns the error body's {@code message}, or empty. */
+    /**
+     * Returns the error body's {@code message}, or empty.
+     *
+     * @return the error body's {@code message}, or empty
+     */
     public String serverMessage() {
         return serverMessage;
     }
 
-    /** Returns the error body's {@code reason}, or empty. */
+    /**
+     * Returns the error body's {@code reason}, or empty.
+     *
+     * @return the error body's {@code reason}, or empty
+     */
     public String reason() {
         return reason;
     }
 
-    /** Returns the Retry-After header as a duration, {@link Duration#ZERO} without one. */
+    /**
+     * Returns the Retry-After header as a duration, {@link Duration#ZERO} without one.
+     *
+     * @return the Retry-After header as a duration, {@link Duration#ZERO} without one
+     */
     public Duration retryAfter() {
         return retryAfter;
     }

@@ -116,7 +116,11 @@ public final class SnowfenceClient implements AutoCloseable {
 
     private final Thread refillThread, probeThread;
 
-    /** Returns a builder; {@link Builder#endpoints(String...)} is the one required setting. */
+    /**
+     * Returns a builder; {@link Builder#endpoints(String...)} is the one required setting.
+     *
+     * @return a builder; {@link Builder#endpoints(String...)} is the one required setting
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -516,7 +520,11 @@ public final class SnowfenceClient implements AutoCloseable {
         }
     }
 
-    /** Returns the client's counters. */
+    /**
+     * Returns the client's counters.
+     *
+     * @return the client's counters
+     */
     public Stats stats() {
         int buffered;
         long handed, recv, exp, disc;

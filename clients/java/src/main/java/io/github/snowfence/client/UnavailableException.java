@@ -9,6 +9,7 @@ package io.github.snowfence.client;
  */
 public final class UnavailableException extends SnowfenceException {
     private static final long serialVersionUID = 1L;
+    /** How many requests the refill sent. */
     private final int attempts;
 
     /**
@@ -24,7 +25,11 @@ public final class UnavailableException extends SnowfenceException {
         this.attempts = attempts;
     }
 
-    /** Returns how many requests the refill sent. */
+    /**
+     * Returns how many requests the refill sent.
+     *
+     * @return how many requests the refill sent
+     */
     public int attempts() {
         return attempts;
     }
