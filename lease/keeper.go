@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowfence/snowfence"
@@ -188,6 +189,9 @@ type Keeper struct {
 	done   chan struct{}
 	// hw is the keeper's use of cfg.HighWater (highwater.go).
 	hw highWater
+	// turned is the monotonic reading (nanoseconds) at which the run loop
+	// last came round (stall.go).
+	turned atomic.Int64
 
 	// early wakes the renewal loop before its next renewal is due: a
 	// caller's clock reached a grant's LimitMs (MarkReached), as it does
@@ -278,6 +282,7 @@ func StartKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
+	k.turn()
 	go k.run(runCtx)
 	return k, nil
 }
@@ -314,6 +319,7 @@ func (k *Keeper) run(ctx context.Context) {
 	}
 	due[0] = now // the first claim, at once
 	for {
+		k.turn()
 		next, any := time.Duration(math.MaxInt64), false
 		for i := range k.holds {
 			if live[i] {
@@ -365,6 +371,7 @@ func (k *Keeper) run(ctx context.Context) {
 				return
 			}
 			stepped[i] = c.Clock.Now().Mono
+			k.turn()
 			wait := h.waitAfter(err)
 			if claiming {
 				var stop bool

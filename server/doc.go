@@ -10,6 +10,7 @@
 //	GET  /v1/public-ids/{pid}    open one: {"id":"…","type":"order","key_version":"2"}, for callers allowed to
 //	GET  /healthz                200 while issuing, 503 with the reason while refusing
 //	GET  /readyz                 200 while issuing and not draining, else 503
+//	GET  /livez                  200 while alive, 503 only when the lease keeper's loop is wedged (livez.go)
 //	GET  /metrics                Prometheus text exposition
 //	GET  /openapi.json           the OpenAPI 3.1 description (package api)
 //	GET  /                       the status page, for a browser (its files under /status/)
@@ -96,8 +97,9 @@
 //
 // Handler serves every route on one listener. A service that gives health
 // and metrics a listener of their own serves APIHandler on its main listener
-// and AdminHandler on the admin one: /healthz, /readyz and /metrics only on
-// the admin listener (plain HTTP, for load balancers and Prometheus, which
+// and AdminHandler on the admin one: /healthz, /readyz, /livez and /metrics
+// only on the admin listener (plain HTTP, for load balancers, orchestrators'
+// probes and Prometheus, which
 // hold no caller certificate), and with them the status page; everything
 // else only on the main one, each
 // answering 404 not_found, naming the other listener, for the other's
@@ -130,7 +132,7 @@
 // /readyz answer 503 with code "starting", reason "starting" or
 // "no-free-number" and the last claim's error as detail; the minting,
 // decode, UUID and public-ID routes answer 503 starting with Retry-After;
-// /metrics, /openapi.json and the status page are served. From the first
+// /livez, /metrics, /openapi.json and the status page are served. From the first
 // moment it has started, every answer is the generator's.
 //
 // # Concurrency

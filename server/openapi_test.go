@@ -31,6 +31,9 @@ type spec struct {
 type operation struct {
 	OperationID string                     `json:"operationId"`
 	Responses   map[string]json.RawMessage `json:"responses"`
+	// Listener is the listener that serves the operation with an admin
+	// listener apart: "main" or "admin".
+	Listener string `json:"x-snowfence-listener"`
 }
 
 func loadSpec(t *testing.T) *spec {
@@ -72,7 +75,9 @@ func (s *spec) ops(t *testing.T) map[string]operation {
 
 // TestOpenAPIRoutes checks that the spec and the route table agree: every
 // operation in the spec is routed, and every route is in the spec under the
-// same method, path and operation ID, with the statuses the spec documents.
+// same method, path, operation ID and listener (x-snowfence-listener, which
+// deployments read: deploy/kubernetes's probes), with the statuses the spec
+// documents.
 func TestOpenAPIRoutes(t *testing.T) {
 	s := loadSpec(t)
 	ops := s.ops(t)
@@ -103,6 +108,13 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 		if op.OperationID != rt.operation {
 			t.Errorf("route %s: operation %q, api/openapi.json has %q", key, rt.operation, op.OperationID)
+		}
+		listener := "main"
+		if rt.admin || rt.operator {
+			listener = "admin"
+		}
+		if op.Listener != listener {
+			t.Errorf("route %s: served on the %s listener, api/openapi.json's x-snowfence-listener says %q", key, listener, op.Listener)
 		}
 		var documented []int
 		for status := range op.Responses {
@@ -223,6 +235,11 @@ func statusRecipes() map[string]struct {
 		"POST /v1/ids 503 while starting":      {fixture: starting, r: post("/v1/ids", "")},
 		"GET /healthz 503 while starting":      {fixture: starting, r: get("/healthz")},
 		"GET /readyz 503 while starting":       {fixture: starting, r: get("/readyz")},
+		"GET /livez 200":                       {r: get("/livez")},
+		"GET /livez 405":                       {r: post("/livez", "")},
+		"GET /livez 503":                       {fixture: stalled, r: get("/livez")},
+		"GET /livez 200 while starting":        {fixture: starting, r: get("/livez")},
+		"GET /livez 200 while fenced":          {fixture: fenced, r: get("/livez")},
 		"GET /metrics 200 while starting":      {fixture: starting, r: get("/metrics")},
 
 		// The status page.
@@ -307,6 +324,7 @@ const (
 	noSealers                  // a keyset, but no caller may seal IDs of its choosing
 	mainListener               // APIHandler: the main listener with --admin-listen
 	adminListener              // AdminHandler: the admin listener
+	stalled                    // a lease whose keeper's loop is wedged (StallReporter)
 )
 
 // must is newStarting's fixture.
@@ -330,6 +348,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		noSealers:      newFixture(t, nil, func(c *Config) { c.PublicIDSealers = nil }),
 		mainListener:   newFixture(t, nil, nil),
 		adminListener:  newFixture(t, nil, nil),
+		stalled:        newFixture(t, nil, func(c *Config) { c.Lease = &stallingStatus{stalled: true, since: 17 * time.Second} }),
 	}
 	fixtures[mainListener].h = fixtures[mainListener].srv.APIHandler()
 	fixtures[adminListener].h = fixtures[adminListener].srv.AdminHandler()

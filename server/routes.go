@@ -30,8 +30,8 @@ type route struct {
 	// starting; all but the 404 every route answers on the listener that
 	// does not serve it (part.elsewhere), which counts as unmatched.
 	statuses []int
-	// admin marks the routes of the admin listener: health, readiness and
-	// metrics (Server.AdminHandler).
+	// admin marks the routes of the admin listener: health, readiness,
+	// liveness and metrics (Server.AdminHandler).
 	admin bool
 	// operator marks the status page's routes: the page, its assets, the
 	// JSON it polls and its decoder. They are served with the admin routes
@@ -85,6 +85,9 @@ func routes() []route {
 		{method: "GET", pattern: "/v1/public-ids/{pid}", operation: "openPublicID", serve: (*Server).openPublicID, statuses: []int{200, 400, 403, 404, 405, 501, 503}},
 		{method: "GET", pattern: "/healthz", operation: "health", serve: (*Server).healthz, statuses: []int{200, 405, 503}, admin: true},
 		{method: "GET", pattern: "/readyz", operation: "ready", serve: (*Server).readyz, statuses: []int{200, 405, 503}, admin: true},
+		// Liveness (livez.go): 503 only for a wedged keeper, never while
+		// starting, refusing or draining.
+		{method: "GET", pattern: "/livez", operation: "live", serve: (*Server).livez, statuses: []int{200, 405, 503}, admin: true, starting: true},
 		{method: "GET", pattern: "/metrics", operation: "metrics", serve: (*Server).serveMetrics, statuses: []int{200, 405}, admin: true, starting: true},
 		{method: "GET", pattern: "/openapi.json", operation: "openapi", serve: (*Server).serveOpenAPI, statuses: []int{200, 405}, starting: true},
 		// The status page (statuspage.go): 404 for an asset it does not

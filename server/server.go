@@ -17,6 +17,7 @@ import (
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/api"
 	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/metrics"
 	"github.com/snowfence/snowfence/publicid"
 )
 
@@ -30,12 +31,9 @@ const DefaultMaxBodyBytes = 4096
 const futureSkew = time.Second
 
 // StatusReporter reports the state of the lease behind the generator;
-// *lease.Keeper is one.
-type StatusReporter interface {
-	Status() lease.Status
-}
-
-var _ StatusReporter = (*lease.Keeper)(nil)
+// *lease.Keeper is one. It is metrics.StatusReporter, which the lease's
+// series read.
+type StatusReporter = metrics.StatusReporter
 
 // Config configures a Server. Every field but Generator may be left zero.
 type Config struct {
@@ -45,6 +43,8 @@ type Config struct {
 	// generator's. Zero means snowfence.DefaultSchedule().
 	Schedule snowfence.Schedule
 	// Lease, if set, adds the lease's state to /healthz and /metrics.
+	// When it is also a StallReporter (a *lease.Keeper is), /livez answers
+	// 503 while it reports its loop wedged (livez.go).
 	Lease StatusReporter
 	// Logger receives the server's few log lines (none per request at
 	// Info). Nil discards them.
@@ -77,8 +77,9 @@ type Config struct {
 	// out of the total the fleet schedule's last layout has (1 <<
 	// RegionBits), exported as snowfence_region_numbers_left and
 	// snowfence_region_numbers; a total of zero (no region bits) exports
-	// neither. It must be safe for concurrent use and should answer from
-	// memory. Nil: neither is exported.
+	// neither (metrics.Config.RegionNumbers; metrics.RegionNumbers
+	// computes both). It must be safe for concurrent use and should
+	// answer from memory. Nil: neither is exported.
 	RegionNumbers func() (left, total int)
 	// Quota, if set, is asked before every mint whether the caller may
 	// take that many IDs (see Quota); over quota is a 429. Nil: no quota,
@@ -149,7 +150,7 @@ type Server struct {
 	origin time.Time
 
 	routes         []route
-	metrics        *metrics
+	metrics        *requestMetrics
 	metricsHandler http.Handler
 	openAPI        []byte
 
@@ -238,7 +239,11 @@ func New(cfg Config) (*Server, error) {
 	s.single.New = func() any { b := make([]byte, 0, 64); return &b }
 	s.batch.New = func() any { return newBatchBuffers() }
 	s.uuidBufs.New = func() any { return newUUIDBuffers() }
-	m, err := newMetrics(reg, s.routes, cfg.Generator, cfg.Lease, cfg.RegionNumbers, s.draining.Load)
+	gc, err := metrics.New(metrics.Config{Generator: cfg.Generator, Keeper: cfg.Lease, RegionNumbers: cfg.RegionNumbers})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg, s.routes, gc, s.draining.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -253,20 +258,22 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return handler{s, allRoutes} }
 
 // APIHandler returns the handler of the main listener when health and
-// metrics have a listener of their own: every route but /healthz, /readyz
-// and /metrics, which answer 404 not_found here (so that whatever guards the
+// metrics have a listener of their own: every route but /healthz, /readyz,
+// /livez, /metrics and the status page's, which answer 404 not_found here (so that whatever guards the
 // main listener, such as mutual TLS, guards every route it serves).
 func (s *Server) APIHandler() http.Handler { return handler{s, apiRoutes} }
 
-// AdminHandler returns the handler of the admin listener: /healthz, /readyz
-// and /metrics, for load balancers and Prometheus; every other path answers
+// AdminHandler returns the handler of the admin listener: /healthz, /readyz,
+// /livez, /metrics and the status page, for load balancers, orchestrators'
+// probes, Prometheus and the operator; every other path answers
 // 404 not_found. Serve it beside APIHandler, never beside Handler, which
 // serves these routes itself. All three handlers share the server's state
 // and metrics, and may be used at once.
 func (s *Server) AdminHandler() http.Handler { return handler{s, adminRoutes} }
 
 // SetDraining marks the server as shutting down: /healthz and /readyz answer
-// 503 "shutting_down" from now on, so load balancers stop sending traffic,
+// 503 "shutting_down" from now on, so load balancers stop sending traffic
+// (/livez goes on answering 200: the drain is no wedge),
 // while the ID endpoints keep serving the requests that still arrive. Call it
 // before http.Server.Shutdown. It cannot be undone.
 func (s *Server) SetDraining() {

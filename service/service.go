@@ -18,6 +18,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/registry"
+	"github.com/snowfence/snowfence/metrics"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/perimeter"
 	"github.com/snowfence/snowfence/publicid"
@@ -282,19 +283,11 @@ func (s *Service) startServer(hr holderRegion) (err error) {
 	s.names = newRegionNames(n.Store.RegistryReader(), hr.registry, s.log, time.Now)
 	sc.RegionNames = s.names.Name
 	// Region numbers left, for the alert on a registry nearly used up:
-	// only once a layout with region bits is in the schedule and a
-	// registry was written.
-	steps := sc.Schedule.Steps()
-	if last := steps[len(steps)-1].Layout; last.RegionBits > 0 {
-		total := 1 << last.RegionBits
-		sc.RegionNumbers = func() (int, int) {
-			reg := s.names.reg.Load()
-			if reg == nil || reg.Version == 0 {
-				return 0, 0 // no registry written: export nothing
-			}
-			return reg.Left(total), total
-		}
-	}
+	// exported once a layout with region bits is in the schedule and a
+	// registry was written (metrics.RegionNumbers), from the registry the
+	// region names keep in memory.
+	sched := sc.Schedule
+	sc.RegionNumbers = func() (int, int) { return metrics.RegionNumbers(sched, *s.names.reg.Load()) }
 	if s.srv, err = server.New(sc); err != nil {
 		return err
 	}

@@ -475,6 +475,7 @@ func TestE2EPrismProxy(t *testing.T) {
 		// The admin listener's operations, asked of the main one.
 		{method: "GET", path: "/healthz", want: 404},
 		{method: "GET", path: "/readyz", want: 404},
+		{method: "GET", path: "/livez", want: 404},
 		{method: "GET", path: "/metrics", want: 404},
 		{method: "GET", path: "/", want: 404},
 		{method: "GET", path: "/status/status.js", want: 404},
@@ -487,6 +488,8 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "POST", path: "/healthz", want: 405},
 		{method: "GET", path: "/readyz", want: 200},
 		{method: "POST", path: "/readyz", want: 405},
+		{method: "GET", path: "/livez", want: 200},
+		{method: "POST", path: "/livez", want: 405},
 		{method: "GET", path: "/metrics", want: 200},
 		{method: "POST", path: "/metrics", want: 405},
 		{method: "GET", path: "/", want: 200},
@@ -561,6 +564,7 @@ func TestE2EPrismProxy(t *testing.T) {
 		{method: "GET", path: "/v1/public-ids/" + pid, want: 503},
 		{method: "GET", path: "/healthz", want: 503},
 		{method: "GET", path: "/readyz", want: 503},
+		{method: "GET", path: "/livez", want: 200}, // a spare waiting is alive
 		{method: "GET", path: "/v1/status/decode/" + id, want: 503},
 		{method: "GET", path: "/metrics", want: 200},
 		{method: "GET", path: "/v1/status", want: 200},
@@ -585,11 +589,31 @@ func TestE2EPrismProxy(t *testing.T) {
 		reached[fmt.Sprintf("%s %d", s.operation, s.status)] = true
 	}
 	for _, d := range ops.documented() {
+		if why, ok := unreachable[d]; ok {
+			if reached[d] {
+				t.Errorf("%s was reached through Prism, but the test names it unreachable (%s): take it off the list", d, why)
+			}
+			continue
+		}
 		if !reached[d] {
 			t.Errorf("%s is documented but the traffic set did not reach it through Prism", d)
 		}
 	}
+	for d := range unreachable {
+		if !slices.Contains(ops.documented(), d) {
+			t.Errorf("%s is named unreachable but is not documented", d)
+		}
+	}
 	t.Logf("%d exchanges through Prism reached all %d documented responses in %s", len(got), len(ops.documented()), time.Since(began).Round(time.Millisecond))
+}
+
+// unreachable are the documented responses no real process can be made to
+// give, with where they are produced instead: TestE2EPrismProxy requires
+// every other one.
+var unreachable = map[string]string{
+	// Every store call of the keeper is bounded by its request timeout,
+	// and every store client honours it: only a bug wedges the loop.
+	"live 503": "a wedged lease keeper's loop; server's TestOpenAPIStatuses checks the answer against the description, and lease's TestKeeperStalledWhileAStoreCallHangs the keeper's report",
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

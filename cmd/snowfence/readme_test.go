@@ -169,8 +169,10 @@ func readmeVarying(s string) ([]int, string) {
 // environment every command gets, the serve processes started, and the
 // README's values mapped to those this run printed in their place.
 type readmeRun struct {
-	t      *testing.T
-	dir    string
+	t   *testing.T
+	dir string
+	// root is the repository, where the clients' examples run from.
+	root   string
 	env    []string
 	subst  map[string]string
 	served []*readmeServe
@@ -240,6 +242,9 @@ func (r *readmeRun) run(c readmeCmd) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", text)
 	cmd.Dir, cmd.Env = r.dir, r.env
+	if strings.Contains(text, "clients/") {
+		cmd.Dir = r.root // a client's example, run as its README says: from the repository
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil && !readmeMayFail(c) {
 		t.Errorf("README.md:%d: %s: %v\n%s", c.line, c.text, err, out)
@@ -437,10 +442,8 @@ func TestREADME(t *testing.T) {
 		os.WriteFile(filepath.Join(work, name), b, 0o600)
 	}
 	table := fmt.Sprintf("readme_%d", time.Now().UnixNano())
-	r := &readmeRun{t: t, dir: work, subst: map[string]string{
+	r := &readmeRun{t: t, dir: work, root: root, subst: map[string]string{
 		"go run ./cmd/snowfence": binary(t), // the same program, built once
-		// The clients' examples, run from the repository.
-		" clients/": " " + root + "/clients/",
 		"localhost:8080":         listen,
 		"127.0.0.1:8080":         listen,
 		"127.0.0.1:2379":         embedded,

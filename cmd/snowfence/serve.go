@@ -153,7 +153,7 @@ func runService(ctx context.Context, e env, cfg serveConfig, ln, adminLn net.Lis
 		}
 		printed = true
 		if adminLn != nil {
-			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /metrics, the status page at /)\n", adminLn.Addr())
+			fmt.Fprintf(e.stdout, "admin on http://%s (/healthz, /readyz, /livez, /metrics, the status page at /)\n", adminLn.Addr())
 		}
 		fmt.Fprintf(e.stdout, "listening on %s://%s%s\n", scheme, ln.Addr(), note)
 	}

@@ -52,7 +52,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.store.register(fs)
 	def := storeKinds()[0].timings // the default store's
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
-	fs.StringVar(&f.adminListen, "admin-listen", "", "listen address of a plain-HTTP admin listener for /healthz, /readyz and /metrics, which --listen then answers 404 (port 0 picks a free port); empty: everything on --listen")
+	fs.StringVar(&f.adminListen, "admin-listen", "", "listen address of a plain-HTTP admin listener for /healthz, /readyz, /livez, /metrics and the status page, which --listen then answers 404 (port 0 picks a free port); empty: everything on --listen")
 	f.perimeter.register(fs)
 	f.publicIDs.register(fs)
 	fs.StringVar(&f.embeddedURL, "embedded-etcd-url", embedetcd.DefaultClientURL, "client URL of the embedded etcd (loopback; port 0 picks one)")

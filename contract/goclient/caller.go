@@ -140,6 +140,10 @@ func calls(ctx context.Context, c *ClientWithResponses) error {
 	if e := check("ready", err, func() (int, []byte, bool) { return r.StatusCode(), r.Body, r.JSON200 != nil }); e != nil {
 		return e
 	}
+	l, err := c.LiveWithResponse(ctx)
+	if e := check("live", err, func() (int, []byte, bool) { return l.StatusCode(), l.Body, l.JSON200 != nil && l.JSON200.Alive }); e != nil {
+		return e
+	}
 	m, err := c.MetricsWithResponse(ctx)
 	if e := check("metrics", err, func() (int, []byte, bool) { return m.StatusCode(), m.Body, len(m.Body) > 0 }); e != nil {
 		return e

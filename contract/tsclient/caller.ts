@@ -55,6 +55,8 @@ async function main(): Promise<void> {
   check("health", health, health.data !== undefined);
   const ready = await client.GET("/readyz");
   check("ready", ready, ready.data !== undefined);
+  const live = await client.GET("/livez");
+  check("live", live, live.data?.alive === true);
   const metrics = await client.GET("/metrics", { parseAs: "text" });
   check("metrics", metrics, typeof metrics.data === "string" && metrics.data.length > 0);
   const spec = await client.GET("/openapi.json");
