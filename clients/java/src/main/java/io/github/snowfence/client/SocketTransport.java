@@ -55,6 +55,8 @@ final class SocketTransport implements Transport {
     private final SSLSocketFactory tls;
     private final Map<String, ArrayDeque<Conn>> idle = new HashMap<>();
     private final Set<Conn> open = new HashSet<>();
+    /** Sockets still connecting or in their TLS handshake: close() closes them too. */
+    private final Set<Socket> connecting = new HashSet<>();
     private boolean closed;
 
     SocketTransport(SSLContext sslContext) {
@@ -172,13 +174,13 @@ final class SocketTransport implements Transport {
             }
         }
         Socket s = new Socket();
-        Conn c = null;
-        try {
-            synchronized (this) {
-                if (closed) {
-                    throw new IOException("the transport is closed");
-                }
+        synchronized (this) {
+            if (closed) {
+                throw new IOException("the transport is closed");
             }
+            connecting.add(s);
+        }
+        try {
             s.setTcpNoDelay(true);
             s.connect(new InetSocketAddress(t.host(), t.port()), timeoutMillis(deadline, timeoutNanos));
             Socket use = s;
@@ -192,21 +194,28 @@ final class SocketTransport implements Transport {
                 ssl.startHandshake();
                 use = ssl;
             }
-            c = new Conn(t.key(), use);
+            Conn c = new Conn(t.key(), use);
             synchronized (this) {
+                connecting.remove(s);
                 if (closed) {
+                    use.close();
                     throw new IOException("the transport is closed");
                 }
                 open.add(c);
             }
             return c;
         } catch (java.net.SocketTimeoutException e) {
-            s.close();
+            abandon(s);
             throw timeout(timeoutNanos);
         } catch (IOException | RuntimeException e) {
-            s.close();
+            abandon(s);
             throw e;
         }
+    }
+
+    private synchronized void abandon(Socket s) throws IOException {
+        connecting.remove(s);
+        s.close();
     }
 
     /** Puts a connection whose answer was read whole back for reuse. */
@@ -238,6 +247,14 @@ final class SocketTransport implements Transport {
         for (Conn c : open.toArray(new Conn[0])) {
             closeQuietly(c);
         }
+        for (Socket s : connecting) {
+            try {
+                s.close();
+            } catch (IOException e) {
+                // closing anyway
+            }
+        }
+        connecting.clear();
         idle.clear();
     }
 
