@@ -46,6 +46,9 @@ type Client struct {
 	// error (nil if it brought all it asked for).
 	ended     uint64
 	refillErr error
+	// afterPush, if set (by tests), runs after each response's IDs are
+	// in the buffer and the mutex is released.
+	afterPush func()
 	// size is the current refill size, low the current low-water mark;
 	// planAt and takenAtPlan are the clock and handedOut at the last plan.
 	size, low   int

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,5 +371,39 @@ func TestNextNNoIDPastMaxAge(t *testing.T) {
 	st := c.Stats()
 	if st.Expired < 3 || st.Received != st.HandedOut+st.Expired+st.Discarded+uint64(st.Buffered) {
 		t.Errorf("Stats = %+v; want Expired ≥ 3 and Received = HandedOut + Expired + Discarded + Buffered", st)
+	}
+}
+
+// TestRefillStartsAtLowWater: the caller that takes a refill's IDs down to
+// the low-water mark starts the next refill, however soon after they
+// arrived. A refill used to end a moment after its last IDs were in the
+// buffer, so a caller taking them in between found it still running and
+// started none (the Java port's test found it): the buffer then ran dry
+// before the next refill was asked for. The hook runs right after the
+// first refill's IDs arrive, in the refill's goroutine, before it could
+// end the refill the old way.
+func TestRefillStartsAtLowWater(t *testing.T) {
+	ts := realServer(t, true)
+	clk := fakeclock.New(exampleTime)
+	c := newClient(t, Config{Endpoints: []string{ts.URL}, Clock: clk, MinRefill: 100, MaxBuffer: 1000, LowWater: 50, MaxAge: time.Hour})
+	var once atomic.Bool
+	kicked := make(chan bool, 1)
+	c.afterPush = func() {
+		if !once.CompareAndSwap(false, true) {
+			return
+		}
+		for c.Stats().Buffered > 50 {
+			if _, err := c.Next(context.Background()); err != nil {
+				t.Error(err)
+				break
+			}
+		}
+		kicked <- len(c.kick) == 1
+	}
+	if _, err := c.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !<-kicked {
+		t.Fatal("the buffer reached its low-water mark right after a refill, and no refill was asked for")
 	}
 }

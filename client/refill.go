@@ -31,21 +31,35 @@ func (c *Client) refiller() {
 			return
 		case <-c.kick:
 		}
-		err := c.refill()
-		c.mu.Lock()
-		c.refilling = false
-		c.ended++
-		c.refillErr = err
-		if err != nil && !c.closed {
-			c.log.Warn("refill failed", "error", err)
+		if err := c.refill(); err != nil {
+			c.mu.Lock()
+			c.endRefillLocked(err)
+			c.mu.Unlock()
 		}
-		c.broadcastLocked()
-		c.mu.Unlock()
 	}
 }
 
+// endRefillLocked records the end of the refill in flight (err nil for
+// one that brought every ID it planned) and wakes the callers waiting.
+func (c *Client) endRefillLocked(err error) {
+	c.refilling = false
+	c.ended++
+	c.refillErr = err
+	if err != nil && !c.closed {
+		c.log.Warn("refill failed", "error", err)
+	}
+	c.broadcastLocked()
+}
+
 // refill fetches one refill's IDs, a request of at most 1,000 at a time,
-// adding each response's IDs to the buffer as it arrives.
+// adding each response's IDs to the buffer as it arrives. A refill that
+// succeeds ends in the critical section that adds its last IDs: a caller
+// that then takes the buffer down to the low-water mark must find no
+// refill in flight, and start the next one. (Ended a moment later, by the
+// refiller, a caller could take those IDs in between, see a refill still
+// running and start none, and the buffer would run dry before the next
+// refill was asked for.) On error it returns the error and the refiller
+// ends the refill.
 func (c *Client) refill() error {
 	c.mu.Lock()
 	size := c.planLocked()
@@ -66,9 +80,16 @@ func (c *Client) refill() error {
 		// minted the IDs after it.
 		c.buf.push(ids, sent+c.s.MaxAge)
 		c.received += uint64(len(ids))
-		c.broadcastLocked()
-		c.mu.Unlock()
 		got += n
+		if got >= size {
+			c.endRefillLocked(nil)
+		} else {
+			c.broadcastLocked()
+		}
+		c.mu.Unlock()
+		if c.afterPush != nil {
+			c.afterPush()
+		}
 	}
 	return nil
 }
