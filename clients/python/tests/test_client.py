@@ -67,6 +67,29 @@ class TestNext(unittest.TestCase):
         c.next()
         s.wait_requests(2)  # 50 left: the refill starts without another call
 
+    def test_refill_started_when_taken_to_low_water_before_it_ended(self):
+        # Callers that take a refill's IDs down to the low-water mark
+        # between their arrival and the refill's end found it running and
+        # started none: the next refill must start anyway, with no further
+        # call. The hook runs in that window of the second refill, in the
+        # refill thread, while this thread calls nothing.
+        s = server(self)
+        c = new_client(self, endpoints=[s.url], min_refill=100, max_buffer=1000, low_water=50, max_age=60)
+        armed = []
+
+        def take_to_low_water():
+            if armed and armed.pop():
+                while c.stats().buffered > 50:
+                    c.next()
+
+        c._refiller.after_push = take_to_low_water
+        for _ in range(49):
+            c.next()
+        self.assertEqual(s.count(), 1)
+        armed.append(True)
+        c.next()  # 50 left: the second refill starts
+        s.wait_requests(3, timeout=5.0)
+
     def test_concurrent_threads(self):
         s = server(self)
         c = new_client(self, endpoints=[s.url], min_refill=8, max_buffer=4096)

@@ -51,6 +51,9 @@ class Refiller:
         self._marks = Marks(s.schedule) if s.schedule is not None else None
         self.jitter: Callable[[float], float] = random_jitter
         """Returns a random duration in [0, d]; tests replace it."""
+        self.after_push: Optional[Callable[[], None]] = None
+        """Runs (if set, by tests) after each response's IDs are in the
+        buffer and the lock is released."""
         self.requests = 0
         """Mint requests that brought IDs."""
         self.failures = 0
@@ -90,6 +93,12 @@ class Refiller:
                 if err is not None and not c._closed:
                     c._log.warning("snowfence client: refill failed: %s", err)
                 c._broadcast_locked()
+                # Callers that took this refill's IDs down to the low-water
+                # mark before it ended here found it running and started
+                # none: start the next for them, or the buffer runs dry
+                # before the next call asks.
+                if err is None and not c._closed and len(c._buf) <= c._low:
+                    c._start_refill_locked()
 
     def _refill(self) -> None:
         """Fetches one refill's IDs, a request of at most 1,000 at a time,
@@ -111,6 +120,8 @@ class Refiller:
                 c._buf.push(ids, sent + max_age)
                 c._received += len(ids)
                 c._broadcast_locked()
+            if self.after_push is not None:
+                self.after_push()
             got += n
 
     def _plan_locked(self) -> int:
