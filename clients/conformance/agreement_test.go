@@ -14,7 +14,7 @@ import (
 
 // agreementCases is how many generated answers TestParseAgreement plays
 // besides its fixed ones.
-const agreementCases = 600
+const agreementCases = 2000
 
 // An agreementCase is one answer to a mint request of 3 IDs: a
 // Content-Type and a body.
