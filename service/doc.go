@@ -25,8 +25,9 @@
 // embedded etcd closes Done, and the owner shuts the service down and
 // reports Err. Liveness: /healthz and /readyz answer 503 while the holder
 // does not issue, a waiting spare included, so a liveness probe should not
-// use them (an orchestrator would kill the spare); /metrics and
-// /openapi.json answer 200 whenever the process serves.
+// use them (an orchestrator would kill the spare): /livez is the liveness
+// probe's, 200 through every refusal that clears on its own and 503 only
+// when the lease keeper's loop is wedged.
 //
 // The package sits above node (the store, keeper and generator) and server
 // (the HTTP handler), which know nothing of it: node stays usable without
