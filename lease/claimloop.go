@@ -108,18 +108,22 @@ func (k *Keeper) claimed(h *hold, w *claimWait, err error, wait time.Duration) (
 // fail stops the keeper on err, from its first claim: Err returns it,
 // Failed is closed, the hold's status says StateFailed and the generator
 // refuses with it.
+//
+// The hold's status and refusal are set before Failed closes, so that a
+// caller woken by Failed finds them (it once found the status still
+// "claiming": CI saw TestKeeperFirstClaimRefusedStops fail so).
 func (k *Keeper) fail(h *hold, err error) {
+	h.mu.Lock()
+	h.status.State = StateFailed
+	h.status.LastError = err.Error()
+	h.setWhy(fmt.Errorf("lease: the keeper stopped: its first claim was refused, which claiming again cannot fix: %w", err))
+	h.mu.Unlock()
 	k.mu.Lock()
 	if k.err == nil {
 		k.err = err
 		close(k.failed)
 	}
 	k.mu.Unlock()
-	h.mu.Lock()
-	h.status.State = StateFailed
-	h.status.LastError = err.Error()
-	h.setWhy(fmt.Errorf("lease: the keeper stopped: its first claim was refused, which claiming again cannot fix: %w", err))
-	h.mu.Unlock()
 	k.log.Error("the first claim was refused for a reason claiming again cannot fix: the keeper stopped; fix the configuration and start again",
 		"holder", k.cfg.Holder, "layout", h.layout, "error", err)
 	k.signal()

@@ -20,21 +20,14 @@ ADDR=${ADDR:-127.0.0.1:8280}
 COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-2s}
 tmp=$(mktemp -d)
-pid=
+. "$here/staticserve.sh"
 cleanup() {
-	[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+	stop_staticserve
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-(cd "$here" && go build -o "$tmp/staticserve" ./staticserve)
 (cd "$root" && go test -c -o "$tmp/client.test" ./client)
-GOMAXPROCS=1 taskset -c 0 "$tmp/staticserve" -addr "$ADDR" -max-lifetime 30m >"$tmp/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-	curl -sf -o /dev/null -m 1 "http://$ADDR/healthz" && break
-	sleep 0.1
-done
-curl -sf -o /dev/null -m 1 "http://$ADDR/healthz" || { cat "$tmp/server.log" >&2; exit 1; }
+start_staticserve "$ADDR" "$tmp"
 for i in $(seq "$COUNT"); do
 	for b in ClientServer BatchRequests; do
 		SNOWFENCE_BENCH_URL=http://$ADDR taskset -c 1 "$tmp/client.test" -test.run '^$' \

@@ -29,23 +29,16 @@ case "$ADDR" in 127.*) ;; *) echo "clients.sh: ADDR must be a loopback address" 
 secs=${DURATION%s}
 ms=$(( secs * 1000 ))
 tmp=$(mktemp -d)
-pid=
+. "$here/staticserve.sh"
 cleanup() {
-	[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+	stop_staticserve
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-(cd "$here" && go build -o "$tmp/staticserve" ./staticserve)
 for c in $CLIENTS; do
 	"$root/clients/$c/conformance-runner" --build >&2
 done
-GOMAXPROCS=1 taskset -c 0 "$tmp/staticserve" -addr "$ADDR" -max-lifetime 30m >"$tmp/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-	curl -sf -o /dev/null -m 1 "http://$ADDR/healthz" && break
-	sleep 0.1
-done
-curl -sf -o /dev/null -m 1 "http://$ADDR/healthz" || { cat "$tmp/server.log" >&2; exit 1; }
+start_staticserve "$ADDR" "$tmp"
 
 # rate_of CLIENT: one run of the client's runner, in IDs/s.
 rate_of() {
