@@ -312,7 +312,11 @@ func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 
 	realStart := time.Now()
 	clkA := fakeclock.New(realStart)
-	a := mustHolder(t, sA, clkA, "A", lease.Range{Lo: n, Hi: n}, shortTimings)
+	// A's clock moves only when the test moves it, so a first claim that
+	// timed out would retry only on a clock that never reaches the retry:
+	// its claim gets 2 s, not shortTimings' 250 ms (CI's loaded 3-member
+	// cluster once took longer, and A never held its number).
+	a := mustHolder(t, sA, clkA, "A", lease.Range{Lo: n, Hi: n}, shortTimings, func(kc *lease.KeeperConfig) { kc.RequestTimeout = 2 * time.Second })
 	lastKeepAlive := time.Now() // A's last keep-alive was sent before this
 	a.mint(100)
 	markA := a.k.Status().MarkMs
