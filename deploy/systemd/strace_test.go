@@ -248,7 +248,7 @@ func checkTrace(t *testing.T, trace string, u unit, allowed, families map[string
 	}
 	defer f.Close()
 	var (
-		call      = regexp.MustCompile(`^\d+ ([a-z0-9_]+)\((.*)`)
+		call      = regexp.MustCompile(`^\d+ +([a-z0-9_]+)\((.*)`) // strace pads the PID to 5 columns
 		socket    = regexp.MustCompile(`^socket\((AF_[A-Z0-9]+)`)
 		pathArg   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
 		writeOpen = regexp.MustCompile(`O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND`)
