@@ -1,0 +1,93 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snowfence/snowfence/fakeclock"
+	"github.com/snowfence/snowfence/lease"
+)
+
+// followUpStore is a stubStore whose renewals, while the store is
+// unreachable (down), fail as dynamostore's do: the write fails, and the
+// store re-reads the item to decide, on a context of its own bounded by the
+// store's own request timeout (dynamostore.Store.reread:
+// context.WithTimeout(context.Background(), cfg.RequestTimeout), 5 s by
+// default), not by the keeper's RequestTimeout. pgstore's and etcdstore's
+// adopt after a claim of unknown outcome do the same (a fixed 5 s; the
+// etcd store's own RequestTimeout, 5 s, twice: the re-read and the
+// revoke). An unreachable table makes that re-read last its whole timeout.
+// Nothing hangs: every call returns within the store's own bound, and the
+// outage clears on its own.
+type followUpStore struct {
+	*stubStore
+	clk  *fakeclock.Clock
+	own  time.Duration // the store's own request timeout
+	down atomic.Bool
+}
+
+func (s *followUpStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	if !s.down.Load() {
+		return s.stubStore.Extend(ctx, l, markMs, leaseFor)
+	}
+	// The write failed (connection reset): the outcome is unknown, so the
+	// store re-reads on a context of its own, which the unreachable table
+	// lets run out.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	_ = s.clk.Sleep(rctx, s.own)
+	return nil, errors.New("renew: connection reset; the outcome is unknown (and reading the item to decide failed: context deadline exceeded): retry")
+}
+
+func (s *followUpStore) Get(ctx context.Context, machine int) (lease.Record, error) {
+	if s.down.Load() {
+		return lease.Record{}, errors.New("get: connection refused")
+	}
+	return s.stubStore.Get(ctx, machine)
+}
+
+// ATTACK (livez): StallAfter assumes every store call returns within the
+// keeper's RequestTimeout (six of them per step), but the stores bound the
+// follow-ups they make on their own after an error with their own timeout
+// (5 s by default), which `snowfence serve` never ties to the keeper's
+// (RequestTimeout = RenewEvery/2). With --renew-every 500ms (allowed: any
+// RenewEvery below SelfFence is), StallAfter is 2 × (0.5 s + 6 × 0.25 s) =
+// 4 s, while every renewal through a dynamodb outage takes 5 s: Stalled
+// reports the loop wedged — /livez answers 503 and the orchestrator
+// restarts a holder whose outage would have cleared on its own, costing a
+// claim's notice window (4 min 36 s at the table timings).
+func TestAttackStalledByStoreOwnFollowUpTimeout(t *testing.T) {
+	clk := fakeclock.New(t0)
+	st := &followUpStore{stubStore: &stubStore{machine: 5}, clk: clk, own: 5 * time.Second}
+	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 5, Hi: 5}, Clock: clk,
+		RenewEvery: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) })
+	// Before Close (cleanups run last first): end the outage and let the
+	// store's follow-up in flight run out, or Close waits for it.
+	t.Cleanup(func() { st.down.Store(false); clk.AutoAdvance(true); clk.Advance(st.own) })
+	if err := k.Claimed(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("StallAfter = %s", k.StallAfter())
+	st.down.Store(true)
+	step := 100 * time.Millisecond
+	for d := time.Duration(0); d < 3*st.own; d += step {
+		if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(step)
+		if since, stalled := k.Stalled(); stalled {
+			t.Fatalf("%s into a store outage whose every call returns within the store's own timeout (%s): Stalled = %s, true; "+
+				"want false: /livez would restart a holder whose outage clears on its own", d+step, st.own, since)
+		}
+	}
+	if s := k.Status(); s.RenewFailures == 0 {
+		t.Errorf("Status = %+v; want renewal failures (the outage was not seen)", s)
+	}
+}
