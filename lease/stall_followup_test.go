@@ -91,3 +91,55 @@ func TestAttackStalledByStoreOwnFollowUpTimeout(t *testing.T) {
 		t.Errorf("Status = %+v; want renewal failures (the outage was not seen)", s)
 	}
 }
+
+// adoptStore is a stubStore whose first claim fails as etcdstore's does
+// when the cluster becomes unreachable between the claim's read and its
+// transaction: the transaction's outcome is unknown, so the store re-reads
+// (adopt) and then revokes the claim's etcd lease, each on a context of its
+// own bounded by the store's own RequestTimeout (etcdstore.Store.detached,
+// 5 s by default, which serve never sets). Later claims fail at once (the
+// read fails first).
+type adoptStore struct {
+	*stubStore
+	clk     *fakeclock.Clock
+	own     time.Duration
+	adopted atomic.Bool
+}
+
+func (s *adoptStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	if !s.adopted.Swap(true) {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		_ = s.clk.Sleep(rctx, 2*s.own) // the re-read, then the revoke, each running out
+		return nil, errors.New("etcdstore: claim machine 5: context deadline exceeded; re-reading it failed too, so its etcd lease was revoked; retry")
+	}
+	return nil, errors.New("etcdstore: claim in 5-5: read the range: context deadline exceeded; retry")
+}
+
+// ATTACK (livez), the same at the default store, etcd, with --renew-every
+// 1s: StallAfter is 2 × (1 s + 6 × 0.5 s) = 8 s, and a claim caught by the
+// start of an outage takes 0.5 s + 5 s + 5 s. Stalled says wedged for the
+// last 2.5 s of it.
+func TestAttackStalledByEtcdClaimAdopt(t *testing.T) {
+	clk := fakeclock.New(t0)
+	st := &adoptStore{stubStore: &stubStore{machine: 5}, clk: clk, own: 5 * time.Second}
+	k, err := lease.StartKeeper(testCtx(t), lease.KeeperConfig{Store: st, Holder: "h", Range: &lease.Range{Lo: 5, Hi: 5}, Clock: clk,
+		RenewEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) })
+	t.Cleanup(func() { clk.AutoAdvance(true); clk.Advance(2 * st.own) })
+	t.Logf("StallAfter = %s", k.StallAfter())
+	step := 100 * time.Millisecond
+	for d := time.Duration(0); d < 3*st.own; d += step {
+		if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(step)
+		if since, stalled := k.Stalled(); stalled {
+			t.Fatalf("%s into an outage that caught a claim (its store's follow-ups each run out their own %s): Stalled = %s, true; "+
+				"want false: /livez would restart a holder whose outage clears on its own", d+step, st.own, since)
+		}
+	}
+}
