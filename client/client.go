@@ -161,7 +161,8 @@ func (c *Client) Next(ctx context.Context) (snowfence.ID, error) {
 	return ids[0], nil
 }
 
-// NextN returns n IDs (1 ≤ n ≤ 1000) in the order the buffer holds them. On
+// NextN returns n IDs (1 ≤ n ≤ 1000, and at most Config.MaxBuffer) in the
+// order the buffer holds them. On
 // error it returns no IDs; any it had taken are discarded, never handed out.
 // When the buffer holds fewer than n it takes what is there and waits for
 // a refill; the IDs it holds age meanwhile, and if the oldest reaches
@@ -184,6 +185,13 @@ func countError(n int) error {
 func (c *Client) AppendN(ctx context.Context, dst []snowfence.ID, n int) ([]snowfence.ID, error) {
 	if n < 1 || n > snowfence.MaxBatch {
 		return dst, countError(n)
+	}
+	if n > c.s.MaxBuffer {
+		// The n IDs would have to come from several refills, the first
+		// ones ageing while the later ones arrive; past MaxAge they are
+		// dropped and gathered again, without end (an attack found the
+		// call spinning, 11,000 requests in 2 s).
+		return dst, fmt.Errorf("%w: %d is more than the buffer holds (Config.MaxBuffer %d); ask for at most MaxBuffer IDs at once, or raise MaxBuffer", snowfence.ErrInvalidCount, n, c.s.MaxBuffer)
 	}
 	start := len(dst)
 	// deadline is the earliest deadline of the chunks the IDs in

@@ -24,17 +24,31 @@ const stallSteps = 6
 // turn records that the run loop came round now.
 func (k *Keeper) turn() { k.turned.Store(int64(k.cfg.Clock.Now().Mono)) }
 
+// stallFloor is the least StallAfter: the formula's bound counts the
+// keeper's RequestTimeout per store call, but a store's own follow-up
+// calls after an error of unknown outcome run on its own timeout (etcd's
+// adopt and revoke, pgstore's adopt, dynamostore's re-read: 5 s each by
+// default), so a step during an outage can take 10 s and more past it. A
+// loop that is truly wedged has fenced its generator already (no ID
+// repeats), so noticing it a minute later costs nothing; calling an
+// outage a wedge costs a restart and a claim's notice window (an attack
+// on /livez found it: a --renew-every of 500 ms on DynamoDB, or 1 s on
+// etcd, gave false 503s through an outage).
+const stallFloor = time.Minute
+
 // StallAfter is how long the keeper's run loop may go without coming round
 // before Stalled calls it wedged: twice the longest a running loop takes —
 // its longest wait between two steps (RenewEvery, or a waiting spare's
 // longest backoff, whichever is longer) and one step's store calls (six
-// RequestTimeouts) — the factor of two for a host under load and the
-// high-water file's writes. At etcd's timings (a 2 s renewal period and a
-// 1 s request timeout) it is 16 s; at the lease tables' (5 s, 2.5 s), 40 s.
+// RequestTimeouts) —, the factor of two for a host under load and the
+// high-water file's writes, and never less than a minute (stallFloor: a
+// store's own follow-up calls are bounded by its own timeouts, not the
+// keeper's). At etcd's and the lease tables' default timings (16 s and
+// 40 s by the formula) it is the minute.
 func (k *Keeper) StallAfter() time.Duration {
 	c := &k.cfg
 	wait := max(c.RenewEvery, claimRetryMin)
-	return 2 * (wait + stallSteps*c.RequestTimeout)
+	return max(2*(wait+stallSteps*c.RequestTimeout), stallFloor)
 }
 
 // Stalled reports how long ago, on the keeper's monotonic clock, its run

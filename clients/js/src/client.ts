@@ -174,6 +174,10 @@ export class Client {
    */
   nextN(n: number): Promise<bigint[]> {
     if (!Number.isSafeInteger(n) || n < 1 || n > MAX_BATCH) return Promise.reject(new InvalidCountError(n));
+    // More than the buffer holds would be gathered over several refills,
+    // the first IDs ageing past maxAgeMs while the last arrive, dropped and
+    // gathered again without end (as the Go client, found by an attack).
+    if (n > this.s.maxBuffer) return Promise.reject(new InvalidCountError(n, this.s.maxBuffer));
     const ids: bigint[] = [];
     if (this.waiters.length === 0) {
       const now = this.clock.now();

@@ -23,8 +23,13 @@ export class InvalidCountError extends SnowfenceError {
   /** The count asked for. */
   readonly count: number;
   /** @param count the count asked for. */
-  constructor(count: number) {
-    super(`snowfence client: invalid count ${count}; ask for 1 to 1000 IDs`);
+  /** @param maxBuffer the client's maxBuffer, when count is above it. */
+  constructor(count: number, maxBuffer?: number) {
+    super(
+      maxBuffer === undefined
+        ? `snowfence client: invalid count ${count}; ask for 1 to 1000 IDs`
+        : `snowfence client: invalid count ${count}: more than the buffer holds (maxBuffer ${maxBuffer}); ask for at most maxBuffer IDs at once, or raise maxBuffer`,
+    );
     this.count = count;
   }
 }

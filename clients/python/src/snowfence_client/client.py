@@ -137,9 +137,16 @@ class Client:
         waits for a refill; if the oldest it holds reaches max_age meanwhile
         it drops them all (Stats.expired) and takes again, so no ID it
         returns has reached max_age when it returns. Raises
-        InvalidCountError for n outside 1..1000, and what next raises."""
+        InvalidCountError for n outside 1..1000 or above max_buffer, and what
+        next raises."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > MAX_BATCH:
             raise InvalidCountError("invalid count: %r; ask for 1 to %d IDs" % (n, MAX_BATCH))
+        if n > self._s.max_buffer:
+            # Gathered over several refills, the first IDs would age past
+            # max_age while the last arrive, be dropped and gathered again
+            # without end (as the Go client, found by an attack).
+            raise InvalidCountError("invalid count: %d is more than the buffer holds (max_buffer %d); "
+                                    "ask for at most max_buffer IDs at once, or raise max_buffer" % (n, self._s.max_buffer))
         return self._take(n, timeout)
 
     # Taking IDs, waiting for refills.

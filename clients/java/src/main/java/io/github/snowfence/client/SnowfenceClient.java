@@ -195,6 +195,12 @@ public final class SnowfenceClient implements AutoCloseable {
         if (n < 1 || n > MAX_BATCH) {
             throw new InvalidCountException(n);
         }
+        if (n > s.maxBuffer) {
+            // Gathered over several refills, the first IDs would age past
+            // maxAge while the last arrive, be dropped and gathered again
+            // without end (as the Go client, found by an attack).
+            throw new InvalidCountException(n, s.maxBuffer);
+        }
         long[] dst = new long[n];
         take(dst, 0, n);
         return dst;
@@ -213,6 +219,12 @@ public final class SnowfenceClient implements AutoCloseable {
     public void nextN(long[] dst, int off, int n) {
         if (n < 1 || n > MAX_BATCH) {
             throw new InvalidCountException(n);
+        }
+        if (n > s.maxBuffer) {
+            // Gathered over several refills, the first IDs would age past
+            // maxAge while the last arrive, be dropped and gathered again
+            // without end (as the Go client, found by an attack).
+            throw new InvalidCountException(n, s.maxBuffer);
         }
         java.util.Objects.checkFromIndexSize(off, n, dst.length);
         take(dst, off, n);
