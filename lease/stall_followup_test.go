@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,17 +77,8 @@ func TestAttackStalledByStoreOwnFollowUpTimeout(t *testing.T) {
 	}
 	t.Logf("StallAfter = %s", k.StallAfter())
 	st.down.Store(true)
-	step := 100 * time.Millisecond
-	for d := time.Duration(0); d < 3*st.own; d += step {
-		if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(step)
-		if since, stalled := k.Stalled(); stalled {
-			t.Fatalf("%s into a store outage whose every call returns within the store's own timeout (%s): Stalled = %s, true; "+
-				"want false: /livez would restart a holder whose outage clears on its own", d+step, st.own, since)
-		}
-	}
+	advanceNotStalled(t, k, clk, 3*st.own, 100*time.Millisecond,
+		fmt.Sprintf("a store outage whose every call returns within the store's own timeout (%s)", st.own))
 	if s := k.Status(); s.RenewFailures == 0 {
 		t.Errorf("Status = %+v; want renewal failures (the outage was not seen)", s)
 	}
@@ -131,15 +123,6 @@ func TestAttackStalledByEtcdClaimAdopt(t *testing.T) {
 	t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) })
 	t.Cleanup(func() { clk.AutoAdvance(true); clk.Advance(2 * st.own) })
 	t.Logf("StallAfter = %s", k.StallAfter())
-	step := 100 * time.Millisecond
-	for d := time.Duration(0); d < 3*st.own; d += step {
-		if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(step)
-		if since, stalled := k.Stalled(); stalled {
-			t.Fatalf("%s into an outage that caught a claim (its store's follow-ups each run out their own %s): Stalled = %s, true; "+
-				"want false: /livez would restart a holder whose outage clears on its own", d+step, st.own, since)
-		}
-	}
+	advanceNotStalled(t, k, clk, 3*st.own, 100*time.Millisecond,
+		fmt.Sprintf("an outage that caught a claim (its store's follow-ups each run out their own %s)", st.own))
 }

@@ -126,37 +126,39 @@ func TestKeeperStalledWhileAStoreCallHangs(t *testing.T) {
 	}
 }
 
+// advanceNotStalled advances clk by total in steps of step, each once the
+// keeper's loop is asleep on the clock, and fails at the first stall; why
+// says what the keeper was going through.
+func advanceNotStalled(t *testing.T, k *lease.Keeper, clk *fakeclock.Clock, total, step time.Duration, why string) {
+	t.Helper()
+	for d := time.Duration(0); d < total; d += step {
+		if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(step)
+		if since, stalled := k.Stalled(); stalled {
+			t.Fatalf("%s into %s: Stalled = %s, true; want false: the loop came round all along, and /livez would restart a holder whose refusal clears on its own", d+step, why, since)
+		}
+	}
+}
+
 // The refusals that clear on their own keep the loop coming round, so none
 // is a stall: a store that is down for three times StallAfter (every
 // renewal fails), a step of the wall clock back, and a spare
 // waiting for a number; nor is a keeper whose first claim was refused for
 // good (its owner is told through Failed and Err).
 func TestKeeperNotStalledByRefusalsThatClear(t *testing.T) {
-	// run advances clk by total in steps of step, each once the loop is
-	// asleep on the clock, and fails at the first stall.
-	run := func(t *testing.T, k *lease.Keeper, clk *fakeclock.Clock, total, step time.Duration) {
-		t.Helper()
-		for d := time.Duration(0); d < total; d += step {
-			if err := clk.BlockUntilWaiters(testCtx(t), 1); err != nil {
-				t.Fatal(err)
-			}
-			clk.Advance(step)
-			if since, stalled := k.Stalled(); stalled {
-				t.Fatalf("after %s: Stalled = %s, true; want false: the loop came round all along", d+step, since)
-			}
-		}
-	}
 	t.Run("store down", func(t *testing.T) {
 		clk := fakeclock.New(t0)
 		st := &hangStore{stubStore: &stubStore{machine: 5}}
 		k := startHeld(t, st, clk)
 		st.setDown(true)
-		run(t, k, clk, 3*k.StallAfter(), 250*time.Millisecond)
+		advanceNotStalled(t, k, clk, 3*k.StallAfter(), 250*time.Millisecond, "a store outage")
 		if s := k.Status(); s.RenewFailures == 0 {
 			t.Errorf("Status after the outage = %+v; want renewal failures (the outage was not seen)", s)
 		}
 		clk.Step(-time.Minute)
-		run(t, k, clk, 3*k.StallAfter(), 250*time.Millisecond)
+		advanceNotStalled(t, k, clk, 3*k.StallAfter(), 250*time.Millisecond, "a store outage after a step of the wall clock back")
 	})
 	t.Run("spare", func(t *testing.T) {
 		clk := fakeclock.New(t0)
@@ -167,7 +169,7 @@ func TestKeeperNotStalledByRefusalsThatClear(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { k.Close(context.Background(), lease.UnknownIssued) })
-		run(t, k, clk, 3*k.StallAfter(), 100*time.Millisecond)
+		advanceNotStalled(t, k, clk, 3*k.StallAfter(), 100*time.Millisecond, "a spare's wait for a number")
 		if err := k.ClaimError(); !errors.Is(err, lease.ErrNoFreeNumber) {
 			t.Errorf("ClaimError = %v; want ErrNoFreeNumber (the spare did not wait)", err)
 		}
