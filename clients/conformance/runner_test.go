@@ -123,15 +123,9 @@ type answer struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
 	} `json:"error"`
-	IDs           []string          `json:"ids"`
-	Count         int64             `json:"count"`
-	First         string            `json:"first"`
-	Last          string            `json:"last"`
-	NotIncreasing int64             `json:"not_increasing"`
-	ElapsedNS     int64             `json:"elapsed_ns"`
-	ElapsedMS     *float64          `json:"elapsed_ms"`
-	Decoded       map[string]any    `json:"decoded"`
-	Extra         map[string]string `json:"-"`
+	IDs       []string       `json:"ids"`
+	ElapsedMS *float64       `json:"elapsed_ms"`
+	Decoded   map[string]any `json:"decoded"`
 }
 
 // kind is the answer's error kind, "ok" without one.
