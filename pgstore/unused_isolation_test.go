@@ -75,17 +75,6 @@ func unusedUnderIsolation(t *testing.T, isolation, via string) {
 		t.Fatal("warm-up claim under v2 succeeded on a v1 fleet")
 	}
 
-	interleaveUnused(t, pool, table, admin, rr, "sessions defaulting to "+isolation+" via "+via)
-}
-
-// interleaveUnused plays the interleaving against rr, a store whose
-// claim statement is prepared on its one connection: the schedule change
-// at once (on admin) waits, holding its table lock, behind an uncommitted
-// insert of the fleet row; rr's v1 claim waits on the lock; the insert
-// rolls back, v2 is set, and the claim must be refused — else a v1 and a
-// v2 holder hold numbers that mint the same IDs. what says how rr's
-// sessions were set up.
-func interleaveUnused(t *testing.T, pool *pgxpool.Pool, table string, admin, rr *pgstore.Store, what string) {
 	// T1: an uncommitted insert of the fleet row, so that the schedule
 	// change's own insert waits on it while holding the table lock.
 	t1, err := pool.Begin(t.Context())
@@ -132,9 +121,9 @@ func interleaveUnused(t *testing.T, pool *pgxpool.Pool, table string, admin, rr 
 	}
 	_, extErr := rr.Extend(t.Context(), v1, now+2*60000, 2*time.Minute)
 	t.Errorf("FENCE BREACH (v1 lease's first Extend: %v): ", extErr)
-	t.Errorf("DUPLICATE POSSIBLE for a holder issuing on its claim: fleet schedule %+v set at once while a claim (%s) waited on the lock; "+
+	t.Errorf("DUPLICATE POSSIBLE for a holder issuing on its claim: fleet schedule %+v set at once while a %s claim waited on the lock; "+
 		"v1 holder holds machine %d (token %d) and v2 holder machine %d (token %d): v1 machine 5 seq s == v2 region 0 machine 20 seq s "+
-		"at the same millisecond (%d == %d)", fs, what, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
+		"at the same millisecond (%d == %d)", fs, isolation, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
 }
 
 // waitLockWaiters waits (bounded) until n sessions wait on a lock in a

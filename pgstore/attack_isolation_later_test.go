@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// An attack on the check of the pool's isolation that claims once made
-// until it first succeeded (now each claim sets READ COMMITTED for its own
-// transaction, claimReadCommitted): every later claim ran on whatever
-// connection the pool handed out, with whatever default it had by then. A
-// pool given to New whose sessions later ran REPEATABLE READ was accepted:
+// Attack on checkIsolation ("Checked until it once succeeds"): the check
+// reads current_setting('transaction_isolation') on whichever pool
+// connection QueryRow gets, once; every later claim runs on whatever
+// connection the pool hands out, with whatever default it has by then. A
+// pool given to New whose sessions later run REPEATABLE READ is accepted:
 //
 //   - session: the application sharing the pool (New takes the caller's
 //     pool) runs SET default_transaction_isolation on a connection and
@@ -75,8 +76,8 @@ func isolationLater(t *testing.T, how string) {
 	}
 	t.Cleanup(func() { rr.Close() })
 
-	// The holder's first claim, while the pool runs READ COMMITTED (refused
-	// by the schedule: writes nothing).
+	// The holder's first claim: the pool runs READ COMMITTED, checkIsolation
+	// passes and is never asked again (refused by the schedule: writes nothing).
 	if _, err := rr.Claim(t.Context(), lease.ClaimRequest{Holder: "warm", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: time.Now().UnixMilli(), LeaseFor: time.Minute, Schedule: "v2"}); err == nil || strings.Contains(err.Error(), "READ COMMITTED") {
 		t.Fatalf("warm-up claim: %v, want a schedule refusal", err)
 	}
@@ -103,5 +104,47 @@ func isolationLater(t *testing.T, how string) {
 		t.Fatalf("second warm-up claim: %v, want a schedule refusal", err)
 	}
 
-	interleaveUnused(t, pool, table, admin, rr, how+" default_transaction_isolation changed after the store started")
+	t1, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t1.Rollback(context.Background())
+	if _, err := t1.Exec(t.Context(), "INSERT INTO "+pgx.Identifier{table + "_fleet"}.Sanitize()+" (id, schedule, version) VALUES (1, 'v1', 1)"); err != nil {
+		t.Fatal(err)
+	}
+	setDone := make(chan error, 1)
+	go func() {
+		_, err := admin.SetFleetScheduleUnused(context.Background(), 0, "v2")
+		setDone <- err
+	}()
+	waitLockWaiters(t, pool, table, 1)
+
+	now := time.Now().UnixMilli()
+	claimDone := make(chan error, 1)
+	var v1 *lease.Lease
+	go func() {
+		l, err := rr.Claim(context.Background(), lease.ClaimRequest{Holder: "v1 holder", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+		v1 = l
+		claimDone <- err
+	}()
+	waitLockWaiters(t, pool, table, 2)
+	if err := t1.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-setDone; err != nil {
+		t.Fatalf("SetFleetScheduleUnused: %v", err)
+	}
+	claimErr := <-claimDone
+	fs, _ := admin.FleetSchedule(t.Context())
+	if claimErr != nil {
+		t.Logf("v1 claim refused (%v); fleet %+v: no hole", claimErr, fs)
+		return
+	}
+	v2, err := admin.Claim(t.Context(), lease.ClaimRequest{Holder: "v2 holder", Range: lease.Range{Lo: 20, Hi: 20}, NowMs: now, LeaseFor: time.Minute, Schedule: "v2"})
+	if err != nil {
+		t.Fatalf("v1 holder claimed %d under v1 after the fleet moved to %+v; the v2 claim: %v", v1.Machine, fs, err)
+	}
+	t.Errorf("DUPLICATE POSSIBLE (%s isolation changed after checkIsolation passed once): fleet schedule %+v set at once while a claim waited on the lock; "+
+		"v1 holder holds machine %d (token %d) and v2 holder machine %d (token %d): v1 machine 5 seq s == v2 region 0 machine 20 seq s "+
+		"at the same millisecond (%d == %d)", how, fs, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
 }
