@@ -124,9 +124,7 @@
 // the one seen (taken for an ordinary loss), and anything a second live
 // primary accepts (split brain). The store therefore needs durable
 // acknowledgements: Connect runs its sessions with synchronous_commit = on
-// (a pool given to New must not turn it off; its transaction isolation does
-// not matter: each claim runs in a READ COMMITTED transaction of its own),
-// and a failover must go to a
+// (a pool given to New must not turn it off), and a failover must go to a
 // synchronous standby (synchronous_standby_names, synchronous_commit on or
 // remote_apply); otherwise, after a failover or restore keep holders away,
 // run "snowfence leases raise-marks" past the last ID issued for every
