@@ -65,6 +65,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkIsolation(ctx); err != nil {
+		return nil, err
+	}
 	sp := s.watch.Before(s.region, req.Range.Lo, req.Range.Hi)
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
@@ -189,10 +192,8 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, flo
 		nonce := lease.NewNonce()
 		var got claimed
 		sp := s.before(n)
-		err := s.claimReadCommitted(ctx, func(q querier) error {
-			return q.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
-				&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
-		})
+		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
+			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
 		var epoch, expiry, floor int64
 		switch {
 		case err != nil:

@@ -2,10 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snowfence/snowfence/internal/revert"
+	"github.com/snowfence/snowfence/lease"
 )
 
 // countUnused counts, in tx, the rows of the lease table and the entries of
@@ -27,23 +30,28 @@ func (s *Store) countUnused(ctx context.Context, tx pgx.Tx) (rows, entries int64
 	return rows, entries, err
 }
 
-// claimReadCommitted runs f, a claim's statement, in a transaction of its
-// own at READ COMMITTED, whatever the session's default (the URL, the role,
-// the database, or another user of a pool given to New, may have set
-// REPEATABLE READ or SERIALIZABLE, and a transaction pooler hands each
-// transaction another server session). A change of the fleet schedule at
-// once (countUnused) holds claims off with its lock and relies on a claim
-// that waited on the lock taking its snapshot after it, so that it
-// compares the schedule written: in READ COMMITTED a statement's snapshot
-// follows its locks; in REPEATABLE READ or SERIALIZABLE it is taken
-// before, and a claim that waited claimed under the old schedule beside
-// holders of the new one. (It was once a check of the pool's isolation,
-// made until it first succeeded: a session whose default changed later
-// went unseen — an attack showed the duplicate.)
+// checkIsolation refuses claims, with lease.ErrInvalid, on a pool whose
+// sessions do not run READ COMMITTED (Connect sets it; a pool given to New
+// takes the URL's, role's or database's default). A change of the fleet
+// schedule at once (countUnused) holds claims off with its lock and relies
+// on a claim that waited on the lock taking its snapshot after it, so that
+// it compares the schedule written: in READ COMMITTED a statement's
+// snapshot follows its locks; in REPEATABLE READ or SERIALIZABLE it is
+// taken before, and a claim that waited claimed under the old schedule
+// beside holders of the new one. Checked until it once succeeds.
 // Load-bearing for uniqueness: change only with scripts/prove-search unused.
-func (s *Store) claimReadCommitted(ctx context.Context, f func(q querier) error) error {
-	if revert.Unused {
-		return f(s.pool)
+func (s *Store) checkIsolation(ctx context.Context) error {
+	if revert.Unused || s.readCommitted.Load() {
+		return nil
 	}
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error { return f(tx) })
+	var level string
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting('transaction_isolation')").Scan(&level); err != nil {
+		return fmt.Errorf("pgstore: read the sessions' transaction isolation: %w; retry", err)
+	}
+	if level != "read committed" {
+		return fmt.Errorf("%w: pgstore: the pool's sessions run %s; the lease table's statements need READ COMMITTED "+
+			"(set default_transaction_isolation=read committed in the URL or for the role, or use Connect, which does)", lease.ErrInvalid, strings.ToUpper(level))
+	}
+	s.readCommitted.Store(true)
+	return nil
 }

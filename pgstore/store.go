@@ -67,16 +67,19 @@ const DefaultRestoreWindow = 6 * time.Minute
 // Store is a lease.Store on a PostgreSQL table. It is safe for concurrent
 // use.
 type Store struct {
-	pool    *pgxpool.Pool
-	owned   bool
-	table   string // quoted, ready for SQL
-	name    string // as configured
-	region  int
-	window  time.Duration // Config.RestoreWindow
-	log     *slog.Logger
-	closed  atomic.Bool
-	queries queries
-	cfg     Config // as New completed it, for Keyspace
+	pool   *pgxpool.Pool
+	owned  bool
+	table  string // quoted, ready for SQL
+	name   string // as configured
+	region int
+	window time.Duration // Config.RestoreWindow
+	log    *slog.Logger
+	closed atomic.Bool
+	// readCommitted is set once the pool's sessions were seen to run
+	// READ COMMITTED (checkIsolation).
+	readCommitted atomic.Bool
+	queries       queries
+	cfg           Config // as New completed it, for Keyspace
 	// watch is what this Store value and those Keyspace opened from it
 	// remember of the rows they saw and of the restores those showed
 	// (signs.go).
@@ -176,7 +179,7 @@ func Connect(ctx context.Context, url string, cfg Config) (*Store, error) {
 	}
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// The store's statements are written for READ COMMITTED (a statement's
-	// snapshot follows its locks: countUnused, RaiseMarks' lock
+	// snapshot follows its locks: checkIsolation, countUnused, RaiseMarks' lock
 	// then raise), whatever the URL, role or database say.
 	pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +39,8 @@ func TestUnusedScheduleSerializable(t *testing.T) {
 
 // unusedUnderIsolation runs the interleaving with the claimer's sessions
 // defaulting to isolation: through Connect (which sets READ COMMITTED for
-// its sessions) or New on a pool of the caller's (whose sessions keep it:
-// the claim's own transaction says READ COMMITTED).
+// its sessions) or New on a pool of the caller's (where the claim's own
+// sessions fail checkIsolation: the claim is refused).
 func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
@@ -64,8 +65,15 @@ func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	if err != nil {
 		t.Fatalf("%s with default_transaction_isolation=%s: %v", via, isolation, err)
 	}
-	// The caller's pool (New) keeps its sessions' isolation; each claim
-	// runs in a READ COMMITTED transaction of its own (claimReadCommitted).
+	if via == "New" {
+		// The caller's pool keeps its sessions' isolation: claims are
+		// refused before any reaches the table (checkIsolation).
+		_, err := rr.Claim(t.Context(), lease.ClaimRequest{Holder: "v1", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: time.Now().UnixMilli(), LeaseFor: time.Minute})
+		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "READ COMMITTED") {
+			t.Fatalf("a claim on a pool whose sessions run %s: %v, want ErrInvalid naming READ COMMITTED", isolation, err)
+		}
+		return
+	}
 	t.Cleanup(func() { rr.Close() })
 
 	// Warm up: the claim statement prepared on the one connection (a
