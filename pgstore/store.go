@@ -114,7 +114,14 @@ func (s *Store) RegistryReader() lease.RegistryReader { return s }
 var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$`)
 
 // New returns a store on pool, which the caller keeps and closes. It does
-// not touch the database; call Migrate to create the table.
+// not touch the database; call Migrate to create the table. Name the table
+// with its schema (Config.Table "ids.leases") on a pool that other code
+// shares: an unqualified name is looked up in each session's search_path,
+// and code that changes a pooled session's search_path would send this
+// store's statements to another schema's table of the same name, whose
+// leases know nothing of these. Other code must not change the pool's
+// sessions' default_transaction_isolation either: claims are checked to run
+// READ COMMITTED only until the check first succeeds (see checkIsolation).
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore.New: nil pool", lease.ErrInvalid)
