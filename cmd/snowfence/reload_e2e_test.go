@@ -26,10 +26,14 @@ func TestE2EReloadRefusesAFIFOAndStops(t *testing.T) {
 	}
 	s := startService(t, t.TempDir(), "--callers", callers, "--reload-every", "100ms", "--admin-listen", "127.0.0.1:0")
 	waitAdminReady(t, s)
-	if err := os.Remove(callers); err != nil {
+	// The FIFO is made beside the file and renamed over it, so that no
+	// reload can fall between a remove and a mkfifo and see no file at all
+	// (which logs a failure of its own: CI once caught that window).
+	fifo := callers + ".fifo"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(callers, 0o600); err != nil {
+	if err := os.Rename(fifo, callers); err != nil {
 		t.Fatal(err)
 	}
 
