@@ -65,9 +65,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkIsolation(ctx); err != nil {
-		return nil, err
-	}
 	sp := s.watch.Before(s.region, req.Range.Lo, req.Range.Hi)
 	rows, _ := s.pool.Query(ctx, s.queries.scan, s.region, req.Range.Lo, req.Range.Hi)
 	rs, err := pgx.CollectRows(rows, scanRow)
@@ -160,7 +157,8 @@ func candidates(req lease.ClaimRequest, rs []row) ([]row, *skips) {
 type claimed struct {
 	epoch, expiry, floor *int64 // nil when nothing was claimed
 	ident                identity
-	same                 bool // the server is the one the origin row records
+	same                 bool   // the server is the one the origin row records
+	isolation            string // the statement's transaction isolation, as current_setting names it
 }
 
 // claimArgs are the claim statement's arguments for number n, with
@@ -193,7 +191,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, flo
 		var got claimed
 		sp := s.before(n)
 		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
-			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same)
+			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same, &got.isolation)
 		var epoch, expiry, floor int64
 		switch {
 		case err != nil:
@@ -202,6 +200,8 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, flo
 				return nil, rerr
 			}
 			epoch, expiry, floor = r.epoch, r.expiryMs, r.floorMs
+		case got.epoch == nil && !isolationAllowsClaim(got.isolation):
+			return nil, isolationRefused(got.isolation)
 		case got.epoch != nil:
 			epoch, expiry, floor = *got.epoch, *got.expiry, *got.floor
 			s.saw(sp, n, row{machine: n, holder: req.Holder, expiryMs: expiry, epoch: epoch, floorMs: floor, nonce: nonce}, true)

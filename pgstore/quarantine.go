@@ -86,7 +86,9 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 		return 0, err
 	}
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED whatever the pool's default: the raise's snapshot
+	// follows the first statement's row locks.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var created, changed int
 		if err := tx.QueryRow(ctx, s.queries.raiseLock, s.region, r.Lo, r.Hi, markMs).Scan(&created); err != nil {
 			return err

@@ -61,6 +61,7 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 	// (fence_*.go): the fleet schedule, the registry's agreement with it,
 	// the claim's nonce, the renewal value and the server's origin.
 	sched, claim, renewal, same := scheduleMatches, claimMatches, renewalMatches, sameOrigin
+	readCommitted := readCommittedClause()
 	regLock, regAgrees := registryAgrees()
 	return queries{
 		create: []string{q(`CREATE TABLE IF NOT EXISTS {t} (
@@ -133,9 +134,11 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 		// origin's floor (set when a restore was noticed) is a floor of
 		// every claim. $10 is one too, and is written into the origin's
 		// floor (saved) if higher, so that every other process's claims
-		// start above it as well. It always returns one
-		// row: the claim's columns (NULL if nothing was claimed), then the
-		// server's identity and the origin row's.
+		// start above it as well. It claims only in a READ COMMITTED
+		// transaction (readCommitted, fence_unused.go). It always returns
+		// one row: the claim's columns (NULL if nothing was claimed), the
+		// server's identity and the origin row's, whether the origin is
+		// the same, and the transaction's isolation.
 		//
 		// The claim's journal entry is written by the same statement (entry):
 		// claim number claim_seq + 1 — or one past the journal's newest
@@ -154,7 +157,7 @@ c AS (
 	INSERT INTO {t} AS r (region, machine_id, holder, lease_expiry, lease_epoch, floor_ms, claim_nonce, claim_seq)
 	SELECT $1, $2, $3, $4::bigint + $5::bigint, 1, same.floor_ms, $7,
 	       (SELECT COALESCE(max(seq), 0) + 1 FROM {j} WHERE region = $1 AND machine_id = $2) FROM same
-	 WHERE ` + sched("$8") + regAgrees + `
+	 WHERE ` + sched("$8") + regAgrees + ` AND ` + readCommitted + `
 	ON CONFLICT (region, machine_id) DO UPDATE
 	   SET holder = EXCLUDED.holder,
 	       lease_expiry = GREATEST(r.lease_expiry, EXCLUDED.lease_expiry),
@@ -176,7 +179,8 @@ entry AS (
 	       claimed_ms = EXCLUDED.claimed_ms, prev_mark_ms = EXCLUDED.prev_mark_ms, start_ms = EXCLUDED.start_ms,
 	       end_kind = '', end_ms = 0, ended_ms = 0, claimed_at = now()
 )
-SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same)
+SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same),
+       current_setting('transaction_isolation')
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
 		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
 		// its claim nonce, $8 the lowest mark it may find (the one the

@@ -67,19 +67,16 @@ const DefaultRestoreWindow = 6 * time.Minute
 // Store is a lease.Store on a PostgreSQL table. It is safe for concurrent
 // use.
 type Store struct {
-	pool   *pgxpool.Pool
-	owned  bool
-	table  string // quoted, ready for SQL
-	name   string // as configured
-	region int
-	window time.Duration // Config.RestoreWindow
-	log    *slog.Logger
-	closed atomic.Bool
-	// readCommitted is set once the pool's sessions were seen to run
-	// READ COMMITTED (checkIsolation).
-	readCommitted atomic.Bool
-	queries       queries
-	cfg           Config // as New completed it, for Keyspace
+	pool    *pgxpool.Pool
+	owned   bool
+	table   string // quoted, ready for SQL
+	name    string // as configured
+	region  int
+	window  time.Duration // Config.RestoreWindow
+	log     *slog.Logger
+	closed  atomic.Bool
+	queries queries
+	cfg     Config // as New completed it, for Keyspace
 	// watch is what this Store value and those Keyspace opened from it
 	// remember of the rows they saw and of the restores those showed
 	// (signs.go).
@@ -120,8 +117,8 @@ var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,6
 // and code that changes a pooled session's search_path would send this
 // store's statements to another schema's table of the same name, whose
 // leases know nothing of these. Other code must not change the pool's
-// sessions' default_transaction_isolation either: claims are checked to run
-// READ COMMITTED only until the check first succeeds (see checkIsolation).
+// sessions' default_transaction_isolation either: a claim that runs at
+// another isolation is refused (lease.ErrInvalid, readCommittedClause).
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore.New: nil pool", lease.ErrInvalid)
@@ -186,7 +183,7 @@ func Connect(ctx context.Context, url string, cfg Config) (*Store, error) {
 	}
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// The store's statements are written for READ COMMITTED (a statement's
-	// snapshot follows its locks: checkIsolation, countUnused, RaiseMarks' lock
+	// snapshot follows its locks: readCommittedClause, countUnused, RaiseMarks' lock
 	// then raise), whatever the URL, role or database say.
 	pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -17,30 +17,39 @@ import (
 // TestUnusedScheduleRepeatableRead: SetFleetScheduleUnused relies
 // on a claim that waited on its LOCK taking its snapshot after the lock. In
 // READ COMMITTED that holds; in REPEATABLE READ (a database or role whose
-// default_transaction_isolation is 'repeatable read', or the same in the
-// URL given to Connect) a statement's snapshot is taken before parse
-// analysis acquires its locks, so the claim waits on the lock with a
-// snapshot from before the schedule change and claims under v1 after v2
-// was set at once. Then a v1 holder and a v2 holder both hold numbers:
-// v1 machine 5 and v2 region 0 machine 20 give the same ID at the same
-// millisecond and sequence (5<<12 == 20<<10).
+// default_transaction_isolation is 'repeatable read', the same in the URL,
+// or code sharing the pool that SETs it on a session) a statement's
+// snapshot is taken before parse analysis acquires its locks, so the claim
+// waits on the lock with a snapshot from before the schedule change and
+// would claim under v1 after v2 was set at once. Then a v1 holder and a v2
+// holder both hold numbers: v1 machine 5 and v2 region 0 machine 20 give
+// the same ID at the same millisecond and sequence (5<<12 == 20<<10).
+//
+// Each case plays that interleaving: through Connect (which sets READ
+// COMMITTED for its sessions: the claim sees v2 and is refused with
+// ErrSchedule), through New on a pool whose sessions default to the
+// isolation, and through New on a pool whose one session is SET to it
+// after a first claim went through at READ COMMITTED (an earlier check
+// made once per Store passed it): both refused by the claim statement
+// itself (ErrInvalid).
 func TestUnusedScheduleRepeatableRead(t *testing.T) {
-	for _, via := range []string{"Connect", "New"} {
-		t.Run(via, func(t *testing.T) { unusedUnderIsolation(t, "repeatable%20read", via) })
+	for _, via := range isolationRoutes {
+		t.Run(via, func(t *testing.T) { unusedUnderIsolation(t, "repeatable read", via) })
 	}
 }
 
 // TestUnusedScheduleSerializable: the same with SERIALIZABLE.
 func TestUnusedScheduleSerializable(t *testing.T) {
-	for _, via := range []string{"Connect", "New"} {
+	for _, via := range isolationRoutes {
 		t.Run(via, func(t *testing.T) { unusedUnderIsolation(t, "serializable", via) })
 	}
 }
 
-// unusedUnderIsolation runs the interleaving with the claimer's sessions
-// defaulting to isolation: through Connect (which sets READ COMMITTED for
-// its sessions) or New on a pool of the caller's (where the claim's own
-// sessions fail checkIsolation: the claim is refused).
+// The ways a claimer's sessions come to run at another isolation.
+var isolationRoutes = []string{"Connect", "New", "New, SET after a first claim"}
+
+// unusedUnderIsolation runs the interleaving with the claimer's one
+// session at isolation, reached by via (isolationRoutes).
 func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
@@ -50,29 +59,21 @@ func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	if strings.Contains(testURL(t), "?") {
 		sep = "&"
 	}
-	url := testURL(t) + sep + "default_transaction_isolation=" + isolation + "&pool_max_conns=1"
+	url := testURL(t) + sep + "pool_max_conns=1"
+	if via != "New, SET after a first claim" {
+		url += "&default_transaction_isolation=" + strings.ReplaceAll(isolation, " ", "%20")
+	}
 	var rr *pgstore.Store
+	var own *pgxpool.Pool
 	var err error
 	if via == "Connect" {
 		rr, err = pgstore.Connect(t.Context(), url, pgstore.Config{Table: table})
-	} else {
-		var own *pgxpool.Pool
-		if own, err = pgxpool.New(t.Context(), url); err == nil {
-			t.Cleanup(own.Close)
-			rr, err = pgstore.New(own, pgstore.Config{Table: table})
-		}
+	} else if own, err = pgxpool.New(t.Context(), url); err == nil {
+		t.Cleanup(own.Close)
+		rr, err = pgstore.New(own, pgstore.Config{Table: table})
 	}
 	if err != nil {
-		t.Fatalf("%s with default_transaction_isolation=%s: %v", via, isolation, err)
-	}
-	if via == "New" {
-		// The caller's pool keeps its sessions' isolation: claims are
-		// refused before any reaches the table (checkIsolation).
-		_, err := rr.Claim(t.Context(), lease.ClaimRequest{Holder: "v1", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: time.Now().UnixMilli(), LeaseFor: time.Minute})
-		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "READ COMMITTED") {
-			t.Fatalf("a claim on a pool whose sessions run %s: %v, want ErrInvalid naming READ COMMITTED", isolation, err)
-		}
-		return
+		t.Fatalf("%s: %v", via, err)
 	}
 	t.Cleanup(func() { rr.Close() })
 
@@ -81,6 +82,17 @@ func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	// the snapshot and then waits on the lock in one transaction.
 	if _, err := rr.Claim(t.Context(), lease.ClaimRequest{Holder: "warm", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: time.Now().UnixMilli(), LeaseFor: time.Minute, Schedule: "v2"}); err == nil {
 		t.Fatal("warm-up claim under v2 succeeded on a v1 fleet")
+	}
+	if via == "New, SET after a first claim" {
+		c, err := own.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Exec(t.Context(), "SET default_transaction_isolation = '"+isolation+"'")
+		c.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// T1: an uncommitted insert of the fleet row, so that the schedule
@@ -120,6 +132,13 @@ func unusedUnderIsolation(t *testing.T, isolation, via string) {
 	claimErr := <-claimDone
 	fs, _ := admin.FleetSchedule(t.Context())
 	if claimErr != nil {
+		want, name := lease.ErrSchedule, "ErrSchedule"
+		if via != "Connect" {
+			want, name = lease.ErrInvalid, "ErrInvalid naming READ COMMITTED"
+		}
+		if !errors.Is(claimErr, want) || (via != "Connect" && !strings.Contains(claimErr.Error(), "READ COMMITTED")) {
+			t.Fatalf("v1 claim refused with %v; want %s", claimErr, name)
+		}
 		t.Logf("v1 claim refused (%v); fleet %+v: no hole", claimErr, fs)
 		return
 	}

@@ -70,6 +70,11 @@
 //	                               a lock on the lease table and journal). scripts/prove-search proves it by
 //	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore and pgstore's
 //	                               TestScheduleSetAtOnceOnUnusedTable (the search changes no schedule)
+//	snowfence_revert_isolation     a PostgreSQL claim refused by its own statement unless its transaction runs
+//	                               READ COMMITTED, on every claim (the at-once schedule change's lock orders a
+//	                               waiting claim only if the claim's snapshot follows its locks).
+//	                               scripts/prove-search proves it by pgstore's TestUnusedScheduleRepeatableRead
+//	                               and TestUnusedScheduleSerializable (the search's stores run READ COMMITTED)
 //
 // # Where each switch is: the fence files
 //
@@ -99,4 +104,5 @@
 //	jump          fence_jump.go, lease/fence_jump.go
 //	releasemark   lease/fence_releasemark.go
 //	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go
+//	isolation     pgstore/fence_isolation.go
 package revert
