@@ -109,7 +109,8 @@ func TestSharedHolderAdoptsOnlyItsOwnClaim(t *testing.T) {
 	var sysid, oldSysid *string
 	var tl, oldTl *int64
 	var same bool
-	if err := tx.QueryRow(t.Context(), stmt, args...).Scan(&k1Epoch, &k1Expiry, &k1Floor, &sysid, &tl, &oldSysid, &oldTl, &same); err != nil || k1Epoch == nil {
+	var isolation string
+	if err := tx.QueryRow(t.Context(), stmt, args...).Scan(&k1Epoch, &k1Expiry, &k1Floor, &sysid, &tl, &oldSysid, &oldTl, &same, &isolation); err != nil || k1Epoch == nil {
 		t.Fatalf("K1's claim statement: epoch %v, %v; want a claim", k1Epoch, err)
 	}
 	k1 := &lease.Lease{Machine: 5, Holder: holder, Token: uint64(*k1Epoch), StartMs: max(nowMs, *k1Floor), MarkMs: *k1Expiry, Schedule: "v1", Claim: k1Nonce}

@@ -42,7 +42,7 @@ func TestScheduleRefusedInsideTheClaim(t *testing.T) {
 	stmt, args := s.ClaimStatement(req, 9, lease.NewNonce())
 	var epoch *int64
 	var rest [5]any
-	if err := pool.QueryRow(t.Context(), stmt, args...).Scan(&epoch, &rest[0], &rest[1], &rest[2], &rest[3], &rest[4], new(any), new(bool)); err != nil {
+	if err := pool.QueryRow(t.Context(), stmt, args...).Scan(&epoch, &rest[0], &rest[1], &rest[2], &rest[3], &rest[4], new(any), new(bool), new(string)); err != nil {
 		t.Fatal(err)
 	}
 	if epoch != nil {
