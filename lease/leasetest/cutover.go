@@ -130,9 +130,14 @@ func checkCutover(t *testing.T, s *suite) {
 	// Each keeper is one loop asleep on the clock whatever it holds; a
 	// generator waiting for the next tick adds one.
 	loops := func() int { return 2 }
+	// Each wait has a bound of its own: the sequence takes hundreds of
+	// them (13 min of fake time in 1 s steps on the tables), and one
+	// context for them all made the whole sequence race a wall clock.
 	settle := func(n int) {
 		t.Helper()
-		if err := clk.BlockUntilWaiters(ctx, n); err != nil {
+		wctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+		defer cancel()
+		if err := clk.BlockUntilWaiters(wctx, n); err != nil {
 			t.Fatalf("at %s, %d goroutines asleep on the clock, want %d: %v", clk.Time().Format(time.RFC3339Nano), clk.Waiters(), n, err)
 		}
 	}
@@ -256,10 +261,10 @@ func checkCutover(t *testing.T, s *suite) {
 	}
 	gA.Close()
 	gB.Close()
-	if err := kA.Close(ctx, gA.LastIssued()); err != nil {
+	if err := kA.Close(ctxFor(t), gA.LastIssued()); err != nil {
 		t.Errorf("A: Close: %v", err)
 	}
-	if err := kB.Close(ctx, gB.LastIssued()); err != nil {
+	if err := kB.Close(ctxFor(t), gB.LastIssued()); err != nil {
 		t.Errorf("B: Close: %v", err)
 	}
 	if n := len(seen); n != 100+3596+1000+10+100+10 {

@@ -248,6 +248,7 @@ func Run(t *testing.T, srv Server) {
 	// 3. K dies; D takes its number once K's lease has run out.
 	kn := k.k.Status().Machine
 	k.halt()
+	k.store.sever() // no renewal of K's in flight can land after the read below
 	if err := k.store.Close(); err != nil {
 		t.Fatal(err)
 	}

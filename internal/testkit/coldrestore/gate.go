@@ -27,6 +27,9 @@ var errCut = errors.New("coldrestore: the holder is cut off from the server (the
 type cutStore struct {
 	lease.Store
 	cut atomic.Bool
+	// calls is read-held by each call while it runs, so that sever can
+	// wait for the calls that passed the gate before it closed.
+	calls sync.RWMutex
 
 	mu      sync.Mutex
 	claimed chan struct{} // closed at the next successful Claim, if set
@@ -40,6 +43,15 @@ func (s *cutStore) nextClaim() <-chan struct{} {
 	return s.claimed
 }
 
+// sever cuts the store off for good and waits until no call that passed
+// the gate before is still running: after it, nothing this holder sent
+// can still move its lease on.
+func (s *cutStore) sever() {
+	s.cut.Store(true)
+	s.calls.Lock()
+	defer s.calls.Unlock()
+}
+
 func (s *cutStore) err() error {
 	if s.cut.Load() {
 		return errCut
@@ -48,6 +60,8 @@ func (s *cutStore) err() error {
 }
 
 func (s *cutStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease, error) {
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if err := s.err(); err != nil {
 		return nil, err
 	}
@@ -64,6 +78,8 @@ func (s *cutStore) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Le
 }
 
 func (s *cutStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if err := s.err(); err != nil {
 		return nil, err
 	}
@@ -71,6 +87,8 @@ func (s *cutStore) Extend(ctx context.Context, l *lease.Lease, markMs int64, lea
 }
 
 func (s *cutStore) Release(ctx context.Context, l *lease.Lease, markMs int64) error {
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if err := s.err(); err != nil {
 		return err
 	}
@@ -78,6 +96,8 @@ func (s *cutStore) Release(ctx context.Context, l *lease.Lease, markMs int64) er
 }
 
 func (s *cutStore) Get(ctx context.Context, machine int) (lease.Record, error) {
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if err := s.err(); err != nil {
 		return lease.Record{}, err
 	}
