@@ -62,13 +62,15 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err := s.sync(ctx); err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}
-	zs, err := s.scan(ctx, req.Range)
+	zs, dir, err := s.scan(ctx, req.Range)
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w; retry", req.Range, s.region, err)
 	}
 	// Before the floor: a sign in the znodes read floors this very claim,
 	// which goes on above it (signs.go).
-	_ = s.sawScan(sp, zs)
+	if s.sawScan(sp, zs) == nil {
+		_ = s.sawPathStat(sp, s.regionPath(), fmt.Sprintf("the znode of region %d", s.region), dir)
+	}
 	floor, gen, err := s.claimFloor(ctx, req, sp.gen)
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
@@ -100,18 +102,25 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 var fleet = lease.FleetSchedule{Text: lease.DefaultFleetSchedule}
 
 // scan reads the znodes of the numbers in r that have one, after the sync
-// the caller made.
-func (s *Store) scan(ctx context.Context, r lease.Range) (map[int]znode, error) {
-	type kids struct{ names []string }
+// the caller made, and returns them with the stat of the region's znode
+// (its children's version and the zxid of the last child created).
+func (s *Store) scan(ctx context.Context, r lease.Range) (map[int]znode, zstat, error) {
+	type kids struct {
+		names []string
+		st    zstat
+	}
 	k, err := call(ctx, func() (kids, error) {
-		names, _, err := s.c.Children(s.regionPath())
-		return kids{names}, err
+		names, st, err := s.c.Children(s.regionPath())
+		if st == nil {
+			return kids{names: names}, err
+		}
+		return kids{names, zstat{czxid: st.Czxid, mzxid: st.Pzxid, version: st.Cversion}}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return map[int]znode{}, nil
+		return map[int]znode{}, zstat{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkstore: list %s: %w", s.regionPath(), err)
+		return nil, zstat{}, fmt.Errorf("zkstore: list %s: %w", s.regionPath(), err)
 	}
 	zs := map[int]znode{}
 	for _, name := range k.names {
@@ -124,13 +133,13 @@ func (s *Store) scan(ctx context.Context, r lease.Range) (map[int]znode, error) 
 		}
 		z, err := s.get(ctx, n)
 		if err != nil {
-			return nil, err
+			return nil, zstat{}, err
 		}
 		if z.exists {
 			zs[n] = z
 		}
 	}
-	return zs, nil
+	return zs, k.st, nil
 }
 
 // skips counts the numbers passed over, by reason.

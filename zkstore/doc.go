@@ -80,7 +80,12 @@
 //     same claim, a released claim held again, or a renewal value the
 //     holder wrote before its last one;
 //   - the znodes' stats: under the same creation zxid, a data version or
-//     a modification zxid lower than one seen, or a znode created anew;
+//     a modification zxid lower than one seen, or a znode created anew
+//     (a renewal that moved no mark shows only there, to a Store value
+//     other than the holder's); and the region's znode, listed by every
+//     claim: a children's version or last child's zxid lower than one
+//     seen (a number first claimed after the copy is gone, even outside
+//     the range the claimer reads);
 //   - the origin znode holding another id than the one first seen (the
 //     path wiped and made again, another ensemble's data).
 //

@@ -124,3 +124,40 @@ func TestEnsembleRestoreNoticed(t *testing.T) {
 		t.Errorf("a fresh process's claim starts at %d, below the restore floor %d written into the origin znode", f.StartMs, c.StartMs)
 	}
 }
+
+// TestRestoreRegionShrunk: the restore takes away a number first claimed
+// after the copy, outside every range D reads. D's next claim lists the
+// region, whose children's version fell: a restore, though no record D
+// read shows one, and D's claim starts a restore window ahead.
+func TestRestoreRegionShrunk(t *testing.T) {
+	e := zktest.Start(t, 1)
+	path := newPath(t)
+	ds, xs := open(t, e, path), open(t, e, path)
+	nowMs := time.Now().UnixMilli()
+	mustClaim(t, ds, req("d", 0, 0, nowMs))
+	e.StopAll()
+	cp := e.CopyData()
+	e.StartAll()
+	if err := settle(t, func(ctx context.Context) error { _, err := xs.Claim(ctx, req("x", 5, 5, nowMs)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := settle(t, func(ctx context.Context) error { _, err := ds.Claim(ctx, req("d", 1, 1, nowMs)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	e.StopAll()
+	e.Restore(cp)
+	e.StartAll()
+	pump(t, e, path+"-pump", 50)
+	at := time.Now().UnixMilli()
+	var l *lease.Lease
+	if err := settle(t, func(ctx context.Context) error {
+		var err error
+		l, err = ds.Claim(ctx, req("d", 6, 6, at))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := at + zkstore.MaxRestoreWindow.Milliseconds(); l.StartMs < want {
+		t.Errorf("D's claim after the region lost a child starts at %d, want ≥ %d (its clock + the restore window)", l.StartMs, want)
+	}
+}

@@ -3,6 +3,7 @@ package zkstore
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
@@ -16,10 +17,12 @@ import (
 // than one seen, a znode gone, the epoch seen under another claim nonce, a
 // mark lower than one seen under the same claim (held or free), or a
 // renewal value the holder wrote before its last one back in its record
-// (checkRenewal) is a restore. So is what the znode's stat shows (statSign):
+// (checkRenewal) is a restore. So is what a znode's stat shows (statSign):
 // under the same creation zxid, a data version or a modification zxid
 // lower than one seen (every write raises both), or the znode created
-// anew (none is ever deleted). Claim's scan, Extend, Release and Get
+// anew (none is ever deleted); and, for the region's znode that Claim
+// lists, a children's version or a last child's zxid lower than one seen
+// (a number first claimed since is gone, even one outside the range read). Claim's scan, Extend, Release and Get
 // notice it: every lease claimed before is fenced with lease.ErrRestored,
 // and the next claim sets the restore floor and writes it into the origin
 // znode for every other Store value (origin.go). The call that saw the
@@ -60,7 +63,7 @@ func (s *Store) beforeRange(lo, hi int) span {
 	}
 	prefix := s.regionPath() + "/"
 	for p, st := range id.stats {
-		if len(p) > len(prefix) && p[:len(prefix)] == prefix {
+		if p == s.regionPath() || strings.HasPrefix(p, prefix) {
 			sp.stats[p] = st
 		}
 	}
@@ -99,13 +102,22 @@ func (s *Store) sawScan(sp span, zs map[int]znode) error {
 // the later of the two. A stat whose version is unknown (a write's, whose
 // reply carries none here) is not kept.
 func (s *Store) sawStat(sp span, n int, z znode) error {
-	if !z.exists || z.stat.czxid == 0 {
+	if !z.exists {
 		return nil
 	}
-	p := s.path(n)
-	if what := statSign(n, sp.stats[p], z.stat); what != "" {
-		if s.id.watch.NoticeAfter(sp.sp, what) {
-			return s.judged(what)
+	return s.sawPathStat(sp, s.path(n), fmt.Sprintf("machine %d's znode", n), z.stat)
+}
+
+// sawPathStat judges the stat st of znode p (named what in messages),
+// read by a request sent after sp was taken, against the one sp knew, and
+// keeps the later of the two: lease.ErrRestored, noticed, on a sign.
+func (s *Store) sawPathStat(sp span, p, what string, st zstat) error {
+	if st.czxid == 0 {
+		return nil
+	}
+	if sign := statSign(what, sp.stats[p], st); sign != "" {
+		if s.id.watch.NoticeAfter(sp.sp, sign) {
+			return s.judged(sign)
 		}
 		return nil // a restore was noticed since sp was taken: the stat may be of either history
 	}
@@ -113,30 +125,34 @@ func (s *Store) sawStat(sp span, n int, z znode) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.statGen != sp.gen {
-		return nil // a restore was noticed since sp: the stat may be of either history
+		return nil // likewise
 	}
 	if id.stats == nil {
 		id.stats = map[string]zstat{}
 	}
-	if cur, ok := id.stats[p]; !ok || cur.czxid != z.stat.czxid || z.stat.version > cur.version {
-		id.stats[p] = z.stat
+	if cur, ok := id.stats[p]; !ok || cur.czxid != st.czxid || st.version > cur.version || st.mzxid > cur.mzxid {
+		id.stats[p] = st
 	}
 	return nil
 }
 
-// statSign describes the sign, in now, that number n's znode went back
-// since its stat was seen as before (zero: never seen), or returns "".
-func statSign(n int, before, now zstat) string {
+// statSign describes the sign, in now, that znode what went back since
+// its stat was seen as before (zero: never seen), or returns "". For a
+// lease znode the version and zxid are its data version and the zxid of
+// its last write; for the region's znode, its children's version and the
+// zxid of the last child created (every claim of a number never claimed
+// creates one).
+func statSign(what string, before, now zstat) string {
 	switch {
 	case before.czxid == 0:
 		return ""
 	case now.czxid != before.czxid:
-		return fmt.Sprintf("machine %d's znode was created at zxid %#x, and is now one created at zxid %#x: no write deletes a lease znode",
-			n, before.czxid, now.czxid)
+		return fmt.Sprintf("%s was created at zxid %#x, and is now one created at zxid %#x: the store deletes no znode",
+			what, before.czxid, now.czxid)
 	case now.version < before.version:
-		return fmt.Sprintf("machine %d's znode was seen at data version %d, and is now at %d: every write raises it", n, before.version, now.version)
+		return fmt.Sprintf("%s was seen at version %d, and is now at %d: every write raises it", what, before.version, now.version)
 	case now.mzxid < before.mzxid:
-		return fmt.Sprintf("machine %d's znode was seen written at zxid %#x, and is now written at %#x: zxids only grow", n, before.mzxid, now.mzxid)
+		return fmt.Sprintf("%s was seen written at zxid %#x, and is now written at %#x: zxids only grow", what, before.mzxid, now.mzxid)
 	}
 	return ""
 }
