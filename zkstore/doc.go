@@ -102,10 +102,17 @@
 // (every claim's first grant waits MaxNoticeWindow, by which time a holder
 // that can no longer renew has stopped), and the marks lost by the
 // restore must be raised by the operator before holders come back
-// (docs/runbook.md). A session that saw a zxid the restored ensemble has
-// not reached is refused by the servers until it expires; the store then
-// fails its requests (holders self-fence) until go-zookeeper opens a new
-// session.
+// (docs/runbook.md).
+//
+// A session that saw a zxid the restored ensemble has not reached is
+// refused by every server (go-zookeeper offers the last zxid it saw, and
+// a server behind it takes the client for one that should try a more
+// up-to-date server) until other clients' writes move the servers' zxid
+// past it — never, if every client is such a process. Meanwhile the store
+// fails its requests and its holders self-fence. A Store that Connect
+// opened replaces its session once it has had none for twice the session
+// timeout (session.go); one on New's session depends on its caller to do
+// the same.
 //
 // # The Go client
 //

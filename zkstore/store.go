@@ -23,7 +23,7 @@ import (
 // opened from it, and the renewal values it wrote (lease.Renewals).
 type Store struct {
 	c      client
-	conn   *zk.Conn // the session the store opened (Connect), closed by Close; nil otherwise
+	sess   *session // the session the store opened (Connect), closed by Close; nil otherwise
 	cfg    Config
 	region int
 	log    *slog.Logger
@@ -74,7 +74,11 @@ func newStore(c client, cfg Config) (*Store, error) {
 // Connect opens a ZooKeeper session on servers (host:port each) with the
 // given session timeout (zero: 10 s) and returns a Store on it, which
 // Close closes. The session only carries requests: no lease depends on it
-// (see the package documentation).
+// (see the package documentation). When it has had no live connection
+// for twice its timeout, the store replaces it with a new one
+// (session.go): after a backup restore the servers refuse a session that
+// saw later zxids than theirs, and a Store on New's session stays cut off
+// until they catch up.
 func Connect(servers []string, sessionTimeout time.Duration, cfg Config) (*Store, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: zkstore.Connect: no servers: give host:port of at least one ZooKeeper server", lease.ErrInvalid)
@@ -86,16 +90,16 @@ func Connect(servers []string, sessionTimeout time.Duration, cfg Config) (*Store
 	if err != nil {
 		return nil, err
 	}
-	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(zkLogger{cfg.Logger}), zk.WithLogInfo(false))
+	sess, err := openSession(servers, sessionTimeout, cfg.Logger.With("zk_path", cfg.Path))
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: connect to %v: %w; check the addresses", servers, err)
 	}
-	s, err := newStore(conn, cfg)
+	s, err := newStore(sess, cfg)
 	if err != nil {
-		conn.Close()
+		sess.close()
 		return nil, err
 	}
-	s.conn = conn
+	s.sess = sess
 	return s, nil
 }
 
@@ -111,8 +115,8 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.conn != nil {
-		s.conn.Close()
+	if s.sess != nil {
+		s.sess.close()
 	}
 	return nil
 }
