@@ -59,10 +59,14 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		return nil, err
 	}
 	sp := s.beforeRange(req.Range.Lo, req.Range.Hi)
+	g := generation(s.c)
 	if err := s.sync(ctx); err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}
 	zs, dir, err := s.scan(ctx, req.Range)
+	if err == nil && generation(s.c) != g {
+		err = errSwapped
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w; retry", req.Range, s.region, err)
 	}
@@ -72,6 +76,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		_ = s.sawPathStat(sp, s.regionPath(), fmt.Sprintf("the znode of region %d", s.region), dir)
 	}
 	floor, gen, err := s.claimFloor(ctx, req, sp.gen)
+	if err == nil && generation(s.c) != g {
+		err = errSwapped // the floor read may be stale
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}

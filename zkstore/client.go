@@ -21,6 +21,26 @@ type client interface {
 
 var _ client = (*zk.Conn)(nil)
 
+// generational is a client whose session can be replaced (session.go):
+// generation counts the replacements. A sync orders the reads after it
+// only on its own session; a read that went to a newer one may be stale,
+// and the store would take a stale record for a restore.
+type generational interface {
+	generation() uint64
+}
+
+// generation is c's session generation (0 for a client never replaced).
+func generation(c client) uint64 {
+	if g, ok := c.(generational); ok {
+		return g.generation()
+	}
+	return 0
+}
+
+// errSwapped is the error of reads whose session was replaced after their
+// sync: their outcome is unknown, and they are retried.
+var errSwapped = errors.New("zkstore: the ZooKeeper session was replaced between a sync and the reads it orders; retry")
+
 // call runs op, a request on the session, and returns its result, or the
 // context's error if ctx ends first. go-zookeeper takes no context: a
 // request made while the session is disconnected waits in its queue until

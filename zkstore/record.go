@@ -101,12 +101,17 @@ func (s *Store) sync(ctx context.Context) error {
 	return nil
 }
 
-// read syncs and reads number n's znode.
+// read syncs and reads number n's znode, both on one session.
 func (s *Store) read(ctx context.Context, n int) (znode, error) {
+	g := generation(s.c)
 	if err := s.sync(ctx); err != nil {
 		return znode{}, err
 	}
-	return s.get(ctx, n)
+	z, err := s.get(ctx, n)
+	if err == nil && generation(s.c) != g {
+		return znode{}, errSwapped
+	}
+	return z, err
 }
 
 // get reads number n's znode, without a sync.

@@ -32,6 +32,9 @@ type session struct {
 	mu     sync.Mutex
 	conn   *zk.Conn
 	lastOK time.Time // when the session was last seen connected
+	// swaps counts the replacements: a sync and the reads it covers must
+	// go through one session (generation).
+	swaps uint64
 }
 
 // checkEvery is how often a session looks at its connection's state.
@@ -85,11 +88,19 @@ func (s *session) watch() {
 		}
 		s.mu.Lock()
 		s.conn, s.lastOK = fresh, time.Now()
+		s.swaps++
 		s.mu.Unlock()
 		conn.Close()
 		s.log.Warn("ZooKeeper session replaced: it had no live connection for twice its timeout (servers down, or restored "+
 			"behind the zxid it saw and refusing it)", "servers", s.servers, "after", time.Since(lastOK).Round(time.Millisecond))
 	}
+}
+
+// generation implements generational: the number of replacements so far.
+func (s *session) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.swaps
 }
 
 // current is the connection requests go to.
