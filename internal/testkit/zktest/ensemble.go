@@ -54,6 +54,28 @@ func Start(t testing.TB, n int) *Ensemble {
 	if _, err := os.Stat(Jar); err != nil {
 		testenv.Missing(t, "zktest: "+Jar+" is missing: apt-get install zookeeper")
 	}
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		var e *Ensemble
+		if e, err = tryStart(t, n); err == nil {
+			return e
+		}
+		if !strings.Contains(err.Error(), "Address already in use") {
+			break
+		}
+		t.Logf("zktest: attempt %d: a port found free was taken before the server bound it; again on other ports: %v", attempt, err)
+	}
+	testenv.Missing(t, fmt.Sprintf("zktest: ZooKeeper does not start: %v", err))
+	return nil
+}
+
+// startAttempts bounds the starts of an ensemble that lost a port to
+// another process between freeport's look and the server's bind.
+const startAttempts = 3
+
+// tryStart starts n servers on ports found free and waits until they
+// serve; on an error every one is killed.
+func tryStart(t testing.TB, n int) (*Ensemble, error) {
 	ports, err := freeport.Loopback(3 * n)
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
@@ -71,13 +93,15 @@ func Start(t testing.TB, n int) *Ensemble {
 			t.Fatalf("zktest: write the config of server %d: %v", s.id, err)
 		}
 		if err := e.launch(s); err != nil {
-			testenv.Missing(t, fmt.Sprintf("zktest: ZooKeeper does not start: %v", err))
+			e.stopAll()
+			return nil, err
 		}
 	}
 	if err := e.waitReady(e.servers); err != nil {
-		testenv.Missing(t, fmt.Sprintf("zktest: ZooKeeper does not serve: %v", err))
+		e.stopAll()
+		return nil, err
 	}
-	return e
+	return e, nil
 }
 
 // launch starts server s's java process.
