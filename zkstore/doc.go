@@ -25,6 +25,12 @@
 // changed since. The store decides its writes in Go on what it read, and
 // every read that decides a write follows a Sync, since a ZooKeeper
 // server answers reads from its own copy, which may lag the leader's.
+// Uniqueness does not rest on the Sync (ZooKeeper's sync is not a quorum
+// read, and a deposed leader's follower may still answer one): a stale
+// read can only make a write fail its version compare. The Sync keeps
+// claims from trying numbers already taken, and keeps a record older than
+// one this store saw from looking like a restore — which is why a sync and
+// the reads after it always go through one session (session.go).
 //
 //   - Claim takes a number whose znode is absent, whose mark is below the
 //     claimer's clock (expired), or which is free with a mark at most
