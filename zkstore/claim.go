@@ -75,7 +75,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if s.sawScan(sp, zs) == nil {
 		_ = s.sawPathStat(sp, s.regionPath(), fmt.Sprintf("the znode of region %d", s.region), dir)
 	}
-	floor, gen, err := s.claimFloor(ctx, req, sp.gen)
+	floor, gen, originVer, err := s.claimFloor(ctx, req, sp.gen)
 	if err == nil && generation(s.c) != g {
 		err = errSwapped // the floor read may be stale
 	}
@@ -87,7 +87,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("zkstore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c, floor)
+		l, err := s.tryClaim(ctx, req, c, floor, originVer)
 		switch {
 		case err != nil:
 			return nil, err
@@ -198,21 +198,31 @@ func candidates(req lease.ClaimRequest, zs map[int]znode) ([]candidate, *skips) 
 }
 
 // tryClaim claims candidate c, starting at or above floorMs (the restore
-// floor; 0: none). It returns nil and no error if the number was taken
-// meanwhile.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64) (*lease.Lease, error) {
+// floor; 0: none), in one multi-op that also checks that the origin is
+// still at version originVer: the id and the floor the claim was planned
+// on. It returns nil and no error if the number was taken meanwhile, and
+// an error to retry if the origin changed.
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64, originVer int32) (*lease.Lease, error) {
 	nonce := lease.NewNonce()
 	old := c.z.rec
 	start := max(req.NowMs, old.MarkMs, floorMs)
 	rec := record{Holder: req.Holder, Epoch: old.Epoch + 1, MarkMs: max(req.NowMs+req.LeaseFor.Milliseconds(), start),
 		Claim: nonce, FloorMs: old.MarkMs}
 	sp := s.before(c.n)
-	var st *zk.Stat
-	var err error
+	ops := []any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}
 	if !c.z.exists {
-		_, err = call(ctx, func() (string, error) { return s.c.Create(s.path(c.n), encode(rec), 0, s.acl()) })
+		ops = append(ops, &zk.CreateRequest{Path: s.path(c.n), Data: encode(rec), Acl: s.acl()})
 	} else {
-		st, err = call(ctx, func() (*zk.Stat, error) { return s.c.Set(s.path(c.n), encode(rec), c.z.stat.version) })
+		ops = append(ops, &zk.SetDataRequest{Path: s.path(c.n), Data: encode(rec), Version: c.z.stat.version})
+	}
+	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
+	var st *zk.Stat
+	if err == nil && len(res) == 2 {
+		st = res[1].Stat
+	}
+	if err != nil && len(res) == 2 && res[0].Error != nil {
+		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
+			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
 	}
 	switch {
 	case err == nil:

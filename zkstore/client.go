@@ -17,6 +17,7 @@ type client interface {
 	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 	Children(path string) ([]string, *zk.Stat, error)
 	Sync(path string) (string, error)
+	Multi(ops ...any) ([]zk.MultiResponse, error)
 }
 
 var _ client = (*zk.Conn)(nil)

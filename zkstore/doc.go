@@ -22,7 +22,9 @@
 // Every write is conditional: a claim of a number without a znode is a
 // Create, which fails if another claimer made it first; every other write
 // is a Set on the data version the store read, which fails if anything
-// changed since. The store decides its writes in Go on what it read, and
+// changed since. A claim's write is a Multi that also checks the origin
+// znode's version, so it commits only on the origin id and restore floor
+// it was planned on. The store decides its writes in Go on what it read, and
 // every read that decides a write follows a Sync, since a ZooKeeper
 // server answers reads from its own copy, which may lag the leader's.
 // Uniqueness does not rest on the Sync (ZooKeeper's sync is not a quorum

@@ -1,6 +1,7 @@
 package zkstore
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -30,6 +31,14 @@ func (c *lossy) Create(path string, data []byte, flags int32, acl []zk.ACL) (str
 	return p, err
 }
 
+func (c *lossy) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	res, err := c.client.Multi(ops...)
+	if err == nil && c.armed.CompareAndSwap(true, false) {
+		return nil, zk.ErrConnectionClosed
+	}
+	return res, err
+}
+
 // NewLossy returns a Store on conn (which the caller closes) whose next
 // committed write after lose has its reply lost.
 func NewLossy(conn *zk.Conn, cfg Config) (st *Store, lose func(), err error) {
@@ -39,4 +48,23 @@ func NewLossy(conn *zk.Conn, cfg Config) (st *Store, lose func(), err error) {
 		return nil, nil, err
 	}
 	return s, func() { c.armed.Store(true) }, nil
+}
+
+// hooked is a client that runs before ahead of its first multi-op (a
+// claim's write).
+type hooked struct {
+	client
+	before func()
+	once   sync.Once
+}
+
+func (c *hooked) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	c.once.Do(c.before)
+	return c.client.Multi(ops...)
+}
+
+// NewHooked returns a Store on conn (which the caller closes) that runs
+// before ahead of its first claim's write, after the claim read.
+func NewHooked(conn *zk.Conn, cfg Config, before func()) (*Store, error) {
+	return newStore(&hooked{client: conn, before: before}, cfg)
 }

@@ -61,17 +61,19 @@ func (s *Store) readOrigin(ctx context.Context) (origin, int32, error) {
 }
 
 // claimFloor reads the origin before a claim and returns the floor every
-// claim starts at or above (0: none) and the Watch generation the claim is
-// made in, for Remember. gen0 is the generation before the claim's reads
+// claim starts at or above (0: none), the Watch generation the claim is
+// made in, for Remember, and the origin's data version, which the claim's
+// write checks (tryClaim): a claim commits only while the origin — its id
+// and the floor — is the one read. gen0 is the generation before the claim's reads
 // were sent. An origin id other than the one this Store (or a Keyspace
 // sibling) saw first — the path wiped and made again, another ensemble's
 // data — is a restore. The first claim after one was noticed, by the id
 // or by the records (signs.go), sets the floor and writes it into the
 // origin, where every Store value's claims find it.
-func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, gen0 uint64) (int64, uint64, error) {
+func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, gen0 uint64) (floorMs int64, gen uint64, ver int32, err error) {
 	o, ver, err := s.readOrigin(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	id := s.id
 	id.mu.Lock()
@@ -92,36 +94,37 @@ func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, gen0 uin
 	}
 	floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
 	if floor > o.FloorMs {
-		if err := s.writeFloor(ctx, o, ver, floor); err != nil {
-			return 0, 0, err
+		if o, ver, err = s.writeFloor(ctx, o, ver, floor); err != nil {
+			return 0, 0, 0, err
 		}
 	}
-	return max(floor, o.FloorMs), gen, nil
+	return max(floor, o.FloorMs), gen, ver, nil
 }
 
 // writeFloor raises the origin's floor to floorMs (never lowers it), with
-// a write conditioned on the version read, re-reading on a conflict.
-func (s *Store) writeFloor(ctx context.Context, o origin, ver int32, floorMs int64) error {
+// a write conditioned on the version read, re-reading on a conflict, and
+// returns the origin as written (or found) and its version.
+func (s *Store) writeFloor(ctx context.Context, o origin, ver int32, floorMs int64) (origin, int32, error) {
 	for range 5 {
 		if o.FloorMs >= floorMs {
-			return nil
+			return o, ver, nil
 		}
 		o.FloorMs = floorMs
 		b, _ := json.Marshal(o)
-		_, err := call(ctx, func() (*zk.Stat, error) { return s.c.Set(s.originPath(), b, ver) })
+		st, err := call(ctx, func() (*zk.Stat, error) { return s.c.Set(s.originPath(), b, ver) })
 		if err == nil {
 			s.log.Warn("restore floor written into the origin znode: every claim under the path starts at or above it",
 				"floor", lease.FormatMs(floorMs))
-			return nil
+			return o, st.Version, nil
 		}
 		if !errors.Is(err, zk.ErrBadVersion) {
-			return fmt.Errorf("zkstore: write the restore floor %s into %s: %w; retry", lease.FormatMs(floorMs), s.originPath(), err)
+			return origin{}, 0, fmt.Errorf("zkstore: write the restore floor %s into %s: %w; retry", lease.FormatMs(floorMs), s.originPath(), err)
 		}
 		if o, ver, err = s.readOrigin(ctx); err != nil {
-			return err
+			return origin{}, 0, err
 		}
 	}
-	return fmt.Errorf("zkstore: write the restore floor into %s: it keeps changing under this write; retry", s.originPath())
+	return origin{}, 0, fmt.Errorf("zkstore: write the restore floor into %s: it keeps changing under this write; retry", s.originPath())
 }
 
 // restoreWindow is the window a claim's floor keeps after a noticed

@@ -2,6 +2,7 @@ package zkstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -159,5 +160,47 @@ func TestRestoreRegionShrunk(t *testing.T) {
 	}
 	if want := at + zkstore.MaxRestoreWindow.Milliseconds(); l.StartMs < want {
 		t.Errorf("D's claim after the region lost a child starts at %d, want ≥ %d (its clock + the restore window)", l.StartMs, want)
+	}
+}
+
+// TestClaimChecksOrigin: a restore floor written into the origin znode
+// between a claim's read of it and its write (by a process that noticed a
+// restore) fails the claim, to be retried; the claim does not commit below
+// the floor, and the retry starts above it.
+func TestClaimChecksOrigin(t *testing.T) {
+	e := zktest.Start(t, 1)
+	path := newPath(t)
+	mustClaim(t, open(t, e, path), req("first", 0, 0, time.Now().UnixMilli())) // makes the origin
+	raw := dial(t, e)
+	nowMs := time.Now().UnixMilli()
+	floor := nowMs + zkstore.MaxRestoreWindow.Milliseconds()
+	st, err := zkstore.NewHooked(dial(t, e), zkstore.Config{Path: path}, func() {
+		data, stat, err := raw.Get(path + "/origin")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var o map[string]any
+		if err := json.Unmarshal(data, &o); err != nil {
+			t.Error(err)
+			return
+		}
+		o["floor_ms"] = floor
+		b, _ := json.Marshal(o)
+		if _, err := raw.Set(path+"/origin", b, stat.Version); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := st.Claim(t.Context(), req("a", 1, 1, nowMs)); err == nil {
+		t.Fatalf("claim whose origin changed between its read and its write: %+v, want an error to retry", l)
+	}
+	if rec, err := st.Get(t.Context(), 1); err != nil || rec.Held() {
+		t.Fatalf("number 1 after the refused claim: %+v, %v; want it unclaimed", rec, err)
+	}
+	if l := mustClaim(t, st, req("a", 1, 1, nowMs)); l.StartMs < floor {
+		t.Errorf("the retried claim starts at %d, below the floor %d in the origin znode", l.StartMs, floor)
 	}
 }

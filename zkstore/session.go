@@ -127,4 +127,5 @@ func (s *session) Create(path string, data []byte, flags int32, acl []zk.ACL) (s
 func (s *session) Children(path string) ([]string, *zk.Stat, error) {
 	return s.current().Children(path)
 }
-func (s *session) Sync(path string) (string, error) { return s.current().Sync(path) }
+func (s *session) Sync(path string) (string, error)             { return s.current().Sync(path) }
+func (s *session) Multi(ops ...any) ([]zk.MultiResponse, error) { return s.current().Multi(ops...) }
