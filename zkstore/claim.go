@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -129,24 +130,57 @@ func (s *Store) scan(ctx context.Context, r lease.Range) (map[int]znode, zstat, 
 	if err != nil {
 		return nil, zstat{}, fmt.Errorf("zkstore: list %s: %w", s.regionPath(), err)
 	}
-	zs := map[int]znode{}
+	var ns []int
 	for _, name := range k.names {
 		n, err := strconv.Atoi(name)
 		if err != nil || n < 0 || strconv.Itoa(n) != name {
 			continue // not a lease znode: never written by this store
 		}
-		if !r.Contains(n) {
-			continue
-		}
-		z, err := s.get(ctx, n)
-		if err != nil {
-			return nil, zstat{}, err
-		}
-		if z.exists {
-			zs[n] = z
+		if r.Contains(n) {
+			ns = append(ns, n)
 		}
 	}
+	zs, err := s.getAll(ctx, ns)
+	if err != nil {
+		return nil, zstat{}, err
+	}
 	return zs, k.st, nil
+}
+
+// scanParallel bounds the reads a claim's scan has in flight at once: the
+// session pipelines them, so a range of many numbers costs a few round
+// trips, not one per number.
+const scanParallel = 16
+
+// getAll reads the znodes of numbers ns, scanParallel at a time, and
+// returns those that exist.
+func (s *Store) getAll(ctx context.Context, ns []int) (map[int]znode, error) {
+	zs := make(map[int]znode, len(ns))
+	var mu sync.Mutex
+	var first error
+	sem := make(chan struct{}, scanParallel)
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			z, err := s.get(ctx, n)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && first == nil:
+				first = err
+			case err == nil && z.exists:
+				zs[n] = z
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return zs, nil
 }
 
 // skips counts the numbers passed over, by reason.
