@@ -95,24 +95,3 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	return fmt.Errorf("zkstore: release machine %d epoch %d: its znode changed under %d reads in a row; retry", l.Machine, l.Token, maxConflicts)
 }
-
-// Get returns number machine's record (a zero record if it has no
-// znode), read after a sync, or lease.ErrRestored if the znode shows the
-// data went back in time since this Store value last saw it (signs.go).
-func (s *Store) Get(ctx context.Context, machine int) (lease.Record, error) {
-	if err := s.open(); err != nil {
-		return lease.Record{}, err
-	}
-	if err := lease.CheckMachine(machine, lease.Unlimited); err != nil {
-		return lease.Record{}, err
-	}
-	sp := s.before(machine)
-	z, err := s.read(ctx, machine)
-	if err != nil {
-		return lease.Record{}, err
-	}
-	if err := s.saw(sp, machine, z); err != nil {
-		return lease.Record{}, err
-	}
-	return s.asRecord(machine, z), nil
-}
