@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -49,7 +48,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		return nil, s.renewFailed(l, markMs, err)
 	}
 	if what, at, fenced := s.id.watch.Restored(l.Claim); fenced {
-		return nil, s.renewFailed(l, markMs, tablewatch.Fenced(s.cfg.Path, l, what, at))
+		return nil, s.renewFailed(l, markMs, s.fenced(l, what, at))
 	}
 	nl, err := s.extend(ctx, l, max(markMs, l.MarkMs))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
@@ -183,5 +184,17 @@ func (s *Store) judged(what string) error {
 	s.log.Error("ZooKeeper's data went back in time (the lease znodes show it): every lease claimed before is fenced, "+
 		"and claims start after the restore window; raise every mark past the last ID issued before letting holders back",
 		"detail", what, "runbook", "docs/runbook.md")
-	return tablewatch.Seen(s.cfg.Path, what)
+	return fmt.Errorf("%w: ZooKeeper path %s: %s — ZooKeeper restored from a copy of its data directories, or znodes written "+
+		"back or deleted by hand. Marks it acknowledged may be lost: stop issuing on every lease claimed before, and raise every mark "+
+		"past the last ID issued before letting other holders claim (docs/runbook.md)", lease.ErrRestored, s.cfg.Path, what)
+}
+
+// fenced is the error of Extend for lease l, fenced because a restore
+// (what, noticed at at) was noticed after it was claimed:
+// lease.ErrRestored, with what to do.
+func (s *Store) fenced(l *lease.Lease, what string, at time.Time) error {
+	return fmt.Errorf("%w: machine %d region %d epoch %d under ZooKeeper path %s was claimed before the store noticed, at %s, that "+
+		"the data went back in time (%s): stop issuing on it and claim again (claims start after the restore window), and raise "+
+		"every mark past the last ID issued before letting other holders back (docs/runbook.md)",
+		lease.ErrRestored, l.Machine, l.Region, l.Token, s.cfg.Path, at.UTC().Format(time.RFC3339), what)
 }
