@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfence/snowfence/internal/testbound"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -48,11 +50,28 @@ type Config struct {
 	// outcome (its caller's context may be the one that ended). Zero means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// ACL is the ACL of every znode the store creates (the path, its
+	// parents, the origin and the lease znodes). Nil means
+	// zk.WorldACL(zk.PermAll): anyone who reaches the servers may rewrite
+	// the leases. Where others can, give the fleet's credentials, e.g.
+	// zk.DigestACL(zk.PermAll, user, password) with the same user in Auth.
+	ACL []zk.ACL
+	// Auth is the credentials Connect adds to its session, and to every
+	// session that replaces it, as zk.Conn.AddAuth takes them. A Store on
+	// New's connection uses whatever the caller added to it.
+	Auth []Auth
 	// TestBound is for the project's own tests (its type is internal: a
 	// library user leaves it zero): it shortens MaxNoticeWindow for a test
 	// fleet whose every process the test starts with the same bound
 	// (internal/testbound).
 	TestBound testbound.Bound
+}
+
+// Auth is one set of credentials for a ZooKeeper session: a scheme such
+// as "digest" and its secret ("user:password" for digest).
+type Auth struct {
+	Scheme string
+	Secret []byte
 }
 
 // withDefaults checks cfg and fills in its defaults: lease.ErrInvalid,
@@ -81,6 +100,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := cfg.TestBound.Check(); err != nil {
 		return cfg, fmt.Errorf("%w: zkstore: %v", lease.ErrInvalid, err)
+	}
+	for _, a := range cfg.Auth {
+		if a.Scheme == "" {
+			return cfg, fmt.Errorf("%w: zkstore: an Auth without a scheme: give one such as \"digest\"", lease.ErrInvalid)
+		}
+	}
+	if cfg.ACL == nil {
+		cfg.ACL = zk.WorldACL(zk.PermAll)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -132,6 +132,10 @@
 // as unknown (it may still be sent and commit, on the version it was made
 // for).
 //
+// Every znode the store creates carries Config.ACL (open to all by
+// default); where others can reach the servers, give the fleet a digest
+// ACL and its credentials (Config.Auth), or anyone could rewrite a mark.
+//
 // The store keeps no region registry and no fleet schedule record:
 // RegistryReader returns nil, its keepers take the fleet to be one region
 // on the default schedule, and a claim or extension on any other schedule

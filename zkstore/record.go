@@ -71,7 +71,7 @@ func (s *Store) regionPath() string { return s.leasesPath() + "/" + strconv.Itoa
 func (s *Store) path(n int) string  { return s.regionPath() + "/" + strconv.Itoa(n) }
 func (s *Store) parents() []string  { return []string{s.cfg.Path, s.leasesPath(), s.regionPath()} }
 func encode(r record) []byte        { b, _ := json.Marshal(r); return b }
-func (s *Store) acl() []zk.ACL      { return zk.WorldACL(zk.PermAll) }
+func (s *Store) acl() []zk.ACL      { return s.cfg.ACL }
 func (s *Store) syncPath() string   { return s.cfg.Path }
 
 // decode reads number n's znode data.

@@ -1,6 +1,8 @@
 package zkstore
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,6 +27,7 @@ import (
 type session struct {
 	servers []string
 	timeout time.Duration
+	auth    []Auth
 	log     *slog.Logger
 	stop    chan struct{}
 	done    chan struct{}
@@ -40,21 +43,37 @@ type session struct {
 // checkEvery is how often a session looks at its connection's state.
 const checkEvery = 250 * time.Millisecond
 
-// openSession connects to servers and starts watching the session.
-func openSession(servers []string, timeout time.Duration, log *slog.Logger) (*session, error) {
-	conn, err := dialZK(servers, timeout, log)
+// openSession connects to servers, adds auth to the session, and starts
+// watching it.
+func openSession(servers []string, timeout time.Duration, auth []Auth, log *slog.Logger) (*session, error) {
+	conn, err := dialZK(servers, timeout, auth, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{servers: servers, timeout: timeout, log: log, conn: conn, lastOK: time.Now(),
+	s := &session{servers: servers, timeout: timeout, auth: auth, log: log, conn: conn, lastOK: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
 	return s, nil
 }
 
-func dialZK(servers []string, timeout time.Duration, log *slog.Logger) (*zk.Conn, error) {
+// dialZK opens a session and adds auth to it before any request of the
+// store's can go out on it (go-zookeeper re-adds them on every
+// reconnect), waiting up to timeout for the server's answer.
+func dialZK(servers []string, timeout time.Duration, auth []Auth, log *slog.Logger) (*zk.Conn, error) {
 	conn, _, err := zk.Connect(servers, timeout, zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false))
-	return conn, err
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range auth {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth(a.Scheme, a.Secret) })
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("add the %s credentials to the session: %w; check them, and that a server is reachable", a.Scheme, err)
+		}
+	}
+	return conn, nil
 }
 
 // watch replaces the connection when it has had no live session for
@@ -81,7 +100,7 @@ func (s *session) watch() {
 		if time.Since(lastOK) < 2*s.timeout {
 			continue
 		}
-		fresh, err := dialZK(s.servers, s.timeout, s.log)
+		fresh, err := dialZK(s.servers, s.timeout, s.auth, s.log)
 		if err != nil {
 			s.log.Warn("ZooKeeper session without a live connection; opening a new one failed", "error", err)
 			continue

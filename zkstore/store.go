@@ -78,7 +78,8 @@ func newStore(c client, cfg Config) (*Store, error) {
 // for twice its timeout, the store replaces it with a new one
 // (session.go): after a backup restore the servers refuse a session that
 // saw later zxids than theirs, and a Store on New's session stays cut off
-// until they catch up.
+// until they catch up. With Config.Auth it waits, up to the session
+// timeout, for a server to take the credentials, and fails if none does.
 func Connect(servers []string, sessionTimeout time.Duration, cfg Config) (*Store, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: zkstore.Connect: no servers: give host:port of at least one ZooKeeper server", lease.ErrInvalid)
@@ -90,7 +91,7 @@ func Connect(servers []string, sessionTimeout time.Duration, cfg Config) (*Store
 	if err != nil {
 		return nil, err
 	}
-	sess, err := openSession(servers, sessionTimeout, cfg.Logger.With("zk_path", cfg.Path))
+	sess, err := openSession(servers, sessionTimeout, cfg.Auth, cfg.Logger.With("zk_path", cfg.Path))
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: connect to %v: %w; check the addresses", servers, err)
 	}
