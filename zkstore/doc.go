@@ -27,9 +27,10 @@
 // it was planned on. The store decides its writes in Go on what it read, and
 // every read that decides a write follows a Sync, since a ZooKeeper
 // server answers reads from its own copy, which may lag the leader's.
-// Uniqueness does not rest on the Sync (ZooKeeper's sync is not a quorum
-// read, and a deposed leader's follower may still answer one): a stale
-// read can only make a write fail its version compare. The Sync keeps
+// Uniqueness does not rest on the Sync (a sync followed by a read is not
+// a quorum read, and ZooKeeper does not promise it linearizable through
+// every leader change): a stale read can only make a write fail its
+// version compare. The Sync keeps
 // claims from trying numbers already taken, and keeps a record older than
 // one this store saw from looking like a restore — which is why a sync and
 // the reads after it always go through one session (session.go).
@@ -108,9 +109,10 @@
 // concerned) takes the restored records as they are. Its claims are kept
 // apart from holders cut off by the restore by the keeper's notice window
 // (every claim's first grant waits MaxNoticeWindow, by which time a holder
-// that can no longer renew has stopped), and the marks lost by the
-// restore must be raised by the operator before holders come back
-// (docs/runbook.md).
+// that can no longer renew has stopped). The runbook's further step after
+// a restore, raising every mark past the last ID issued
+// (docs/runbook.md), needs lease.Admin's RaiseMarks, which this store
+// does not implement yet.
 //
 // A session that saw a zxid the restored ensemble has not reached is
 // refused by every server (go-zookeeper offers the last zxid it saw, and
