@@ -22,10 +22,13 @@ import (
 // so that holders starting together spread out, then free ones, lowest
 // mark first.
 //
-// It syncs, reads the origin znode and the region's lease znodes, and
-// claims a candidate with one conditional write: Create for a number
+// It syncs, reads the region's lease znodes and the origin znode, and
+// claims a candidate with one conditional Multi: Create for a number
 // without a znode (which fails if another claimer made it first), Set on
-// the version read otherwise (which fails if the znode changed since).
+// the version read otherwise (which fails if the znode changed since),
+// each with a check that the origin znode is still at the version read
+// (the restore floor and id the claim was planned on; an error to retry
+// otherwise).
 // The record written holds the holder, epoch + 1 (the lease's token), a
 // fresh claim nonce, no renewal value, the old mark as floor_ms, and the
 // mark max(NowMs + LeaseFor, start), where the lease's StartMs, start, is
