@@ -97,3 +97,19 @@ func TestEnsembleLeaderKill(t *testing.T) {
 		t.Fatalf("/x after the thaw: %q, %v", v, err)
 	}
 }
+
+// TestMissingSkips: without java on PATH, Start skips the test (outside
+// CI; under CI=true testenv.Missing fails it instead, which a test cannot
+// show without failing).
+func TestMissingSkips(t *testing.T) {
+	var skipped, failed bool
+	t.Run("no java", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		t.Setenv("CI", "")
+		defer func() { skipped, failed = t.Skipped(), t.Failed() }()
+		zktest.Start(t, 1)
+	})
+	if !skipped || failed {
+		t.Errorf("Start without java: skipped %v, failed %v; want a skip", skipped, failed)
+	}
+}
