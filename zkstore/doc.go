@@ -134,6 +134,15 @@
 // as unknown (it may still be sent and commit, on the version it was made
 // for).
 //
+// A server that is frozen (SIGSTOP, a long pause) still accepts TCP
+// connections, and go-zookeeper waits ten times its receive timeout (2/3
+// of the session timeout) for the handshake: a session that picks such a
+// server stalls for about 6.7 session timeouts before it tries the next
+// (TestKeepersRideOutLeaderFreeze: 27 s at a 4 s session timeout; 67 s at
+// the default 10 s). Holders on the table timings (a 4 min 10 s
+// self-fence) ride that out; holders with a self-fence shorter than that
+// stall refuse to issue meanwhile, and keep their numbers.
+//
 // Every znode the store creates carries Config.ACL (open to all by
 // default); where others can reach the servers, give the fleet a digest
 // ACL and its credentials (Config.Auth), or anyone could rewrite a mark.

@@ -148,9 +148,30 @@ func pollUntil(d time.Duration, cond func() bool) bool {
 // three-server ensemble while four keepers renew and mint on the system
 // clock, each through a session of its own. The two servers left elect
 // another leader, the sessions move to them, and every keeper renews
-// again, on the same claim; the killed server rejoins. No ID is issued
-// twice, and each holder's IDs increase.
+// again; the killed server rejoins. No ID is issued twice, and each
+// holder's IDs increase.
 func TestKeepersRideOutLeaderKill(t *testing.T) {
+	rideOutLeaderLoss(t, "killed", func(e *zktest.Ensemble, i int) { e.Kill(i) }, func(e *zktest.Ensemble, i int) { e.StartServer(i) })
+}
+
+// TestKeepersRideOutLeaderFreeze freezes (SIGSTOP) the leader instead, as
+// a server in a long pause: it holds its connections and answers nothing,
+// so the sessions on it must time out before they move, and the others
+// elect a leader without it; thawed, it rejoins as a follower. A session
+// that tries the frozen server stalls in go-zookeeper's handshake for ten
+// receive timeouts (about 27 s here), longer than these keepers'
+// self-fence: they refuse meanwhile, keep their numbers, and issue again.
+func TestKeepersRideOutLeaderFreeze(t *testing.T) {
+	rideOutLeaderLoss(t, "frozen", func(e *zktest.Ensemble, i int) { e.Freeze(i) }, func(e *zktest.Ensemble, i int) {
+		e.Thaw(i)
+		e.WaitServing()
+	})
+}
+
+// rideOutLeaderLoss plays a leader's loss (lose) and return (back) under
+// four minting keepers, and checks that every keeper renews again after
+// each and that no ID is issued twice.
+func rideOutLeaderLoss(t *testing.T, what string, lose, back func(e *zktest.Ensemble, i int)) {
 	e := zktest.Start(t, 3)
 	path := newPath(t)
 	ms := make([]*minter, 4)
@@ -171,7 +192,7 @@ func TestKeepersRideOutLeaderKill(t *testing.T) {
 	}) {
 		t.Fatalf("not every holder issued within %v of its start", wait)
 	}
-	awaitRenewals := func(what string, since time.Time) {
+	awaitRenewals := func(when string, since time.Time) {
 		t.Helper()
 		if !pollUntil(zktest.ReadyTimeout, func() bool {
 			for _, m := range ms {
@@ -184,27 +205,26 @@ func TestKeepersRideOutLeaderKill(t *testing.T) {
 			for _, m := range ms {
 				t.Logf("%s: %+v", m.name, m.k.Status())
 			}
-			t.Fatalf("%s: not every keeper renewed within %v", what, zktest.ReadyTimeout)
+			t.Fatalf("%s: not every keeper renewed within %v", when, zktest.ReadyTimeout)
 		}
 	}
-	awaitRenewals("before the leader is killed", time.Now())
+	awaitRenewals("before the leader is lost", time.Now())
 
 	leader := e.Leader()
-	killed := time.Now()
-	e.Kill(leader)
-	e.WaitServing()
+	lost := time.Now()
+	lose(e, leader)
 	next := e.Leader()
-	elected := time.Since(killed)
+	elected := time.Since(lost)
 	awaitRenewals("under the new leader", time.Now())
-	t.Logf("killed leader %d; server %d leads %v later; every keeper renewed %v after the kill",
-		leader, next, elected.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+	t.Logf("%s leader %d; server %d leads %v later; every keeper renewed %v after the loss",
+		what, leader, next, elected.Round(time.Millisecond), time.Since(lost).Round(time.Millisecond))
 
-	e.StartServer(leader)
-	restarted := time.Now()
-	awaitRenewals("after the old leader rejoined", restarted)
+	back(e, leader)
+	returned := time.Now()
+	awaitRenewals("after the old leader rejoined", returned)
 	if !pollUntil(30*time.Second, func() bool {
 		for _, m := range ms {
-			if !m.lastOKAt().After(restarted) {
+			if !m.lastOKAt().After(returned) {
 				return false
 			}
 		}
