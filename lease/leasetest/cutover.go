@@ -37,7 +37,10 @@ func checkCutover(t *testing.T, s *suite) {
 	// 6 min).
 	notice := (st.MaxNoticeWindow() + time.Minute - 1).Truncate(time.Minute)
 	lead := max(2*time.Minute, notice+time.Minute)
-	ctx := ctxFor(t)
+	// The set-up's calls and the keepers' starts: a bound of their own
+	// (the sequence's waits have theirs, settle below).
+	ctx, cancel := context.WithTimeout(t.Context(), 2*callTimeout)
+	defer cancel()
 	// T on an even second, whole minutes after the clock's start, so the
 	// keepers' 2 s renewals (from the start) wake exactly at T: 5 min, or
 	// more when the store's notice window (which the first grants wait out)
