@@ -53,7 +53,7 @@ type minter struct {
 	disorder  int   // batches not above the previous one
 	renewals  int   // distinct acknowledged renewals seen
 	lastRenew time.Time
-	maxGap    time.Duration // the longest time between two acknowledged renewals' sends
+	maxGap    time.Duration // the longest a tick saw since the send of the last acknowledged renewal
 }
 
 // tryStartMinter starts a keeper (StartKeeper's error is returned) and a
@@ -117,10 +117,16 @@ func (m *minter) run(every time.Duration, batch int) {
 		now := time.Now()
 		st := m.k.Status()
 		m.mu.Lock()
+		// What the self-fence compares: the time since the send of the
+		// last acknowledged renewal, as of this tick — before taking a
+		// fresher one, since the refusal just seen was judged on the one
+		// before. (The gap between two acknowledged renewals' sends
+		// missed a renewal sent on time whose answer came late, as under
+		// an election: refusals with no "pause" to account for them.)
+		if !m.lastRenew.IsZero() {
+			m.maxGap = max(m.maxGap, now.Sub(m.lastRenew))
+		}
 		if !st.LastRenewal.IsZero() && st.LastRenewal.After(m.lastRenew) {
-			if !m.lastRenew.IsZero() {
-				m.maxGap = max(m.maxGap, st.LastRenewal.Sub(m.lastRenew))
-			}
 			m.lastRenew = st.LastRenewal
 			m.renewals++
 		}
@@ -276,7 +282,7 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		m.mu.Lock()
 		refused, reasons, gap, disorder, other, renewals := len(m.refusals), m.reasons, m.maxGap, m.disorder, m.other, m.renewals
 		m.mu.Unlock()
-		t.Logf("%s: machine %d token %d, %d IDs, %d renewals seen, longest gap between renewal sends %v, refusals %v",
+		t.Logf("%s: machine %d token %d, %d IDs, %d renewals seen, longest without a fresh acknowledged renewal %v, refusals %v",
 			m.name, st.Machine, st.Token, m.issued(), renewals, gap, reasons)
 		if disorder != 0 || other != nil {
 			t.Errorf("%s: %d batches out of order; other error: %v", m.name, disorder, other)
@@ -287,7 +293,7 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		}
 		switch {
 		case gap < shortSelfFence-20*time.Millisecond && refused != 0:
-			t.Errorf("%s: renewals never paused for the self-fence window (longest gap %v), yet %d refusals %v", m.name, gap, refused, reasons)
+			t.Errorf("%s: never a self-fence window without a fresh acknowledged renewal (longest %v), yet %d refusals %v", m.name, gap, refused, reasons)
 		case gap >= shortSelfFence-20*time.Millisecond:
 			// The election outlasted the window on this machine: the
 			// holder must have refused, then recovered (checked above).
