@@ -26,8 +26,14 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-func TestAttackFrozenRenewalAfterRestoreConnect(t *testing.T) {
-	e := zktest.Start(t, 1)
+func TestAttackFrozenRenewalAfterRestoreConnect(t *testing.T) { frozenRenewal(t, 1) }
+
+// TestAttackFrozenRenewalAfterRestoreEnsemble is the same on a
+// three-server ensemble restored from a cold copy of all three.
+func TestAttackFrozenRenewalAfterRestoreEnsemble(t *testing.T) { frozenRenewal(t, 3) }
+
+func frozenRenewal(t *testing.T, n int) {
+	e := zktest.Start(t, n)
 	path := fmt.Sprintf("/attack%d/frozen-%d", time.Now().UnixNano()%1e9, attackSeq.Add(1))
 	a, err := Connect(e.Servers(), 4*time.Second, Config{Path: path})
 	if err != nil {
