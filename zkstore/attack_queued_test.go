@@ -1,19 +1,29 @@
 package zkstore
 
-// Attack: a write of unknown outcome that is still queued (go-zookeeper
-// takes no context: the store abandons the call, the request stays in the
-// session's send queue, doc.go "The Go client") when the ensemble is
-// restored from a cold copy. The store's safety argument for such a late
-// write is "every write is conditional on the znode's version, so a late
-// one commits only on the state it was made for" (client.go, call). A
-// restore breaks that premise: the restored znode repeats the data
+// Attack: a renewal's write of unknown outcome whose call the store
+// abandoned (its context ended) and whose goroutine is delayed — a frozen
+// or starved process, the call's goroutine not yet run or stuck before
+// the request reaches go-zookeeper — when the ensemble is restored from a
+// cold copy. (go-zookeeper's own unsent queue is flushed with ErrNoServer
+// at every connect round that fails, so it carries a request across a
+// restore only in a narrow window; the store's abandoned goroutine, or a
+// frozen process, carries it always.) The store's safety argument for a
+// late write is "every write is conditional on the znode's version, so a
+// late one commits only on the state it was made for" (client.go, call).
+// A restore breaks that premise: the restored znode repeats the data
 // versions of the lost history, so after another claimer has written the
 // znode as many times, the late Set finds the version it was made for on a
 // record it never read — another holder's live lease — and commits over
 // it. The holder whose write it was then renews on, with no sign of the
 // restore (its own record is back, at a higher version, a later zxid and a
 // higher mark), while the other holder's acknowledged lease is taken from
-// it without any restore being noticed and no restore floor written.
+// it without any restore noticed by the late writer and no restore floor
+// written. (pgstore conditions its UPDATEs on the row's content — holder,
+// epoch, claim nonce, renewal values — so a late statement matches only
+// its own holder's row in any history.)
+//
+// The parked client models the delayed goroutine: its armed Set waits
+// until the test lets it go, then is sent as it was made.
 
 import (
 	"context"

@@ -1,10 +1,11 @@
 package zkstore
 
 // Attack: the release flavour of the queued write across a restore
-// (attack_queued_test.go). A's release of unknown outcome stays queued;
+// (attack_queued_test.go). A's release of unknown outcome is abandoned
+// by its context, its goroutine delayed (parked) until after a restore;
 // the ensemble is restored from a cold copy; B claims A's restored
 // (expired) number and renews it as many times as A wrote it after the
-// copy; A's queued release then goes out on the repeated version and
+// copy; A's late release then goes out on the repeated version and
 // writes B's live lease free, with A's own end-of-issuing as the mark. A
 // third process C claims it as free and starts below the mark the store
 // acknowledged to B — with no restore noticed by anyone before C's claim.
