@@ -1,0 +1,147 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snowfence/snowfence/lease"
+	"github.com/snowfence/snowfence/pgstore"
+)
+
+// hookPool opens a pool of at most maxConns on the test server whose
+// AfterConnect runs stmts on every new session, closed when t ends.
+func hookPool(t *testing.T, maxConns int32, hook func(ctx context.Context, c *pgx.Conn) error) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	cfg.AfterConnect = hook
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestAttackClaimInsideOpenTransaction: the claim statement checks the
+// isolation of the transaction it runs in, but not that the transaction
+// is its own. A pool given to New whose sessions are inside a transaction
+// when the store acquires them (an AfterConnect/PrepareConn hook that
+// runs BEGIN — READ COMMITTED, so the new clause lets it through) runs
+// the claim inside it; pgxpool destroys a connection released in a
+// transaction, the server rolls the claim back, and Claim has already
+// returned the lease. The number is free again: a second claimer takes
+// the same number at the same epoch under the same schedule.
+func TestAttackClaimInsideOpenTransaction(t *testing.T) {
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	other := openStore(t, pool, table)
+
+	hooked := hookPool(t, 1, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "BEGIN")
+		return err
+	})
+	s, err := pgstore.New(hooked, pgstore.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	now := time.Now().UnixMilli()
+	first, err := s.Claim(t.Context(), lease.ClaimRequest{Holder: "first", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+	if err != nil {
+		t.Logf("claim on a session inside an open transaction refused: %v — held", err)
+		return
+	}
+	second, err := other.Claim(t.Context(), lease.ClaimRequest{Holder: "second", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+	if errors.Is(err, lease.ErrNoFreeNumber) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("second claim: %v", err)
+	}
+	t.Errorf("DUPLICATE: Claim returned machine %d token %d to %q from a claim run inside a transaction it never committed; "+
+		"%q then claimed machine %d token %d under the same schedule",
+		first.Machine, first.Token, first.Holder, second.Holder, second.Machine, second.Token)
+}
+
+// TestAttackUnusedScheduleInsideOpenRepeatableRead: SetFleetScheduleUnused
+// and RaiseMarks now ask pgx for READ COMMITTED (BeginTx with IsoLevel),
+// but on a session already inside a transaction PostgreSQL answers that
+// BEGIN with a warning and the transaction goes on at its own isolation,
+// with the snapshot it already took. A pool given to New whose sessions
+// are inside a REPEATABLE READ transaction with a snapshot (a hook's
+// BEGIN ISOLATION LEVEL REPEATABLE READ and a first read) counts the
+// lease table as of that snapshot: a v1 claim committed after it is not
+// counted, the fleet schedule changes to v2 at once beside a v1 holder,
+// and v1 machine 5 and v2 machine 20 mint the same IDs.
+func TestAttackUnusedScheduleInsideOpenRepeatableRead(t *testing.T) {
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	claimer := openStore(t, pool, table)
+
+	snapped := make(chan struct{})
+	resume := make(chan struct{})
+	hooked := hookPool(t, 1, func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "SELECT 1 FROM pg_class LIMIT 1"); err != nil {
+			return err
+		}
+		close(snapped)
+		select {
+		case <-resume:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	admin, err := pgstore.New(hooked, pgstore.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+
+	setDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := admin.SetFleetScheduleUnused(ctx, 0, "v2")
+		setDone <- err
+	}()
+	select {
+	case <-snapped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the admin's session never connected")
+	}
+	now := time.Now().UnixMilli()
+	v1, err := claimer.Claim(t.Context(), lease.ClaimRequest{Holder: "v1 holder", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+	if err != nil {
+		t.Fatalf("v1 claim: %v", err)
+	}
+	close(resume)
+	if err := <-setDone; err != nil {
+		if errors.Is(err, lease.ErrInUse) {
+			t.Logf("schedule change refused: %v — held", err)
+			return
+		}
+		t.Logf("schedule change failed otherwise: %v — held", err)
+		return
+	}
+	fs, _ := claimer.FleetSchedule(t.Context())
+	v2, err := claimer.Claim(t.Context(), lease.ClaimRequest{Holder: "v2 holder", Range: lease.Range{Lo: 20, Hi: 20}, NowMs: now, LeaseFor: time.Minute, Schedule: "v2"})
+	if err != nil {
+		t.Fatalf("fleet schedule set at once to %+v beside v1 machine %d; the v2 claim: %v", fs, v1.Machine, err)
+	}
+	t.Errorf("DUPLICATE POSSIBLE: SetFleetScheduleUnused set %+v at once while v1 holder held machine %d (token %d); v2 holder holds machine %d "+
+		"(token %d): v1 machine 5 == v2 region 0 machine 20 (%d == %d)", fs, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
+}
