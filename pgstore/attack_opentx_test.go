@@ -145,3 +145,44 @@ func TestAttackUnusedScheduleInsideOpenRepeatableRead(t *testing.T) {
 	t.Errorf("DUPLICATE POSSIBLE: SetFleetScheduleUnused set %+v at once while v1 holder held machine %d (token %d); v2 holder holds machine %d "+
 		"(token %d): v1 machine 5 == v2 region 0 machine 20 (%d == %d)", fs, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
 }
+
+// TestAttackExtendInsideOpenTransaction: the same for a renewal. Extend on
+// a session inside a READ COMMITTED transaction the store never commits
+// returns the new mark; pgxpool destroys the connection and the server
+// rolls the mark back; a claimer whose clock is past the old mark but
+// before the acknowledged one takes the number over while the holder may
+// still issue up to the acknowledged mark.
+func TestAttackExtendInsideOpenTransaction(t *testing.T) {
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	other := openStore(t, pool, table)
+
+	hooked := hookPool(t, 1, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "BEGIN")
+		return err
+	})
+	s, err := pgstore.New(hooked, pgstore.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	now := time.Now().UnixMilli()
+	l, err := other.Claim(t.Context(), lease.ClaimRequest{Holder: "first", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := s.Extend(t.Context(), l, now+3*60000, 3*time.Minute)
+	if err != nil {
+		t.Logf("extension on a session inside an open transaction refused: %v — held", err)
+		return
+	}
+	later := now + 61000 // past the claimed mark, before the acknowledged one
+	second, err := other.Claim(t.Context(), lease.ClaimRequest{Holder: "second", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: later, LeaseFor: time.Minute})
+	if err != nil {
+		return
+	}
+	t.Errorf("DUPLICATE: Extend acknowledged machine %d token %d to mark %s, but the row was rolled back; %q claimed machine %d token %d "+
+		"starting %s, below the acknowledged mark", ext.Machine, ext.Token, lease.FormatMs(ext.MarkMs), second.Holder, second.Machine, second.Token,
+		lease.FormatMs(second.StartMs))
+}
