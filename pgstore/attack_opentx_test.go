@@ -186,3 +186,45 @@ func TestAttackExtendInsideOpenTransaction(t *testing.T) {
 		"starting %s, below the acknowledged mark", ext.Machine, ext.Token, lease.FormatMs(ext.MarkMs), second.Holder, second.Machine, second.Token,
 		lease.FormatMs(second.StartMs))
 }
+
+// TestAttackUnusedScheduleAfterRolledBackClaim: the open-transaction hole
+// against the at-once change. A v1 claim on a session a hook left inside
+// a READ COMMITTED transaction returns machine 5; the server rolls it back
+// with the destroyed connection, so SetFleetScheduleUnused counts nothing
+// and sets v2 at once; a v2 holder takes machine 20 beside the v1 holder
+// of machine 5.
+func TestAttackUnusedScheduleAfterRolledBackClaim(t *testing.T) {
+	pool := testPool(t, 4)
+	table := newTable(t, pool)
+	admin := openStore(t, pool, table)
+
+	hooked := hookPool(t, 1, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "BEGIN")
+		return err
+	})
+	s, err := pgstore.New(hooked, pgstore.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	now := time.Now().UnixMilli()
+	v1, err := s.Claim(t.Context(), lease.ClaimRequest{Holder: "v1 holder", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
+	if err != nil {
+		t.Logf("v1 claim refused: %v — held", err)
+		return
+	}
+	fs, err := admin.SetFleetScheduleUnused(t.Context(), 0, "v2")
+	if err != nil {
+		if errors.Is(err, lease.ErrInUse) {
+			return
+		}
+		t.Fatalf("SetFleetScheduleUnused: %v", err)
+	}
+	v2, err := admin.Claim(t.Context(), lease.ClaimRequest{Holder: "v2 holder", Range: lease.Range{Lo: 20, Hi: 20}, NowMs: now, LeaseFor: time.Minute, Schedule: "v2"})
+	if err != nil {
+		t.Fatalf("v2 claim: %v", err)
+	}
+	t.Errorf("DUPLICATE POSSIBLE: fleet schedule %+v set at once while v1 holder held machine %d (token %d) from a rolled-back claim; "+
+		"v2 holder holds machine %d (token %d): %d == %d", fs, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
+}
