@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -10,20 +11,26 @@ import (
 	"github.com/snowfence/snowfence/pgstore"
 )
 
-// TestAttackTempTableShadowsFleet: New's documentation names the hole of
-// an unqualified table on a shared pool as "code that changes a pooled
-// session's search_path". No search_path change is needed: pg_temp is
-// searched first for relations, so other code on the pool that creates a
-// temporary table named like <table>_fleet (with any schedule in it)
-// redirects that session's claims' schedule comparison, at READ
-// COMMITTED, with no interleaving: after a change at once to v2, a v1
-// claim on that session takes machine 5 beside a v2 holder of machine 20.
+// TestAttackTempTableShadowsFleet: an unqualified table name is looked up
+// in each session's search_path, and pg_temp is searched first for
+// relations: other code on a shared pool that creates a temporary table
+// named like <table>_fleet redirects that session's claims' schedule
+// comparison, with no search_path change and no interleaving (a review
+// showed a v1 claim taking machine 5 beside a v2 holder of machine 20 after
+// a change at once). New's documentation says to name the table with its
+// schema on a shared pool; this test holds the store to that advice: with
+// "schema.table", the temporary table is not consulted and the v1 claim is
+// refused.
 func TestAttackTempTableShadowsFleet(t *testing.T) {
 	pool := testPool(t, 4)
 	table := newTable(t, pool)
 	admin := openStore(t, pool, table)
 	own := testPool(t, 1)
-	s, err := pgstore.New(own, pgstore.Config{Table: table})
+	var schema string
+	if err := pool.QueryRow(t.Context(), "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgstore.New(own, pgstore.Config{Table: schema + "." + table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +54,12 @@ func TestAttackTempTableShadowsFleet(t *testing.T) {
 	}
 	v1, err := s.Claim(t.Context(), lease.ClaimRequest{Holder: "v1 holder", Range: lease.Range{Lo: 5, Hi: 5}, NowMs: now, LeaseFor: time.Minute})
 	if err != nil {
+		if !errors.Is(err, lease.ErrSchedule) {
+			t.Fatalf("v1 claim: %v, want ErrSchedule", err)
+		}
 		t.Logf("v1 claim refused: %v — held", err)
 		return
 	}
-	t.Errorf("DUPLICATE POSSIBLE: fleet %+v; a session with a temporary %s_fleet (no search_path change) claimed v1 machine %d (token %d) beside v2 machine %d (token %d): %d == %d",
+	t.Errorf("DUPLICATE POSSIBLE: fleet %+v; a session with a temporary %s_fleet claimed, its store naming the table with its schema, v1 machine %d (token %d) beside v2 machine %d (token %d): %d == %d",
 		fs, table, v1.Machine, v1.Token, v2.Machine, v2.Token, 5<<12, 20<<10)
 }

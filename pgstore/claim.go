@@ -3,12 +3,14 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
@@ -190,8 +192,13 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c row, flo
 		nonce := lease.NewNonce()
 		var got claimed
 		sp := s.before(n)
-		err := s.pool.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
-			&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same, &got.isolation)
+		err := s.ownTransaction(ctx, fmt.Sprintf("claim machine %d region %d", n, s.region), func(c *pgxpool.Conn) error {
+			return c.QueryRow(ctx, s.queries.claim, s.claimArgs(req, n, nonce, floorMs)...).Scan(
+				&got.epoch, &got.expiry, &got.floor, &got.ident.sysid, &got.ident.tl, &got.ident.oldSysid, &got.ident.oldTl, &got.same, &got.isolation)
+		})
+		if errors.Is(err, lease.ErrInvalid) {
+			return nil, err // refused before anything was sent
+		}
 		var epoch, expiry, floor int64
 		switch {
 		case err != nil:

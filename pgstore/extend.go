@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snowfence/snowfence/internal/tablewatch"
 	"github.com/snowfence/snowfence/lease"
@@ -66,9 +67,13 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, own, f
 	keep := sp.Held(l.Machine, l.Token, l.Claim)
 	accepted := s.renewals.Accepted(l)
 	renewal := s.renewals.Next(l)
-	err := s.pool.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, keep, renewal, accepted).Scan(
-		&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
+	err := s.ownTransaction(ctx, fmt.Sprintf("extend machine %d epoch %d", l.Machine, l.Token), func(c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, s.queries.extend, s.region, l.Machine, l.Holder, int64(l.Token), target, fleet, l.Claim, keep, renewal, accepted).Scan(
+			&got, &same, &id.sysid, &id.tl, &id.oldSysid, &id.oldTl)
+	})
 	switch {
+	case errors.Is(err, lease.ErrInvalid):
+		return nil, s.renewFailed(l, target, fmt.Errorf("%w; issue nothing past the previous mark", err)) // nothing was sent
 	case err != nil:
 		return nil, s.renewFailed(l, target, fmt.Errorf("pgstore: extend machine %d epoch %d to %s: %w; the update may have committed: "+
 			"re-read with Get before deciding, and issue nothing past the previous mark meanwhile", l.Machine, l.Token, lease.FormatMs(target), s.schemaErr(err)))
@@ -164,8 +169,12 @@ func (s *Store) Release(ctx context.Context, l *lease.Lease, markMs int64) error
 	}
 	var mark int64
 	sp := s.before(l.Machine)
-	err := s.pool.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Own(l)).Scan(&mark)
+	err := s.ownTransaction(ctx, fmt.Sprintf("release machine %d epoch %d", l.Machine, l.Token), func(c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, s.queries.release, s.region, l.Machine, l.Holder, int64(l.Token), markMs, l.Claim, s.renewals.Own(l)).Scan(&mark)
+	})
 	switch {
+	case errors.Is(err, lease.ErrInvalid):
+		return err // nothing was sent
 	case err == nil:
 		s.watch.Forget(l.Claim)
 		s.renewals.Forget(l)

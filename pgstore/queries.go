@@ -38,8 +38,8 @@ const (
 // lag a failover). Both are readable by every role on PostgreSQL 15, and
 // pg_current_wal_lsn fails on a standby, where the store cannot write
 // anyway.
-const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
-	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS tl`
+const identitySQL = `SELECT (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS sysid,
+	('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint AS tl`
 
 // newQueries returns the statements on table (quoted), its fleet-schedule
 // table, its origin table, its registry table and its journal. ident is
@@ -135,7 +135,7 @@ func newQueries(table, fleet, origin, registry, journal, ident string) queries {
 		// every claim. $10 is one too, and is written into the origin's
 		// floor (saved) if higher, so that every other process's claims
 		// start above it as well. It claims only in a READ COMMITTED
-		// transaction (readCommitted, fence_unused.go). It always returns
+		// transaction (readCommitted, fence_isolation.go). It always returns
 		// one row: the claim's columns (NULL if nothing was claimed), the
 		// server's identity and the origin row's, whether the origin is
 		// the same, and the transaction's isolation.
@@ -180,7 +180,7 @@ entry AS (
 	       end_kind = '', end_ms = 0, ended_ms = 0, claimed_at = now()
 )
 SELECT c.lease_epoch, c.lease_expiry, c.floor_ms, ident.sysid, ident.tl, o.system_identifier, o.timeline, EXISTS (SELECT 1 FROM same),
-       current_setting('transaction_isolation')
+       pg_catalog.current_setting('transaction_isolation')
   FROM ident LEFT JOIN {o} o ON o.id = 1 LEFT JOIN c ON true`),
 		// $3 holder, $4 epoch, $5 new mark, $6 the lease's schedule, $7
 		// its claim nonce, $8 the lowest mark it may find (the one the

@@ -114,9 +114,13 @@ var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,6
 // not touch the database; call Migrate to create the table. Name the table
 // with its schema (Config.Table "ids.leases") on a pool that other code
 // shares: an unqualified name is looked up in each session's search_path,
-// and code that changes a pooled session's search_path would send this
-// store's statements to another schema's table of the same name, whose
-// leases know nothing of these. Other code must not change the pool's
+// temporary tables first, so code that creates a temporary table of the
+// same name on a pooled session, or changes its search_path, would send
+// this store's statements to another table, whose leases and schedule
+// know nothing of these. Other code must not leave a pooled session inside
+// a transaction (claims, extensions and releases refuse such a session:
+// lease.ErrInvalid), nor put a schema of its own before pg_catalog in a
+// session's search_path. Other code must not change the pool's
 // sessions' default_transaction_isolation either: a claim that runs at
 // another isolation is refused (lease.ErrInvalid, readCommittedClause).
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {

@@ -72,9 +72,11 @@
 //	                               TestScheduleSetAtOnceOnUnusedTable (the search changes no schedule)
 //	snowfence_revert_isolation     a PostgreSQL claim refused by its own statement unless its transaction runs
 //	                               READ COMMITTED, on every claim (the at-once schedule change's lock orders a
-//	                               waiting claim only if the claim's snapshot follows its locks).
-//	                               scripts/prove-search proves it by pgstore's TestUnusedScheduleRepeatableRead
-//	                               and TestUnusedScheduleSerializable (the search's stores run READ COMMITTED)
+//	                               waiting claim only if the claim's snapshot follows its locks); claims,
+//	                               extensions and releases refused on a session left inside a transaction.
+//	                               scripts/prove-search proves it by pgstore's TestUnusedScheduleRepeatableRead,
+//	                               TestUnusedScheduleSerializable, TestAttackClaimInsideOpenTransaction and
+//	                               TestAttackExtendInsideOpenTransaction (the search's stores own their pools)
 //
 // # Where each switch is: the fence files
 //
