@@ -64,12 +64,16 @@ func checkCutover(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	clk := fakeclock.New(t0)
+	running := 0 // keepers started: one loop each on clk
 	start := func(holder string, rng, v2 lease.Range) (*lease.Keeper, *snowfence.Generator) {
 		t.Helper()
+		stop := driveClock(ctx, clk, func() int { return running + 1 }, 50*time.Millisecond)
 		k, err := StartKeeper(ctx, lease.KeeperConfig{
 			Store: s.adminReopen(t, st), Holder: holder, Range: &rng, LayoutRanges: map[string]lease.Range{"v2": v2}, Region: region,
 			Schedule: sched, Clock: clk, Lead: lead, MaxWait: 2 * time.Second,
 		})
+		stop()
+		running++
 		if err != nil {
 			t.Fatalf("keeper %s: %v", holder, err)
 		}

@@ -177,3 +177,26 @@ func mustAdmin(t *testing.T, st lease.Store) lease.Admin {
 	}
 	return a
 }
+
+// driveClock moves clk on by step each time want() loops are asleep on it,
+// until the returned stop is called: while keepers start on a fake clock,
+// one whose claim failed for a reason a retry fixes (a request that timed
+// out on a store loaded by a CI run) waits out its retry on that clock,
+// which nothing else moves until every start has returned. The steps are
+// small and taken only when every loop sleeps, as time passing would.
+func driveClock(ctx context.Context, clk *fakeclock.Clock, want func() int, step time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond) // re-read want() at least this often
+			err := clk.BlockUntilWaiters(wctx, want())
+			wcancel()
+			if err == nil && ctx.Err() == nil {
+				clk.Advance(step)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,11 +44,23 @@ func checkKeeperRace(t *testing.T, s *suite) {
 	}
 	ks := make([]*lease.Keeper, keepers)
 	errs := make([]error, keepers)
+	// Every keeper still starting, and every winner, is one loop; when all
+	// sleep, the clock moves on (a starter retrying a failed claim).
+	var starting, won atomic.Int32
+	starting.Store(keepers)
+	stop := driveClock(ctx, clk, func() int { return int(starting.Load() + won.Load()) }, 50*time.Millisecond)
 	var wg sync.WaitGroup
 	for i := range keepers {
-		wg.Go(func() { ks[i], errs[i] = start(i) })
+		wg.Go(func() {
+			ks[i], errs[i] = start(i)
+			if errs[i] == nil {
+				won.Add(1)
+			}
+			starting.Add(-1)
+		})
 	}
 	wg.Wait()
+	stop()
 	var winners, losers []int
 	for i, err := range errs {
 		switch {
