@@ -287,8 +287,17 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		if disorder != 0 || other != nil {
 			t.Errorf("%s: %d batches out of order; other error: %v", m.name, disorder, other)
 		}
-		// The owner key lived through the election: same claim, same token.
-		if st.Claims != 1 || st.Losses != 0 || st.Token != tokens[i] || st.State != lease.StateHeld {
+		// The owner key lived through the election: same claim, same token
+		// — unless this holder went a whole lease (3 s) without a fresh
+		// acknowledged renewal on this machine (a loaded CI run: a 1 s
+		// election, 3.4 s without one), when etcd expiring its lease is
+		// right: then it must have claimed again and hold (no duplicate is
+		// checked below either way).
+		switch {
+		case st.Claims == 1 && st.Losses == 0 && st.Token == tokens[i] && st.State == lease.StateHeld:
+		case gap >= shortLeaseFor && st.Losses >= 1 && st.Claims == st.Losses+1 && st.State == lease.StateHeld:
+			t.Logf("%s: went %v without a fresh acknowledged renewal, past the %v lease: lost it and claimed again (status %+v)", m.name, gap, shortLeaseFor, st)
+		default:
 			t.Errorf("%s: status %+v, want the first claim (token %d) still held", m.name, st, tokens[i])
 		}
 		switch {
