@@ -93,9 +93,11 @@ func (z *zkSpace) open(ctx context.Context, store, region int) (lease.Admin, err
 // clock); the stores' sessions reconnect when it serves again.
 func (z *zkSpace) snapshot(ctx context.Context) error {
 	e := z.svc.e
+	t0 := time.Now()
 	e.StopAll()
 	z.snap = e.CopyData()
 	e.StartAll()
+	z.svc.t.Logf("DEBUG snapshot took %s", time.Since(t0))
 	return nil
 }
 
@@ -107,9 +109,11 @@ func (z *zkSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
 		return false, errors.New("explore: restore without a snapshot")
 	}
 	e := z.svc.e
+	t0 := time.Now()
 	e.StopAll()
 	e.Restore(z.snap)
 	e.StartAll()
+	z.svc.t.Logf("DEBUG restore took %s", time.Since(t0))
 	// Not detectable: a Store value notices a restore only by what it saw
 	// of the later state (zkstore/doc.go, "What a restore looks like"); a
 	// process started after it, or one that read nothing of the numbers

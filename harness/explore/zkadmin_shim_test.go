@@ -27,8 +27,8 @@ var errZKAdminMissing = errors.New("zkstore: lease.Admin is not built yet (branc
 type zkShim struct{ *zkstore.Store }
 
 func (z zkShim) List(context.Context) ([]lease.Record, error) { return nil, errZKAdminMissing }
-func (z zkShim) Quarantine(context.Context, int) error          { return errZKAdminMissing }
-func (z zkShim) Unquarantine(context.Context, int) error        { return errZKAdminMissing }
+func (z zkShim) Quarantine(context.Context, int) error        { return errZKAdminMissing }
+func (z zkShim) Unquarantine(context.Context, int) error      { return errZKAdminMissing }
 func (z zkShim) RaiseMarks(context.Context, lease.Range, int64) (int, error) {
 	return 0, errZKAdminMissing
 }
