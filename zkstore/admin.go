@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -84,44 +86,39 @@ func (s *Store) adminRead(ctx context.Context, n int) (znode, bool, error) {
 }
 
 // newClaimOps are the ops of a write that gives number n, read as z, the
-// record rec under a new claim nonce (rec.Claim): the lease znode created
-// (with the used marker, unless used) or set on the version read, the old
-// claim's child deleted (which fails unless the record read is still the
-// current one's), the new claim's child created. The lease znode's op
-// comes first.
+// record rec under a new claim nonce (rec.Claim): claimOps (the old
+// claim's child replaced by rec's), with the create of the used marker
+// when the write creates the lease znode and the marker was read absent.
 func (s *Store) newClaimOps(n int, z znode, rec record, used bool) []any {
+	ops := s.claimOps(n, z, rec)
 	if !z.exists {
-		ops := []any{&zk.CreateRequest{Path: s.path(n), Data: encode(rec), Acl: s.acl()},
-			&zk.CreateRequest{Path: s.childPath(n, rec.Claim), Acl: s.acl()}}
-		return append(ops, s.usedOps(used)...)
-	}
-	ops := []any{&zk.SetDataRequest{Path: s.path(n), Data: encode(rec), Version: z.stat.version}}
-	if z.rec.Claim != "" {
-		ops = append(ops, &zk.DeleteRequest{Path: s.childPath(n, z.rec.Claim), Version: -1})
-	}
-	return append(ops, &zk.CreateRequest{Path: s.childPath(n, rec.Claim), Acl: s.acl()})
-}
-
-// sameClaimOps are the ops of a write that gives number n, read as z
-// (which exists), the record rec under the same claim nonce: the lease
-// znode set on the version read, with a check that the claim's child
-// exists (a write planned on one claim lands only while that claim's
-// record is current, whatever versions a restore repeats). The lease
-// znode's op comes first.
-func (s *Store) sameClaimOps(n int, z znode, rec record) []any {
-	ops := []any{&zk.SetDataRequest{Path: s.path(n), Data: encode(rec), Version: z.stat.version}}
-	if z.rec.Claim != "" {
-		ops = append(ops, &zk.CheckVersionRequest{Path: s.childPath(n, z.rec.Claim), Version: -1})
+		ops = append(ops, s.usedOps(used)...)
 	}
 	return ops
 }
 
-// written is the znode a multi-op whose first op wrote rec on number n
-// left, as far as its answer tells (a create's answer has no stat).
-func written(rec record, res []zk.MultiResponse) znode {
-	z := znode{exists: true, rec: rec}
-	if len(res) > 0 {
-		z.stat = statOf(res[0].Stat)
+// sameClaimOps are the ops of a write that gives number n, read as z
+// (which exists), the record rec under the same claim nonce: keepOps (the
+// claim's child checked, so a write planned on one claim lands only while
+// that claim's record is current, whatever versions a restore repeats).
+func (s *Store) sameClaimOps(n int, z znode, rec record) []any {
+	return s.keepOps(n, z.rec.Claim, encode(rec), z.stat.version)
+}
+
+// written is the znode the multi-op ops, which wrote rec on number n, left
+// as far as its answer res tells (a create's answer has no stat).
+func (s *Store) written(n int, rec record, ops []any, res []zk.MultiResponse) znode {
+	return znode{exists: true, rec: rec, stat: statOf(s.multiStat(n, ops, res))}
+}
+
+// childFailed reports whether the op that failed the multi-op ops (answer
+// res) is the check of a claim's child: the claim is no longer the
+// znode's, though its data version may be the one read.
+func childFailed(ops []any, res []zk.MultiResponse) bool {
+	f := failedOp(res)
+	if f < 0 || f >= len(ops) {
+		return false
 	}
-	return z
+	c, ok := ops[f].(*zk.CheckVersionRequest)
+	return ok && strings.HasPrefix(path.Base(c.Path), childPrefix)
 }

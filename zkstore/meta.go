@@ -79,15 +79,3 @@ func (s *Store) usedOps(wasUsed bool) []any {
 	}
 	return []any{&zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}}
 }
-
-// failedOp returns the index of the op whose error failed a multi-op, or
-// -1: ZooKeeper reports the ops before it without an error (undone) and
-// those after it with a runtime inconsistency (not run).
-func failedOp(res []zk.MultiResponse) int {
-	for i, r := range res {
-		if r.Error != nil {
-			return i
-		}
-	}
-	return -1
-}

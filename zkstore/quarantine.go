@@ -56,7 +56,7 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
-			s.saw(sp, machine, written(rec, res))
+			s.saw(sp, machine, s.written(machine, rec, ops, res))
 			s.log.Warn("quarantined machine number: it can be neither claimed nor renewed", "machine", machine, "region", s.region,
 				"epoch", rec.Epoch, "mark", lease.FormatMs(rec.MarkMs), "holder_was", old.Holder)
 			return nil
@@ -99,10 +99,11 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		}
 		rec := z.rec
 		rec.Holder = ""
-		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(s.sameClaimOps(machine, z, rec)...) })
+		ops := s.sameClaimOps(machine, z, rec)
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
-			s.saw(sp, machine, written(rec, res))
+			s.saw(sp, machine, s.written(machine, rec, ops, res))
 			s.log.Warn("unquarantined machine number: it can be claimed again", "machine", machine, "region", s.region,
 				"epoch", rec.Epoch, "mark", lease.FormatMs(rec.MarkMs))
 			return nil

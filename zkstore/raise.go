@@ -87,7 +87,7 @@ func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (bool, error
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
-			s.saw(sp, n, written(rec, res))
+			s.saw(sp, n, s.written(n, rec, ops, res))
 			return true, nil
 		case definite(err):
 			continue // changed since the read: read again
