@@ -164,9 +164,6 @@ func draw(seed uint64, store string, steps int) *config {
 	if only := themeFilter(); len(only) > 0 && !slices.Contains(only, c.Theme) {
 		c.Theme = only[r.IntN(len(only))] // -explore.theme
 	}
-	if c.Theme == themeRegistry && !keepsSchedules(store) {
-		c.Theme = themeAny // no registry to build the world on
-	}
 	chance := func(p float64) bool { return r.Float64() < p }
 	bias := func(theme string, yes, no float64) float64 {
 		if c.Theme == theme {
@@ -352,13 +349,6 @@ func drawTheme(r *rand.Rand, store string) string {
 	if store == storeEtcd {
 		weights[themeRestore], weights[themeCutoff] = 2, 3
 	}
-	if !keepsSchedules(store) {
-		// A store with no fleet schedule record and no registry copy
-		// refuses every schedule but v1 (lease.ErrSchedule): its worlds of
-		// those themes would be refusals only.
-		// The regions theme too: its regions other than 0 need v2.
-		weights[themeSchedules], weights[themeCutovers], weights[themeRegistry], weights[themeRegions] = 0, 0, 0, 0
-	}
 	total := 0
 	for _, t := range themes {
 		total += weights[t]
@@ -372,12 +362,6 @@ func drawTheme(r *rand.Rand, store string) string {
 	}
 	return themeAny
 }
-
-// keepsSchedules reports whether store keeps a fleet schedule record and
-// a copy of the region registry. ZooKeeper's does not (zkstore.Store's
-// RegistryReader is nil): its keepers take the fleet to be one region on
-// v1, and it refuses claims on any other schedule.
-func keepsSchedules(store string) bool { return store != storeZK }
 
 // drawEntry draws how a process starts its holders: mostly as the search
 // always did (StartKeeper and New), now and then through node.Start, or

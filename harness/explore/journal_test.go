@@ -68,20 +68,6 @@ const (
 	notRaised = "raise-marks after a restore"
 )
 
-// journalStubError is the error of a store whose journal is not written
-// yet.
-//
-// STUB BRANCH (remove when zkstore has its journal, branch zk-admin):
-// zkstore answers History with this error until its lease.Admin is
-// merged; the oracle then skips the world's journal checks with a note,
-// so that the search runs on it meanwhile. Remove this constant, w.noJournal
-// and the branch in journalReader.read that uses them.
-const journalStubError = "the journal is not built yet"
-
-// errJournalMissing is the journalReader's error for a store without a
-// journal (see journalStubError).
-var errJournalMissing = errors.New("explore: the store has no journal yet")
-
 // checkJournal is the journal oracle: it looks a sample of the world's IDs
 // up in the lease journal of the keyspace that leased their numbers, as
 // snowfence who does, and fails the world if a number's intervals overlap,
@@ -89,7 +75,7 @@ var errJournalMissing = errors.New("explore: the store has no journal yet")
 // an ID is not in the journal without a reason the world gives (see the
 // not* reasons). at says where in the world the check runs.
 func (w *world) checkJournal(at string) {
-	if !*flagJournal || w.failure != "" || w.noJournal || len(w.led.batches) == 0 {
+	if !*flagJournal || w.failure != "" || len(w.led.batches) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
@@ -182,8 +168,6 @@ func (w *world) checkID(ctx context.Context, jr *journalReader, s sampled, at st
 	}
 	nj, err := jr.read(ctx, p.cfg.Store, ks, d.Machine)
 	switch {
-	case errors.Is(err, errJournalMissing):
-		return false
 	case err != nil:
 		w.fail(setupMarker, "%s: reading the journal of machine %d keyspace %d of store %d: %v", at, d.Machine, ks, p.cfg.Store, err)
 		return false
@@ -353,14 +337,6 @@ func (jr *journalReader) read(ctx context.Context, store, ks, machine int) (numb
 			if nj.hist, err = st.History(ctx, machine); err == nil {
 				nj.rec, err = st.Get(ctx, machine)
 			}
-		}
-		// STUB BRANCH (see journalStubError): a store without a journal
-		// yet skips the world's journal checks.
-		if err != nil && strings.Contains(err.Error(), journalStubError) {
-			jr.w.noJournal = true
-			jr.w.log.add(jr.w.step, "journal checks skipped: the %s store has no journal yet (%v)", jr.w.cfg.Store, err)
-			jr.w.fig.add("journal: worlds skipped, no journal yet", 1)
-			return nj, errJournalMissing
 		}
 		if err == nil || ctx.Err() != nil {
 			break

@@ -69,8 +69,6 @@ type world struct {
 	reg *registryState
 	// clones are the holders cloned (clone_test.go).
 	clones []*clone
-	// noJournal: the store has no journal yet (journalStubError).
-	noJournal bool
 }
 
 // proc is one process: a clock, its stores, its holders.
