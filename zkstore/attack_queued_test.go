@@ -40,7 +40,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-// parked is a client whose next Set, once armed, waits (as a request in
+// parked is a client whose next Set or Multi, once armed, waits (as a request in
 // go-zookeeper's send queue waits for the session to reconnect) until
 // the test lets it go, and is then sent as it was made: the same path,
 // data and version. The store's call has long been abandoned by then.
@@ -64,6 +64,19 @@ func (c *parked) Set(path string, data []byte, version int32) (*zk.Stat, error) 
 		return st, err
 	}
 	return c.client.Set(path, data, version)
+}
+
+// Multi parks as Set does: the store's writes on a lease znode are
+// multi-ops (fence_zkchild.go).
+func (c *parked) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	if c.armed.CompareAndSwap(true, false) {
+		c.inSet.Store(true)
+		<-c.go_
+		res, err := c.client.Multi(ops...)
+		c.done <- err
+		return res, err
+	}
+	return c.client.Multi(ops...)
 }
 
 type quietLog struct{}

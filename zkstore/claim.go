@@ -236,8 +236,9 @@ func candidates(req lease.ClaimRequest, zs map[int]znode) ([]candidate, *skips) 
 
 // tryClaim claims candidate c, starting at or above floorMs (the restore
 // floor; 0: none), in one multi-op that also checks that the origin is
-// still at version originVer: the id and the floor the claim was planned
-// on. It returns nil and no error if the number was taken meanwhile, and
+// still at version originVer (the id and the floor the claim was planned
+// on) and replaces the old claim's child znode by its own
+// (fence_zkchild.go). It returns nil and no error if the number was taken meanwhile, and
 // an error to retry if the origin changed.
 func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64, originVer int32) (*lease.Lease, error) {
 	nonce := lease.NewNonce()
@@ -246,20 +247,33 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	rec := record{Holder: req.Holder, Epoch: old.Epoch + 1, MarkMs: max(req.NowMs+req.LeaseFor.Milliseconds(), start),
 		Claim: nonce, FloorMs: old.MarkMs}
 	sp := s.before(c.n)
-	ops := []any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}
-	if !c.z.exists {
-		ops = append(ops, &zk.CreateRequest{Path: s.path(c.n), Data: encode(rec), Acl: s.acl()})
-	} else {
-		ops = append(ops, &zk.SetDataRequest{Path: s.path(c.n), Data: encode(rec), Version: c.z.stat.version})
-	}
+	ops := append([]any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}, s.claimOps(c.n, c.z, rec)...)
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 	var st *zk.Stat
-	if err == nil && len(res) == 2 {
-		st = res[1].Stat
+	if err == nil {
+		st = s.multiStat(c.n, ops, res)
 	}
-	if err != nil && len(res) == 2 && res[0].Error != nil {
+	failed := failedOp(res)
+	if err != nil && failed == 0 {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
 			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
+	}
+	if err != nil && failed >= 0 {
+		switch o := ops[failed].(type) {
+		case *zk.DeleteRequest:
+			// The Set matched the version read, yet the old claim's child
+			// is gone: the version repeated after a restore (the znode
+			// holds another claim now), or someone deleted the child by
+			// hand, which leaves the number unclaimable until it is made
+			// again.
+			s.log.Warn("claim found the znode at the version it read but the read claim's child znode gone: the data was restored "+
+				"(a repeated version), or the child was deleted by hand (then create it again, empty, to let the number be claimed)",
+				"machine", c.n, "child", o.Path, "error", err)
+		case *zk.CreateRequest:
+			if errors.Is(res[failed].Error, zk.ErrNoNode) {
+				s.forgetParents() // the region's znode is gone (the path wiped): make it again
+			}
+		}
 	}
 	switch {
 	case err == nil:

@@ -79,3 +79,31 @@ func call[T any](ctx context.Context, op func() (T, error)) (T, error) {
 func definite(err error) bool {
 	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)
 }
+
+// multiStat returns the stat the Set or Create of number n's znode
+// answered in a Multi's responses (nil if none did).
+func (s *Store) multiStat(n int, ops []any, res []zk.MultiResponse) *zk.Stat {
+	for i, op := range ops {
+		if i >= len(res) {
+			break
+		}
+		switch o := op.(type) {
+		case *zk.SetDataRequest:
+			if o.Path == s.path(n) {
+				return res[i].Stat
+			}
+		}
+	}
+	return nil
+}
+
+// failedOp returns the index of the op whose answer failed a Multi (the
+// first with a definite error), or -1.
+func failedOp(res []zk.MultiResponse) int {
+	for i, r := range res {
+		if r.Error != nil && definite(r.Error) {
+			return i
+		}
+	}
+	return -1
+}

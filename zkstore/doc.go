@@ -8,6 +8,7 @@
 //
 //	<path>/origin                  {"id": random, "floor_ms": restore floor}
 //	<path>/leases/<region>/<n>     one lease record per machine number n
+//	<path>/leases/<region>/<n>/c-<claim nonce>   the current claim's child (empty)
 //
 // A lease znode holds a small JSON record (record.go): holder ("" when
 // free), epoch (the fencing token, +1 per claim), mark_ms (the mark, which
@@ -22,7 +23,16 @@
 // Every write is conditional: a claim of a number without a znode is a
 // Create, which fails if another claimer made it first; every other write
 // is a Set on the data version the store read, which fails if anything
-// changed since. A claim's write is a Multi that also checks the origin
+// changed since. The version alone is not enough: a restore brings old
+// versions back, and a write planned before it (a process frozen between
+// its read and its write, a request left queued in a reconnecting
+// session) could match a version it never read, on another holder's
+// record. So every record carries its claim's child znode, <n>/c-<claim
+// nonce> (fence_zkchild.go): a claim's Multi deletes the old claim's child
+// and creates its own, and every write that keeps a claim (renewal,
+// release) is a Multi that checks its claim's child still exists. A nonce
+// is random and never repeats, so such a write commits only while its
+// claim's record is the znode's, in any history. A claim's write is a Multi that also checks the origin
 // znode's version, so it commits only on the origin id and restore floor
 // it was planned on. The store decides its writes in Go on what it read, and
 // every read that decides a write follows a Sync, since a ZooKeeper

@@ -61,6 +61,7 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*lease.Lease, error) {
 	sp := s.before(l.Machine)
 	renewal := s.renewals.Next(l)
+	goneAt := int32(-1) // the version at which the claim's child was found gone
 	for range maxConflicts {
 		z, err := s.read(ctx, l.Machine)
 		if err != nil {
@@ -78,19 +79,29 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*leas
 		if err := s.checkRenewal(sp, l, z.rec.Renewal); err != nil {
 			return nil, err
 		}
+		if z.stat.version == goneAt {
+			return nil, s.childGone(l, z)
+		}
 		rec := z.rec
 		rec.MarkMs, rec.Renewal = max(rec.MarkMs, target), renewal
-		st, err := call(ctx, func() (*zk.Stat, error) { return s.c.Set(s.path(l.Machine), encode(rec), z.stat.version) })
+		// The ops are made here, not in the call: a call abandoned by its
+		// context may still be sent later, and must send what was
+		// planned on this read.
+		ops := s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version)
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
 			s.renewals.Acked(l, renewal)
-			s.saw(sp, l.Machine, znode{exists: true, rec: rec, stat: statOf(st)})
+			s.saw(sp, l.Machine, znode{exists: true, rec: rec, stat: statOf(s.multiStat(l.Machine, ops, res))})
 			return s.extended(l, rec), nil
-		case errors.Is(err, zk.ErrBadVersion):
-			continue // changed since the read: read again
 		case definite(err):
-			return nil, fmt.Errorf("%w: machine %d region %d: its znode vanished during the renewal; stop issuing on it and claim again",
-				lease.ErrLost, l.Machine, l.Region)
+			// Changed since the read, or the claim's child is gone (another
+			// claim replaced it, or the znode vanished): read again, and
+			// judge what it shows.
+			if f := failedOp(res); f >= 0 && f < len(ops)-1 {
+				goneAt = z.stat.version
+			}
+			continue
 		}
 		// Unknown outcome: the write may have committed with its reply
 		// lost. The re-read decides.
@@ -115,6 +126,16 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*leas
 			"retry, and issue nothing past the mark %s", l.Machine, l.Token, lease.FormatMs(target), err, lease.FormatMs(l.MarkMs))
 	}
 	return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: its znode changed under %d reads in a row; retry", l.Machine, l.Token, maxConflicts)
+}
+
+// childGone is the error of a write on l's claim whose record is still
+// l's, at the version read, while the claim's child znode is gone: deleted
+// by hand, since a restore brings a record back with its child. The lease
+// cannot be renewed or released; it runs out at its mark.
+func (s *Store) childGone(l *lease.Lease, z znode) error {
+	return fmt.Errorf("%w: machine %d region %d: the child znode %s of its claim is gone though the record is still this lease's "+
+		"(deleted by hand?): no write can prove the claim, so stop issuing on it and claim again; create the child again (empty) to let "+
+		"the number be claimed", lease.ErrLost, l.Machine, l.Region, s.childPath(l.Machine, l.Claim))
 }
 
 // extended is l after a renewal that left rec.

@@ -43,6 +43,15 @@ func (s *Store) readOrigin(ctx context.Context) (origin, int32, error) {
 				s.log.Info("created the origin znode", "id", o.ID)
 				return o, 0, nil
 			}
+			if errors.Is(err, zk.ErrNoNode) {
+				// The path itself is gone (deleted by hand, or the data
+				// restored from before it was made): make it again.
+				s.forgetParents()
+				if err := s.ensureParents(ctx); err != nil {
+					return origin{}, 0, err
+				}
+				continue
+			}
 			if !errors.Is(err, zk.ErrNodeExists) {
 				return origin{}, 0, fmt.Errorf("zkstore: create %s: %w; retry", s.originPath(), err)
 			}

@@ -91,6 +91,7 @@ func (s *Store) decode(n int, data []byte) (record, error) {
 func (s *Store) sync(ctx context.Context) error {
 	_, err := call(ctx, func() (string, error) { return s.c.Sync(s.syncPath()) })
 	if errors.Is(err, zk.ErrNoNode) {
+		s.forgetParents() // made once, and deleted since (the path wiped)
 		if err = s.ensureParents(ctx); err == nil {
 			_, err = call(ctx, func() (string, error) { return s.c.Sync(s.syncPath()) })
 		}
@@ -166,6 +167,15 @@ func (s *Store) ensureParents(ctx context.Context) error {
 		s.id.mu.Unlock()
 	}
 	return nil
+}
+
+// forgetParents forgets which parent znodes are known to exist, so that
+// the next ensureParents makes them again: a request found one gone (the
+// path deleted by hand, or the data restored from before it was made).
+func (s *Store) forgetParents() {
+	s.id.mu.Lock()
+	s.id.made = nil
+	s.id.mu.Unlock()
 }
 
 // ensure creates znode p and any parent of it missing.

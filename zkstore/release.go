@@ -52,6 +52,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 	sp := s.before(l.Machine)
 	own := s.renewals.Own(l)
 	nonce := lease.NewNonce()
+	goneAt := int32(-1) // the version at which the claim's child was found gone (extend)
 	for range maxConflicts {
 		z, err := s.read(ctx, l.Machine)
 		if err != nil {
@@ -73,18 +74,23 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 		if r.MarkMs > max(l.MarkMs, last) {
 			last = r.MarkMs // raised by someone else: keep it
 		}
+		if z.stat.version == goneAt {
+			return s.childGone(l, z)
+		}
 		rec := record{Epoch: r.Epoch, MarkMs: last, Claim: r.Claim, FloorMs: r.FloorMs, Release: nonce}
-		st, err := call(ctx, func() (*zk.Stat, error) { return s.c.Set(s.path(l.Machine), encode(rec), z.stat.version) })
+		ops := s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version) // made here: see extend
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
-			s.saw(sp, l.Machine, znode{exists: true, rec: rec, stat: statOf(st)})
+			s.saw(sp, l.Machine, znode{exists: true, rec: rec, stat: statOf(s.multiStat(l.Machine, ops, res))})
 			s.log.Info("released machine number", "machine", l.Machine, "region", s.region, "holder", l.Holder, "epoch", l.Token,
 				"mark", lease.FormatMs(last))
 			return nil
-		case errors.Is(err, zk.ErrBadVersion):
-			continue
 		case definite(err):
-			return fmt.Errorf("%w: machine %d region %d: its znode vanished during the release", lease.ErrLost, l.Machine, l.Region)
+			if f := failedOp(res); f >= 0 && f < len(ops)-1 {
+				goneAt = z.stat.version
+			}
+			continue
 		}
 		z, rerr := s.reread(ctx, l.Machine)
 		if rerr == nil && z.exists && z.rec.Holder == "" && z.rec.Epoch == l.Token && z.rec.Release == nonce {

@@ -77,6 +77,11 @@
 //	                               scripts/prove-search proves it by pgstore's TestUnusedScheduleRepeatableRead,
 //	                               TestUnusedScheduleSerializable, TestAttackClaimInsideOpenTransaction and
 //	                               TestAttackExtendInsideOpenTransaction (the search's stores own their pools)
+//	snowfence_revert_zkchild       a ZooKeeper renewal, release or operator write that keeps a claim commits only
+//	                               while that claim's own child znode (<n>/c-<claim nonce>) exists, beside the
+//	                               data version it read: a version repeats after a restore, a random nonce does
+//	                               not. scripts/prove-search proves it by zkstore's TestAttackFrozenRenewalAfterRestore*,
+//	                               TestAttackQueuedRenewalLandsAfterRestore and TestAttackQueuedReleaseLandsAfterRestore
 //
 // # Where each switch is: the fence files
 //
@@ -107,4 +112,5 @@
 //	releasemark   lease/fence_releasemark.go
 //	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go
 //	isolation     pgstore/fence_isolation.go
+//	zkchild       zkstore/fence_zkchild.go
 package revert
