@@ -137,11 +137,10 @@ func (s *Store) Path() string { return s.cfg.Path }
 // Region implements lease.Store: the keyspace the store's leases live in.
 func (s *Store) Region() int { return s.region }
 
-// RegistryReader implements lease.Store: nil. The store keeps no copy of
-// the region registry and no fleet schedule record, so its keepers take
-// the fleet to be one region on the default schedule (v1), and its claims
-// refuse any other schedule (lease.ErrSchedule).
-func (s *Store) RegistryReader() lease.RegistryReader { return nil }
+// RegistryReader implements lease.Store: the store itself, whose copy of
+// the region registry (<path>/registry), its identity and the fleet
+// schedule record (<path>/schedule) its keepers read at start.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 // Keyspace implements lease.Store: a Store on the same session and path
 // whose leases are those of keyspace index (lease.ErrInvalid for a
