@@ -240,8 +240,8 @@ func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Ad
 	return nil, nil, usagef("--lease-store %q is not a lease table", f.kind)
 }
 
-// connect opens the lease store for an operator command: a lease table, the
-// external etcd cluster, or the embedded etcd of a snowfence serve running
+// connect opens the lease store for an operator command: a lease table, a
+// ZooKeeper ensemble, the external etcd cluster, or the embedded etcd of a snowfence serve running
 // on this machine (found through the client-url file in its data
 // directory).
 func (f *storeFlags) connect(ctx context.Context) (lease.Admin, error) {
@@ -286,12 +286,7 @@ func (f *storeFlags) zkAdmin() (lease.Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, ok := any(s).(lease.Admin)
-	if !ok {
-		s.Close()
-		return nil, errors.New("the ZooKeeper store has no operator commands yet (it implements lease.Admin in a later version); serve works on it")
-	}
-	return a, nil
+	return s, nil
 }
 
 // resolveRegion sets f.region from --region for an operator command: a
