@@ -1,6 +1,6 @@
 // Package node starts a complete snowfence holder in one call: a lease store
 // (an embedded single-member etcd by default, or an etcd cluster, a
-// PostgreSQL or a DynamoDB lease table), a lease.Keeper that claims a
+// PostgreSQL or a DynamoDB lease table, or a ZooKeeper ensemble), a lease.Keeper that claims a
 // machine number from it, and a snowfence.Generator that mints on that
 // number. It is the library's zero-configuration start, and what
 // "snowfence serve" runs.
@@ -17,6 +17,7 @@
 //	node.Config{Open: node.EtcdCluster(etcdstore.ClientConfig{Endpoints: eps}, etcdstore.Config{})}
 //	node.Config{Open: node.Postgres("postgres://…", pgstore.Config{})}
 //	node.Config{Open: node.DynamoDB(dynamostore.ClientConfig{}, dynamostore.Config{})}
+//	node.Config{Open: node.ZooKeeper([]string{"zk-1:2181", "zk-2:2181", "zk-3:2181"}, 0, zkstore.Config{})}
 //	node.Config{Open: node.EmbeddedEtcd(embedetcd.Config{Dir: dir}, etcdstore.Config{})} // the default
 //
 // A store the caller opened itself goes in Config.Store instead.
@@ -26,8 +27,8 @@
 // returns at once, its keeper claiming in the background — as a spare
 // while every number is held — and its generator refusing until then
 // (WaitIssuing waits). Every claim's first grant waits
-// out the store's notice window (8 s on etcd, 4 min 40 s on the lease tables;
-// lease.Store.MaxNoticeWindow), the time any other holder still issuing on
+// out the store's notice window (8 s on etcd, 4 min 40 s on the lease tables
+// and on ZooKeeper, whose timings are the tables'; lease.Store.MaxNoticeWindow), the time any other holder still issuing on
 // the number — after a restore of the store — needs to notice the claim.
 //
 // # The embedded etcd is unique only on its host
@@ -37,7 +38,7 @@
 // machine numbers from its own etcd, both may hold number 5, and they mint
 // the same IDs. Use it for one host only; a fleet on several hosts must
 // point every holder at one store (EtcdCluster on a shared etcd cluster, a
-// lease table, or Config.Store). Start logs a warning saying so whenever it
+// lease table, ZooKeeper, or Config.Store). Start logs a warning saying so whenever it
 // starts the embedded etcd.
 //
 // # Clock policy

@@ -6,20 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // An Opener opens the lease store a Node leases its machine number from.
 // Start calls it once, with the keeper's region and the Node's logger, which
 // an Opener gives to a store configured with a zero region or no logger (and
 // a store of another region is refused: the stores lease numbers per
-// region). EmbeddedEtcd, EtcdCluster, Postgres and DynamoDB make the Opener
-// of each store snowfence has; any function of this type will do.
+// region). EmbeddedEtcd, EtcdCluster, Postgres, DynamoDB and ZooKeeper make
+// the Opener of each store snowfence has; any function of this type will do.
 type Opener func(ctx context.Context, region int, log *slog.Logger) (*Opened, error)
 
 // Opened is a lease store an Opener opened.
@@ -137,6 +140,49 @@ func DynamoDB(client dynamostore.ClientConfig, store dynamostore.Config) Opener 
 		}
 		return &Opened{Store: s, Timings: dynamostore.Timings()}, nil
 	}
+}
+
+// ZooKeeper opens a store on a ZooKeeper ensemble (zkstore.Connect):
+// servers are the host:port of its servers, sessionTimeout the session
+// timeout (zero: zkstore's default, 10 s). The store creates its znodes
+// under store.Path as it needs them; nothing needs setting up first. Its
+// timings are the lease tables' (zkstore.Timings): expiry is judged by the
+// claimer's clock against a mark, never by a ZooKeeper session.
+//
+// It refuses (lease.ErrInvalid), before it connects, no server, an empty
+// or blank server address and a negative session timeout: each holder of a
+// fleet must reach the one ensemble its peers lease from.
+func ZooKeeper(servers []string, sessionTimeout time.Duration, store zkstore.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("ZooKeeper", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		if err := checkZooKeeper(servers, sessionTimeout); err != nil {
+			return nil, err
+		}
+		s, err := zkstore.Connect(servers, sessionTimeout, store)
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Store: s, Timings: zkstore.Timings()}, nil
+	}
+}
+
+// checkZooKeeper refuses servers and a session timeout no ensemble is
+// reached with.
+func checkZooKeeper(servers []string, sessionTimeout time.Duration) error {
+	if len(servers) == 0 {
+		return fmt.Errorf("%w: ZooKeeper store: no servers: give host:port of the ensemble's servers", lease.ErrInvalid)
+	}
+	for _, s := range servers {
+		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t,") {
+			return fmt.Errorf("%w: ZooKeeper store: server %q: give each server as one host:port", lease.ErrInvalid, s)
+		}
+	}
+	if sessionTimeout < 0 {
+		return fmt.Errorf("%w: ZooKeeper store: session timeout %v is negative: give zero (10 s) or more", lease.ErrInvalid, sessionTimeout)
+	}
+	return nil
 }
 
 // storeDefaults gives a store configuration with a zero region the keeper's

@@ -82,12 +82,12 @@ var (
 // bound, which their 4 min 10 s self-fence needs (docs/lease-stores.md).
 const e2eTableMaxSelfFence = 20 * time.Second
 
-// tableBound is the flags startService adds for a holder on a lease table
-// (--lease-store postgres or dynamodb in args): e2eTableMaxSelfFence as the
-// self-fence if args give none.
+// tableBound is the flags startService adds for a holder on a store with
+// the tables' timings (--lease-store postgres, dynamodb or zookeeper in
+// args): e2eTableMaxSelfFence as the self-fence if args give none.
 func tableBound(args []string) []string {
 	i := slices.IndexFunc(args, func(a string) bool { return a == "--lease-store" || a == "--store" })
-	if i < 0 || i+1 >= len(args) || (args[i+1] != "postgres" && args[i+1] != "dynamodb") || slices.Contains(args, "--self-fence") {
+	if i < 0 || i+1 >= len(args) || !slices.Contains([]string{"postgres", "dynamodb", "zookeeper"}, args[i+1]) || slices.Contains(args, "--self-fence") {
 		return nil
 	}
 	return []string{"--self-fence", e2eTableMaxSelfFence.String()}

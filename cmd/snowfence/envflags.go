@@ -33,7 +33,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 }
 
 // secretFlags are redacted when options are printed.
-var secretFlags = map[string]bool{"etcd-password": true, "postgres-url": true}
+var secretFlags = map[string]bool{"etcd-password": true, "postgres-url": true, "zk-digest": true}
 
 // describeFlags lists every flag's effective value, secrets redacted, for
 // the start-up log.

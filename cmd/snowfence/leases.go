@@ -344,7 +344,7 @@ func initTable(ctx context.Context, e env, sf *storeFlags) error {
 		return err
 	}
 	if !sf.isTable() {
-		return usagef("init is for --lease-store postgres or dynamodb; etcd needs no set-up")
+		return usagef("init is for --lease-store postgres or dynamodb; etcd and zookeeper need no set-up")
 	}
 	store, create, err := sf.tableStore(ctx, nil)
 	if err != nil {

@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snowfence/snowfence"
-	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
 )
 
 // runbookScenario plays the runbook's two procedures against real
@@ -27,14 +27,16 @@ import (
 // The clock step: a holder's wall clock is stepped back (through the
 // test-only --test-clock-offset endpoint); /healthz and a mint show the
 // refusal, and it recovers by itself once the clock passes its last ID.
-func runbookScenario(t *testing.T) []runbookStep {
-	etcd := etcdtest.Start(t, 1)
-	store := []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}
+//
+// store are the flags that point serve and the CLI at the lease store, and
+// holder the further flags of the scenario's holders (timings short enough
+// for a quarantined holder to stop within the scenario's bound).
+func runbookScenario(t *testing.T, store, holder []string) []runbookStep {
 	var steps []runbookStep
 	add := func(s runbookStep) { steps = append(steps, s) }
 
 	// Detect.
-	h := startService(t, t.TempDir(), append(store, "--machines", "37-37", "--admin-listen", "127.0.0.1:0")...)
+	h := startService(t, t.TempDir(), slices.Concat(store, holder, []string{"--machines", "37-37", "--admin-listen", "127.0.0.1:0"})...)
 	ids := mintUntilReady(t, h, 1000, 60*time.Second)
 	dir := t.TempDir()
 	writeExport(t, filepath.Join(dir, "orders.csv"), ids[:600])
@@ -73,7 +75,7 @@ func runbookScenario(t *testing.T) []runbookStep {
 	add(runbookCLI(t, "unquarantine", 0, store, "leases", "release", "37"))
 
 	// The clock step.
-	c := startService(t, t.TempDir(), append(store, "--machines", "38-38", "--test-clock-offset")...)
+	c := startService(t, t.TempDir(), slices.Concat(store, holder, []string{"--machines", "38-38", "--test-clock-offset"})...)
 	mintUntilReady(t, c, 1, 60*time.Second)
 	stepClock(t, c, `{"step_ms":-3000}`)
 	add(runbookStep{name: "clock-healthz", command: "curl -s " + c.url + "/healthz", output: call(t, "GET", c.url+"/healthz", "", "").body})

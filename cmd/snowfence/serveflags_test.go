@@ -17,6 +17,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // serve's timing flags left unset take the chosen store's timings; the ones
@@ -31,6 +32,7 @@ func TestServeTimingsFromTheStore(t *testing.T) {
 		{"etcd", nil, etcdstore.Timings()},
 		{"postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, pgstore.Timings()},
 		{"dynamodb", []string{"--lease-store", "dynamodb"}, dynamostore.Timings()},
+		{"zookeeper", []string{"--lease-store", "zookeeper", "--zk-servers", "127.0.0.1:1"}, zkstore.Timings()},
 		{"postgres, renewal set", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x", "--renew-every", "20s"},
 			lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 20 * time.Second, SelfFence: pgstore.Timings().SelfFence, Margin: 5 * time.Second}},
 	} {
@@ -220,6 +222,9 @@ func TestServeHasNoTableBound(t *testing.T) {
 	}
 	if b := f.store.dynamoConfig(log).TestBound; b != (testbound.Bound{}) {
 		t.Errorf("dynamostore.Config.TestBound %v, want none", b)
+	}
+	if b := f.store.zkConfig(log).TestBound; b != (testbound.Bound{}) {
+		t.Errorf("zkstore.Config.TestBound %v, want none", b)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // storeFlags are the options that say where the leases live; serve,
@@ -33,6 +34,8 @@ type storeFlags struct {
 	username, password          string
 	prefix                      string
 	dataDir                     string
+	zkServers, zkPath, zkDigest string
+	zkSessionTimeout            time.Duration
 	// regionText is --region: a region's name or number. region is its
 	// number once resolved (resolveRegion; serve resolves it itself).
 	regionText  string
@@ -41,7 +44,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres or dynamodb")
+	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres, dynamodb or zookeeper")
 	fs.StringVar(&f.kind, "store", "etcd", "short for --lease-store")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db; percent-encode @ / ? # : in the password). "+
 		"A flag's value is visible to every user of the host (ps): give the URL in SNOWFENCE_POSTGRES_URL instead, or leave the password out and use PGPASSFILE")
@@ -57,6 +60,11 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.password, "etcd-password", "", "etcd password; a flag's value is visible to every user of the host (ps): give it in SNOWFENCE_ETCD_PASSWORD instead")
 	fs.StringVar(&f.prefix, "etcd-prefix", etcdstore.DefaultPrefix, "key prefix of the lease keys in etcd")
 	fs.StringVar(&f.dataDir, "data-dir", embedetcd.DefaultDir, "data directory of the embedded etcd")
+	fs.StringVar(&f.zkServers, "zk-servers", "", "comma-separated host:port of the ZooKeeper ensemble's servers for --lease-store zookeeper")
+	fs.DurationVar(&f.zkSessionTimeout, "zk-session-timeout", 10*time.Second, "ZooKeeper session timeout for --lease-store zookeeper (the session only carries requests: no lease depends on it)")
+	fs.StringVar(&f.zkPath, "zk-path", zkstore.DefaultPath, "znode under which --lease-store zookeeper keeps the leases; every holder of a fleet must give the same")
+	fs.StringVar(&f.zkDigest, "zk-digest", "", "user:password of the fleet's ZooKeeper digest credentials: the session authenticates with them and every znode the store creates is open to that user only (empty: znodes open to anyone who reaches the servers). "+
+		"A flag's value is visible to every user of the host (ps): give it in SNOWFENCE_ZK_DIGEST instead")
 	fs.StringVar(&f.regionText, "region", "0", "region: its name in the region registry (snowfence regions list), or its number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
@@ -102,11 +110,34 @@ func (f *storeFlags) dynamoConfig(log *slog.Logger) dynamostore.Config {
 	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log, TestBound: testBound}
 }
 
+// zkServers is --zk-servers as a list, blanks dropped.
+func (f *storeFlags) zkServerList() []string {
+	var out []string
+	for _, s := range strings.Split(f.zkServers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// zkConfig is the ZooKeeper store's configuration (check has accepted
+// --zk-digest).
+func (f *storeFlags) zkConfig(log *slog.Logger) zkstore.Config {
+	cfg := zkstore.Config{Path: f.zkPath, Region: f.region, Logger: log, TestBound: testBound}
+	if user, password, ok := strings.Cut(f.zkDigest, ":"); ok {
+		cfg = cfg.WithDigest(user, password)
+	}
+	return cfg
+}
+
 // A storeKind is one of the lease stores --lease-store chooses from, and
 // what the commands need to know of it.
 type storeKind struct {
 	name string
-	// table: a lease table, which "leases init" creates.
+	// table: a lease table, which "leases init" creates. ZooKeeper is not
+	// one (its store creates its znodes as it needs them), though its
+	// timings are the tables'.
 	table bool
 	// timings suit the store: serve's timing flags left unset take them.
 	timings lease.Timings
@@ -130,6 +161,9 @@ func storeKinds() []storeKind {
 		}},
 		{name: "dynamodb", table: true, timings: dynamostore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
 			return node.DynamoDB(f.dynamoClient(), f.dynamoConfig(nil))
+		}},
+		{name: "zookeeper", timings: zkstore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
+			return node.ZooKeeper(f.zkServerList(), f.zkSessionTimeout, f.zkConfig(nil))
 		}},
 	}
 }
@@ -160,6 +194,29 @@ func (f *storeFlags) check() error {
 	if f.kind == "postgres" && f.postgresURL == "" {
 		return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
 	}
+	if f.kind == "zookeeper" {
+		return f.checkZooKeeper()
+	}
+	return nil
+}
+
+// checkZooKeeper refuses ZooKeeper flags that would point a holder at no
+// ensemble, or at a path or credentials the store cannot take.
+func (f *storeFlags) checkZooKeeper() error {
+	if len(f.zkServerList()) == 0 {
+		return usagef("--lease-store zookeeper needs --zk-servers (or SNOWFENCE_ZK_SERVERS): host:port of the ensemble's servers, comma-separated")
+	}
+	if f.zkSessionTimeout <= 0 {
+		return usagef("--zk-session-timeout %v: give a positive duration such as 10s", f.zkSessionTimeout)
+	}
+	if f.zkDigest != "" {
+		if user, password, ok := strings.Cut(f.zkDigest, ":"); !ok || user == "" || password == "" {
+			return usagef("--zk-digest (SNOWFENCE_ZK_DIGEST): give user:password, both non-empty")
+		}
+	}
+	if err := f.zkConfig(nil).Check(); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
@@ -183,8 +240,8 @@ func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Ad
 	return nil, nil, usagef("--lease-store %q is not a lease table", f.kind)
 }
 
-// connect opens the lease store for an operator command: a lease table, the
-// external etcd cluster, or the embedded etcd of a snowfence serve running
+// connect opens the lease store for an operator command: a lease table, a
+// ZooKeeper ensemble, the external etcd cluster, or the embedded etcd of a snowfence serve running
 // on this machine (found through the client-url file in its data
 // directory).
 func (f *storeFlags) connect(ctx context.Context) (lease.Admin, error) {
@@ -203,6 +260,9 @@ func (f *storeFlags) connectRegion(ctx context.Context) (lease.Admin, error) {
 		s, _, err := f.tableStore(ctx, nil)
 		return s, err
 	}
+	if f.kind == "zookeeper" {
+		return f.zkAdmin()
+	}
 	cc, err := f.clientConfig()
 	if err != nil {
 		return nil, err
@@ -218,6 +278,15 @@ func (f *storeFlags) connectRegion(ctx context.Context) (lease.Admin, error) {
 		cc.Endpoints = []string{url}
 	}
 	return etcdstore.Connect(ctx, cc, f.storeConfig())
+}
+
+// zkAdmin opens the ZooKeeper store for an operator command.
+func (f *storeFlags) zkAdmin() (lease.Admin, error) {
+	s, err := zkstore.Connect(f.zkServerList(), f.zkSessionTimeout, f.zkConfig(nil))
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // resolveRegion sets f.region from --region for an operator command: a

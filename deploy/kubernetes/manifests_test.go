@@ -31,14 +31,16 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/service"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // overlays are the deployable kustomizations, each with its lease store's
 // notice window: every start of a holder waits it before it is ready.
 var overlays = map[string]time.Duration{
-	"etcd":     etcdstore.MaxNoticeWindow,
-	"postgres": pgstore.MaxNoticeWindow,
-	"dynamodb": dynamostore.MaxNoticeWindow,
+	"etcd":      etcdstore.MaxNoticeWindow,
+	"postgres":  pgstore.MaxNoticeWindow,
+	"dynamodb":  dynamostore.MaxNoticeWindow,
+	"zookeeper": zkstore.MaxNoticeWindow,
 }
 
 // measuredPeakRSS is the most a holder's resident set reached under load:
@@ -501,6 +503,15 @@ func TestOverlays(t *testing.T) {
 					t.Errorf("SNOWFENCE_POSTGRES_URL: want it from a Secret (secretKeyRef), not a literal; got %v", sc.secrets)
 				}
 			case "dynamodb":
+			case "zookeeper":
+				if servers, _ := sc.flag("zk-servers"); servers == "" {
+					t.Errorf("lease store zookeeper without --zk-servers (SNOWFENCE_ZK_SERVERS): serve refuses to start")
+				}
+				// Without the digest every znode is open to anyone who
+				// reaches the servers, who could rewrite a mark.
+				if _, literal := sc.vars["SNOWFENCE_ZK_DIGEST"]; literal || sc.secrets["SNOWFENCE_ZK_DIGEST"] == "" {
+					t.Errorf("SNOWFENCE_ZK_DIGEST: want it from a Secret (secretKeyRef), not a literal nor absent; got %v", sc.secrets)
+				}
 			case "etcd", "":
 				if eps, _ := sc.flag("etcd-endpoints"); eps == "" {
 					t.Errorf("lease store %q without --etcd-endpoints: every pod would lease from an embedded etcd of its own, and pods would mint the same IDs", store)
