@@ -41,6 +41,9 @@ func TestDisabledFenceIsCaught(t *testing.T) {
 	pg := testenv.PostgresURL(t)
 	for _, store := range Stores() {
 		t.Run(store, func(t *testing.T) {
+			if store == StoreZooKeeper {
+				testenv.ZooKeeperLater(t)
+			}
 			// The stores side by side, as the suite runs them: most of
 			// a table store's scenario 4 is its claims' notice windows.
 			t.Parallel()

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/zkstore"
@@ -46,15 +46,10 @@ type zkService struct {
 	live bool // a space is open
 }
 
-// zkLaterEnv, when set, skips the ZooKeeper store's worlds: scripts/test
-// sets it for its race run, whose timing-sensitive tests a JVM upsets, and
-// runs them in a step of their own afterwards (as it does zkstore's).
-const zkLaterEnv = "SNOWFENCE_TEST_ZOOKEEPER_LATER"
-
+// startZooKeeper starts the server, unless scripts/test's race run asks
+// for ZooKeeper later (testenv.ZooKeeperLater).
 func startZooKeeper(t *testing.T) service {
-	if os.Getenv(zkLaterEnv) != "" {
-		t.Skipf("%s is set: the ZooKeeper store's worlds run in a step of their own (scripts/test)", zkLaterEnv)
-	}
+	testenv.ZooKeeperLater(t)
 	return &zkService{t: t, e: zktest.Start(t, 1)}
 }
 
@@ -102,11 +97,9 @@ func (z *zkSpace) open(ctx context.Context, store, region int) (lease.Admin, err
 // clock); the stores' sessions reconnect when it serves again.
 func (z *zkSpace) snapshot(ctx context.Context) error {
 	e := z.svc.e
-	t0 := time.Now()
 	e.StopAll()
 	z.snap = e.CopyData()
 	e.StartAll()
-	z.svc.t.Logf("DEBUG snapshot took %s", time.Since(t0))
 	return nil
 }
 
@@ -118,11 +111,9 @@ func (z *zkSpace) restore(ctx context.Context, _ restoreHow) (bool, error) {
 		return false, errors.New("explore: restore without a snapshot")
 	}
 	e := z.svc.e
-	t0 := time.Now()
 	e.StopAll()
 	e.Restore(z.snap)
 	e.StartAll()
-	z.svc.t.Logf("DEBUG restore took %s", time.Since(t0))
 	// Not detectable: a Store value notices a restore only by what it saw
 	// of the later state (zkstore/doc.go, "What a restore looks like"); a
 	// process started after it, or one that read nothing of the numbers
