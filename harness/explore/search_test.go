@@ -41,8 +41,8 @@ func shortSeeds(store string) []uint64 {
 	case storeZK:
 		// Each snapshot and restore stops and starts the server's JVM
 		// (1–4 s): a restores world takes 15–40 s. Run in scripts/test's
-		// ZooKeeper step, on its budget.
-		n = 8
+		// ZooKeeper step, on its budget (about a minute for these five).
+		n = 5
 	}
 	seeds := make([]uint64, 0, n)
 	for s := uint64(1); s <= n; s++ {
