@@ -211,15 +211,8 @@ func (f *faultyStore) FleetSchedule(ctx context.Context) (lease.FleetSchedule, e
 }
 
 // RegistryReader returns f, so that a keeper's reads at start go through
-// the faults above (the store's own would pass them by) — or nil for a
-// store that keeps no registry (ZooKeeper's), as the product's keeper
-// sees it: its reads are then none to fault.
-func (f *faultyStore) RegistryReader() lease.RegistryReader {
-	if f.Admin.RegistryReader() == nil {
-		return nil
-	}
-	return f
-}
+// the faults above (the store's own would pass them by).
+func (f *faultyStore) RegistryReader() lease.RegistryReader { return f }
 
 // reopen returns a faultyStore in front of st, a store the same process
 // opened anew (restartFresh), with f's fault state carried over: the
