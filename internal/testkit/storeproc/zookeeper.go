@@ -109,6 +109,9 @@ func (z *ZooKeeper) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: zookeeper runs", ErrNotRunning)
 	}
 	z.starts++
+	if err := dropHeaderlessZKLogs(z.data()); err != nil {
+		return err
+	}
 	cp := zkJar
 	if _, err := os.Stat(zkLogJar); err == nil {
 		cp += string(os.PathListSeparator) + zkLogJar
@@ -282,4 +285,24 @@ func zkServes(addr string) bool {
 	}
 	b, _ := io.ReadAll(c)
 	return strings.Contains(string(b), "Mode: ")
+}
+
+// dropHeaderlessZKLogs removes from dataDir the transaction log files
+// shorter than their 16-byte header, which a server killed as it created
+// one leaves (it writes the header before any transaction, so such a file
+// holds none): ZooKeeper 3.8 will not start on one (java.io.EOFException
+// in FileHeader.deserialize), and an operator deletes it. As zktest does.
+func dropHeaderlessZKLogs(dataDir string) error {
+	logs, err := filepath.Glob(filepath.Join(dataDir, "version-2", "log.*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range logs {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() < 16 {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
