@@ -193,13 +193,16 @@
 // read it absent, and the schedule's multi-op creates and deletes it — so
 // of such a write and the change, whichever commits second fails.
 //
-// The operator's writes follow the claim child's rules. Quarantine and a
-// raise of the marks that fences a holder give the record a new claim
-// nonce (epoch + 1), replacing the old claim's child in their multi-op, so
-// no renewal or release planned on the holder's claim lands after them; a
-// raise of a free or quarantined number's mark and Unquarantine keep the
-// claim and check its child. Each is decided on a read after a sync, and
-// after an error of unknown outcome by a re-read of its nonce.
+// The operator's writes follow the claim child's rules. Quarantine and
+// every write of RaiseMarks give the record a new claim nonce (epoch + 1),
+// replacing the old claim's child in their multi-op, so no renewal,
+// release or operator's write planned on the claim before lands after
+// them; Unquarantine keeps the quarantine's claim and checks its child. It
+// is the only write that keeps an operator's claim, so no two records
+// under one such nonce differ: a restore that brings a version back
+// brings the content the write was planned on back too. Each is decided on
+// a read after a sync, and after an error of unknown outcome by a re-read
+// of its nonce.
 //
 // The journal (lease.Journal, journal.go) holds one znode per claim,
 // <path>/journal/<region>/<n>/<seq>, created in the claim's own multi-op,

@@ -30,6 +30,13 @@ func TestJournalLostReplies(t *testing.T) {
 	ctx := t.Context()
 	const m = 4
 	nowMs := time.Now().UnixMilli()
+	// The znodes made once (the path, the origin, the schedule and
+	// registry znodes, the journal's parents) are made first, so that the
+	// reply lost is each time the one of the write under test.
+	mustClaim(t, st, req("first", 0, 0, nowMs))
+	if _, err := dial(t, e).Create(st.Path()+"/journal/0/4", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 
 	lose()
 	a := mustClaim(t, st, req("a", m, m, nowMs))

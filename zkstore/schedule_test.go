@@ -87,11 +87,15 @@ func TestClaimInterleavedWithSchedule(t *testing.T) {
 			return err
 		},
 		"SetRegistry": func(ctx context.Context, other *zkstore.Store) error {
-			reg, err := registrytest.MustWith(t, registry.Registry{}, "a", 1000).WithSchedule(soon())
+			v1 := registrytest.MustWith(t, registry.Registry{}, "a", 1000)
+			if err := other.SetRegistry(ctx, v1); err != nil {
+				return err
+			}
+			v2, err := v1.WithSchedule(soon())
 			if err != nil {
 				return err
 			}
-			return other.SetRegistry(ctx, reg)
+			return other.SetRegistry(ctx, v2)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
