@@ -127,6 +127,17 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		if wasUsed {
 			return lease.FleetSchedule{}, s.inUse(ctx)
 		}
+		if unused {
+			// Lease znodes written before the marker was (by an older
+			// version of the store) have none: count them too.
+			n, err := s.countRecords(ctx)
+			if err != nil {
+				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: count the lease records: %w; retry", err)
+			}
+			if n > 0 {
+				return lease.FleetSchedule{}, s.inUse(ctx)
+			}
+		}
 		var ops []any
 		if unused {
 			ops = append(ops, &zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}, &zk.DeleteRequest{Path: s.usedPath(), Version: -1})
