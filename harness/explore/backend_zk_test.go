@@ -98,6 +98,9 @@ func (z *zkSpace) open(ctx context.Context, store, region int) (lease.Admin, err
 func (z *zkSpace) snapshot(ctx context.Context) error {
 	e := z.svc.e
 	e.StopAll()
+	if z.snap != nil {
+		z.snap.Remove() // one copy kept: every copy holds the server's whole history
+	}
 	z.snap = e.CopyData()
 	e.StartAll()
 	return nil
@@ -132,6 +135,9 @@ func (z *zkSpace) close() {
 	}
 	z.stores = nil
 	z.mu.Unlock()
+	if z.snap != nil {
+		z.snap.Remove()
+	}
 	z.svc.mu.Lock()
 	z.svc.live = false
 	z.svc.mu.Unlock()
