@@ -314,7 +314,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 				"if it did, the number frees itself at %s; retry", c.n, s.region, err, rerr, lease.FormatMs(rec.MarkMs))
 		}
 		s.saw(sp, c.n, z) // a sign is noticed; the claim's Remember then refuses it
-		if !z.exists || z.rec.Claim != nonce || z.rec.Holder != req.Holder {
+		if !ownAttempt(z, nonce, req.Holder, rec.Epoch) {
 			return nil, fmt.Errorf("zkstore: claim machine %d region %d: %w; the znode shows this attempt did not commit yet "+
 				"(holder %q epoch %d, another attempt's nonce); if it commits later, the number frees itself at %s; retry",
 				c.n, s.region, err, z.rec.Holder, z.rec.Epoch, lease.FormatMs(rec.MarkMs))

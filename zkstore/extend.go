@@ -182,7 +182,7 @@ func ownership(l *lease.Lease, z znode) error {
 	case r.Holder != l.Holder || r.Epoch != l.Token:
 		return fmt.Errorf("%w: machine %d region %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.Holder, r.Epoch, l.Holder, l.Token)
-	case r.Claim != l.Claim:
+	case otherClaim(r, l):
 		return fmt.Errorf("%w: machine %d region %d is held under %q epoch %d by another claim than this lease's (the epoch repeated "+
 			"after the data went back in time, or another claimer shares the holder name); stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.Holder, r.Epoch)
