@@ -255,9 +255,12 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	entry := entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: old.MarkMs, StartMs: start}
 	var ops []any
 	var res []zk.MultiResponse
+	metaEnd := 0 // ops before it check the origin, the schedule record and the registry
 	for range 2 {
 		// The ops are made here, not in the call: see extend.
-		ops = append([]any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}, cs.checks(s)...)
+		ops = []any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}
+		ops = append(ops, cs.checks(s)...)
+		metaEnd = len(ops)
 		ops = append(ops, s.claimOps(c.n, c.z, rec)...)
 		usedAt := -1
 		if !c.z.exists && !cs.used {
@@ -280,7 +283,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
 			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
 	}
-	if err != nil && (failed == 1 || failed == 2) {
+	if err != nil && failed > 0 && failed < metaEnd {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the fleet schedule record or the region registry changed since the claim "+
 			"read it (%v); retry, and the claim compares the schedule again", c.n, s.region, res[failed].Error)
 	}

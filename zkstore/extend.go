@@ -88,7 +88,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, schedu
 		if err != nil {
 			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w", l.Machine, l.Token, err)
 		}
-		if err := lease.CheckExtension(schedule, fs, target); err != nil {
+		if err := checkExtensionSchedule(schedule, fs, target); err != nil {
 			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w; stop issuing on it and start again with the fleet's schedule",
 				l.Machine, l.Token, err)
 		}
@@ -97,8 +97,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, schedu
 		// The ops are made here, not in the call: a call abandoned by its
 		// context may still be sent later, and must send what was
 		// planned on this read.
-		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version),
-			&zk.CheckVersionRequest{Path: s.schedulePath(), Version: fleetVer})
+		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version), s.scheduleCheck(fleetVer)...)
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:

@@ -229,7 +229,7 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 	if err != nil {
 		return claimSchedule{}, err
 	}
-	if err := lease.CheckSchedule(req.Schedule, fs); err != nil {
+	if err := checkClaimSchedule(req.Schedule, fs); err != nil {
 		return claimSchedule{}, err
 	}
 	if err := lease.CheckRecordedSchedule(reg, fs); err != nil {
@@ -245,10 +245,7 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 // checks are the ops of a claim's multi-op that commit it only on the
 // fleet schedule record and the registry's copy it compared: a change of
 // either between the claim's read and its write fails it, so no holder
-// claims under a schedule other than the fleet's.
+// claims under a schedule other than the fleet's (fence_schedule.go).
 func (cs claimSchedule) checks(s *Store) []any {
-	return []any{
-		&zk.CheckVersionRequest{Path: s.schedulePath(), Version: cs.fleetVer},
-		&zk.CheckVersionRequest{Path: s.registryPath(), Version: cs.regVer},
-	}
+	return append(s.scheduleCheck(cs.fleetVer), &zk.CheckVersionRequest{Path: s.registryPath(), Version: cs.regVer})
 }
