@@ -232,7 +232,7 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 	if err := checkClaimSchedule(req.Schedule, fs); err != nil {
 		return claimSchedule{}, err
 	}
-	if err := lease.CheckRecordedSchedule(reg, fs); err != nil {
+	if err := checkClaimRegistry(reg, fs); err != nil {
 		return claimSchedule{}, err
 	}
 	used, err := s.used(ctx)
@@ -245,7 +245,8 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 // checks are the ops of a claim's multi-op that commit it only on the
 // fleet schedule record and the registry's copy it compared: a change of
 // either between the claim's read and its write fails it, so no holder
-// claims under a schedule other than the fleet's (fence_schedule.go).
+// claims under a schedule other than the fleet's (fence_schedule.go,
+// fence_registry.go).
 func (cs claimSchedule) checks(s *Store) []any {
-	return append(s.scheduleCheck(cs.fleetVer), &zk.CheckVersionRequest{Path: s.registryPath(), Version: cs.regVer})
+	return append(s.scheduleCheck(cs.fleetVer), s.registryCheck(cs.regVer)...)
 }

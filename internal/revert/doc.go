@@ -104,7 +104,7 @@
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
 //	cutover       lease/fence_cutover.go
 //	bind          lease/fence_bind.go
-//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go
+//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go
 //	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
