@@ -263,9 +263,9 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		metaEnd = len(ops)
 		ops = append(ops, s.claimOps(c.n, c.z, rec)...)
 		usedAt := -1
-		if !c.z.exists && !cs.used {
+		if u := s.usedOps(cs.used); !c.z.exists && len(u) > 0 {
 			usedAt = len(ops)
-			ops = append(ops, s.usedOps(false)...)
+			ops = append(ops, u...)
 		}
 		ops = append(ops, jp.ops(s, c.n, entry)...)
 		res, err = call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })

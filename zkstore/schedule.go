@@ -110,8 +110,8 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		}
 		wasUsed := false
 		if unused {
-			if wasUsed, err = s.used(ctx); err != nil {
-				return lease.FleetSchedule{}, err
+			if wasUsed, err = s.pathUsed(ctx); err != nil {
+				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: look for lease records: %w; retry", err)
 			}
 		}
 		if generation(s.c) != g {
@@ -127,20 +127,9 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		if wasUsed {
 			return lease.FleetSchedule{}, s.inUse(ctx)
 		}
-		if unused {
-			// Lease znodes written before the marker was (by an older
-			// version of the store) have none: count them too.
-			n, err := s.countRecords(ctx)
-			if err != nil {
-				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: count the lease records: %w; retry", err)
-			}
-			if n > 0 {
-				return lease.FleetSchedule{}, s.inUse(ctx)
-			}
-		}
 		var ops []any
 		if unused {
-			ops = append(ops, &zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}, &zk.DeleteRequest{Path: s.usedPath(), Version: -1})
+			ops = append(ops, s.unusedOps()...) // fence_unused.go
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: s.schedulePath(), Data: body, Version: ver})
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })

@@ -67,9 +67,11 @@
 //	                               generators first)
 //	snowfence_revert_unused        a fleet schedule changed at once only while the store holds no lease record,
 //	                               checked in the change's own write (etcd's transaction; PostgreSQL's, under
-//	                               a lock on the lease table and journal). scripts/prove-search proves it by
-//	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore and pgstore's
-//	                               TestScheduleSetAtOnceOnUnusedTable (the search changes no schedule)
+//	                               a lock on the lease table and journal; ZooKeeper's multi-op, on the used
+//	                               marker every first lease record creates). scripts/prove-search proves it by
+//	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore, pgstore's
+//	                               TestScheduleSetAtOnceOnUnusedTable and zkstore's TestScheduleSetAtOnceOnUnusedPath
+//	                               and TestScheduleSetAtOnceAfterAClaimSinceTheRead (the search changes no schedule)
 //	snowfence_revert_isolation     a PostgreSQL claim refused by its own statement unless its transaction runs
 //	                               READ COMMITTED, on every claim (the at-once schedule change's lock orders a
 //	                               waiting claim only if the claim's snapshot follows its locks); claims,
@@ -110,7 +112,7 @@
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
 //	releasemark   lease/fence_releasemark.go
-//	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go
+//	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go, zkstore/fence_unused.go
 //	isolation     pgstore/fence_isolation.go
 //	zkchild       zkstore/fence_zkchild.go
 package revert
