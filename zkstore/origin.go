@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -134,14 +133,4 @@ func (s *Store) writeFloor(ctx context.Context, o origin, ver int32, floorMs int
 		}
 	}
 	return origin{}, 0, fmt.Errorf("zkstore: write the restore floor into %s: it keeps changing under this write; retry", s.originPath())
-}
-
-// restoreWindow is the window a claim's floor keeps after a noticed
-// restore: the longest of req's, MaxRestoreWindow and
-// Config.RestoreWindow. The cut-off holder the floor must outlast may be
-// another process with longer timings than the claimer's; every keeper on
-// a ZooKeeper store is refused a window above MaxRestoreWindow, which
-// therefore covers them all.
-func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	return max(req.RestoreWindow, s.cfg.RestoreWindow, MaxRestoreWindow)
 }

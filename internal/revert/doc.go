@@ -21,7 +21,8 @@
 // tests check the mechanism: etcdstore's TestRestoreSameTokenBumpedNoticedByMark
 // and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
 // lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
-// self-fence only the window's check refuses). tablerestore's test is built
+// self-fence only the window's check refuses); on ZooKeeper, zkstore's
+// TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
@@ -101,7 +102,7 @@
 //	region        fence_region.go
 //	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go
 //	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go
-//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go
+//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go
 //	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
 //	cutover       lease/fence_cutover.go
