@@ -255,10 +255,13 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	entry := entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: old.MarkMs, StartMs: start}
 	var ops []any
 	var res []zk.MultiResponse
-	metaEnd := 0 // ops before it check the origin, the schedule record and the registry
+	// The ops before originEnd check the origin; from there to metaEnd,
+	// the schedule record and the registry.
+	originEnd, metaEnd := 0, 0
 	for range 2 {
 		// The ops are made here, not in the call: see extend.
-		ops = []any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}
+		ops = s.originCheck(originVer)
+		originEnd = len(ops)
 		ops = append(ops, cs.checks(s)...)
 		metaEnd = len(ops)
 		ops = append(ops, s.claimOps(c.n, c.z, rec)...)
@@ -279,11 +282,11 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		st = s.multiStat(c.n, ops, res)
 	}
 	failed := failedOp(res)
-	if err != nil && failed == 0 {
+	if err != nil && failed >= 0 && failed < originEnd {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
-			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
+			"a restore floor was written meanwhile; retry", c.n, s.region, res[failed].Error)
 	}
-	if err != nil && failed > 0 && failed < metaEnd {
+	if err != nil && failed >= originEnd && failed < metaEnd {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the fleet schedule record or the region registry changed since the claim "+
 			"read it (%v); retry, and the claim compares the schedule again", c.n, s.region, res[failed].Error)
 	}

@@ -137,27 +137,6 @@ func (s *Store) sawPathStat(sp span, p, what string, st zstat) error {
 	return nil
 }
 
-// statSign describes the sign, in now, that znode what went back since
-// its stat was seen as before (zero: never seen), or returns "". For a
-// lease znode the version and zxid are its data version and the zxid of
-// its last write; for the region's znode, its children's version and the
-// zxid of the last child created (every claim of a number never claimed
-// creates one).
-func statSign(what string, before, now zstat) string {
-	switch {
-	case before.czxid == 0:
-		return ""
-	case now.czxid != before.czxid:
-		return fmt.Sprintf("%s was created at zxid %#x, and is now one created at zxid %#x: the store deletes no znode",
-			what, before.czxid, now.czxid)
-	case now.version < before.version:
-		return fmt.Sprintf("%s was seen at version %d, and is now at %d: every write raises it", what, before.version, now.version)
-	case now.mzxid < before.mzxid:
-		return fmt.Sprintf("%s was seen written at zxid %#x, and is now written at %#x: zxids only grow", what, before.mzxid, now.mzxid)
-	}
-	return ""
-}
-
 // checkRenewal is lease.Renewals.Check of the renewal value stored, read
 // in the answer to a request on l sent after sp was taken. A value l's
 // holder wrote before its last (lease.ErrRestored) is a restore as sure as

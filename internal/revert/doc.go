@@ -22,6 +22,9 @@
 // and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
 // lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
 // self-fence only the window's check refuses); on ZooKeeper, zkstore's
+// TestRestoreNoticedByStatAlone, TestRestoreRegionShrunk and
+// TestClaimChecksOrigin (restore: a data version or a region's children
+// fell, a restore floor in the origin) and
 // TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
@@ -31,7 +34,8 @@
 //	                               Release, the keeper's re-read), unique default holders
 //	snowfence_revert_restore       noticing a restore by every sign a store can see (etcd: a mark that fell or
 //	                               vanished, the raft term, a changed etcd lease; PostgreSQL: system identifier
-//	                               and timeline; DynamoDB: the table's identity)
+//	                               and timeline; DynamoDB: the table's identity; ZooKeeper: a znode's stat that
+//	                               fell, the origin znode's id and the restore floor it carries)
 //	snowfence_revert_window        the restore floor of the keeper's and the store's window, not a fixed 10 s
 //	snowfence_revert_schedule      the fleet schedule compared on every claim and extension
 //	snowfence_revert_tablerestore  noticing, in the rows a lease table returns, a restore its server cannot
@@ -101,7 +105,7 @@
 //	tag           fence files
 //	region        fence_region.go
 //	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go
-//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go
+//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go, zkstore/fence_restore.go
 //	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go
 //	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
