@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -60,7 +59,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 		}
 		r := z.rec
 		mine := z.exists && r.held() && r.Holder == l.Holder && r.Epoch == l.Token && !otherClaim(r, l)
-		if !mine || !slices.Contains(own, r.Renewal) {
+		if !mine || !ownRenewal(own, r.Renewal) {
 			// Not the record l's own writes left: say why, restore signs first.
 			if err := s.owned(sp, l, z); err != nil {
 				return err

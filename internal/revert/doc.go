@@ -112,7 +112,7 @@
 //	cutover       lease/fence_cutover.go
 //	bind          lease/fence_bind.go
 //	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go
-//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go
+//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go, zkstore/fence_clone.go
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
