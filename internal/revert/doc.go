@@ -22,9 +22,10 @@
 // and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
 // lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
 // self-fence only the window's check refuses); on ZooKeeper, zkstore's
-// TestRestoreNoticedByStatAlone, TestRestoreRegionShrunk and
-// TestClaimChecksOrigin (restore: a data version or a region's children
-// fell, a restore floor in the origin) and
+// TestRestoreNoticedByStatAlone, TestRestoreRegionShrunk,
+// TestPathMadeAnewNoticedByAClaim and TestClaimChecksOrigin (restore: a
+// data version or a region's children fell, a new origin id, a restore
+// floor in the origin) and
 // TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
