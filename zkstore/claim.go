@@ -47,7 +47,7 @@ import (
 // while the registry records another schedule than the record, is refused
 // with lease.ErrSchedule. Once this Store
 // value (or a Keyspace sibling) noticed that the data went back in time
-// (signs.go, origin.go) — the scan this claim reads included — claims start
+// (signs.go, fence_restore.go) — the scan this claim reads included — claims start
 // at or above the restore floor: the noticing claimer's clock plus the
 // restore window. It returns lease.ErrNoFreeNumber, saying why numbers
 // were passed over, when none can be claimed.

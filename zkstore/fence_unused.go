@@ -14,7 +14,7 @@ import (
 // change may already issue under the old schedule, and its IDs and marks
 // are what the notice the change skips protects. The check is the marker
 // <path>/used, which every write creating a lease record creates in its
-// own multi-op (meta.go) and nothing deletes.
+// own multi-op (usedOps below) and nothing deletes.
 
 // pathUsed reports, for SetFleetScheduleUnused's read after its sync,
 // whether a lease record was ever written under the path: the marker

@@ -76,7 +76,7 @@ func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (
 // in any keyspace — none held, released, marked or quarantined, and so no
 // claim journaled — checked in the same multi-op as the write: it creates
 // and deletes the marker <path>/used, which every write that creates a
-// lease record creates in its own multi-op (meta.go), and which nothing
+// lease record creates in its own multi-op (fence_unused.go), and which nothing
 // else deletes. Of a claim and this write, whichever commits second fails:
 // the claim on the schedule's version it checks, this write on the marker
 // (lease.ErrInUse).

@@ -26,7 +26,7 @@ import (
 // (a number first claimed since is gone, even one outside the range read). Claim's scan, Extend, Release and Get
 // notice it: every lease claimed before is fenced with lease.ErrRestored,
 // and the next claim sets the restore floor and writes it into the origin
-// znode for every other Store value (origin.go). The call that saw the
+// znode for every other Store value (origin.go, fence_restore.go). The call that saw the
 // sign fails with lease.ErrRestored (Claim goes on, above the floor). A
 // release of a claim whose own record came back lower still succeeds: it
 // writes the end of what the holder issued, which the next claimer must
