@@ -9,7 +9,10 @@
 // tablerestore, whose path the search's table restores never take (the
 // operator's raise-marks follows each), and highwater, the test written for
 // it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
-// TestEmbeddedDataDirRestoredBehindTheClock in node).
+// TestEmbeddedDataDirRestoredBehindTheClock in node). For nonce, schedule,
+// registry and clone, whose ZooKeeper fence the search does not reach
+// while it has no ZooKeeper store, it runs zkstore's test for each beside
+// the search (its and_test).
 //
 // restore and window are proved by their own tests too. The notice floor
 // closes their paths a second time: the claimer that, with either undone,
