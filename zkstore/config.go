@@ -43,8 +43,9 @@ type Config struct {
 	// (lease.ClaimRequest.RestoreWindow zero): once the store noticed that
 	// ZooKeeper's data went back in time, claims start at least this long
 	// after the claimer's clock at the notice. It can only lengthen the
-	// floor: claims always keep at least MaxRestoreWindow. Zero means
-	// DefaultRestoreWindow.
+	// floor: claims always keep at least the store's MaxRestoreWindow. Zero
+	// means DefaultRestoreWindow (a test fleet's TestBound with a reserve:
+	// its shorter window).
 	RestoreWindow time.Duration
 	// RequestTimeout bounds the re-read that decides a write of unknown
 	// outcome (its caller's context may be the one that ended). Zero means
@@ -61,9 +62,9 @@ type Config struct {
 	// New's connection uses whatever the caller added to it.
 	Auth []Auth
 	// TestBound is for the project's own tests (its type is internal: a
-	// library user leaves it zero): it shortens MaxNoticeWindow for a test
-	// fleet whose every process the test starts with the same bound
-	// (internal/testbound).
+	// library user leaves it zero): it shortens MaxNoticeWindow, and with a
+	// reserve MaxRestoreWindow, for a test fleet whose every process the
+	// test starts with the same bound (internal/testbound).
 	TestBound testbound.Bound
 }
 
@@ -89,17 +90,20 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.RestoreWindow < 0 {
 		return cfg, fmt.Errorf("%w: zkstore: RestoreWindow %v is negative: give zero (the default, %v) or more", lease.ErrInvalid, cfg.RestoreWindow, DefaultRestoreWindow)
 	}
+	if err := cfg.TestBound.Check(); err != nil {
+		return cfg, fmt.Errorf("%w: zkstore: %v", lease.ErrInvalid, err)
+	}
 	if cfg.RestoreWindow == 0 {
 		cfg.RestoreWindow = DefaultRestoreWindow
+		if w := boundRestoreWindow(cfg.TestBound); w > 0 {
+			cfg.RestoreWindow = w
+		}
 	}
 	if cfg.RequestTimeout < 0 {
 		return cfg, fmt.Errorf("%w: zkstore: RequestTimeout %v is negative", lease.ErrInvalid, cfg.RequestTimeout)
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	if err := cfg.TestBound.Check(); err != nil {
-		return cfg, fmt.Errorf("%w: zkstore: %v", lease.ErrInvalid, err)
 	}
 	for _, a := range cfg.Auth {
 		if a.Scheme == "" {

@@ -26,6 +26,8 @@ func TestConfigRefused(t *testing.T) {
 		"negative window":  {RestoreWindow: -time.Second},
 		"negative timeout": {RequestTimeout: -time.Second},
 		"negative bound":   {TestBound: testbound.Of(-time.Second)},
+		"negative reserve": {TestBound: testbound.Of(time.Second).WithMaxReserve(-time.Second)},
+		"reserve alone":    {TestBound: testbound.Bound{}.WithMaxReserve(10 * time.Second)},
 	}
 	for name, cfg := range bad {
 		if _, err := zkstore.New(nil, cfg); !errors.Is(err, lease.ErrInvalid) {
@@ -67,4 +69,61 @@ func TestStoreBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	leasetest.CheckTestBound(t, s, bounded, zkstore.MaxNoticeWindow, 5*time.Second)
+}
+
+// TestRestoreWindowTestBound: a library user's Config (the zero TestBound),
+// and a test bound without a reserve, keep the 6-minute restore window —
+// the restore floor and raise-marks' shortest --to, which every holder of
+// a real fleet is refused a longer window than; a test bound with a
+// reserve shortens it to lease.RestoreWindow of the bound, in the store's
+// keyspaces too, and a keeper whose window is longer than that is refused.
+func TestRestoreWindowTestBound(t *testing.T) {
+	e := zktest.Start(t, 1)
+	path := newPath(t)
+	for name, cfg := range map[string]zkstore.Config{
+		"library user's":      {Path: path},
+		"self-fence bound":    {Path: path, TestBound: testbound.Of(5 * time.Second)},
+		"explicit longer one": {Path: path, RestoreWindow: time.Minute},
+	} {
+		s, err := zkstore.New(dial(t, e), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.MaxRestoreWindow(); got != 6*time.Minute {
+			t.Errorf("%s Config: MaxRestoreWindow %v, want 6 min, the constant MaxRestoreWindow", name, got)
+		}
+		ks, err := s.Keyspace(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ks.MaxRestoreWindow(); got != zkstore.MaxRestoreWindow {
+			t.Errorf("%s Config: Keyspace(1).MaxRestoreWindow %v, want %v", name, got, zkstore.MaxRestoreWindow)
+		}
+	}
+	if w := lease.RestoreWindow(lease.TableTimings().LeaseFor, lease.TableTimings().SelfFence); zkstore.MaxRestoreWindow < w {
+		t.Errorf("MaxRestoreWindow %v is shorter than the table timings' restore window %v", zkstore.MaxRestoreWindow, w)
+	}
+
+	const reserve, selfFence = 12 * time.Second, 6 * time.Second
+	bounded, err := zkstore.New(dial(t, e), zkstore.Config{Path: path, TestBound: testbound.Of(selfFence).WithMaxReserve(reserve)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lease.RestoreWindow(reserve, selfFence) // 14.2 s
+	if got := bounded.MaxRestoreWindow(); got != want {
+		t.Errorf("MaxRestoreWindow %v with a test bound of reserve %v and self-fence %v, want %v", got, reserve, selfFence, want)
+	}
+	ks, err := bounded.Keyspace(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ks.MaxRestoreWindow(); got != want {
+		t.Errorf("Keyspace(2).MaxRestoreWindow %v, want %v", got, want)
+	}
+	// A holder reserving past the bound could still issue when the floor
+	// after a restore lets another claim start: refused.
+	_, err = lease.StartKeeper(t.Context(), lease.KeeperConfig{Store: bounded, LeaseFor: reserve + time.Second, RenewEvery: time.Second, SelfFence: selfFence})
+	if !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("a keeper reserving %v on a store with a test bound of reserve %v: %v, want ErrInvalid", reserve+time.Second, reserve, err)
+	}
 }

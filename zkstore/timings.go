@@ -3,6 +3,7 @@ package zkstore
 import (
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testbound"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -22,8 +23,29 @@ func Timings() lease.Timings {
 // 31 s at the table timings); StartKeeper refuses a longer one.
 const MaxRestoreWindow = DefaultRestoreWindow
 
-// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow.
-func (s *Store) MaxRestoreWindow() time.Duration { return MaxRestoreWindow }
+// MaxRestoreWindow implements lease.Store: the constant MaxRestoreWindow,
+// which a library user's Config (the zero TestBound) always has. A test
+// fleet's Config.TestBound with a reserve (testbound.Bound.WithMaxReserve)
+// shortens it to lease.RestoreWindow of the bound's reserve and self-fence:
+// the longest any holder of that fleet may go on issuing once cut off,
+// since StartKeeper refuses a holder whose window is longer, and every
+// process of the fleet has the same bound (internal/testbound). The
+// restore floor (fence_window.go) and raise-marks' shortest --to follow it.
+func (s *Store) MaxRestoreWindow() time.Duration {
+	if w := boundRestoreWindow(s.cfg.TestBound); w > 0 {
+		return w
+	}
+	return MaxRestoreWindow
+}
+
+// boundRestoreWindow is the restore window of a test fleet within b (0:
+// b has no reserve, the store's own window applies).
+func boundRestoreWindow(b testbound.Bound) time.Duration {
+	if b.MaxReserve() <= 0 || b.MaxSelfFence() <= 0 {
+		return 0
+	}
+	return lease.RestoreWindow(b.MaxReserve(), b.MaxSelfFence())
+}
 
 // MaxNoticeWindow is the longest notice window (lease.NoticeWindow of the
 // self-fence) a holder of a ZooKeeper store may have, and the wait before
