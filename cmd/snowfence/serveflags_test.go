@@ -203,15 +203,17 @@ func TestServeClockPolicyFlags(t *testing.T) {
 }
 
 // TestServeHasNoTableBound: the binary operators run cannot shorten the
-// lease tables' notice window, which nothing in a table records (a process
-// given a shorter one than its peers could issue beside a cut-off peer):
-// there is no flag, and the test build's environment variable is ignored.
+// lease tables' notice or restore window, which nothing in a table records
+// (a process given a shorter one than its peers could issue beside a
+// cut-off peer): there is no flag, and the test build's environment
+// variables are ignored.
 func TestServeHasNoTableBound(t *testing.T) {
 	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
 	if _, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--table-max-self-fence", "5s"}); err == nil {
 		t.Error("--table-max-self-fence was accepted")
 	}
 	t.Setenv(testbound.EnvMaxSelfFence, "5s")
+	t.Setenv(testbound.EnvMaxReserve, "12s")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f, _, err := parseServeFlags(e, []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"})
 	if err != nil {

@@ -5,24 +5,20 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/snowfence/snowfence/internal/testbound"
 )
 
 // testBound is the table stores' Config.TestBound in a binary built for the
 // project's end-to-end and chaos tests (-tags snowfence_testbound): from
-// the environment variable testbound.EnvMaxSelfFence, which the test gives
-// every process of its table.
+// the environment variables testbound.EnvMaxSelfFence and
+// testbound.EnvMaxReserve (testbound.FromEnv), which the test gives every
+// process of its table.
 var testBound = func() testbound.Bound {
-	v := os.Getenv(testbound.EnvMaxSelfFence)
-	if v == "" {
-		return testbound.Bound{}
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		fmt.Fprintf(os.Stderr, "snowfence: %s=%q is not a positive Go duration (a test build's table bound)\n", testbound.EnvMaxSelfFence, v)
+	b, err := testbound.FromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "snowfence: %v\n", err)
 		os.Exit(2)
 	}
-	return testbound.Of(d)
+	return b
 }()

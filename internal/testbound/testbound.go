@@ -92,3 +92,29 @@ func (b Bound) Check() error {
 	}
 	return nil
 }
+
+// FromEnv is the Bound a snowfence binary built with the
+// snowfence_testbound tag gives its table stores: EnvMaxSelfFence and
+// EnvMaxReserve read with getenv (os.Getenv), each a positive Go duration
+// or empty (none). An error says which variable is wrong.
+func FromEnv(getenv func(string) string) (Bound, error) {
+	var b Bound
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvMaxSelfFence, &b.maxSelfFence}, {EnvMaxReserve, &b.maxReserve}} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return Bound{}, fmt.Errorf("%s=%q is not a positive Go duration (a test build's table bound)", v.name, s)
+		}
+		*v.to = d
+	}
+	if err := b.Check(); err != nil {
+		return Bound{}, fmt.Errorf("%v: set %s too", err, EnvMaxSelfFence)
+	}
+	return b, nil
+}
