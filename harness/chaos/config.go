@@ -192,17 +192,18 @@ func maxNoticeWindow(kind string) time.Duration {
 // checkStore. nil: a holder so configured starts; otherwise the product's
 // refusal.
 func accepts(kind string, t lease.Timings, machines string) error {
-	return acceptsWithNotice(kind, maxNoticeWindow(kind), t, machines)
+	return acceptsWithin(maxRestoreWindow(kind), maxNoticeWindow(kind), t, machines)
 }
 
-// acceptsWithNotice is accepts on a store whose notice window is notice
-// (a table given a MaxSelfFence: Env.tableMaxSelfFence).
-func acceptsWithNotice(kind string, notice time.Duration, t lease.Timings, machines string) error {
+// acceptsWithin is accepts on a store whose restore and notice windows are
+// window and notice (a table given a test bound: Env.tableMaxSelfFence,
+// and on ZooKeeper Env.tableMaxReserve).
+func acceptsWithin(window, notice time.Duration, t lease.Timings, machines string) error {
 	rng, layoutRanges, err := lease.ParseRanges(machines)
 	if err != nil {
 		return err
 	}
-	kc := lease.KeeperConfig{Store: checkStore{window: maxRestoreWindow(kind), notice: notice}, Holder: "chaos-config-check",
+	kc := lease.KeeperConfig{Store: checkStore{window: window, notice: notice}, Holder: "chaos-config-check",
 		Range: rng, LayoutRanges: layoutRanges,
 		LeaseFor: t.LeaseFor, RenewEvery: t.RenewEvery, SelfFence: t.SelfFence, Margin: t.Margin}
 	k, err := leasetest.StartKeeper(context.Background(), kc)
@@ -222,6 +223,9 @@ type drawer struct {
 	// notice is the store's notice window the draws are checked against
 	// (zero: maxNoticeWindow of kind).
 	notice time.Duration
+	// window is the store's restore window the draws are checked against
+	// (zero: maxRestoreWindow of kind).
+	window time.Duration
 	rng    *rand.Rand
 	cfg    Config
 	// timings memoises each box's draw: the scenario's holders share it.
@@ -238,13 +242,17 @@ func newDrawer(kind, id string, seed uint64) *drawer {
 	return &drawer{kind: kind, rng: rand.New(rand.NewPCG(seed, h.Sum64())), cfg: Config{Seed: seed}, timings: map[string]lease.Timings{}}
 }
 
-// accepts is accepts on the drawer's store and notice window.
+// accepts is accepts on the drawer's store and its restore and notice
+// windows.
 func (d *drawer) accepts(t lease.Timings, machines string) error {
-	notice := d.notice
+	notice, window := d.notice, d.window
 	if notice == 0 {
 		notice = maxNoticeWindow(d.kind)
 	}
-	return acceptsWithNotice(d.kind, notice, t, machines)
+	if window == 0 {
+		window = maxRestoreWindow(d.kind)
+	}
+	return acceptsWithin(window, notice, t, machines)
 }
 
 // between is a uniform draw in [lo, hi] on a grid of step.

@@ -199,3 +199,45 @@ func TestConfigVaries(t *testing.T) {
 		t.Errorf("%d distinct machine ranges in 50 seeds", len(ranges))
 	}
 }
+
+// TestShortZooKeeperRestoreBound: the short mode's test bound carries a
+// reserve on ZooKeeper only (the one store that honours it), covering
+// every box the short mode draws on a table, so that 12d's restore window
+// is 14.2 s there; every draw of those boxes is accepted within it, and a
+// lease past the reserve is refused. PostgreSQL and DynamoDB, and the long
+// mode, keep the stores' 6 min.
+func TestShortZooKeeperRestoreBound(t *testing.T) {
+	for _, kind := range []string{StorePostgres, StoreDynamoDB, StoreZooKeeper} {
+		for _, long := range []bool{false, true} {
+			e := &Env{short: !long, opts: Options{Store: kind, Long: long}}
+			want := maxRestoreWindow(kind)
+			if kind == StoreZooKeeper && !long {
+				want = lease.RestoreWindow(shortTableMaxReserve, shortTableMaxSelfFence)
+			}
+			if got := e.restoreWindow(); got != want {
+				t.Errorf("%s (long %v): restore window %v, want %v", kind, long, got, want)
+			}
+		}
+	}
+	if w := lease.RestoreWindow(shortTableMaxReserve, shortTableMaxSelfFence); w != 14200*time.Millisecond {
+		t.Errorf("the short mode's restore window on ZooKeeper is %v, want 14.2 s (the docs say so)", w)
+	}
+	e := &Env{short: true, opts: Options{Store: StoreZooKeeper}}
+	for _, b := range []timingBox{fastBox, netBox, tableBox} {
+		if b.leaseHi > shortTableMaxReserve || b.fenceHi > shortTableMaxSelfFence {
+			t.Errorf("%s box (lease ≤ %v, self-fence ≤ %v) outside the short mode's bound on ZooKeeper (%v, %v)",
+				b.name, b.leaseHi, b.fenceHi, shortTableMaxReserve, shortTableMaxSelfFence)
+		}
+		for seed := uint64(1); seed <= 20; seed++ {
+			d := newDrawer(StoreZooKeeper, "12d", seed)
+			d.notice, d.window = lease.NoticeWindow(e.tableMaxSelfFence()), e.restoreWindow()
+			if _, err := d.timingsFor(b, b.name); err != nil {
+				t.Errorf("seed %d, %s box on ZooKeeper's short bound: %v", seed, b.name, err)
+			}
+		}
+	}
+	past := lease.Timings{LeaseFor: shortTableMaxReserve + time.Second, RenewEvery: time.Second, SelfFence: 5 * time.Second}
+	if err := acceptsWithin(e.restoreWindow(), lease.NoticeWindow(shortTableMaxSelfFence), past, "0-0"); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("a %v lease within ZooKeeper's short restore window %v: %v, want refused", past.LeaseFor, e.restoreWindow(), err)
+	}
+}

@@ -43,10 +43,12 @@
 // its faults run the table scenarios' shapes with the tables' short-mode
 // timings and bound; its restore (12d) puts a cold copy of the data
 // directory back and serves it on a port of its own for the operator's
-// raise-marks before the holders' port. Like 9d it is long-mode only: the
-// holders refuse for the store's restore window (6 min) after it, the
-// raised mark's and their own restore floor's (the search restores
-// ZooKeeper in the short mode, on fake clocks):
+// raise-marks before the holders' port. The holders refuse for the store's
+// restore window after it, the raised mark's and their own restore
+// floor's: 6 min in the long mode (as 9d's, which is long-mode only), and
+// 14.2 s in the short mode, whose test bound on ZooKeeper carries a
+// reserve (shortTableMaxReserve) that zkstore shortens its restore window
+// to — so 12d, unlike 9d, runs in the short mode:
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
@@ -79,7 +81,7 @@
 //	12a ZooKeeper killed (SIGKILL) past the self-fence, then started on its data
 //	12b ZooKeeper frozen (SIGSTOP) for less than the self-fence
 //	12c ZooKeeper frozen for more than the self-fence (long mode)
-//	12d ZooKeeper restored from a cold copy of its data, then the runbook's raise-marks (long mode)
+//	12d ZooKeeper restored from a cold copy of its data, then the runbook's raise-marks
 //
 // The network scenarios run two services and a library holder each in a
 // network namespace of its own, joined to the harness's by two veth pairs

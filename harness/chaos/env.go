@@ -69,6 +69,9 @@ func newEnv(ctx context.Context, opts Options, tables *tableServers, id string, 
 	if b := e.tableMaxSelfFence(); b > 0 {
 		e.draws.notice = lease.NoticeWindow(b)
 	}
+	if r := e.tableMaxReserve(); r > 0 {
+		e.draws.window = e.restoreWindow()
+	}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -51,6 +51,8 @@ type holderFlags struct {
 	noFence    bool
 	// maxSelfFence is the table stores' Config.TestBound (0: none).
 	maxSelfFence time.Duration
+	// maxReserve is the test bound's reserve (zookeeper; 0: none).
+	maxReserve time.Duration
 }
 
 // flushEvery is how often a holder flushes its frames.
@@ -86,7 +88,8 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.DurationVar(&f.renewEvery, "renew-every", 0, "renewal period (0: default)")
 	fs.DurationVar(&f.selfFence, "self-fence", 0, "self-fence (0: default)")
 	fs.DurationVar(&f.margin, "fence-margin", -1, "margin below the mark (negative: the store's)")
-	fs.DurationVar(&f.maxSelfFence, "table-max-self-fence", 0, "the lease table's longest self-fence of any holder (postgres, dynamodb; 0: the store's default)")
+	fs.DurationVar(&f.maxSelfFence, "table-max-self-fence", 0, "the lease table's longest self-fence of any holder (postgres, dynamodb, zookeeper; 0: the store's default)")
+	fs.DurationVar(&f.maxReserve, "table-max-reserve", 0, "the lease table's longest reserve of any holder, with --table-max-self-fence (zookeeper: its restore window; 0: the store's default)")
 	fs.BoolVar(&f.noFence, "unsafe-no-fence", false, "TEST ONLY: ignore the lease fence once a number was held")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -160,7 +163,7 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 	case StoreDynamoDB:
 		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	case StoreZooKeeper:
-		return zkstore.Connect(strings.Split(f.zkServers, ","), f.zkSession, zkstore.Config{Path: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
+		return zkstore.Connect(strings.Split(f.zkServers, ","), f.zkSession, zkstore.Config{Path: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence).WithMaxReserve(f.maxReserve)})
 	}
 	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres, dynamodb or zookeeper", f.store)
 }

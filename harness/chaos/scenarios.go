@@ -89,7 +89,7 @@ func scenarios() []scenario {
 		{id: "12a", name: "ZooKeeper killed (SIGKILL) past the self-fence, then started on its data", run: func(e *Env) error { return tableFault(e, "stop") }, stores: zkOnly},
 		{id: "12b", name: "ZooKeeper frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: zkOnly},
 		{id: "12c", name: "ZooKeeper frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: zkOnly, shortOn: []string{}},
-		{id: "12d", name: "ZooKeeper restored from a cold copy of its data, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: zkOnly, shortOn: []string{}},
+		{id: "12d", name: "ZooKeeper restored from a cold copy of its data, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: zkOnly}, // short mode too: the test bound's restore window (scenarios_zookeeper.go)
 	}
 }
 

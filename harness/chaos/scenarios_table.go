@@ -29,8 +29,9 @@ import (
 // immediate; dynalite: SIGKILL) for longer than the self-fence, then a
 // start on the same data; "freeze-short" and "freeze-long" (every process
 // of the server SIGSTOPped) for less and for more than the self-fence;
-// "restore" (PostgreSQL only: back to a base backup taken mid-run, then
-// the runbook's raise-marks before the holders reach it).
+// "restore" (PostgreSQL: back to a base backup taken mid-run; ZooKeeper:
+// a cold copy of its data, zkRestore; then the runbook's raise-marks
+// before the holders reach it).
 func tableFault(e *Env, fault string) error {
 	t := e.timings
 	nSvc, gens := e.count("services", 4, 8), e.count("library generators", 1, 3)
@@ -66,8 +67,9 @@ func tableFault(e *Env, fault string) error {
 	lcfg := loadConfig{callers: 6, rate: 30000, count: 50}
 	if fault == "restore" {
 		// The holders refuse until the raised mark, the store's restore
-		// window (6 min; on ZooKeeper in the short mode, the holders'
-		// own) after the operator's step: no caller gives up sooner.
+		// window (6 min; on ZooKeeper in the short mode, the test
+		// bound's, 14.2 s) after the operator's step: no caller gives up
+		// sooner.
 		lcfg.deadline = 12 * time.Minute
 	}
 	load := e.startLoad(svcs, lcfg)

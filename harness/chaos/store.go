@@ -205,13 +205,50 @@ func (e *Env) tableMaxSelfFence() time.Duration {
 	return 0
 }
 
-// tableBoundArgs are the flags that give a library holder (HolderMain)
-// tableMaxSelfFence.
-func (e *Env) tableBoundArgs() []string {
-	if b := e.tableMaxSelfFence(); b > 0 {
-		return []string{"--table-max-self-fence", b.String()}
+// shortTableMaxReserve is the reserve of the short mode's test bound on
+// ZooKeeper (internal/testbound: Bound.WithMaxReserve, the environment
+// variable testbound.EnvMaxReserve, the library holder's
+// --table-max-reserve): the longest Reserve — the keeper's default, the
+// lease TTL — the short mode's boxes draw on a table (tableBox and netBox:
+// 12 s; fastBox 4 s). With shortTableMaxSelfFence it makes zkstore's
+// restore window lease.RestoreWindow(12 s, 6 s) = 14.2 s, not 6 min: the
+// restore floor, and the shortest --to raise-marks accepts, so that 12d
+// (the restore drill) runs in the short mode. The draws are checked
+// against that window (drawer.window), so a box reserving longer is
+// refused there. Only zkstore honours a reserve: PostgreSQL and DynamoDB
+// keep their 6 min, and their restores (9d) the long mode.
+const shortTableMaxReserve = 12 * time.Second
+
+// tableMaxReserve is the reserve of the test bound every holder of the
+// scenario's ZooKeeper store runs with (0: none, the store's own restore
+// window).
+func (e *Env) tableMaxReserve() time.Duration {
+	if e.opts.Store == StoreZooKeeper && e.tableMaxSelfFence() > 0 {
+		return shortTableMaxReserve
 	}
-	return nil
+	return 0
+}
+
+// restoreWindow is the store's MaxRestoreWindow for the scenario's
+// holders: the test bound's (tableMaxReserve), or the store's constant.
+func (e *Env) restoreWindow() time.Duration {
+	if r := e.tableMaxReserve(); r > 0 {
+		return lease.RestoreWindow(r, e.tableMaxSelfFence())
+	}
+	return maxRestoreWindow(e.opts.Store)
+}
+
+// tableBoundArgs are the flags that give a library holder (HolderMain)
+// tableMaxSelfFence and tableMaxReserve.
+func (e *Env) tableBoundArgs() []string {
+	var args []string
+	if b := e.tableMaxSelfFence(); b > 0 {
+		args = append(args, "--table-max-self-fence", b.String())
+	}
+	if r := e.tableMaxReserve(); r > 0 {
+		args = append(args, "--table-max-reserve", r.String())
+	}
+	return args
 }
 
 // serveStoreArgs are the flags that point snowfence serve at the store,
@@ -257,13 +294,16 @@ func (e *Env) holderStoreArgs(addrs []string) []string {
 	return []string{"--etcd", strings.Join(eps, ",")}
 }
 
-// storeEnv is the environment a service needs for the store: the table's
-// test bound (tableMaxSelfFence), dynalite's credentials for the AWS SDK's
-// default chain.
+// storeEnv is the environment a service (or the CLI) needs for the store:
+// the table's test bound (tableMaxSelfFence, tableMaxReserve), dynalite's
+// credentials for the AWS SDK's default chain.
 func (e *Env) storeEnv() []string {
 	var env []string
 	if b := e.tableMaxSelfFence(); b > 0 {
 		env = append(env, testbound.EnvMaxSelfFence+"="+b.String())
+	}
+	if r := e.tableMaxReserve(); r > 0 {
+		env = append(env, testbound.EnvMaxReserve+"="+r.String())
 	}
 	if e.opts.Store == StoreDynamoDB {
 		env = append(env, "AWS_ACCESS_KEY_ID="+dynamoCreds, "AWS_SECRET_ACCESS_KEY="+dynamoCreds)
