@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -50,7 +51,7 @@ func mintUntilReady(t *testing.T, s *service, count int, within time.Duration) [
 
 // TestE2EWho: holders come and go on two machine numbers — claims, a
 // SIGKILL (the lease runs out and a spare takes the number over), a
-// SIGTERM (a release) — on each lease store; then `snowfence who` is asked
+// SIGTERM (a release) — on each lease store (ZooKeeper too); then `snowfence who` is asked
 // about IDs from every holder's interval (the first, the last and random
 // ones of each batch): every answer names the process that minted the ID,
 // by pid and process start, and no number's journal has two intervals that
@@ -62,6 +63,10 @@ func TestE2EWho(t *testing.T) {
 		t.Parallel()
 		etcd := etcdtest.Start(t, 1)
 		whoScenario(t, []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}, timings)
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		t.Parallel()
+		whoScenario(t, zkFlags(zktest.Start(t, 1), "/who"), timings)
 	})
 	forEachTableStore(t, "who", func(t *testing.T, flags []string) {
 		if out, err := exec.Command(binary(t), append([]string{"leases", "init"}, flags...)...).CombinedOutput(); err != nil {
