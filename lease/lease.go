@@ -207,11 +207,10 @@ type ClaimRequest struct {
 
 // A Store keeps machine-number leases: the fence contract, what a holder
 // needs and all a Keeper calls. Every method is safe for concurrent use.
-// Implementations: etcdstore, pgstore, dynamostore, each of which also
-// implements Admin (the operator's actions) and registry.Store (its copy
-// of the region registry), and zkstore (Store only, so far); a store of
-// one's own needs only Store to be held through a Keeper, and passes
-// leasetest.Run.
+// Implementations: etcdstore, pgstore, dynamostore and zkstore, each of
+// which also implements Admin (the operator's actions) and registry.Store
+// (its copy of the region registry); a store of one's own needs only Store
+// to be held through a Keeper, and passes leasetest.Run.
 //
 // After any error other than the typed ones, the write may or may not have
 // taken effect; callers re-read with Get before deciding.

@@ -22,13 +22,15 @@ import (
 // so that holders starting together spread out, then free ones, lowest
 // mark first.
 //
-// It syncs, reads the region's lease znodes and the origin znode, and
-// claims a candidate with one conditional Multi: Create for a number
-// without a znode (which fails if another claimer made it first), Set on
-// the version read otherwise (which fails if the znode changed since),
-// each with a check that the origin znode is still at the version read
-// (the restore floor and id the claim was planned on; an error to retry
-// otherwise).
+// It syncs, reads the fleet schedule record and the registry's copy
+// (schedule.go, registry.go), the region's lease znodes and the origin
+// znode, and claims a candidate with one conditional Multi: Create for a
+// number without a znode (which fails if another claimer made it first),
+// Set on the version read otherwise (which fails if the znode changed
+// since), each with checks that the origin znode, the fleet schedule
+// record and the registry are still at the versions read (the restore
+// floor, id and schedule the claim was planned on; an error to retry
+// otherwise), and the claim's journal entry (journal.go).
 // The record written holds the holder, epoch + 1 (the lease's token), a
 // fresh claim nonce, no renewal value, the old mark as floor_ms, and the
 // mark max(NowMs + LeaseFor, start), where the lease's StartMs, start, is
@@ -41,8 +43,9 @@ import (
 // adopted; otherwise the error is returned, and a claim that commits
 // after all, later, simply expires.
 //
-// The store keeps no fleet schedule: a claim whose req.Schedule is not
-// the default ("v1") is refused with lease.ErrSchedule. Once this Store
+// A claim whose req.Schedule is not the fleet schedule record's, or made
+// while the registry records another schedule than the record, is refused
+// with lease.ErrSchedule. Once this Store
 // value (or a Keyspace sibling) noticed that the data went back in time
 // (signs.go, origin.go) — the scan this claim reads included — claims start
 // at or above the restore floor: the noticing claimer's clock plus the
@@ -56,15 +59,16 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	if err := lease.CheckSchedule(req.Schedule, fleet); err != nil {
-		return nil, fmt.Errorf("zkstore: claim in %s: %w (a ZooKeeper store keeps no fleet schedule: every holder uses the default)", req.Range, err)
-	}
 	if err := s.ensureParents(ctx); err != nil {
 		return nil, err
 	}
 	sp := s.beforeRange(req.Range.Lo, req.Range.Hi)
 	g := generation(s.c)
 	if err := s.sync(ctx); err != nil {
+		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
+	}
+	cs, err := s.readClaimSchedule(ctx, req)
+	if err != nil {
 		return nil, fmt.Errorf("zkstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}
 	zs, dir, err := s.scan(ctx, req.Range)
@@ -91,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("zkstore: claim in %s: %w", req.Range, err)
 		}
-		l, err := s.tryClaim(ctx, req, c, floor, originVer)
+		l, err := s.tryClaim(ctx, req, c, floor, originVer, &cs)
 		switch {
 		case err != nil:
 			return nil, err
@@ -108,9 +112,6 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	return nil, fmt.Errorf("%w: range %s region %d: %s; %s", lease.ErrNoFreeNumber, req.Range, s.region, sk,
 		lease.NoFreeAdvice(req, sk.ahead, sk.held+sk.quarantined+sk.excluded+sk.taken, "widen the range, release numbers, or wait for leases to expire"))
 }
-
-// fleet is the fleet schedule every ZooKeeper store has: the default.
-var fleet = lease.FleetSchedule{Text: lease.DefaultFleetSchedule}
 
 // scan reads the znodes of the numbers in r that have one, after the sync
 // the caller made, and returns them with the stat of the region's znode
@@ -240,15 +241,36 @@ func candidates(req lease.ClaimRequest, zs map[int]znode) ([]candidate, *skips) 
 // on) and replaces the old claim's child znode by its own
 // (fence_zkchild.go). It returns nil and no error if the number was taken meanwhile, and
 // an error to retry if the origin changed.
-func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64, originVer int32) (*lease.Lease, error) {
+func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidate, floorMs int64, originVer int32, cs *claimSchedule) (*lease.Lease, error) {
 	nonce := lease.NewNonce()
 	old := c.z.rec
 	start := max(req.NowMs, old.MarkMs, floorMs)
 	rec := record{Holder: req.Holder, Epoch: old.Epoch + 1, MarkMs: max(req.NowMs+req.LeaseFor.Milliseconds(), start),
 		Claim: nonce, FloorMs: old.MarkMs}
 	sp := s.before(c.n)
-	ops := append([]any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}, s.claimOps(c.n, c.z, rec)...)
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
+	jp, err := s.planJournal(ctx, c.n)
+	if err != nil {
+		return nil, fmt.Errorf("zkstore: claim machine %d region %d: %w", c.n, s.region, err)
+	}
+	entry := entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: old.MarkMs, StartMs: start}
+	var ops []any
+	var res []zk.MultiResponse
+	for range 2 {
+		// The ops are made here, not in the call: see extend.
+		ops = append([]any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}, cs.checks(s)...)
+		ops = append(ops, s.claimOps(c.n, c.z, rec)...)
+		usedAt := -1
+		if !c.z.exists && !cs.used {
+			usedAt = len(ops)
+			ops = append(ops, s.usedOps(false)...)
+		}
+		ops = append(ops, jp.ops(s, c.n, entry)...)
+		res, err = call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
+		if err == nil || failedOp(res) != usedAt || usedAt < 0 {
+			break
+		}
+		cs.used = true // another write made the first lease record meanwhile: the marker is there now
+	}
 	var st *zk.Stat
 	if err == nil {
 		st = s.multiStat(c.n, ops, res)
@@ -257,6 +279,10 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	if err != nil && failed == 0 {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
 			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
+	}
+	if err != nil && (failed == 1 || failed == 2) {
+		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the fleet schedule record or the region registry changed since the claim "+
+			"read it (%v); retry, and the claim compares the schedule again", c.n, s.region, res[failed].Error)
 	}
 	if err != nil && failed >= 0 {
 		switch o := ops[failed].(type) {

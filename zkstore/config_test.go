@@ -40,14 +40,15 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
-// TestStoreBasics: a store keeps no registry, refuses a schedule other
-// than the default, refuses a negative keyspace, and a test bound
-// shortens its notice window, in its keyspaces too.
+// TestStoreBasics: a store reads its registry through itself, refuses a
+// schedule other than the fleet's (the default, never set), refuses a
+// negative keyspace, and a test bound shortens its notice window, in its
+// keyspaces too.
 func TestStoreBasics(t *testing.T) {
 	e := zktest.Start(t, 1)
 	s := open(t, e, newPath(t))
-	if s.RegistryReader() != nil {
-		t.Error("RegistryReader is not nil: the store keeps no registry")
+	if rr, ok := s.RegistryReader().(*zkstore.Store); !ok || rr != s {
+		t.Errorf("RegistryReader = %v; want the store itself", s.RegistryReader())
 	}
 	if _, err := s.Keyspace(-1); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("Keyspace(-1): %v, want ErrInvalid", err)
@@ -59,7 +60,7 @@ func TestStoreBasics(t *testing.T) {
 	r := req("a", 0, 0, time.Now().UnixMilli())
 	r.Schedule = "v1,v2@2099-01-01T00:00:00Z"
 	if _, err := s.Claim(t.Context(), r); !errors.Is(err, lease.ErrSchedule) {
-		t.Errorf("a claim on a schedule other than v1: %v, want ErrSchedule (the store keeps no fleet schedule)", err)
+		t.Errorf("a claim on a schedule other than v1: %v, want ErrSchedule (the fleet schedule was never set)", err)
 	}
 	bounded, err := zkstore.New(dial(t, e), zkstore.Config{Path: s.Path(), TestBound: testbound.Of(5 * time.Second)})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 	"github.com/snowfence/snowfence/zkstore"
 )
 
@@ -35,15 +36,22 @@ func harness(e *zktest.Ensemble) leasetest.Harness {
 	}
 }
 
-// TestConformance runs the fence contract's checks (leasetest.Run) against
-// one ZooKeeper server.
+// TestConformance runs the suites every lease store passes — the fence
+// contract's (leasetest.Run), the operator's actions' (leasetest.RunAdmin)
+// and the registry copy's (registrytest.Run) — against one ZooKeeper
+// server.
 func TestConformance(t *testing.T) {
-	leasetest.Run(t, harness(zktest.Start(t, 1)))
+	h := harness(zktest.Start(t, 1))
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
+	registrytest.Run(t, leasetest.RegistryHarness(h))
 }
 
-// TestConformanceEnsemble runs them against an ensemble of three, whose
-// sessions may read from followers: every read that decides a write
-// follows a sync.
+// TestConformanceEnsemble runs the fence contract's and the operator's
+// actions' checks against an ensemble of three, whose sessions may read
+// from followers: every read that decides a write follows a sync.
 func TestConformanceEnsemble(t *testing.T) {
-	leasetest.Run(t, harness(zktest.Start(t, 3)))
+	h := harness(zktest.Start(t, 3))
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
 }

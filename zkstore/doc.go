@@ -1,6 +1,8 @@
 // Package zkstore keeps machine-number leases in Apache ZooKeeper: a
-// lease.Store with the semantics of the lease tables (pgstore,
-// dynamostore), on znodes instead of rows.
+// lease.Store and lease.Admin with the semantics of the lease tables
+// (pgstore, dynamostore), on znodes instead of rows, with the fleet
+// schedule record, the journal and a copy of the region registry beside
+// them (registry.Store).
 //
 // # Layout
 //
@@ -9,6 +11,10 @@
 //	<path>/origin                  {"id": random, "floor_ms": restore floor}
 //	<path>/leases/<region>/<n>     one lease record per machine number n
 //	<path>/leases/<region>/<n>/c-<claim nonce>   the current claim's child (empty)
+//	<path>/schedule                {"schedule", "version", "write": nonce}: the fleet schedule record
+//	<path>/registry                registry.Encode's JSON: the copy of the region registry
+//	<path>/used                    empty: some lease record exists (SetFleetScheduleUnused)
+//	<path>/journal/<region>/<n>/<seq>   one journal entry per claim of n (journal.go)
 //
 // A lease znode holds a small JSON record (record.go): holder ("" when
 // free), epoch (the fencing token, +1 per claim), mark_ms (the mark, which
@@ -16,7 +22,12 @@
 // renewal value of the holder's last extension, lease.Renewals), floor_ms
 // (the mark before the current claim: a release never records a lower
 // one) and release (the nonce of the release that freed it). Lease znodes
-// are created by a number's first claim and never deleted.
+// are created by a number's first claim (or an operator's quarantine or
+// raise of its mark) and never deleted. A quarantined number's record
+// holds lease.QuarantineHolder, one more epoch and a claim nonce of the
+// quarantine's own, and keeps as mark_ms the mark it had (the holder's),
+// which Unquarantine gives back; lease.Record shows it with the lease
+// tables' 2100 expiry.
 //
 // # Rules
 //
@@ -121,8 +132,8 @@
 // (every claim's first grant waits MaxNoticeWindow, by which time a holder
 // that can no longer renew has stopped). The runbook's further step after
 // a restore, raising every mark past the last ID issued
-// (docs/runbook.md), needs lease.Admin's RaiseMarks, which this store
-// does not implement yet.
+// (docs/runbook.md), is RaiseMarks: one conditional multi-op per number
+// that raises its mark and fences its holder under a new claim nonce.
 //
 // A session that saw a zxid the restored ensemble has not reached is
 // refused by every server (go-zookeeper offers the last zxid it saw, and
@@ -157,9 +168,45 @@
 // default); where others can reach the servers, give the fleet a digest
 // ACL and its credentials (Config.Auth), or anyone could rewrite a mark.
 //
-// The store keeps no region registry and no fleet schedule record:
-// RegistryReader returns nil, its keepers take the fleet to be one region
-// on the default schedule, and a claim or extension on any other schedule
-// is refused with lease.ErrSchedule. It implements lease.Store only, not
-// lease.Admin (no listing, quarantine, raise-marks or journal yet).
+// # The operator's records
+//
+// Beside the leases, and shared by every keyspace under the path, the
+// store keeps the fleet schedule record (<path>/schedule, schedule.go), its
+// copy of the region registry (<path>/registry, registry.go; its identity,
+// RegistryIdentity, is the origin znode's random id and the path) and the
+// used marker (meta.go). The schedule and registry znodes are created
+// empty when first read (a multi-op can check the version of a znode that
+// exists, not the absence of one), and every write of them is a Set on the
+// data version read after a sync. RegistryReader returns the store.
+//
+// The schedule is fenced as in the lease tables, and more tightly: a claim
+// reads the record and the registry after its sync, refuses with
+// lease.ErrSchedule a schedule other than the record's, or a record other
+// than the one the registry records, and its multi-op checks both znodes'
+// versions, so a change of either between its read and its write fails
+// it. An extension reads the record after its sync, refuses a mark past
+// the first instant the record's schedule differs from the lease's
+// (lease.CheckExtension), and its multi-op checks the record's version.
+// SetFleetScheduleUnused (lease.UnusedScheduleSetter) changes the record
+// at once only while no lease record exists under the path: every write
+// that creates a lease znode creates <path>/used in its multi-op if it
+// read it absent, and the schedule's multi-op creates and deletes it — so
+// of such a write and the change, whichever commits second fails.
+//
+// The operator's writes follow the claim child's rules. Quarantine and
+// every write of RaiseMarks give the record a new claim nonce (epoch + 1),
+// replacing the old claim's child in their multi-op, so no renewal,
+// release or operator's write planned on the claim before lands after
+// them; Unquarantine keeps the quarantine's claim and checks its child. It
+// is the only write that keeps an operator's claim, so no two records
+// under one such nonce differ: a restore that brings a version back
+// brings the content the write was planned on back too. Each is decided on
+// a read after a sync, and after an error of unknown outcome by a re-read
+// of its nonce.
+//
+// The journal (lease.Journal, journal.go) holds one znode per claim,
+// <path>/journal/<region>/<n>/<seq>, created in the claim's own multi-op,
+// which also deletes the entries that fall out of the newest
+// lease.JournalRetention; Release, Quarantine and RaiseMarks end the
+// holding's entry in theirs.
 package zkstore

@@ -30,9 +30,13 @@ const maxConflicts = 5
 // claimed before this Store value (or a Keyspace sibling) noticed such a
 // restore; lease.ErrQuarantined; lease.ErrLost (no znode, another holder,
 // epoch or claim, or another renewal value: a second process renews the
-// same claim); lease.ErrSchedule for a lease claimed on a schedule other
-// than the default. After any other error the write may or may not have
-// committed: issue nothing past the previous mark.
+// same claim); lease.ErrSchedule once the fleet schedule record
+// (schedule.go) differs from the lease's schedule before the mark asked
+// for (lease.CheckExtension): the record is read after the same sync, and
+// the write's Multi checks its version, so no renewal commits on a
+// schedule other than the one it compared. After any other error the
+// write may or may not have committed: issue nothing past the previous
+// mark.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -44,21 +48,19 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 	if err != nil {
 		return nil, fmt.Errorf("%w: lease of machine %d with schedule %q: %v", lease.ErrInvalid, l.Machine, l.Schedule, err)
 	}
-	if err := lease.CheckExtension(schedule, fleet, markMs); err != nil {
-		return nil, s.renewFailed(l, markMs, err)
-	}
 	if what, at, fenced := s.id.watch.Restored(l.Claim); fenced {
 		return nil, s.renewFailed(l, markMs, s.fenced(l, what, at))
 	}
-	nl, err := s.extend(ctx, l, max(markMs, l.MarkMs))
+	nl, err := s.extend(ctx, l, max(markMs, l.MarkMs), schedule)
 	if err != nil {
 		return nil, s.renewFailed(l, markMs, err)
 	}
 	return nl, nil
 }
 
-// extend is Extend's read and conditional write, to target.
-func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*lease.Lease, error) {
+// extend is Extend's read and conditional write, to target, of a lease
+// claimed under schedule (canonical).
+func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, schedule string) (*lease.Lease, error) {
 	sp := s.before(l.Machine)
 	renewal := s.renewals.Next(l)
 	goneAt := int32(-1) // the version at which the claim's child was found gone
@@ -82,12 +84,21 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*leas
 		if z.stat.version == goneAt {
 			return nil, s.childGone(l, z)
 		}
+		fs, _, fleetVer, err := s.readSchedule(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w", l.Machine, l.Token, err)
+		}
+		if err := lease.CheckExtension(schedule, fs, target); err != nil {
+			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w; stop issuing on it and start again with the fleet's schedule",
+				l.Machine, l.Token, err)
+		}
 		rec := z.rec
 		rec.MarkMs, rec.Renewal = max(rec.MarkMs, target), renewal
 		// The ops are made here, not in the call: a call abandoned by its
 		// context may still be sent later, and must send what was
 		// planned on this read.
-		ops := s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version)
+		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version),
+			&zk.CheckVersionRequest{Path: s.schedulePath(), Version: fleetVer})
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
@@ -98,7 +109,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64) (*leas
 			// Changed since the read, or the claim's child is gone (another
 			// claim replaced it, or the znode vanished): read again, and
 			// judge what it shows.
-			if f := failedOp(res); f >= 0 && f < len(ops)-1 {
+			if childFailed(ops, res) {
 				goneAt = z.stat.version
 			}
 			continue

@@ -22,10 +22,15 @@ import (
 //     ends (raised, at the mark it held): the holder's next Extend gets
 //     lease.ErrLost, and it issues nothing past the mark it held;
 //   - a free or quarantined number whose mark is below markMs gets markMs,
-//     under its claim (the claim child checked); a quarantined one stays
+//     one more epoch and a new claim nonce too; a quarantined one stays
 //     quarantined, and Unquarantine gives the raised mark back.
 //
-// No mark is ever lowered. It returns how many numbers it changed (a mark
+// Every write of it thus replaces the record's claim: a write planned on
+// a claim lands only while that claim is the record's, and under an
+// operator's nonce no two writes can differ (a restore that brings the
+// version back brings the same content back), so a raise planned before a
+// restore cannot land over a record it never read. No mark is ever
+// lowered. It returns how many numbers it changed (a mark
 // raised or a holder fenced), and stops at the first error: run it again,
 // it is idempotent.
 func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error) {
@@ -81,8 +86,8 @@ func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (bool, error
 			return false, nil // free or quarantined, its mark already as high
 		default:
 			rec = old
-			rec.MarkMs = markMs
-			ops = s.sameClaimOps(n, z, rec)
+			rec.Epoch, rec.MarkMs, rec.Claim = old.Epoch+1, markMs, lease.NewNonce()
+			ops = s.newClaimOps(n, z, rec, used)
 		}
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
@@ -93,7 +98,7 @@ func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (bool, error
 			continue // changed since the read: read again
 		}
 		now, rerr := s.reread(ctx, n)
-		if rerr == nil && now.exists && !now.rec.held() && now.rec.MarkMs >= markMs && (rec.Claim == old.Claim || now.rec.Claim == rec.Claim) {
+		if rerr == nil && now.exists && now.rec.Claim == rec.Claim {
 			return true, nil // the record shows this write
 		}
 		return false, fmt.Errorf("%w (re-read: %v); the outcome is unknown", err, rerr)

@@ -194,7 +194,8 @@ func (s *Store) ensure(ctx context.Context, p string) error {
 }
 
 // asRecord is the lease.Record callers see of number n's znode. A held
-// or quarantined number shows its mark as ExpiresMs too.
+// number shows its mark as ExpiresMs too; a quarantined one shows
+// lease.QuarantineExpiryMs.
 func (s *Store) asRecord(n int, z znode) lease.Record {
 	r := lease.Record{Machine: n, Region: s.region}
 	if !z.exists {
@@ -203,7 +204,9 @@ func (s *Store) asRecord(n int, z znode) lease.Record {
 	r.Token, r.MarkMs = z.rec.Epoch, z.rec.MarkMs
 	switch {
 	case z.rec.quarantined():
-		r.Holder, r.Quarantined, r.ExpiresMs = z.rec.Holder, true, z.rec.MarkMs
+		// The mark kept is the holder's at the quarantine (Unquarantine
+		// gives it back); the expiry, as in a lease table's row, 2100.
+		r.Holder, r.Quarantined, r.ExpiresMs = z.rec.Holder, true, lease.QuarantineExpiryMs
 	case z.rec.held():
 		r.Holder, r.ExpiresMs, r.Claim, r.Renewal = z.rec.Holder, z.rec.MarkMs, z.rec.Claim, z.rec.Renewal
 	}

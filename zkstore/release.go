@@ -78,7 +78,12 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return s.childGone(l, z)
 		}
 		rec := record{Epoch: r.Epoch, MarkMs: last, Claim: r.Claim, FloorMs: r.FloorMs, Release: nonce}
-		ops := s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version) // made here: see extend
+		ends, err := s.endOps(ctx, l.Machine, r, lease.EndReleased, last)
+		if err != nil {
+			return fmt.Errorf("zkstore: release machine %d epoch %d: %w; retry, or let the number free itself at its mark", l.Machine, l.Token, err)
+		}
+		// made here: see extend; the holding's journal entry ends in the same Multi
+		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version), ends...)
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
@@ -87,7 +92,7 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 				"mark", lease.FormatMs(last))
 			return nil
 		case definite(err):
-			if f := failedOp(res); f >= 0 && f < len(ops)-1 {
+			if childFailed(ops, res) {
 				goneAt = z.stat.version
 			}
 			continue

@@ -127,6 +127,17 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		if wasUsed {
 			return lease.FleetSchedule{}, s.inUse(ctx)
 		}
+		if unused {
+			// Lease znodes written before the marker was (by an older
+			// version of the store) have none: count them too.
+			n, err := s.countRecords(ctx)
+			if err != nil {
+				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: count the lease records: %w; retry", err)
+			}
+			if n > 0 {
+				return lease.FleetSchedule{}, s.inUse(ctx)
+			}
+		}
 		var ops []any
 		if unused {
 			ops = append(ops, &zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}, &zk.DeleteRequest{Path: s.usedPath(), Version: -1})
@@ -195,17 +206,46 @@ func (s *Store) countRecords(ctx context.Context) (int, error) {
 }
 
 // claimSchedule is what a claim reads of the records beside the leases,
-// after its sync, and checks in its multi-op (scheduleChecks): the fleet
-// schedule record and the registry's copy, at the data versions read, and
-// whether the used marker exists.
+// after its sync, and checks in its multi-op (checks): the data versions
+// of the fleet schedule record and of the registry's copy it compared, and
+// whether the used marker exists (meta.go).
 type claimSchedule struct {
-	fleet           lease.FleetSchedule
 	fleetVer, regVer int32
-	used            bool
+	used             bool
 }
 
-// checks is the ops of a claim's multi-op that commit it only on the fleet
-// schedule record and the registry the claim compared.
+// readClaimSchedule reads, after the claim's sync, the fleet schedule
+// record, the registry's copy and the used marker, and refuses req with
+// lease.ErrSchedule unless its schedule is the record's
+// (lease.CheckSchedule) and the registry records none or the record's
+// (lease.CheckRecordedSchedule): two layouts in force at one instant can
+// give two holders the same IDs.
+func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (claimSchedule, error) {
+	fs, _, fleetVer, err := s.readSchedule(ctx)
+	if err != nil {
+		return claimSchedule{}, err
+	}
+	reg, regVer, err := s.readRegistry(ctx)
+	if err != nil {
+		return claimSchedule{}, err
+	}
+	if err := lease.CheckSchedule(req.Schedule, fs); err != nil {
+		return claimSchedule{}, err
+	}
+	if err := lease.CheckRecordedSchedule(reg, fs); err != nil {
+		return claimSchedule{}, err
+	}
+	used, err := s.used(ctx)
+	if err != nil {
+		return claimSchedule{}, err
+	}
+	return claimSchedule{fleetVer: fleetVer, regVer: regVer, used: used}, nil
+}
+
+// checks are the ops of a claim's multi-op that commit it only on the
+// fleet schedule record and the registry's copy it compared: a change of
+// either between the claim's read and its write fails it, so no holder
+// claims under a schedule other than the fleet's.
 func (cs claimSchedule) checks(s *Store) []any {
 	return []any{
 		&zk.CheckVersionRequest{Path: s.schedulePath(), Version: cs.fleetVer},
