@@ -119,7 +119,7 @@ func zkRecord(t *testing.T, e *zktest.Ensemble, path string, machine int, digest
 }
 
 // The operator's commands on ZooKeeper, beside a running holder: leases
-// list, show, quarantine (the holder stops), release (unquarantine) and
+// list, show, key, quarantine (the holder stops), release (unquarantine) and
 // raise-marks; schedule show and set; regions add and list.
 func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	t.Parallel()
@@ -149,6 +149,10 @@ func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	}
 	if out, _ := cli(t, 0, with("leases", "show", "40")...); !strings.Contains(out, "MACHINE") {
 		t.Errorf("leases show 40:\n%s", out)
+	}
+	// The raw key: the lease znode, for zkCli.sh.
+	if out, errOut := cli(t, 0, with("leases", "key", "40")...); strings.TrimSpace(out) != "/e2e-operator/leases/0/40" || !strings.Contains(errOut, "ZooKeeper znode") {
+		t.Errorf("leases key 40: %q, %q; want the lease znode's path", out, errOut)
 	}
 	cli(t, 0, with("leases", "quarantine", "40")...)
 	if rs := records("leases", "show", "40", "--json"); len(rs) != 1 || !rs[0].Quarantined {
