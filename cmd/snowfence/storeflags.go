@@ -197,6 +197,12 @@ func (f *storeFlags) check() error {
 	if f.kind == "zookeeper" {
 		return f.checkZooKeeper()
 	}
+	if f.zkServers != "" {
+		// Most likely --lease-store zookeeper forgotten: the holder would
+		// lease from another store than its fleet's (on the default, an
+		// embedded etcd of its own) and mint the fleet's IDs again.
+		return usagef("--zk-servers (SNOWFENCE_ZK_SERVERS) is given but --lease-store is %s: pass --lease-store zookeeper (SNOWFENCE_LEASE_STORE=zookeeper), or drop --zk-servers", f.kind)
+	}
 	return nil
 }
 
