@@ -112,13 +112,27 @@ func (s *Store) written(n int, rec record, ops []any, res []zk.MultiResponse) zn
 }
 
 // childFailed reports whether the op that failed the multi-op ops (answer
-// res) is the check of a claim's child: the claim is no longer the
-// znode's, though its data version may be the one read.
+// res) is the check or the delete of a claim's child: the claim is no
+// longer the znode's, though its data version may be the one read.
 func childFailed(ops []any, res []zk.MultiResponse) bool {
 	f := failedOp(res)
 	if f < 0 || f >= len(ops) {
 		return false
 	}
-	c, ok := ops[f].(*zk.CheckVersionRequest)
-	return ok && strings.HasPrefix(path.Base(c.Path), childPrefix)
+	switch o := ops[f].(type) {
+	case *zk.CheckVersionRequest:
+		return strings.HasPrefix(path.Base(o.Path), childPrefix)
+	case *zk.DeleteRequest:
+		return strings.HasPrefix(path.Base(o.Path), childPrefix)
+	}
+	return false
+}
+
+// adminChildGone is the error of an operator's write on number n whose
+// record, read again at the version its write was planned on, has lost
+// its claim's child znode: deleted by hand (a restore brings a record
+// back with its child), so no write can prove the claim.
+func (s *Store) adminChildGone(n int, z znode) error {
+	return fmt.Errorf("zkstore: machine %d region %d: the child znode %s of the record's claim is gone though the record is unchanged "+
+		"(deleted by hand?): create it again (empty), then retry", n, s.region, s.childPath(n, z.rec.Claim))
 }

@@ -33,6 +33,7 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		return err
 	}
 	sp := s.before(machine)
+	goneAt := int32(-1) // the version at which the claim's child was found gone
 	for range maxConflicts {
 		z, used, err := s.adminRead(ctx, machine)
 		if err != nil {
@@ -42,6 +43,9 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		if z.exists && z.rec.quarantined() {
 			s.log.Info("machine number already quarantined", "machine", machine, "region", s.region)
 			return nil
+		}
+		if z.exists && z.stat.version == goneAt {
+			return s.adminChildGone(machine, z)
 		}
 		old := z.rec
 		rec := record{Holder: lease.QuarantineHolder, Epoch: old.Epoch + 1, MarkMs: old.MarkMs, Claim: lease.NewNonce(), FloorMs: old.FloorMs}
@@ -61,6 +65,9 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 				"epoch", rec.Epoch, "mark", lease.FormatMs(rec.MarkMs), "holder_was", old.Holder)
 			return nil
 		case definite(err):
+			if childFailed(ops, res) {
+				goneAt = z.stat.version
+			}
 			continue // changed since the read: read again
 		}
 		z, rerr := s.reread(ctx, machine)
@@ -88,6 +95,7 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		return err
 	}
 	sp := s.before(machine)
+	goneAt := int32(-1) // the version at which the claim's child was found gone
 	for range maxConflicts {
 		z, err := s.read(ctx, machine)
 		if err != nil {
@@ -96,6 +104,9 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		_ = s.saw(sp, machine, z)
 		if !z.exists || !z.rec.quarantined() {
 			return fmt.Errorf("%w: machine %d region %d is not quarantined, so there is nothing to undo", lease.ErrNotHeld, machine, s.region)
+		}
+		if z.stat.version == goneAt {
+			return s.adminChildGone(machine, z)
 		}
 		rec := z.rec
 		rec.Holder = ""
@@ -108,6 +119,9 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 				"epoch", rec.Epoch, "mark", lease.FormatMs(rec.MarkMs))
 			return nil
 		case definite(err):
+			if childFailed(ops, res) {
+				goneAt = z.stat.version
+			}
 			continue
 		}
 		now, rerr := s.reread(ctx, machine)

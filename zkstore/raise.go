@@ -61,12 +61,16 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 // raiseMark is RaiseMarks on number n: whether it changed the number.
 func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (bool, error) {
 	sp := s.before(n)
+	goneAt := int32(-1) // the version at which the claim's child was found gone
 	for range maxConflicts {
 		z, used, err := s.adminRead(ctx, n)
 		if err != nil {
 			return false, err
 		}
 		_ = s.saw(sp, n, z) // a sign is noticed and logged; the raise goes on
+		if z.exists && z.stat.version == goneAt {
+			return false, s.adminChildGone(n, z)
+		}
 		old := z.rec
 		var rec record
 		var ops []any
@@ -95,6 +99,9 @@ func (s *Store) raiseMark(ctx context.Context, n int, markMs int64) (bool, error
 			s.saw(sp, n, s.written(n, rec, ops, res))
 			return true, nil
 		case definite(err):
+			if childFailed(ops, res) {
+				goneAt = z.stat.version
+			}
 			continue // changed since the read: read again
 		}
 		now, rerr := s.reread(ctx, n)

@@ -147,7 +147,9 @@ func (s *Store) RegistryReader() lease.RegistryReader { return s }
 // negative one or one above math.MaxInt32). It shares with s what the two
 // remember of the data (the rows and versions seen, the restores noticed:
 // those fence the leases of both and floor the claims of both), but not
-// the renewal values. Its Close leaves the session open; close it before
+// the renewal values. The fleet schedule record, the registry's copy, the
+// used marker and the origin are the path's: the sibling reads and writes
+// the same ones as s. Its Close leaves the session open; close it before
 // s.
 func (s *Store) Keyspace(index int) (lease.Store, error) {
 	if err := s.open(); err != nil {
