@@ -51,22 +51,18 @@ func mintUntilReady(t *testing.T, s *service, count int, within time.Duration) [
 
 // TestE2EWho: holders come and go on two machine numbers — claims, a
 // SIGKILL (the lease runs out and a spare takes the number over), a
-// SIGTERM (a release) — on each lease store (ZooKeeper too); then `snowfence who` is asked
+// SIGTERM (a release) — on each lease store (ZooKeeper: TestE2EWhoZooKeeper); then `snowfence who` is asked
 // about IDs from every holder's interval (the first, the last and random
 // ones of each batch): every answer names the process that minted the ID,
 // by pid and process start, and no number's journal has two intervals that
 // overlap, so no ID can have two answers.
 func TestE2EWho(t *testing.T) {
 	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
-	timings := []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
+	timings := whoTimings
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
 		etcd := etcdtest.Start(t, 1)
 		whoScenario(t, []string{"--etcd-endpoints", strings.Join(etcd.Endpoints(), ",")}, timings)
-	})
-	t.Run("zookeeper", func(t *testing.T) {
-		t.Parallel()
-		whoScenario(t, zkFlags(zktest.Start(t, 1), "/who"), timings)
 	})
 	forEachTableStore(t, "who", func(t *testing.T, flags []string) {
 		if out, err := exec.Command(binary(t), append([]string{"leases", "init"}, flags...)...).CombinedOutput(); err != nil {
@@ -74,6 +70,16 @@ func TestE2EWho(t *testing.T) {
 		}
 		whoScenario(t, flags, timings)
 	})
+}
+
+// whoTimings are the who scenario's holders' timings and range.
+var whoTimings = []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
+
+// TestE2EWho's scenario on ZooKeeper (a real server from zktest): a test
+// of its own, named for the ZooKeeper step of scripts/test.
+func TestE2EWhoZooKeeper(t *testing.T) {
+	t.Parallel()
+	whoScenario(t, zkFlags(zktest.Start(t, 1), "/who"), whoTimings)
 }
 
 func whoScenario(t *testing.T, store, timings []string) {

@@ -19,7 +19,7 @@ import (
 // zkFlags are the store flags that point serve and the CLI at path on the
 // ZooKeeper servers of e.
 func zkFlags(e *zktest.Ensemble, path string) []string {
-	return []string{"--lease-store", "zookeeper", "--zk-servers", e.ConnectString(), "--zk-path", path, "--zk-session-timeout", "4s"}
+	return []string{"--lease-store", "zookeeper", "--zk-servers", e.ConnectString(), "--zk-path", path}
 }
 
 // serve on ZooKeeper, a real server from zktest: a holder claims its
