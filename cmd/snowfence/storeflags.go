@@ -110,7 +110,7 @@ func (f *storeFlags) dynamoConfig(log *slog.Logger) dynamostore.Config {
 	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log, TestBound: testBound}
 }
 
-// zkServers is --zk-servers as a list, blanks dropped.
+// zkServerList is --zk-servers as a list, blanks dropped.
 func (f *storeFlags) zkServerList() []string {
 	var out []string
 	for _, s := range strings.Split(f.zkServers, ",") {
