@@ -287,14 +287,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	if err != nil && failed >= 0 {
 		switch o := ops[failed].(type) {
 		case *zk.DeleteRequest:
-			// The Set matched the version read, yet the old claim's child
-			// is gone: the version repeated after a restore (the znode
-			// holds another claim now), or someone deleted the child by
-			// hand, which leaves the number unclaimable until it is made
-			// again.
-			s.log.Warn("claim found the znode at the version it read but the read claim's child znode gone: the data was restored "+
-				"(a repeated version), or the child was deleted by hand (then create it again, empty, to let the number be claimed)",
-				"machine", c.n, "child", o.Path, "error", err)
+			s.childMissing(ctx, sp, c, o.Path, err)
 		case *zk.CreateRequest:
 			if errors.Is(res[failed].Error, zk.ErrNoNode) {
 				s.forgetParents() // the region's znode is gone (the path wiped): make it again
@@ -329,4 +322,29 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		"mark", lease.FormatMs(rec.MarkMs), "previous_mark", lease.FormatMs(old.MarkMs), "start", lease.FormatMs(start),
 		"claimer_now", lease.FormatMs(req.NowMs))
 	return l, nil
+}
+
+// childMissing logs why a claim's Delete of the read claim's child failed
+// while the znode's data version matched the read: it re-reads the znode.
+// Under another claim now, the version repeated after a restore (the
+// re-read notices what it can, signs.go), and the child must not be made
+// again: a write planned on the lost history's claim would then land on
+// the live record. Under the read claim still, the child was deleted by
+// hand, and the log names the child to create again — the one of the
+// record's own claim.
+func (s *Store) childMissing(ctx context.Context, sp span, c candidate, child string, err error) {
+	z, rerr := s.reread(ctx, c.n)
+	if rerr != nil {
+		s.log.Warn("claim found the read claim's child znode gone at the version it read, and could not re-read the znode",
+			"machine", c.n, "child", child, "error", err, "reread_error", rerr)
+		return
+	}
+	_ = s.saw(sp, c.n, z)
+	if !z.exists || z.rec.Claim != c.z.rec.Claim {
+		s.log.Warn("claim found the znode's version repeated under another claim: ZooKeeper's data was restored from a copy; "+
+			"do not create claim children by hand", "machine", c.n, "read_claim", c.z.rec.Claim, "claim_now", z.rec.Claim, "error", err)
+		return
+	}
+	s.log.Warn("claim found the child znode of the record's own claim gone (deleted by hand): the number cannot be claimed until it "+
+		"is created again, empty — only this child, which the record names", "machine", c.n, "child", s.childPath(c.n, z.rec.Claim), "error", err)
 }
