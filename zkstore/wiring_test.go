@@ -4,9 +4,11 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/zkstore"
 )
@@ -66,5 +68,58 @@ func TestRawKey(t *testing.T) {
 	}
 	if _, err := s.RawKey(-1); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("RawKey(-1): %v, want ErrInvalid", err)
+	}
+}
+
+// TestFleetNeedsNoAdminPermission: what docs/lease-stores.md says the
+// store needs — READ, WRITE, CREATE and DELETE on its znodes, not ADMIN —
+// is enough for a holder's and an operator's every write: a schedule set
+// at once, claims, renewals, releases, a quarantine and its release, a
+// raise of the marks, the journal and the registry.
+func TestFleetNeedsNoAdminPermission(t *testing.T) {
+	e := zktest.Start(t, 1)
+	perms := int32(zk.PermRead | zk.PermWrite | zk.PermCreate | zk.PermDelete)
+	cfg := zkstore.Config{Path: newPath(t), ACL: zk.DigestACL(perms, "fleet", "s3cret"),
+		Auth: []zkstore.Auth{{Scheme: "digest", Secret: []byte("fleet:s3cret")}}}
+	s, err := zkstore.Connect(e.Servers(), sessionTimeout, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s with %s: %v", what, zk.DigestACL(perms, "fleet", "s3cret")[0].ID, err)
+		}
+	}
+	_, err = s.SetFleetScheduleUnused(ctx, 0, "v1")
+	step("schedule set at once", err)
+	nowMs := time.Now().UnixMilli()
+	l := mustClaim(t, s, req("a", 0, 0, nowMs))
+	l, err = s.Extend(ctx, l, nowMs+10_000, 10*time.Second)
+	step("extend", err)
+	step("release", s.Release(ctx, l, nowMs+1))
+	l = mustClaim(t, s, req("b", 0, 0, l.MarkMs+1))
+	step("quarantine", s.Quarantine(ctx, 0))
+	step("unquarantine", s.Unquarantine(ctx, 0))
+	_, err = s.RaiseMarks(ctx, lease.Range{Lo: 0, Hi: 3}, l.MarkMs+60_000)
+	step("raise marks", err)
+	h, err := s.History(ctx, 0)
+	step("history", err)
+	if len(h) != 2 {
+		t.Errorf("history of 0: %d entries, want the two claims", len(h))
+	}
+	_, err = s.List(ctx)
+	step("list", err)
+	_, err = s.RegistryIdentity(ctx)
+	step("registry identity", err)
+	// The fleet's user really lacks ADMIN on what the store made.
+	c := dial(t, e)
+	if err := c.AddAuth("digest", []byte("fleet:s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetACL(cfg.Path+"/leases/0/0", zk.WorldACL(zk.PermAll), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("the fleet's user changing a lease znode's ACL: %v, want ErrNoAuth (the znode has no ADMIN for it)", err)
 	}
 }
