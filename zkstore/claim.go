@@ -47,7 +47,7 @@ import (
 // while the registry records another schedule than the record, is refused
 // with lease.ErrSchedule. Once this Store
 // value (or a Keyspace sibling) noticed that the data went back in time
-// (signs.go, origin.go) — the scan this claim reads included — claims start
+// (signs.go, fence_restore.go) — the scan this claim reads included — claims start
 // at or above the restore floor: the noticing claimer's clock plus the
 // restore window. It returns lease.ErrNoFreeNumber, saying why numbers
 // were passed over, when none can be claimed.
@@ -255,14 +255,20 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	entry := entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs, PrevMarkMs: old.MarkMs, StartMs: start}
 	var ops []any
 	var res []zk.MultiResponse
+	// The ops before originEnd check the origin; from there to metaEnd,
+	// the schedule record and the registry.
+	originEnd, metaEnd := 0, 0
 	for range 2 {
 		// The ops are made here, not in the call: see extend.
-		ops = append([]any{&zk.CheckVersionRequest{Path: s.originPath(), Version: originVer}}, cs.checks(s)...)
+		ops = s.originCheck(originVer)
+		originEnd = len(ops)
+		ops = append(ops, cs.checks(s)...)
+		metaEnd = len(ops)
 		ops = append(ops, s.claimOps(c.n, c.z, rec)...)
 		usedAt := -1
-		if !c.z.exists && !cs.used {
+		if u := s.usedOps(cs.used); !c.z.exists && len(u) > 0 {
 			usedAt = len(ops)
-			ops = append(ops, s.usedOps(false)...)
+			ops = append(ops, u...)
 		}
 		ops = append(ops, jp.ops(s, c.n, entry)...)
 		res, err = call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
@@ -276,11 +282,11 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 		st = s.multiStat(c.n, ops, res)
 	}
 	failed := failedOp(res)
-	if err != nil && failed == 0 {
+	if err != nil && failed >= 0 && failed < originEnd {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the origin znode changed since the claim read it (%v): "+
-			"a restore floor was written meanwhile; retry", c.n, s.region, res[0].Error)
+			"a restore floor was written meanwhile; retry", c.n, s.region, res[failed].Error)
 	}
-	if err != nil && (failed == 1 || failed == 2) {
+	if err != nil && failed >= originEnd && failed < metaEnd {
 		return nil, fmt.Errorf("zkstore: claim machine %d region %d: the fleet schedule record or the region registry changed since the claim "+
 			"read it (%v); retry, and the claim compares the schedule again", c.n, s.region, res[failed].Error)
 	}
@@ -307,7 +313,7 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 				"if it did, the number frees itself at %s; retry", c.n, s.region, err, rerr, lease.FormatMs(rec.MarkMs))
 		}
 		s.saw(sp, c.n, z) // a sign is noticed; the claim's Remember then refuses it
-		if !z.exists || z.rec.Claim != nonce || z.rec.Holder != req.Holder {
+		if !ownAttempt(z, nonce, req.Holder, rec.Epoch) {
 			return nil, fmt.Errorf("zkstore: claim machine %d region %d: %w; the znode shows this attempt did not commit yet "+
 				"(holder %q epoch %d, another attempt's nonce); if it commits later, the number frees itself at %s; retry",
 				c.n, s.region, err, z.rec.Holder, z.rec.Epoch, lease.FormatMs(rec.MarkMs))

@@ -68,3 +68,28 @@ func (c *hooked) Multi(ops ...any) ([]zk.MultiResponse, error) {
 func NewHooked(conn *zk.Conn, cfg Config, before func()) (*Store, error) {
 	return newStore(&hooked{client: conn, before: before}, cfg)
 }
+
+// dropping is a client whose first multi-op runs before and is then lost
+// unsent: the store sees a connection error, an outcome it cannot know,
+// though nothing reached ZooKeeper.
+type dropping struct {
+	client
+	before func()
+	once   sync.Once
+}
+
+func (c *dropping) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	dropped := false
+	c.once.Do(func() { c.before(); dropped = true })
+	if dropped {
+		return nil, zk.ErrConnectionClosed
+	}
+	return c.client.Multi(ops...)
+}
+
+// NewDropping returns a Store on conn (which the caller closes) whose first
+// multi-op (a claim's write) runs before, after the claim read, and is then
+// lost unsent, with an error of unknown outcome.
+func NewDropping(conn *zk.Conn, cfg Config, before func()) (*Store, error) {
+	return newStore(&dropping{client: conn, before: before}, cfg)
+}

@@ -88,7 +88,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, schedu
 		if err != nil {
 			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w", l.Machine, l.Token, err)
 		}
-		if err := lease.CheckExtension(schedule, fs, target); err != nil {
+		if err := checkExtensionSchedule(schedule, fs, target); err != nil {
 			return nil, fmt.Errorf("zkstore: extend machine %d epoch %d: %w; stop issuing on it and start again with the fleet's schedule",
 				l.Machine, l.Token, err)
 		}
@@ -97,8 +97,7 @@ func (s *Store) extend(ctx context.Context, l *lease.Lease, target int64, schedu
 		// The ops are made here, not in the call: a call abandoned by its
 		// context may still be sent later, and must send what was
 		// planned on this read.
-		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version),
-			&zk.CheckVersionRequest{Path: s.schedulePath(), Version: fleetVer})
+		ops := append(s.keepOps(l.Machine, l.Claim, encode(rec), z.stat.version), s.scheduleCheck(fleetVer)...)
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 		switch {
 		case err == nil:
@@ -182,7 +181,7 @@ func ownership(l *lease.Lease, z znode) error {
 	case r.Holder != l.Holder || r.Epoch != l.Token:
 		return fmt.Errorf("%w: machine %d region %d is now held by %q with epoch %d, not %q epoch %d; stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.Holder, r.Epoch, l.Holder, l.Token)
-	case r.Claim != l.Claim:
+	case otherClaim(r, l):
 		return fmt.Errorf("%w: machine %d region %d is held under %q epoch %d by another claim than this lease's (the epoch repeated "+
 			"after the data went back in time, or another claimer shares the holder name); stop issuing on it and claim again",
 			lease.ErrLost, l.Machine, l.Region, r.Holder, r.Epoch)

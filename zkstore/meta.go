@@ -53,7 +53,7 @@ func (s *Store) readMeta(ctx context.Context, p string) (meta, error) {
 // used reports whether the marker znode <path>/used exists: whether any
 // lease record was ever written under the path, in any keyspace. Every
 // write that creates a lease record creates the marker in the same
-// multi-op when it read it absent (usedOps), and nothing deletes it, so
+// multi-op when it read it absent (usedOps, fence_unused.go), and nothing deletes it, so
 // SetFleetScheduleUnused can check in its own multi-op that none exists
 // (a create of the marker fails if one does). Call it after a sync.
 func (s *Store) used(ctx context.Context) (bool, error) {
@@ -68,14 +68,4 @@ func (s *Store) used(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("zkstore: read %s: %w; retry", s.usedPath(), err)
-}
-
-// usedOps is what a multi-op that creates a lease record adds: the marker's
-// create when the writer read it absent (a create that fails, and fails
-// the write, if another write made it meanwhile: the writer reads again).
-func (s *Store) usedOps(wasUsed bool) []any {
-	if wasUsed {
-		return nil
-	}
-	return []any{&zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}}
 }

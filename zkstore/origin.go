@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -69,47 +68,6 @@ func (s *Store) readOrigin(ctx context.Context) (origin, int32, error) {
 	return origin{}, 0, fmt.Errorf("zkstore: %s keeps appearing and vanishing: something else writes under the store's path; give it a Path of its own", s.originPath())
 }
 
-// claimFloor reads the origin before a claim and returns the floor every
-// claim starts at or above (0: none), the Watch generation the claim is
-// made in, for Remember, and the origin's data version, which the claim's
-// write checks (tryClaim): a claim commits only while the origin — its id
-// and the floor — is the one read. gen0 is the generation before the claim's reads
-// were sent. An origin id other than the one this Store (or a Keyspace
-// sibling) saw first — the path wiped and made again, another ensemble's
-// data — is a restore. The first claim after one was noticed, by the id
-// or by the records (signs.go), sets the floor and writes it into the
-// origin, where every Store value's claims find it.
-func (s *Store) claimFloor(ctx context.Context, req lease.ClaimRequest, gen0 uint64) (floorMs int64, gen uint64, ver int32, err error) {
-	o, ver, err := s.readOrigin(ctx)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	id := s.id
-	id.mu.Lock()
-	was := id.origin
-	if was == "" {
-		id.origin = o.ID
-	}
-	id.mu.Unlock()
-	if was != "" && was != o.ID {
-		what := fmt.Sprintf("the origin znode %s holds id %s, and this store first saw %s: the data under the path was made anew or "+
-			"restored from another history", s.originPath(), o.ID, was)
-		if id.watch.Notice(gen0, what) {
-			s.judged(what)
-		}
-		id.mu.Lock()
-		id.origin = o.ID
-		id.mu.Unlock()
-	}
-	floor, gen := id.watch.Floor(req.NowMs, s.restoreWindow(req))
-	if floor > o.FloorMs {
-		if o, ver, err = s.writeFloor(ctx, o, ver, floor); err != nil {
-			return 0, 0, 0, err
-		}
-	}
-	return max(floor, o.FloorMs), gen, ver, nil
-}
-
 // writeFloor raises the origin's floor to floorMs (never lowers it), with
 // a write conditioned on the version read, re-reading on a conflict, and
 // returns the origin as written (or found) and its version.
@@ -134,14 +92,4 @@ func (s *Store) writeFloor(ctx context.Context, o origin, ver int32, floorMs int
 		}
 	}
 	return origin{}, 0, fmt.Errorf("zkstore: write the restore floor into %s: it keeps changing under this write; retry", s.originPath())
-}
-
-// restoreWindow is the window a claim's floor keeps after a noticed
-// restore: the longest of req's, MaxRestoreWindow and
-// Config.RestoreWindow. The cut-off holder the floor must outlast may be
-// another process with longer timings than the claimer's; every keeper on
-// a ZooKeeper store is refused a window above MaxRestoreWindow, which
-// therefore covers them all.
-func (s *Store) restoreWindow(req lease.ClaimRequest) time.Duration {
-	return max(req.RestoreWindow, s.cfg.RestoreWindow, MaxRestoreWindow)
 }

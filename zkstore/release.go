@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -59,8 +58,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			return fmt.Errorf("zkstore: release machine %d epoch %d: %w; retry, or let the number free itself at its mark", l.Machine, l.Token, err)
 		}
 		r := z.rec
-		mine := z.exists && r.held() && r.Holder == l.Holder && r.Epoch == l.Token && r.Claim == l.Claim
-		if !mine || !slices.Contains(own, r.Renewal) {
+		mine := z.exists && r.held() && r.Holder == l.Holder && r.Epoch == l.Token && !otherClaim(r, l)
+		if !mine || !ownRenewal(own, r.Renewal) {
 			// Not the record l's own writes left: say why, restore signs first.
 			if err := s.owned(sp, l, z); err != nil {
 				return err

@@ -76,7 +76,7 @@ func (s *Store) SetFleetSchedule(ctx context.Context, prev int64, text string) (
 // in any keyspace — none held, released, marked or quarantined, and so no
 // claim journaled — checked in the same multi-op as the write: it creates
 // and deletes the marker <path>/used, which every write that creates a
-// lease record creates in its own multi-op (meta.go), and which nothing
+// lease record creates in its own multi-op (fence_unused.go), and which nothing
 // else deletes. Of a claim and this write, whichever commits second fails:
 // the claim on the schedule's version it checks, this write on the marker
 // (lease.ErrInUse).
@@ -110,8 +110,8 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		}
 		wasUsed := false
 		if unused {
-			if wasUsed, err = s.used(ctx); err != nil {
-				return lease.FleetSchedule{}, err
+			if wasUsed, err = s.pathUsed(ctx); err != nil {
+				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: look for lease records: %w; retry", err)
 			}
 		}
 		if generation(s.c) != g {
@@ -127,20 +127,9 @@ func (s *Store) setSchedule(ctx context.Context, prev int64, text string, unused
 		if wasUsed {
 			return lease.FleetSchedule{}, s.inUse(ctx)
 		}
-		if unused {
-			// Lease znodes written before the marker was (by an older
-			// version of the store) have none: count them too.
-			n, err := s.countRecords(ctx)
-			if err != nil {
-				return lease.FleetSchedule{}, fmt.Errorf("zkstore: set the fleet schedule: count the lease records: %w; retry", err)
-			}
-			if n > 0 {
-				return lease.FleetSchedule{}, s.inUse(ctx)
-			}
-		}
 		var ops []any
 		if unused {
-			ops = append(ops, &zk.CreateRequest{Path: s.usedPath(), Acl: s.acl()}, &zk.DeleteRequest{Path: s.usedPath(), Version: -1})
+			ops = append(ops, s.unusedOps()...) // fence_unused.go
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: s.schedulePath(), Data: body, Version: ver})
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
@@ -229,10 +218,10 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 	if err != nil {
 		return claimSchedule{}, err
 	}
-	if err := lease.CheckSchedule(req.Schedule, fs); err != nil {
+	if err := checkClaimSchedule(req.Schedule, fs); err != nil {
 		return claimSchedule{}, err
 	}
-	if err := lease.CheckRecordedSchedule(reg, fs); err != nil {
+	if err := checkClaimRegistry(reg, fs); err != nil {
 		return claimSchedule{}, err
 	}
 	used, err := s.used(ctx)
@@ -245,10 +234,8 @@ func (s *Store) readClaimSchedule(ctx context.Context, req lease.ClaimRequest) (
 // checks are the ops of a claim's multi-op that commit it only on the
 // fleet schedule record and the registry's copy it compared: a change of
 // either between the claim's read and its write fails it, so no holder
-// claims under a schedule other than the fleet's.
+// claims under a schedule other than the fleet's (fence_schedule.go,
+// fence_registry.go).
 func (cs claimSchedule) checks(s *Store) []any {
-	return []any{
-		&zk.CheckVersionRequest{Path: s.schedulePath(), Version: cs.fleetVer},
-		&zk.CheckVersionRequest{Path: s.registryPath(), Version: cs.regVer},
-	}
+	return append(s.scheduleCheck(cs.fleetVer), s.registryCheck(cs.regVer)...)
 }

@@ -26,7 +26,7 @@ import (
 // (a number first claimed since is gone, even one outside the range read). Claim's scan, Extend, Release and Get
 // notice it: every lease claimed before is fenced with lease.ErrRestored,
 // and the next claim sets the restore floor and writes it into the origin
-// znode for every other Store value (origin.go). The call that saw the
+// znode for every other Store value (origin.go, fence_restore.go). The call that saw the
 // sign fails with lease.ErrRestored (Claim goes on, above the floor). A
 // release of a claim whose own record came back lower still succeeds: it
 // writes the end of what the holder issued, which the next claimer must
@@ -135,27 +135,6 @@ func (s *Store) sawPathStat(sp span, p, what string, st zstat) error {
 		id.stats[p] = st
 	}
 	return nil
-}
-
-// statSign describes the sign, in now, that znode what went back since
-// its stat was seen as before (zero: never seen), or returns "". For a
-// lease znode the version and zxid are its data version and the zxid of
-// its last write; for the region's znode, its children's version and the
-// zxid of the last child created (every claim of a number never claimed
-// creates one).
-func statSign(what string, before, now zstat) string {
-	switch {
-	case before.czxid == 0:
-		return ""
-	case now.czxid != before.czxid:
-		return fmt.Sprintf("%s was created at zxid %#x, and is now one created at zxid %#x: the store deletes no znode",
-			what, before.czxid, now.czxid)
-	case now.version < before.version:
-		return fmt.Sprintf("%s was seen at version %d, and is now at %d: every write raises it", what, before.version, now.version)
-	case now.mzxid < before.mzxid:
-		return fmt.Sprintf("%s was seen written at zxid %#x, and is now written at %#x: zxids only grow", what, before.mzxid, now.mzxid)
-	}
-	return ""
 }
 
 // checkRenewal is lease.Renewals.Check of the renewal value stored, read

@@ -9,7 +9,10 @@
 // tablerestore, whose path the search's table restores never take (the
 // operator's raise-marks follows each), and highwater, the test written for
 // it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
-// TestEmbeddedDataDirRestoredBehindTheClock in node).
+// TestEmbeddedDataDirRestoredBehindTheClock in node). For nonce, schedule,
+// registry and clone, whose ZooKeeper fence the search does not reach
+// while it has no ZooKeeper store, it runs zkstore's test for each beside
+// the search (its and_test).
 //
 // restore and window are proved by their own tests too. The notice floor
 // closes their paths a second time: the claimer that, with either undone,
@@ -21,7 +24,12 @@
 // tests check the mechanism: etcdstore's TestRestoreSameTokenBumpedNoticedByMark
 // and TestRestoreNoticedByRaftTerm (a restore noticed, ErrRestored) and
 // lease's TestRestoreWindowCoversTheCutOffHolder (a duplicate, with a
-// self-fence only the window's check refuses). tablerestore's test is built
+// self-fence only the window's check refuses); on ZooKeeper, zkstore's
+// TestRestoreNoticedByStatAlone, TestRestoreRegionShrunk,
+// TestPathMadeAnewNoticedByAClaim and TestClaimChecksOrigin (restore: a
+// data version or a region's children fell, a new origin id, a restore
+// floor in the origin) and
+// TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
@@ -30,7 +38,8 @@
 //	                               Release, the keeper's re-read), unique default holders
 //	snowfence_revert_restore       noticing a restore by every sign a store can see (etcd: a mark that fell or
 //	                               vanished, the raft term, a changed etcd lease; PostgreSQL: system identifier
-//	                               and timeline; DynamoDB: the table's identity)
+//	                               and timeline; DynamoDB: the table's identity; ZooKeeper: a znode's stat that
+//	                               fell, the origin znode's id and the restore floor it carries)
 //	snowfence_revert_window        the restore floor of the keeper's and the store's window, not a fixed 10 s
 //	snowfence_revert_schedule      the fleet schedule compared on every claim and extension
 //	snowfence_revert_tablerestore  noticing, in the rows a lease table returns, a restore its server cannot
@@ -67,9 +76,11 @@
 //	                               generators first)
 //	snowfence_revert_unused        a fleet schedule changed at once only while the store holds no lease record,
 //	                               checked in the change's own write (etcd's transaction; PostgreSQL's, under
-//	                               a lock on the lease table and journal). scripts/prove-search proves it by
-//	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore and pgstore's
-//	                               TestScheduleSetAtOnceOnUnusedTable (the search changes no schedule)
+//	                               a lock on the lease table and journal; ZooKeeper's multi-op, on the used
+//	                               marker every first lease record creates). scripts/prove-search proves it by
+//	                               etcdstore's TestScheduleSetAtOnceOnUnusedStore, pgstore's
+//	                               TestScheduleSetAtOnceOnUnusedTable and zkstore's TestScheduleSetAtOnceOnUnusedPath
+//	                               and TestScheduleSetAtOnceAfterAClaimSinceTheRead (the search changes no schedule)
 //	snowfence_revert_isolation     a PostgreSQL claim refused by its own statement unless its transaction runs
 //	                               READ COMMITTED, on every claim (the at-once schedule change's lock orders a
 //	                               waiting claim only if the claim's snapshot follows its locks); claims,
@@ -97,20 +108,20 @@
 //
 //	tag           fence files
 //	region        fence_region.go
-//	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go
-//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go
-//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go
-//	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go
+//	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go
+//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go, zkstore/fence_restore.go
+//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go
+//	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
 //	cutover       lease/fence_cutover.go
 //	bind          lease/fence_bind.go
-//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go
-//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go
+//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go
+//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go, zkstore/fence_clone.go
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
 //	releasemark   lease/fence_releasemark.go
-//	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go
+//	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go, zkstore/fence_unused.go
 //	isolation     pgstore/fence_isolation.go
 //	zkchild       zkstore/fence_zkchild.go
 package revert
