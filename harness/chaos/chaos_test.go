@@ -41,6 +41,9 @@ func TestDisabledFenceIsCaught(t *testing.T) {
 	pg := testenv.PostgresURL(t)
 	for _, store := range Stores() {
 		t.Run(store, func(t *testing.T) {
+			if store == StoreZooKeeper {
+				testenv.ZooKeeperLater(t)
+			}
 			// The stores side by side, as the suite runs them: most of
 			// a table store's scenario 4 is its claims' notice windows.
 			t.Parallel()
@@ -82,7 +85,7 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 9e 9f 9g 10a 10b 10c 10d 10e 10f 11", false},
+		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 9e 9f 9g 10a 10b 10c 10d 10e 10f 11 12a 12b 12c 12d", false},
 		{[]string{"8"}, "8a 8b 8c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e 5f 5g 5h", false},
 		{[]string{"3"}, "3 3b", false},
@@ -91,7 +94,8 @@ func TestSelectScenarios(t *testing.T) {
 		{[]string{"9"}, "9a 9b 9c 9d 9e 9f 9g", false},
 		{[]string{"5z"}, "", true},
 		{[]string{"11"}, "11", false},
-		{[]string{"12"}, "", true},
+		{[]string{"12"}, "12a 12b 12c 12d", false},
+		{[]string{"13"}, "", true},
 	} {
 		got, err := selectScenarios(tc.in)
 		if (err != nil) != tc.err {
@@ -127,6 +131,12 @@ func TestScenarioSkips(t *testing.T) {
 		{"4", StoreDynamoDB, false, false, ""},
 		{"11", StoreEtcd, false, false, ""},
 		{"11", StorePostgres, true, true, "n/a (etcd only)"},
+		{"4", StoreZooKeeper, false, false, "long mode only on zookeeper"},
+		{"8a", StoreZooKeeper, false, false, ""},
+		{"12a", StoreZooKeeper, false, false, ""},
+		{"12a", StorePostgres, true, true, "n/a (zookeeper only)"},
+		{"12d", StoreZooKeeper, false, false, "long mode only on zookeeper"},
+		{"12d", StoreZooKeeper, true, false, ""},
 	} {
 		sel, err := selectScenarios([]string{tc.id})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // Varied configurations.
@@ -166,6 +167,8 @@ func maxRestoreWindow(kind string) time.Duration {
 		return pgstore.MaxRestoreWindow
 	case StoreDynamoDB:
 		return dynamostore.MaxRestoreWindow
+	case StoreZooKeeper:
+		return zkstore.MaxRestoreWindow
 	}
 	return etcdstore.MaxRestoreWindow
 }
@@ -177,6 +180,8 @@ func maxNoticeWindow(kind string) time.Duration {
 		return pgstore.MaxNoticeWindow
 	case StoreDynamoDB:
 		return dynamostore.MaxNoticeWindow
+	case StoreZooKeeper:
+		return zkstore.MaxNoticeWindow
 	}
 	return etcdstore.MaxNoticeWindow
 }

@@ -30,10 +30,23 @@
 // Each is a named, repeatable run (its random choices derive from the
 // seed), on a fresh store and a fresh oracle table. The etcd faults (5a–5h)
 // and 11 (two regions, an etcd cluster each) do not apply to the tables,
-// 9a–9d only to PostgreSQL and 10a–10c only to DynamoDB: their rows say
-// n/a elsewhere. The short mode runs every
+// 9a–9d only to PostgreSQL, 10a–10c only to DynamoDB and 12a–12d only to
+// ZooKeeper: their rows say n/a elsewhere. The short mode runs every
 // scenario that applies on etcd, and 4, 8a and the store's own faults but
-// 9d on the tables; the long mode runs every one that applies:
+// 9d on the tables; on ZooKeeper 8a (partitioned), 12a (killed) and 12b
+// (frozen); the long mode runs every one that applies.
+//
+// ZooKeeper (-store zookeeper) runs a standalone server of the suite's own
+// (storeproc.ZooKeeper, Debian's zookeeper package under java) and a fresh
+// path per scenario; services run `serve --lease-store zookeeper`, library
+// holders zkstore.Connect. Its leases are a table's (zkstore.Timings), so
+// its faults run the table scenarios' shapes with the tables' short-mode
+// timings and bound; its restore (12d) puts a cold copy of the data
+// directory back and serves it on a port of its own for the operator's
+// raise-marks before the holders' port. Like 9d it is long-mode only: the
+// holders refuse for the store's restore window (6 min) after it, the
+// raised mark's and their own restore floor's (the search restores
+// ZooKeeper in the short mode, on fake clocks):
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
@@ -63,6 +76,10 @@
 //	10c DynamoDB (dynalite) frozen for more than the self-fence
 //	11  a lost region: region A's etcd and holders SIGKILLed; callers on the
 //	    Go client fail over to region B (its own etcd), then come back
+//	12a ZooKeeper killed (SIGKILL) past the self-fence, then started on its data
+//	12b ZooKeeper frozen (SIGSTOP) for less than the self-fence
+//	12c ZooKeeper frozen for more than the self-fence (long mode)
+//	12d ZooKeeper restored from a cold copy of its data, then the runbook's raise-marks (long mode)
 //
 // The network scenarios run two services and a library holder each in a
 // network namespace of its own, joined to the harness's by two veth pairs

@@ -25,6 +25,7 @@ import (
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // holderFlags configure a library holder: a process that embeds the
@@ -32,11 +33,13 @@ import (
 // own caller, minting at a paced rate and streaming every ID it got to the
 // harness.
 type holderFlags struct {
-	store      string // StoreEtcd, StorePostgres or StoreDynamoDB
+	store      string // StoreEtcd, StorePostgres, StoreDynamoDB or StoreZooKeeper
 	etcd       string
 	pgURL      string
 	dynamo     string // DynamoDB endpoint
-	table      string // lease table of postgres or dynamodb
+	table      string // lease table of postgres or dynamodb; zookeeper's path
+	zkServers  string // comma-separated host:port (zookeeper)
+	zkSession  time.Duration
 	machines   string
 	generators int
 	rate       int // IDs per second per generator; 0: as fast as it goes
@@ -68,11 +71,13 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var f holderFlags
 	fs := flag.NewFlagSet("holder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.store, "lease-store", StoreEtcd, "etcd, postgres or dynamodb")
+	fs.StringVar(&f.store, "lease-store", StoreEtcd, "etcd, postgres, dynamodb or zookeeper")
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd client URLs")
 	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the lease table (--lease-store postgres)")
 	fs.StringVar(&f.dynamo, "dynamodb-endpoint", "", "DynamoDB endpoint of the lease table (--lease-store dynamodb)")
-	fs.StringVar(&f.table, "table", "", "lease table (postgres, dynamodb)")
+	fs.StringVar(&f.table, "table", "", "lease table (postgres, dynamodb), or the znode path (zookeeper)")
+	fs.StringVar(&f.zkServers, "zk-servers", "", "comma-separated host:port of the ZooKeeper servers (--lease-store zookeeper)")
+	fs.DurationVar(&f.zkSession, "zk-session-timeout", 10*time.Second, "ZooKeeper session timeout (--lease-store zookeeper)")
 	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range")
 	fs.IntVar(&f.generators, "generators", 1, "keeper+generator pairs")
 	fs.IntVar(&f.rate, "rate", 1000, "IDs per second per generator (0: as fast as possible)")
@@ -154,8 +159,10 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 		return pgstore.Connect(ctx, f.pgURL, pgstore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	case StoreDynamoDB:
 		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
+	case StoreZooKeeper:
+		return zkstore.Connect(strings.Split(f.zkServers, ","), f.zkSession, zkstore.Config{Path: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	}
-	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres or dynamodb", f.store)
+	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres, dynamodb or zookeeper", f.store)
 }
 
 // startNode claims a number for one generator, waiting (as a supervisor

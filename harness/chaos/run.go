@@ -152,7 +152,7 @@ func selectScenarios(ids []string) ([]scenario, error) {
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9d, 10a–10c, 11)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9g, 10a–10f, 11, 12a–12d)", id)
 		}
 	}
 	return out, nil

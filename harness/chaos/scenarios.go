@@ -36,6 +36,12 @@ func (sc scenario) skip(store string, long, named bool) string {
 var (
 	etcdOnly = []string{StoreEtcd}
 	onEtcd   = []string{StoreEtcd}
+	// zkOnly marks ZooKeeper's own faults (scenarios_zookeeper.go);
+	// notZK a scenario whose short mode runs on every store but
+	// ZooKeeper, whose short mode keeps to its own faults and 8a's
+	// partition (the CI budget of its step).
+	zkOnly = []string{StoreZooKeeper}
+	notZK  = []string{StoreEtcd, StorePostgres, StoreDynamoDB}
 )
 
 // scenarios lists the suite in order. Each family is in a file of its
@@ -44,14 +50,15 @@ var (
 // scenarios_crash.go (6), scenarios_burst.go (7), scenarios_network.go,
 // scenarios_partition.go and scenarios_degraded.go (8a–8c) and
 // scenarios_table.go (9a–9d PostgreSQL,
-// 10a–10c DynamoDB), scenarios_outage.go (9e–9g, 10d–10f) and scenarios_region.go (11).
+// 10a–10c DynamoDB), scenarios_outage.go (9e–9g, 10d–10f), scenarios_region.go (11)
+// and scenarios_zookeeper.go (12a–12d ZooKeeper, on tableFault's shapes).
 func scenarios() []scenario {
 	return []scenario{
 		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},
 		{id: "2", name: "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", run: smallStepsBack, shortOn: onEtcd},
 		{id: "3", name: "a forward jump of 10 minutes on one node", run: forwardJump, shortOn: onEtcd},
 		{id: "3b", name: "a leap second: one holder repeats 23:59:59 at midnight UTC, one is smeared", run: leapSecond, shortOn: onEtcd},
-		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder},
+		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder, shortOn: notZK},
 		{id: "5a", name: "etcd: the leader killed (SIGKILL)", run: func(e *Env) error { return etcdFault(e, "leader") }, stores: etcdOnly},
 		{id: "5b", name: "etcd: quorum lost for 3 s", run: func(e *Env) error { return etcdFault(e, "quorum3") }, stores: etcdOnly},
 		{id: "5c", name: "etcd: quorum lost for 30 s", run: func(e *Env) error { return etcdFault(e, "quorum30") }, stores: etcdOnly},
@@ -79,6 +86,10 @@ func scenarios() []scenario {
 		{id: "10e", name: "DynamoDB (dynalite) frozen for 4 minutes on serve's default flags: no refusal", run: func(e *Env) error { return tableOutage(e, 4*time.Minute) }, stores: []string{StoreDynamoDB}, shortOn: []string{}},
 		{id: "10f", name: "DynamoDB (dynalite) frozen for 5 min 30 s, past the lease, on serve's default flags: fenced before the expiry", run: func(e *Env) error { return tableOutage(e, 5*time.Minute+30*time.Second) }, stores: []string{StoreDynamoDB}, shortOn: []string{}},
 		{id: "11", name: "a lost region: region A (its etcd and every holder) SIGKILLed; Go clients fail over to region B, then come back", run: regionLoss, stores: etcdOnly},
+		{id: "12a", name: "ZooKeeper killed (SIGKILL) past the self-fence, then started on its data", run: func(e *Env) error { return tableFault(e, "stop") }, stores: zkOnly},
+		{id: "12b", name: "ZooKeeper frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: zkOnly},
+		{id: "12c", name: "ZooKeeper frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: zkOnly, shortOn: []string{}},
+		{id: "12d", name: "ZooKeeper restored from a cold copy of its data, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: zkOnly, shortOn: []string{}},
 	}
 }
 

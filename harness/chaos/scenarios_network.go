@@ -48,20 +48,25 @@ type zone struct {
 }
 
 // zoneBase is the first /30 of the slot's block of 32 addresses in this
-// process's block of 128 in 10.237.0.0/16 (by process ID, so concurrent
+// process's block of 256 in 10.237.0.0/16 (by process ID, so concurrent
 // runs rarely collide; a collision fails at `ip addr add`, it does not
 // misroute). Each store, and etcd's second lane, has a slot of its own
 // because the suite runs them side by side in one process.
 func zoneBase(slot int) netip.Addr {
-	b := (os.Getpid()%512)*128 + slot*32
+	b := (os.Getpid()%256)*256 + slot*32
 	return netip.AddrFrom4([4]byte{10, 237, byte(b >> 8), byte(b)})
 }
 
-// storeSlot is the store's place in Stores (0–2), which keeps the names
-// and addresses of its zones apart from another store's in the same run;
-// laneSlot is etcd's second lane's (Options.Lanes).
+// storeSlot is the store's place in Stores (0–2; ZooKeeper, the fourth,
+// 4), which keeps the names and addresses of its zones apart from another
+// store's in the same run; laneSlot is etcd's second lane's
+// (Options.Lanes). zoneBase has room for 8 slots.
 func storeSlot(store string) int {
-	return max(slices.Index(Stores(), store), 0) % laneSlot
+	i := max(slices.Index(Stores(), store), 0)
+	if i >= laneSlot {
+		i++
+	}
+	return i
 }
 
 const laneSlot = 3

@@ -66,8 +66,8 @@ func tableFault(e *Env, fault string) error {
 	lcfg := loadConfig{callers: 6, rate: 30000, count: 50}
 	if fault == "restore" {
 		// The holders refuse until the raised mark, the store's restore
-		// window (6 min) after the operator's step: no caller gives up
-		// sooner.
+		// window (6 min; on ZooKeeper in the short mode, the holders'
+		// own) after the operator's step: no caller gives up sooner.
 		lcfg.deadline = 12 * time.Minute
 	}
 	load := e.startLoad(svcs, lcfg)
@@ -162,7 +162,11 @@ func tableFault(e *Env, fault string) error {
 		e.check("no refusal while the store was frozen for less than the self-fence", r == 0 && l == 0,
 			"%d refused requests, %d refused library calls", r, l)
 	case "restore":
-		if err := tableRestore(e, t, sc, svcs, refusedSince); err != nil {
+		restore := tableRestore
+		if e.tables.zk != nil {
+			restore = zkRestore // scenarios_zookeeper.go
+		}
+		if err := restore(e, t, sc, svcs, refusedSince); err != nil {
 			return err
 		}
 	default:
@@ -180,6 +184,8 @@ func tableFault(e *Env, fault string) error {
 func (e *Env) noteFrozen() {
 	if pg := e.tables.pg; pg != nil {
 		e.note("froze %d processes: the postmaster and every backend and helper it started", pg.Frozen())
+	} else if e.tables.zk != nil {
+		e.note("froze the ZooKeeper server (one process, its JVM)")
 	} else {
 		e.note("froze dynalite (one process)")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/snowfence/snowfence/internal/testkit/storeproc"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // The lease stores the suite runs on (Options.Store).
@@ -30,11 +31,16 @@ const (
 	// does (package internal/testkit/dynashim); one fresh lease table (and its
 	// journal table) per scenario.
 	StoreDynamoDB = "dynamodb"
+	// StoreZooKeeper: a standalone ZooKeeper server of the suite's own
+	// (internal/testkit/storeproc), one fresh path per scenario. Its
+	// leases are a table's (zkstore.Timings: lease.TableTimings), so it
+	// runs the table scenarios' shapes, with the tables' short-mode bound.
+	StoreZooKeeper = "zookeeper"
 )
 
 // Stores lists the stores the suite runs on, in the order "-store all"
 // runs them.
-func Stores() []string { return []string{StoreEtcd, StorePostgres, StoreDynamoDB} }
+func Stores() []string { return []string{StoreEtcd, StorePostgres, StoreDynamoDB, StoreZooKeeper} }
 
 // dynamoCreds are the static credentials every process gives dynalite,
 // which takes any.
@@ -47,12 +53,14 @@ type tableServers struct {
 	pg   *storeproc.Postgres
 	dyn  *storeproc.Dynalite
 	shim *dynashim.Shim
+	zk   *storeproc.ZooKeeper
 	// socketOnly: the PostgreSQL cluster answers on its Unix socket only
 	// (scenario 9d, between the restore and the operator's step).
 	socketOnly bool
 }
 
-// startTableServers starts the servers of kind (postgres or dynamodb).
+// startTableServers starts the servers of kind (postgres, dynamodb or
+// zookeeper, whose server is no table's but fails as one does).
 func startTableServers(ctx context.Context, kind string) (*tableServers, error) {
 	t := &tableServers{kind: kind}
 	var err error
@@ -65,6 +73,8 @@ func startTableServers(ctx context.Context, kind string) (*tableServers, error) 
 				t.dyn.Close()
 			}
 		}
+	case StoreZooKeeper:
+		t.zk, err = storeproc.StartZooKeeper(ctx)
 	default:
 		err = fmt.Errorf("chaos: store %q is not a lease table", kind)
 	}
@@ -85,29 +95,43 @@ func (t *tableServers) close() {
 	if t.pg != nil {
 		t.pg.Close()
 	}
+	if t.zk != nil {
+		t.zk.Close()
+	}
 }
 
 // addr is the TCP address the holders reach the store at: PostgreSQL's,
-// or the shim's in front of dynalite.
+// ZooKeeper's, or the shim's in front of dynalite.
 func (t *tableServers) addr() string {
 	if t.pg != nil {
 		return t.pg.Addr()
+	}
+	if t.zk != nil {
+		return t.zk.Addr()
 	}
 	return strings.TrimPrefix(t.shim.URL(), "http://")
 }
 
 // storeTimings are the timings the store's holders take when a scenario
-// sets none: etcdstore.Timings, or lease.TableTimings on a table.
+// sets none: etcdstore.Timings, zkstore.Timings, or lease.TableTimings on
+// a table.
 func storeTimings(kind string) lease.Timings {
-	if kind == StoreEtcd {
+	switch kind {
+	case StoreEtcd:
 		return etcdstore.Timings()
+	case StoreZooKeeper:
+		return zkstore.Timings()
 	}
 	return lease.TableTimings()
 }
 
-// tableName is a scenario's lease table: fresh for every scenario of every
-// run, so that no scenario reads another's leases.
+// tableName is a scenario's lease table (on ZooKeeper, its path): fresh
+// for every scenario of every run, so that no scenario reads another's
+// leases.
 func tableName(kind, scenario string) string {
+	if kind == StoreZooKeeper {
+		return fmt.Sprintf("/chaos-%d-s%s", os.Getpid(), scenario)
+	}
 	if kind == StoreDynamoDB {
 		return fmt.Sprintf("chaos-%d-s%s", os.Getpid(), scenario)
 	}
@@ -116,7 +140,8 @@ func tableName(kind, scenario string) string {
 
 // createTable creates the scenario's lease table as "snowfence leases
 // init" does: pgstore's Migrate, or dynamostore's CreateTable, which makes
-// the lease table and its "<table>-journal".
+// the lease table and its "<table>-journal". ZooKeeper's store makes its
+// znodes as it needs them.
 func (e *Env) createTable(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -201,6 +226,8 @@ func (e *Env) serveStoreArgs(addrs []string) []string {
 		return []string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--postgres-table", e.table}
 	case StoreDynamoDB:
 		return []string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--dynamodb-table", e.table, "--aws-region", "us-east-1"}
+	case StoreZooKeeper:
+		return []string{"--lease-store", "zookeeper", "--zk-servers", strings.Join(addrs, ","), "--zk-path", e.table}
 	}
 	var eps []string
 	for _, a := range addrs {
@@ -220,6 +247,8 @@ func (e *Env) holderStoreArgs(addrs []string) []string {
 		return append([]string{"--lease-store", "postgres", "--postgres-url", e.tables.pg.URLAt(addrs[0]), "--table", e.table}, e.tableBoundArgs()...)
 	case StoreDynamoDB:
 		return append([]string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--table", e.table}, e.tableBoundArgs()...)
+	case StoreZooKeeper:
+		return append([]string{"--lease-store", "zookeeper", "--zk-servers", strings.Join(addrs, ","), "--table", e.table}, e.tableBoundArgs()...)
 	}
 	var eps []string
 	for _, a := range addrs {
@@ -247,6 +276,9 @@ func (t *tableServers) what() string {
 	if t.pg != nil {
 		return "PostgreSQL"
 	}
+	if t.zk != nil {
+		return "ZooKeeper"
+	}
 	return "dynalite"
 }
 
@@ -254,6 +286,9 @@ func (t *tableServers) what() string {
 func (t *tableServers) stop(ctx context.Context) error {
 	if t.pg != nil {
 		return t.pg.StopImmediate(ctx)
+	}
+	if t.zk != nil {
+		return t.zk.Kill()
 	}
 	return t.dyn.Kill()
 }
@@ -263,6 +298,9 @@ func (t *tableServers) start(ctx context.Context) error {
 	if t.pg != nil {
 		return t.pg.Start(ctx, false)
 	}
+	if t.zk != nil {
+		return t.zk.Start(ctx)
+	}
 	return t.dyn.Start(ctx)
 }
 
@@ -271,6 +309,9 @@ func (t *tableServers) freeze() error {
 	if t.pg != nil {
 		return t.pg.Freeze()
 	}
+	if t.zk != nil {
+		return t.zk.Freeze()
+	}
 	return t.dyn.Freeze()
 }
 
@@ -278,6 +319,9 @@ func (t *tableServers) freeze() error {
 func (t *tableServers) thaw() error {
 	if t.pg != nil {
 		return t.pg.Thaw()
+	}
+	if t.zk != nil {
+		return t.zk.Thaw()
 	}
 	return t.dyn.Thaw()
 }
@@ -292,6 +336,14 @@ func (t *tableServers) heal(ctx context.Context) {
 			t.socketOnly = false
 		}
 		t.pg.Start(ctx, false) // fails harmlessly when it runs
+		return
+	}
+	if t.zk != nil {
+		if t.zk.Aside() {
+			t.zk.Reopen(ctx) // a restore's operator step did not end
+			return
+		}
+		t.zk.Start(ctx) // fails harmlessly when it runs
 		return
 	}
 	t.dyn.Start(ctx) // likewise

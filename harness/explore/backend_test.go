@@ -32,9 +32,10 @@ const (
 	storeEtcd     = "etcd"
 	storePostgres = "postgres"
 	storeDynamo   = "dynamodb"
+	storeZK       = "zookeeper"
 )
 
-var storeKinds = []string{storeEtcd, storePostgres, storeDynamo}
+var storeKinds = []string{storeEtcd, storePostgres, storeDynamo, storeZK}
 
 // dynamoEndpointEnv names the dynalite the DynamoDB store is tested on.
 const dynamoEndpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
@@ -70,7 +71,8 @@ type space interface {
 	close()
 }
 
-// restoreHow says how an etcd restore is made (the tables ignore it).
+// restoreHow says how an etcd restore is made (the tables and ZooKeeper
+// ignore it).
 type restoreHow struct {
 	newToken bool
 	bump     uint64
@@ -109,6 +111,8 @@ func startService(t *testing.T, kind string) service {
 			t.Fatalf("dynashim in front of %s: %v", ep, err)
 		}
 		return &dynamoService{upstream: ep, shim: sh}
+	case storeZK:
+		return startZooKeeper(t) // backend_zk_test.go
 	}
 	t.Fatalf("unknown store %q: use one of %v", kind, storeKinds)
 	return nil

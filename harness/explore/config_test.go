@@ -11,6 +11,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // Themes bias a world's draws towards one region of the space (see the
@@ -401,6 +402,8 @@ func noticeWindow(store string) time.Duration {
 		return pgstore.MaxNoticeWindow
 	case storeDynamo:
 		return dynamostore.MaxNoticeWindow
+	case storeZK:
+		return zkstore.MaxNoticeWindow
 	}
 	return etcdstore.MaxNoticeWindow
 }

@@ -5,7 +5,8 @@
 // $SNOWFENCE_TEST_POSTGRES_URL, dynamostore on the dynalite at
 // $SNOWFENCE_TEST_DYNAMODB_ENDPOINT through internal/testkit/dynashim, which makes
 // dynalite return the old item on a failed condition and lose replies after
-// a committed write, as DynamoDB and a network can — on fake clocks
+// a committed write, as DynamoDB and a network can, zkstore on a ZooKeeper
+// server of its own (internal/testkit/zktest) — on fake clocks
 // (package fakeclock), and checks on every ID minted that no two are equal
 // and that each generator's IDs strictly increase.
 //
@@ -43,7 +44,7 @@
 // step a wall clock back or forward; change a rate; pause a process (its
 // clock and its minting stop while the others go on past its leases, then
 // its clock jumps by the time it missed); lose replies after the call ran
-// (a lease.Store wrapper for etcd and PostgreSQL, the shim's
+// (a lease.Store wrapper for etcd, PostgreSQL and ZooKeeper, the shim's
 // DropNextReplies for DynamoDB); cut a process off from its stores for a
 // few steps (the wrapper fails every call without making it); restart a
 // process (Close every keeper, start them again together), or restart it
@@ -59,8 +60,14 @@
 // store and later restore it — etcd with and without a new cluster token
 // and with and without a revision bump; PostgreSQL by copying the table's
 // rows aside and writing them back; DynamoDB by scanning the table aside
-// and writing it back. A restore the store cannot detect (every table
-// restore) is followed, before any holder talks to the store again, by the
+// and writing it back; ZooKeeper by a cold copy of the server's data
+// directory (the server stopped, copied, started) put back the same way,
+// zxids and znode versions repeating as after a real restore (the copy is
+// server-wide: the worlds of a run are sequential and one at a time holds
+// a space on the server). A restore the store cannot detect (every table
+// restore, and every ZooKeeper restore: a Store value notices one only by
+// what it saw of the later state, and a process started afresh saw
+// nothing — zkstore's doc, "What a restore looks like") is followed, before any holder talks to the store again, by the
 // runbook's operator step: RaiseMarks over every range in use to the
 // latest clock plus the longest restore window of any holder (its lease
 // counted as a reservation: a table's claim writes its mark LeaseFor
@@ -107,7 +114,8 @@
 // independent stores of its kind — key prefixes of their own on the one
 // etcd cluster (a store's identity, RegistryIdentity, is the cluster ID
 // with the registry key under its prefix), tables of their own on
-// PostgreSQL and DynamoDB (the identity names the table) — named store-a,
+// PostgreSQL and DynamoDB (the identity names the table), paths of their
+// own on the one ZooKeeper server — named store-a,
 // store-b, store-c, and the region registry kept across them, written
 // with package lease's own functions as snowfence regions and schedule
 // set write it (the commands' few lines of their own, such as recording
@@ -262,7 +270,10 @@
 //
 // By default (and with -short, which scripts/test and .ci/run use) it runs
 // a fixed list of seeds per store (120 on PostgreSQL, 40 on DynamoDB, 30 on
-// etcd, the stores in parallel), about a minute on two cores. The search is
+// etcd, 5 on ZooKeeper, the stores in parallel), about a minute on two
+// cores (ZooKeeper's worlds, whose restores restart a JVM, run apart in
+// scripts/test, which sets SNOWFENCE_TEST_ZOOKEEPER_LATER for its race
+// run: testenv.ZooKeeperLater). The search is
 // part of the harness module (harness/, a Go module of its own, so that
 // go test ./... at the root never compiles it); these commands run there:
 //
@@ -290,7 +301,7 @@
 // runs only two at once and the third waits for one to finish:
 //
 //	go test ./explore -run TestSearch -timeout 0 -parallel 3 -v \
-//	    -explore.duration 1h -explore.stores etcd,postgres,dynamodb -explore.seed 1000
+//	    -explore.duration 1h -explore.stores etcd,postgres,dynamodb,zookeeper -explore.seed 1000
 //
 // A store whose service is missing is skipped locally and fails under
 // CI=true (internal/testkit/testenv). scripts/prove-search builds the search with

@@ -29,7 +29,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	long := fs.Bool("long", false, "long mode: every scenario at full length, ≥ 100 million IDs in all")
 	seed := fs.Uint64("seed", 1, "seed of the run's random choices (which holder is killed when, …)")
 	only := fs.String("scenarios", "", `comma-separated scenarios to run, e.g. "1,5b" ("5" is 5a–5h); empty: every one of the mode on the store`)
-	store := fs.String("store", chaos.StoreEtcd, "lease store: "+strings.Join(chaos.Stores(), ", ")+", or all (each in turn)")
+	store := fs.String("store", chaos.StoreEtcd, "lease store: "+strings.Join(chaos.Stores(), ", ")+", several comma-separated, or all (side by side)")
 	out := fs.String("out", "chaos-out", "folder for report.md and report.json")
 	pg := fs.String("postgres", os.Getenv("SNOWFENCE_TEST_POSTGRES_URL"), "PostgreSQL URL of the oracle (default $SNOWFENCE_TEST_POSTGRES_URL)")
 	bin := fs.String("snowfence", "", "snowfence binary the services run (default: go build ./cmd/snowfence)")
@@ -76,7 +76,7 @@ func suite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		log = nil
 	}
-	stores := []string{*store}
+	stores := strings.Split(*store, ",")
 	if *store == "all" {
 		stores = chaos.Stores()
 	}

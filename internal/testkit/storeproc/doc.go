@@ -1,8 +1,10 @@
 // Package storeproc runs the lease-table servers the chaos suite
 // (harness/chaos) and the cold-copy restore tests of pgstore and
 // dynamostore (package coldrestore) break: a PostgreSQL cluster of its own
-// (Postgres) and a dynalite, the local DynamoDB stand-in, with its data on
-// disk (Dynalite). Each runs on a free
+// (Postgres), a dynalite, the local DynamoDB stand-in, with its data on
+// disk (Dynalite), and a standalone ZooKeeper server (ZooKeeper: killed,
+// frozen, copied cold and restored, and restored aside on a port of its
+// own for the operator's step). Each runs on a free
 // loopback port in a directory of its own, never the oracle's PostgreSQL
 // nor the test services' shared dynalite, so that stopping, freezing or
 // restoring it disturbs nothing else.

@@ -29,6 +29,11 @@ func (e *Ensemble) CopyData() *Copy {
 	return c
 }
 
+// Remove deletes the copy's files (they go with the test's temporary
+// directory anyway): for a test that takes many copies and keeps only the
+// last.
+func (c *Copy) Remove() error { return os.RemoveAll(c.dir) }
+
 // Restore puts c back as every server's data directory, in place of what
 // is there, while all are stopped: the restore of a backup. Start them
 // again with StartAll.

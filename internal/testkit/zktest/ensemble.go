@@ -106,6 +106,13 @@ func tryStart(t testing.TB, n int) (*Ensemble, error) {
 
 // launch starts server s's java process.
 func (e *Ensemble) launch(s *server) error {
+	dropped, err := dropHeaderlessLogs(s.dataDir) // txnlog.go
+	if err != nil {
+		return err
+	}
+	for _, p := range dropped {
+		e.t.Logf("zktest: server %d: removed %s, a transaction log without its header (the server stopped as it made it)", s.id, filepath.Base(p))
+	}
 	cmd := exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath)
