@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 )
 
@@ -111,6 +112,7 @@ func TestRunbook(t *testing.T) {
 // holders get short timings (the tables' would have the quarantined holder
 // issue for minutes, to its 5-minute mark).
 func TestRunbookZooKeeper(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	e := zktest.Start(t, 1)
 	checkRunbook(t, runbookScenario(t, zkFlags(e, "/runbook"), shortTableTimings), false, true)

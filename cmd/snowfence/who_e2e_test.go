@@ -15,6 +15,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 )
@@ -80,6 +81,7 @@ var whoTimings = []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self
 // of its own, named for the ZooKeeper step of scripts/test. Its holders
 // renew every 2 s (shortTableTimings), giving each renewal 1 s.
 func TestE2EWhoZooKeeper(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	whoScenario(t, zkFlags(zktest.Start(t, 1), "/who"), append(slices.Clone(shortTableTimings), "--machines", "20-21"))
 }

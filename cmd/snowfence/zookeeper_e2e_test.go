@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 )
 
@@ -28,6 +29,7 @@ func zkFlags(e *zktest.Ensemble, path string) []string {
 // the first issued. With --zk-digest, every znode the fleet created is
 // closed to a session without the credentials.
 func TestE2EZooKeeper(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel() // mostly waits out the claims' notice windows (23 s in these tests)
 	e := zktest.Start(t, 1)
 	for _, tc := range []struct {
@@ -122,6 +124,7 @@ func zkRecord(t *testing.T, e *zktest.Ensemble, path string, machine int, digest
 // list, show, key, quarantine (the holder stops), release (unquarantine) and
 // raise-marks; schedule show and set; regions add and list.
 func TestE2EZooKeeperOperatorCLI(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	e := zktest.Start(t, 1)
 	flags := zkFlags(e, "/e2e-operator")
