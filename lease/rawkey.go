@@ -7,7 +7,8 @@ package lease
 // number alone reaches region 0's record, not the one meant. Take the key
 // from the store (snowfence leases key), never compute it by hand.
 type RawKey struct {
-	// Store is the store's kind: "etcd", "postgres" or "dynamodb".
+	// Store is the store's kind: "etcd", "postgres", "dynamodb" or
+	// "zookeeper".
 	Store string `json:"store"`
 	// Keyspace and Machine are the number's keyspace and number.
 	Keyspace int `json:"keyspace"`
@@ -18,14 +19,16 @@ type RawKey struct {
 	// Key addresses the record in the store's own terms: etcd, the mark
 	// key; PostgreSQL, the WHERE condition on the primary key (region =
 	// K AND machine_id = N); DynamoDB, the item's key as the AWS CLI's
-	// --key takes it ({"machine_id":{"N":"…"}}).
+	// --key takes it ({"machine_id":{"N":"…"}}); ZooKeeper, the lease
+	// znode's path.
 	Key string `json:"key"`
-	// Keys are every key of the number (etcd: owner, mark, quarantine).
+	// Keys are every key of the number (etcd: owner, mark, quarantine;
+	// ZooKeeper: the lease znode and the parent of its journal entries).
 	Keys []string `json:"keys,omitempty"`
 }
 
 // A RawKeyer names the raw key of a number of its keyspace. etcdstore,
-// pgstore and dynamostore implement it; ErrInvalid for a number the store
+// pgstore, dynamostore and zkstore implement it; ErrInvalid for a number the store
 // cannot address.
 type RawKeyer interface {
 	RawKey(machine int) (RawKey, error)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testbound"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
@@ -48,6 +49,7 @@ func TestZooKeeperRefusesConfig(t *testing.T) {
 // on it, releases it at Close, and the next node on the number mints
 // above what the first issued.
 func TestZooKeeperMints(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	ctx := context.Background()
 	e := zktest.Start(t, 1)

@@ -166,7 +166,8 @@
 //
 // Every znode the store creates carries Config.ACL (open to all by
 // default); where others can reach the servers, give the fleet a digest
-// ACL and its credentials (Config.Auth), or anyone could rewrite a mark.
+// ACL and its credentials (Config.Auth; Config.WithDigest sets both, as
+// "snowfence serve --zk-digest" does), or anyone could rewrite a mark.
 //
 // # The operator's records
 //

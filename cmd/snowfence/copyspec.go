@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
+	"github.com/snowfence/snowfence/zkstore"
 )
 
 // copySpecHelp describes the forms of --copy SPEC.
@@ -16,7 +19,10 @@ const copySpecHelp = `  etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX]
   etcds://…                                               the same over TLS, with --etcd-ca, --etcd-cert, --etcd-key
   postgres://USER:PASSWORD@HOST:PORT/DB[?table=TABLE]     a PostgreSQL lease table (default table ` + pgstore.DefaultTable + `)
   dynamodb://TABLE?aws-region=REGION[&endpoint=URL]       a DynamoDB lease table (credentials: the AWS SDK's chain);
-                                                          the region is required, as --aws-region is for copy 1`
+                                                          the region is required, as --aws-region is for copy 1
+  zookeeper://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PATH]
+                                                          a ZooKeeper ensemble (PATH default ` + zkstore.DefaultPath + `; USER:PASSWORD
+                                                          its digest credentials, as --zk-digest)`
 
 // parseCopySpec reads a --copy SPEC into the store flags that open it;
 // base gives the etcd TLS files and the dial timeout.
@@ -88,6 +94,28 @@ func parseCopySpec(spec string, base storeFlags) (storeFlags, error) {
 				return bad("unknown parameter %q (aws-region and endpoint are)", k)
 			}
 		}
+	case "zookeeper":
+		f.kind, f.zkPath, f.zkSessionTimeout = "zookeeper", zkstore.DefaultPath, cmp.Or(base.zkSessionTimeout, 10*time.Second)
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user, pass, _ := strings.Cut(rest[:at], ":")
+			u, err1 := url.PathUnescape(user)
+			p, err2 := url.PathUnescape(pass)
+			if err1 != nil || err2 != nil || u == "" || p == "" {
+				return bad("the digest before @ is not USER:PASSWORD")
+			}
+			f.zkDigest = u + ":" + p
+			rest = rest[at+1:]
+		}
+		hosts, path, _ := strings.Cut(rest, "/")
+		if path = strings.TrimSuffix(path, "/"); path != "" {
+			f.zkPath = "/" + path
+		}
+		for _, h := range strings.Split(hosts, ",") {
+			if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "?#") {
+				return bad("%q is not HOST:PORT", h)
+			}
+		}
+		f.zkServers = hosts
 	default:
 		return bad("unknown scheme %q", scheme)
 	}
@@ -184,6 +212,8 @@ func (f *storeFlags) describe() string {
 			return fmt.Sprintf("postgres %s table %s", u, f.postgresTable)
 		}
 		return "postgres table " + f.postgresTable
+	case "zookeeper":
+		return fmt.Sprintf("zookeeper %s, path %s", strings.Join(f.zkServerList(), ","), f.zkPath)
 	case "dynamodb":
 		d := fmt.Sprintf("dynamodb table %s in %s", f.dynamoTable, f.awsRegion)
 		if f.dynamoEndpoint != "" {

@@ -20,8 +20,9 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | key N | his
                  released) are one summary line; --all lists every record (--json always does)
   show N         one machine number
   key N          the raw key N's record is stored under, alone on stdout, for a command by hand (aws
-                 dynamodb --key, a psql WHERE, an etcdctl key): it depends on the region and the
-                 layout step (--region, --layout), so never write it from N alone; --json says more
+                 dynamodb --key, a psql WHERE, an etcdctl key, a zkCli.sh znode path): it depends on the
+                 region and the layout step (--region, --layout), so never write it from N alone; --json
+                 says more
   history N      the journal of N: every retained claim, its holder, interval and how it ended
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
@@ -278,9 +279,10 @@ func printRawKey(e env, st lease.Admin, region, machine int, asJSON bool) error 
 		}{region, k})
 	}
 	where := map[string]string{
-		"etcd":     "etcd keys " + strings.Join(k.Keys, ", ") + "; the mark key",
-		"postgres": "PostgreSQL table " + k.Table + ", the row WHERE",
-		"dynamodb": "DynamoDB table " + k.Table + ", the item with --key",
+		"etcd":      "etcd keys " + strings.Join(k.Keys, ", ") + "; the mark key",
+		"postgres":  "PostgreSQL table " + k.Table + ", the row WHERE",
+		"dynamodb":  "DynamoDB table " + k.Table + ", the item with --key",
+		"zookeeper": "ZooKeeper znode (its claim child c-<claim> beneath it; journal under " + strings.Join(k.Keys[1:], ", ") + ")",
 	}[k.Store]
 	fmt.Fprintf(e.stderr, "machine %d of region %d (keyspace %d): %s:\n", machine, region, k.Keyspace, where)
 	_, err = fmt.Fprintln(e.stdout, k.Key)

@@ -52,7 +52,7 @@ store with --copy SPEC. The first change records the copies' names; every later 
 the same copies the same way (any order: they are written in name order, and the first decides
 between two changes made at once). Beside each name it records the identity its store reports
 (etcd's cluster ID and prefix, PostgreSQL's system identifier, database and table, DynamoDB's table
-ARN and ID), and refuses a copy whose name now reaches another store, or two copies that are one
+ARN and ID, ZooKeeper's origin id and path), and refuses a copy whose name now reaches another store, or two copies that are one
 store. add and retire write every copy, each with a version compare,
 and are refused while the copies differ (then run sync). The registry also records the fleet
 schedule: the first change records the one the copies' stores keep (refused while they differ),

@@ -32,21 +32,32 @@ func TestParseCopySpec(t *testing.T) {
 		{"dynamodb://eu-leases?aws-region=eu-west-1&endpoint=http://127.0.0.1:4567", storeFlags{kind: "dynamodb", dynamoTable: "eu-leases", awsRegion: "eu-west-1",
 			dynamoEndpoint: "http://127.0.0.1:4567", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
 		{"dynamodb://eu-leases", storeFlags{kind: "dynamodb", dynamoTable: "eu-leases", prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"zookeeper://zk-1:2181,zk-2:2181/fleet/eu/", storeFlags{kind: "zookeeper", zkServers: "zk-1:2181,zk-2:2181", zkPath: "/fleet/eu",
+			zkSessionTimeout: 10 * time.Second, prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"zookeeper://fleet:s%40cret@zk-1:2181", storeFlags{kind: "zookeeper", zkServers: "zk-1:2181", zkPath: "/snowfence", zkDigest: "fleet:s@cret",
+			zkSessionTimeout: 10 * time.Second, prefix: "/snowfence", dialTimeout: 3 * time.Second}},
 	} {
 		got, err := parseCopySpec(c.spec, base)
 		if err != nil || got != c.want {
 			t.Errorf("parseCopySpec(%q) = %+v, %v\nwant %+v", c.spec, got, err, c.want)
 		}
 	}
-	for _, spec := range []string{"h1:2379", "consul://x", "etcd://", "etcd://h1:2379,", "dynamodb://?aws-region=x", "dynamodb://t?region=x", "etcd://:pw@h:1"} {
+	for _, spec := range []string{"h1:2379", "consul://x", "etcd://", "etcd://h1:2379,", "dynamodb://?aws-region=x", "dynamodb://t?region=x", "etcd://:pw@h:1",
+		"zookeeper://", "zookeeper://zk-1:2181,", "zookeeper://fleet@zk-1:2181", "zookeeper://:pw@zk-1:2181"} {
 		_, err := parseCopySpec(spec, base)
 		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "the forms are") {
 			t.Errorf("parseCopySpec(%q): %v; want a usage error listing the forms", spec, err)
 		}
 	}
-	_, err := parseCopySpec("consul://ops:hunter2@x", base)
-	if err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("a bad SPEC's error shows its password: %v", err)
+	for _, spec := range []string{"consul://ops:hunter2@x", "zookeeper://ops:hunter2@"} {
+		_, err := parseCopySpec(spec, base)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("a bad SPEC's error shows its password: %v", err)
+		}
+	}
+	zk := storeFlags{kind: "zookeeper", zkServers: "zk-1:2181, zk-2:2181", zkPath: "/fleet", zkDigest: "fleet:hunter2"}
+	if d := zk.describe(); d != "zookeeper zk-1:2181,zk-2:2181, path /fleet" {
+		t.Errorf("describe() = %q, want the servers and the path, no digest", d)
 	}
 }
 

@@ -21,11 +21,11 @@ const scheduleUsage = `usage: snowfence schedule <show | set SCHEDULE> [--copy S
                  minimum 1h), or before a mark of that store + --notice. New holders must start with the
                  new --schedule (claims on another are refused); running ones on the old schedule keep
                  issuing until their next mark would reach the first instant the two differ, and stop
-                 there: restart them before it. The notice protects what exists: on an etcd or
-                 PostgreSQL store that holds no lease record at all (no holder, mark or quarantine in
-                 any region, nothing ever claimed) the change applies at once, checked in the write
-                 itself (DynamoDB keeps the notice); a refusal says how many holders, marks and
-                 quarantines there are
+                 there: restart them before it. The notice protects what exists: on an etcd,
+                 PostgreSQL or ZooKeeper store that holds no lease record at all (no holder, mark or
+                 quarantine in any region, nothing ever claimed) the change applies at once, checked
+                 in the write itself (DynamoDB keeps the notice); a refusal says how many holders,
+                 marks and quarantines there are
 
 Every region's store keeps the fleet schedule, and the region registry records it too; a holder
 starts only where its --schedule, its store's record and its store's copy of the registry agree.

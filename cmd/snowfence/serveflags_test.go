@@ -176,6 +176,7 @@ func TestServeClockPolicyFlags(t *testing.T) {
 	}{
 		{"defaults, postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, "", 5 * time.Millisecond, 2 * time.Minute, false},
 		{"defaults, embedded etcd", nil, "", 5 * time.Millisecond, 2 * time.Minute, false},
+		{"defaults, zookeeper", []string{"--lease-store", "zookeeper", "--zk-servers", "127.0.0.1:1"}, "", 5 * time.Millisecond, 2 * time.Minute, false},
 		{"set", []string{"--clock-policy", "warn", "--max-clock-error", "20ms", "--clock-jump-settle", "5m"}, snowfence.ClockWarn, 20 * time.Millisecond, 5 * time.Minute, false},
 		{"unknown policy", []string{"--clock-policy", "sometimes"}, "", 0, 0, true},
 		{"zero error bound", []string{"--max-clock-error", "0"}, "", 0, 0, true},

@@ -110,7 +110,7 @@ func (f *storeFlags) dynamoConfig(log *slog.Logger) dynamostore.Config {
 	return dynamostore.Config{Table: f.dynamoTable, Region: f.region, Logger: log, TestBound: testBound}
 }
 
-// zkServers is --zk-servers as a list, blanks dropped.
+// zkServerList is --zk-servers as a list, blanks dropped.
 func (f *storeFlags) zkServerList() []string {
 	var out []string
 	for _, s := range strings.Split(f.zkServers, ",") {
@@ -196,6 +196,12 @@ func (f *storeFlags) check() error {
 	}
 	if f.kind == "zookeeper" {
 		return f.checkZooKeeper()
+	}
+	if f.zkServers != "" {
+		// Most likely --lease-store zookeeper forgotten: the holder would
+		// lease from another store than its fleet's (on the default, an
+		// embedded etcd of its own) and mint the fleet's IDs again.
+		return usagef("--zk-servers (SNOWFENCE_ZK_SERVERS) is given but --lease-store is %s: pass --lease-store zookeeper (SNOWFENCE_LEASE_STORE=zookeeper), or drop --zk-servers", f.kind)
 	}
 	return nil
 }

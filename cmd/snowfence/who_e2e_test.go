@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
+	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -50,14 +53,14 @@ func mintUntilReady(t *testing.T, s *service, count int, within time.Duration) [
 
 // TestE2EWho: holders come and go on two machine numbers — claims, a
 // SIGKILL (the lease runs out and a spare takes the number over), a
-// SIGTERM (a release) — on each lease store; then `snowfence who` is asked
+// SIGTERM (a release) — on each lease store (ZooKeeper: TestE2EWhoZooKeeper); then `snowfence who` is asked
 // about IDs from every holder's interval (the first, the last and random
 // ones of each batch): every answer names the process that minted the ID,
 // by pid and process start, and no number's journal has two intervals that
 // overlap, so no ID can have two answers.
 func TestE2EWho(t *testing.T) {
 	t.Parallel() // mostly waits out the claims' notice windows on the lease tables: beside the other such tests
-	timings := []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
+	timings := whoTimings
 	t.Run("etcd", func(t *testing.T) {
 		t.Parallel()
 		etcd := etcdtest.Start(t, 1)
@@ -69,6 +72,18 @@ func TestE2EWho(t *testing.T) {
 		}
 		whoScenario(t, flags, timings)
 	})
+}
+
+// whoTimings are the who scenario's holders' timings and range.
+var whoTimings = []string{"--lease-ttl", "3s", "--renew-every", "500ms", "--self-fence", "2s", "--fence-margin", "500ms", "--machines", "20-21"}
+
+// TestE2EWho's scenario on ZooKeeper (a real server from zktest): a test
+// of its own, named for the ZooKeeper step of scripts/test. Its holders
+// renew every 2 s (shortTableTimings), giving each renewal 1 s.
+func TestE2EWhoZooKeeper(t *testing.T) {
+	testenv.ZooKeeperLater(t)
+	t.Parallel()
+	whoScenario(t, zkFlags(zktest.Start(t, 1), "/who"), append(slices.Clone(shortTableTimings), "--machines", "20-21"))
 }
 
 func whoScenario(t *testing.T, store, timings []string) {

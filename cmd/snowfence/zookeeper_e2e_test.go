@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +13,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 )
 
 // zkFlags are the store flags that point serve and the CLI at path on the
 // ZooKeeper servers of e.
 func zkFlags(e *zktest.Ensemble, path string) []string {
-	return []string{"--lease-store", "zookeeper", "--zk-servers", e.ConnectString(), "--zk-path", path, "--zk-session-timeout", "4s"}
+	return []string{"--lease-store", "zookeeper", "--zk-servers", e.ConnectString(), "--zk-path", path}
 }
 
 // serve on ZooKeeper, a real server from zktest: a holder claims its
@@ -26,6 +29,7 @@ func zkFlags(e *zktest.Ensemble, path string) []string {
 // the first issued. With --zk-digest, every znode the fleet created is
 // closed to a session without the credentials.
 func TestE2EZooKeeper(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel() // mostly waits out the claims' notice windows (23 s in these tests)
 	e := zktest.Start(t, 1)
 	for _, tc := range []struct {
@@ -114,4 +118,100 @@ func zkRecord(t *testing.T, e *zktest.Ensemble, path string, machine int, digest
 		t.Fatalf("%s: %q has no mark_ms", p, data)
 	}
 	return rec
+}
+
+// The operator's commands on ZooKeeper, beside a running holder: leases
+// list, show, key, quarantine (the holder stops), release (unquarantine) and
+// raise-marks; schedule show and set; regions add and list.
+func TestE2EZooKeeperOperatorCLI(t *testing.T) {
+	testenv.ZooKeeperLater(t)
+	t.Parallel()
+	e := zktest.Start(t, 1)
+	flags := zkFlags(e, "/e2e-operator")
+	with := func(args ...string) []string { return append(args, flags...) }
+	s := startService(t, t.TempDir(), slices.Concat(flags, shortTableTimings, []string{"--machines", "40-40"})...)
+	ids := mintUntilReady(t, s, 1, 60*time.Second)
+	type rec struct {
+		Machine     int    `json:"machine"`
+		Holder      string `json:"holder"`
+		Token       uint64 `json:"token"`
+		MarkMs      int64  `json:"mark_ms"`
+		Quarantined bool   `json:"quarantined"`
+	}
+	records := func(args ...string) []rec {
+		t.Helper()
+		out, _ := cli(t, 0, with(args...)...)
+		var rs []rec
+		if err := json.Unmarshal([]byte(out), &rs); err != nil {
+			t.Fatalf("snowfence %v: %q: %v", args, out, err)
+		}
+		return rs
+	}
+	if rs := records("leases", "list", "--json"); len(rs) != 1 || rs[0].Machine != 40 || rs[0].Holder == "" || rs[0].Token == 0 {
+		t.Fatalf("leases list --json = %+v; want machine 40 held", rs)
+	}
+	if out, _ := cli(t, 0, with("leases", "show", "40")...); !strings.Contains(out, "MACHINE") {
+		t.Errorf("leases show 40:\n%s", out)
+	}
+	// The raw key: the lease znode, for zkCli.sh.
+	if out, errOut := cli(t, 0, with("leases", "key", "40")...); strings.TrimSpace(out) != "/e2e-operator/leases/0/40" || !strings.Contains(errOut, "ZooKeeper znode") {
+		t.Errorf("leases key 40: %q, %q; want the lease znode's path", out, errOut)
+	}
+	cli(t, 0, with("leases", "quarantine", "40")...)
+	if rs := records("leases", "show", "40", "--json"); len(rs) != 1 || !rs[0].Quarantined {
+		t.Fatalf("after quarantine: %+v", rs)
+	}
+	// The holder's renewal is refused: it stops issuing.
+	deadline := time.Now().Add(30 * time.Second)
+	for call(t, "POST", s.url+"/v1/ids", "", "").status == http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the holder of a quarantined number still mints after 30 s")
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval, not synchronisation
+	}
+	s.stop(t)
+	cli(t, 0, with("leases", "release", "40")...)
+	cli(t, 1, with("leases", "release", "40")...) // not quarantined any more
+	if rs := records("leases", "show", "40", "--json"); rs[0].Quarantined || rs[0].Holder != "" {
+		t.Fatalf("after release: %+v, want free", rs)
+	}
+	out, _ := cli(t, 0, with("leases", "raise-marks", "--to", "now+10m", "--machines", "41-42", "--layout", "v1", "--json", "--yes")...)
+	var raised struct{ Raised, Numbers, Keyspaces int }
+	if err := json.Unmarshal([]byte(out), &raised); err != nil || raised.Raised != 2 || raised.Numbers != 2 || raised.Keyspaces != 1 {
+		t.Errorf("raise-marks --layout v1: %s", out)
+	}
+	if rs := records("leases", "show", "41", "--json"); len(rs) != 1 || time.Until(time.UnixMilli(rs[0].MarkMs)) < 9*time.Minute {
+		t.Errorf("after raise-marks to now+10m: %+v", rs)
+	}
+	// The next holder of 40 starts above everything issued on it.
+	s2 := startService(t, t.TempDir(), slices.Concat(flags, shortTableTimings, []string{"--machines", "40-40"})...)
+	if next := mintUntilReady(t, s2, 1, 60*time.Second); next[0] <= ids[0] {
+		t.Errorf("after quarantine and release: %d, want above %d", next[0], ids[0])
+	}
+	s2.stop(t)
+
+	type fleet struct {
+		Schedule string `json:"schedule"`
+		Version  int64  `json:"version"`
+	}
+	show := func() fleet {
+		t.Helper()
+		out, _ := cli(t, 0, with("schedule", "show", "--json")...)
+		var f fleet
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("schedule show --json: %q: %v", out, err)
+		}
+		return f
+	}
+	before := show()
+	far := "v1,v2@2099-01-01T00:00:00Z"
+	cli(t, 0, with("schedule", "set", far)...)
+	if got := show(); got.Schedule != far || got.Version != before.Version+1 {
+		t.Errorf("schedule set %s: show %+v, want version %d", far, got, before.Version+1)
+	}
+	// Regions need a layout with region bits: the far v2 gives them.
+	cli(t, 0, with("regions", "add", "us-east-1", "--create")...)
+	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "us-east-1") || !strings.Contains(out, "zookeeper") {
+		t.Errorf("regions list:\n%s\nwant us-east-1 and the zookeeper copy", out)
+	}
 }

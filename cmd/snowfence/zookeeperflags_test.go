@@ -106,3 +106,25 @@ func TestZooKeeperNeedsNoInit(t *testing.T) {
 		t.Fatalf("leases init on zookeeper: %v, want a usage error saying it needs no set-up", err)
 	}
 }
+
+// --zk-servers without --lease-store zookeeper is refused: on the default
+// store the holder would lease from an embedded etcd of its own and mint
+// the fleet's IDs again.
+func TestZooKeeperServersNeedTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"--zk-servers", "zk-1:2181"}, nil},
+		{"environment", nil, map[string]string{"SNOWFENCE_ZK_SERVERS": "zk-1:2181"}},
+		{"another store", []string{"--lease-store", "dynamodb", "--zk-servers", "zk-1:2181"}, nil},
+	} {
+		e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tc.env[k] }}
+		_, _, err := parseServeFlags(e, tc.args)
+		var u usageError
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), "--lease-store zookeeper") {
+			t.Errorf("%s: %v, want a usage error naming --lease-store zookeeper", tc.name, err)
+		}
+	}
+}

@@ -10,9 +10,11 @@
 // operator's raise-marks follows each), and highwater, the test written for
 // it (TestColdCopyRestoreWhileHoldersRun in pgstore and dynamostore;
 // TestEmbeddedDataDirRestoredBehindTheClock in node). For nonce, schedule,
-// registry and clone, whose ZooKeeper fence the search does not reach
-// while it has no ZooKeeper store, it runs zkstore's test for each beside
-// the search (its and_test).
+// registry and clone, whose ZooKeeper fence the search reaches too rarely
+// to prove (its zookeeper worlds run a few a minute), it runs zkstore's
+// test for each beside the search (its and_test); scripts/test runs every
+// zkstore test of the tags in its ZooKeeper step (PROVE_TESTS_ONLY), apart
+// from the race run.
 //
 // restore and window are proved by their own tests too. The notice floor
 // closes their paths a second time: the claimer that, with either undone,
