@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/internal/testbound"
+	"github.com/snowfence/snowfence/internal/testkit/testenv"
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/zkstore"
@@ -24,6 +25,7 @@ import (
 // raise-marks accepts a --to just past it — as the chaos suite's restore
 // drill (12d) runs it in the short mode.
 func TestE2EZooKeeperRaiseMarksTestBound(t *testing.T) {
+	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	e := zktest.Start(t, 1)
 	flags := zkFlags(e, "/e2e-raise")
