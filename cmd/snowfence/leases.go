@@ -278,12 +278,21 @@ func printRawKey(e env, st lease.Admin, region, machine int, asJSON bool) error 
 			lease.RawKey
 		}{region, k})
 	}
-	where := map[string]string{
-		"etcd":      "etcd keys " + strings.Join(k.Keys, ", ") + "; the mark key",
-		"postgres":  "PostgreSQL table " + k.Table + ", the row WHERE",
-		"dynamodb":  "DynamoDB table " + k.Table + ", the item with --key",
-		"zookeeper": "ZooKeeper znode (its claim child c-<claim> beneath it; journal under " + strings.Join(k.Keys[1:], ", ") + ")",
-	}[k.Store]
+	var where string
+	switch k.Store {
+	case "etcd":
+		where = "etcd keys " + strings.Join(k.Keys, ", ") + "; the mark key"
+	case "postgres":
+		where = "PostgreSQL table " + k.Table + ", the row WHERE"
+	case "dynamodb":
+		where = "DynamoDB table " + k.Table + ", the item with --key"
+	case "zookeeper":
+		// Keys[0] is the lease znode (Key); the rest, its journal's parent.
+		where = "ZooKeeper znode (its claim child c-<claim> beneath it)"
+		if len(k.Keys) > 1 {
+			where = "ZooKeeper znode (its claim child c-<claim> beneath it; journal under " + strings.Join(k.Keys[1:], ", ") + ")"
+		}
+	}
 	fmt.Fprintf(e.stderr, "machine %d of region %d (keyspace %d): %s:\n", machine, region, k.Keyspace, where)
 	_, err = fmt.Fprintln(e.stdout, k.Key)
 	return err
