@@ -2,7 +2,9 @@ package leasetest
 
 import (
 	"context"
+	"time"
 
+	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/lease"
 )
 
@@ -13,14 +15,56 @@ import (
 // matching lease.ErrNoFreeNumber when every number is held, or ctx's —
 // having closed it. It is the blocking start the tests of a holder that
 // needs its number at once were written against.
+//
+// On a fake clock (cfg.Clock a *fakeclock.Clock) a first claim that failed
+// for a reason a retry fixes — a request timed out on a loaded machine —
+// waits its retry on that clock, which nothing else moves while the test
+// is blocked here: StartKeeper then moves it on (retryClock) until the
+// keeper holds a number, rather than let one slow request fail the test
+// at ctx's end.
 func StartKeeper(ctx context.Context, cfg lease.KeeperConfig) (*lease.Keeper, error) {
+	fc, fake := cfg.Clock.(*fakeclock.Clock)
+	base := 0
+	if fake {
+		base = fc.Waiters() // other keepers asleep on a shared clock
+	}
 	k, err := lease.StartKeeper(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if fake {
+		defer retryClock(ctx, fc, k, base)()
 	}
 	if err := k.ClaimedOrFull(ctx); err != nil {
 		k.Close(context.WithoutCancel(ctx), lease.UnknownIssued) // nothing was issued: no generator ran on it
 		return nil, err
 	}
 	return k, nil
+}
+
+// retryClock moves fc on in 50 ms steps while k has claimed nothing, its
+// last claim failed, and more goroutines sleep on fc than the base that
+// slept on it before k started (k's loop among them, waiting out its
+// retry); it stops when the returned function is called. A first claim in
+// flight, or one that has not failed, is never raced: the clock stays
+// where the test put it.
+func retryClock(ctx context.Context, fc *fakeclock.Clock, k *lease.Keeper, base int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if st := k.Status(); st.Claims == 0 && st.LastError != "" && fc.Waiters() > base {
+				fc.Advance(50 * time.Millisecond)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
