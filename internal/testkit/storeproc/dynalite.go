@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/testkit/freeport"
 )
 
 // Dynalite is a dynalite server of the suite's own on 127.0.0.1, with its
@@ -42,20 +40,11 @@ func StartDynalite(ctx context.Context) (*Dynalite, error) {
 		return nil, err
 	}
 	d := &Dynalite{node: node, script: script, dir: dir, oneProc: oneProc{name: "dynalite"}}
-	var lastErr error
-	for range 5 {
-		ports, err := freeport.Loopback(1)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		d.port = ports[0]
-		if lastErr = d.Start(ctx); lastErr == nil {
-			return d, nil
-		}
+	use := func(port int) error { d.port = port; return nil }
+	if err := startOnFreePort(dir, use, func() error { return d.Start(ctx) }); err != nil {
+		return nil, err
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	return d, nil
 }
 
 // dynaliteCache is where scripts/services/dynalite.sh keeps dynalite.

@@ -3,12 +3,37 @@ package storeproc
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
 
+	"github.com/snowfence/snowfence/internal/testkit/freeport"
 	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
+
+// startOnFreePort tries up to five free loopback ports, as another
+// process may take one between its pick and the server's start: use takes
+// the port (its error ends the tries), start starts the server on it. If
+// no try starts it, the server's directory dir is removed.
+func startOnFreePort(dir string, use func(port int) error, start func() error) error {
+	var lastErr error
+	for range 5 {
+		ports, err := freeport.Loopback(1)
+		if err != nil {
+			os.RemoveAll(dir)
+			return err
+		}
+		if lastErr = use(ports[0]); lastErr != nil {
+			break
+		}
+		if lastErr = start(); lastErr == nil {
+			return nil
+		}
+	}
+	os.RemoveAll(dir)
+	return lastErr
+}
 
 // oneProc is a server that is one process (dynalite's node, ZooKeeper's
 // JVM), started again on its data after a crash: its current process and

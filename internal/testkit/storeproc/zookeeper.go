@@ -54,23 +54,14 @@ func StartZooKeeper(ctx context.Context) (*ZooKeeper, error) {
 		return nil, err
 	}
 	z := &ZooKeeper{dir: dir, oneProc: oneProc{name: "zookeeper"}}
-	var lastErr error
-	for range 5 {
-		ports, err := freeport.Loopback(1)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		z.port = ports[0]
-		if lastErr = z.writeConfig(z.port); lastErr != nil {
-			break
-		}
-		if lastErr = z.Start(ctx); lastErr == nil {
-			return z, nil
-		}
+	use := func(port int) error {
+		z.port = port
+		return z.writeConfig(port)
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	if err := startOnFreePort(dir, use, func() error { return z.Start(ctx) }); err != nil {
+		return nil, err
+	}
+	return z, nil
 }
 
 // data is the server's data directory; cfg its zoo.cfg (outside the data,
