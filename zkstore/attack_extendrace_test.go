@@ -15,9 +15,6 @@ package zkstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,15 +24,7 @@ import (
 
 func TestAttackAbandonedRenewalRace(t *testing.T) {
 	e := zktest.Start(t, 1)
-	path := fmt.Sprintf("/attack%d/race-%d", time.Now().UnixNano()%1e9, attackSeq.Add(1))
-	pc := &parked{client: attackDial(t, e), go_: make(chan struct{}), done: make(chan error, 1)}
-	var once sync.Once
-	let := func() { once.Do(func() { close(pc.go_) }) }
-	t.Cleanup(let)
-	a, err := newStore(pc, Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, pc, let := parkedStore(t, e, attackPath("race"))
 	ctx := t.Context()
 	now := time.Now().UnixMilli()
 	la, err := a.Claim(ctx, lease.ClaimRequest{Holder: "a", Range: lease.Range{Lo: 1, Hi: 1}, NowMs: now,
@@ -45,13 +34,10 @@ func TestAttackAbandonedRenewalRace(t *testing.T) {
 	}
 	// The renewal's write is slow (a reconnecting session): its call is
 	// abandoned when the context ends, and the store re-reads.
-	pc.armed.Store(true)
-	actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = a.Extend(actx, la, now+10_000, 10*time.Second)
-	cancel()
-	if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRestored) {
-		t.Fatalf("renewal with its write abandoned: %v, want an error of unknown outcome", err)
-	}
+	abandonUnknown(t, pc, 500*time.Millisecond, "renewal with its write abandoned", func(ctx context.Context) error {
+		_, err := a.Extend(ctx, la, now+10_000, 10*time.Second)
+		return err
+	})
 	let()
 	select {
 	case err = <-pc.done:

@@ -9,7 +9,6 @@ package zkstore
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -21,11 +20,8 @@ import (
 
 func TestAttackPathWiped(t *testing.T) {
 	e := zktest.Start(t, 1)
-	path := fmt.Sprintf("/attack%d/wiped-%d", time.Now().UnixNano()%1e9, attackSeq.Add(1))
-	a, err := New(attackDial(t, e), Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := attackPath("wiped")
+	a := attackStore(t, e, path)
 	ctx := t.Context()
 	now := time.Now().UnixMilli()
 	cr := func(holder string, n int, nowMs int64) lease.ClaimRequest {

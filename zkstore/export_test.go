@@ -1,11 +1,32 @@
 package zkstore
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfence/snowfence/internal/testkit/zktest"
 )
+
+// Settle retries f, whose session may still be reconnecting after a
+// restart or a restore, while it fails with an error that is none of the
+// typed ones (bounded), and returns its last error: the attack kit's
+// attackSettle, for the black-box tests.
+func Settle(t *testing.T, f func(ctx context.Context) error) error {
+	t.Helper()
+	return attackSettle(t, f)
+}
+
+// Pump writes n znodes under path on a fresh session, so that the
+// restored servers' zxid passes every zxid the sessions of the test saw
+// before the restore: the attack kit's attackPump, for the black-box tests.
+func Pump(t *testing.T, e *zktest.Ensemble, path string, n int) {
+	t.Helper()
+	attackPump(t, e, path, n)
+}
 
 // lossy is a client whose next write, once armed, reaches ZooKeeper and
 // commits, and whose reply is lost: the store sees a connection error, as

@@ -27,9 +27,7 @@ func TestRaiseMarksAfterRestore(t *testing.T) {
 	a := mustClaim(t, as, req("a", 1, 1, nowMs))
 	a = leasetest.MustExtend(t, as, a, nowMs+10_000, 10*time.Second)
 	restoredMark := a.MarkMs
-	e.StopAll()
-	cp := e.CopyData()
-	e.StartAll()
+	cp := coldCopy(e)
 	if err := settle(t, func(ctx context.Context) error {
 		var err error
 		a, err = as.Extend(ctx, a, nowMs+60_000, 10*time.Second)
@@ -37,10 +35,7 @@ func TestRaiseMarksAfterRestore(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.StopAll()
-	e.Restore(cp)
-	e.StartAll()
-	pump(t, e, path+"-pump", 50)
+	restoreAndPump(t, e, cp, path)
 
 	op := open(t, e, path)
 	raised := a.MarkMs + 1000

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfence/snowfence/internal/testkit/zktest"
 	"github.com/snowfence/snowfence/lease"
@@ -21,40 +18,47 @@ func req(holder string, lo, hi int, nowMs int64) lease.ClaimRequest {
 	return lease.ClaimRequest{Holder: holder, Range: lease.Range{Lo: lo, Hi: hi}, NowMs: nowMs, LeaseFor: 10 * time.Second, MaxAhead: time.Hour}
 }
 
-// pump writes n znodes under path on a fresh session, so that the
-// restored servers' zxid passes every zxid the sessions of the test saw
-// before the restore: a server refuses a session that saw a later zxid
-// than its own (it may be behind the others), and the old sessions must
-// reconnect for the test to ask them anything.
-func pump(t *testing.T, e *zktest.Ensemble, path string, n int) {
-	t.Helper()
-	c := dial(t, e)
-	if _, err := c.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if _, err := c.Create(fmt.Sprintf("%s/%d", path, i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
+// pump and settle are the attack kit's (attackkit_test.go, export_test.go).
+var (
+	pump   = zkstore.Pump
+	settle = zkstore.Settle
+)
+
+// coldCopy stops every server of e, copies their data directories and
+// starts them again.
+func coldCopy(e *zktest.Ensemble) *zktest.Copy {
+	e.StopAll()
+	cp := e.CopyData()
+	e.StartAll()
+	return cp
 }
 
-// settle retries f, whose session may still be reconnecting after the
-// restore, while it fails with an error that is none of the typed ones
-// (bounded), and returns its last error.
-func settle(t *testing.T, f func(ctx context.Context) error) error {
+// restoreAndPump puts every server of e back to the cold copy cp and pumps
+// the zxid past the old sessions' (pump), so they are served again.
+func restoreAndPump(t *testing.T, e *zktest.Ensemble, cp *zktest.Copy, path string) {
 	t.Helper()
-	deadline := time.Now().Add(zktest.ReadyTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		err := f(ctx)
-		cancel()
-		typed := errors.Is(err, lease.ErrRestored) || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrNoFreeNumber)
-		if err == nil || typed || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond) // poll: the session reconnects on its own
+	e.StopAll()
+	e.Restore(cp)
+	e.StartAll()
+	pump(t, e, path+"-pump", 50)
+}
+
+// renewUnmovedSeen renews a through as without moving its mark — a write
+// only the znode's data version shows — and has ds read machine 1 after
+// it, both retried while the sessions reconnect after the copy.
+func renewUnmovedSeen(t *testing.T, as, ds *zkstore.Store, a *lease.Lease) *lease.Lease {
+	t.Helper()
+	if err := settle(t, func(ctx context.Context) error {
+		var err error
+		a, err = as.Extend(ctx, a, a.MarkMs, 10*time.Second) // a renewal value, no mark moved
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
+	if err := settle(t, func(ctx context.Context) error { _, err := ds.Get(ctx, 1); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestEnsembleRestoreNoticed plays a backup restore of a three-server
@@ -81,26 +85,12 @@ func TestEnsembleRestoreNoticed(t *testing.T) {
 	if o, err = as.Extend(t.Context(), o, nowMs+10_000, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	e.StopAll()
-	cp := e.CopyData()
-	e.StartAll()
-	if err := settle(t, func(ctx context.Context) error {
-		var err error
-		a, err = as.Extend(ctx, a, a.MarkMs, 10*time.Second) // a renewal value, no mark moved
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := settle(t, func(ctx context.Context) error { _, err := ds.Get(ctx, 1); return err }); err != nil {
-		t.Fatal(err)
-	}
+	cp := coldCopy(e)
+	a = renewUnmovedSeen(t, as, ds, a)
 	if a, err = as.Extend(t.Context(), a, nowMs+20_000, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	e.StopAll()
-	e.Restore(cp)
-	e.StartAll()
-	pump(t, e, path+"-pump", 50)
+	restoreAndPump(t, e, cp, path)
 
 	if err := settle(t, func(ctx context.Context) error { _, err := ds.Get(ctx, 1); return err }); !errors.Is(err, lease.ErrRestored) {
 		t.Errorf("D's read of a znode whose data version fell: %v, want ErrRestored", err)
@@ -136,19 +126,14 @@ func TestRestoreRegionShrunk(t *testing.T) {
 	ds, xs := open(t, e, path), open(t, e, path)
 	nowMs := time.Now().UnixMilli()
 	mustClaim(t, ds, req("d", 0, 0, nowMs))
-	e.StopAll()
-	cp := e.CopyData()
-	e.StartAll()
+	cp := coldCopy(e)
 	if err := settle(t, func(ctx context.Context) error { _, err := xs.Claim(ctx, req("x", 5, 5, nowMs)); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := settle(t, func(ctx context.Context) error { _, err := ds.Claim(ctx, req("d", 1, 1, nowMs)); return err }); err != nil {
 		t.Fatal(err)
 	}
-	e.StopAll()
-	e.Restore(cp)
-	e.StartAll()
-	pump(t, e, path+"-pump", 50)
+	restoreAndPump(t, e, cp, path)
 	at := time.Now().UnixMilli()
 	var l *lease.Lease
 	if err := settle(t, func(ctx context.Context) error {

@@ -23,23 +23,9 @@ func TestRestoreNoticedByStatAlone(t *testing.T) {
 	as, ds := open(t, e, path), open(t, e, path)
 	nowMs := time.Now().UnixMilli()
 	a := mustClaim(t, as, req("a", 1, 1, nowMs))
-	e.StopAll()
-	cp := e.CopyData()
-	e.StartAll()
-	if err := settle(t, func(ctx context.Context) error {
-		var err error
-		a, err = as.Extend(ctx, a, a.MarkMs, 10*time.Second) // a renewal value, no mark moved
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := settle(t, func(ctx context.Context) error { _, err := ds.Get(ctx, 1); return err }); err != nil {
-		t.Fatal(err)
-	}
-	e.StopAll()
-	e.Restore(cp)
-	e.StartAll()
-	pump(t, e, path+"-pump", 50)
+	cp := coldCopy(e)
+	renewUnmovedSeen(t, as, ds, a)
+	restoreAndPump(t, e, cp, path)
 	var rec lease.Record
 	if err := settle(t, func(ctx context.Context) error {
 		var err error

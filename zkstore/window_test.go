@@ -11,6 +11,19 @@ import (
 	"github.com/snowfence/snowfence/zkstore"
 )
 
+// epochFell has st claim machine 0, writes its lease znode back by hand
+// with a lower epoch (a restore's data) and has st notice it on a read.
+func epochFell(t *testing.T, e *zktest.Ensemble, st *zkstore.Store, path string) {
+	t.Helper()
+	mustClaim(t, st, req("a", 0, 0, time.Now().UnixMilli()))
+	if _, err := dial(t, e).Set(path+"/leases/0/0", []byte(`{"epoch":0,"mark_ms":1}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(t.Context(), 0); !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("read of a znode whose epoch fell: %v; want ErrRestored", err)
+	}
+}
+
 // TestRestoreFloorKeepsTheLongestWindow: once a Store noticed that the
 // data went back (here a lease znode written back by hand with a lower
 // epoch), a claim asking for a short restore window (1 s) still starts at
@@ -21,13 +34,7 @@ func TestRestoreFloorKeepsTheLongestWindow(t *testing.T) {
 	e := zktest.Start(t, 1)
 	path := newPath(t)
 	st := open(t, e, path)
-	mustClaim(t, st, req("a", 0, 0, time.Now().UnixMilli()))
-	if _, err := dial(t, e).Set(path+"/leases/0/0", []byte(`{"epoch":0,"mark_ms":1}`), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(t.Context(), 0); !errors.Is(err, lease.ErrRestored) {
-		t.Fatalf("read of a znode whose epoch fell: %v; want ErrRestored", err)
-	}
+	epochFell(t, e, st, path)
 	r := req("b", 1, 1, time.Now().UnixMilli())
 	r.RestoreWindow = time.Second
 	l := mustClaim(t, st, r)
@@ -50,13 +57,7 @@ func TestRestoreFloorTestBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	mustClaim(t, st, req("a", 0, 0, time.Now().UnixMilli()))
-	if _, err := dial(t, e).Set(path+"/leases/0/0", []byte(`{"epoch":0,"mark_ms":1}`), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(t.Context(), 0); !errors.Is(err, lease.ErrRestored) {
-		t.Fatalf("read of a znode whose epoch fell: %v; want ErrRestored", err)
-	}
+	epochFell(t, e, st, path)
 	r := req("b", 1, 1, time.Now().UnixMilli())
 	r.RestoreWindow = time.Second
 	l := mustClaim(t, st, r)

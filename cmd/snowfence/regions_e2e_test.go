@@ -91,9 +91,18 @@ func TestE2EServeRegionRefusal(t *testing.T) {
 // stderr.
 func tryCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return tryCLIEnv(t, nil, args...)
+}
+
+// tryCLIEnv is tryCLI with env added to the binary's environment.
+func tryCLIEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -56,6 +56,25 @@ func waitRenewedAfter(t *testing.T, s *service, since time.Time, within time.Dur
 	}
 }
 
+// fleet is the fleet's schedule as `snowfence schedule show --json` and
+// `schedule set --json` print it.
+type fleet struct {
+	Schedule string `json:"schedule"`
+	Version  int64  `json:"version"`
+}
+
+// showSchedule runs `snowfence schedule show --json` with the store's
+// flags and returns the fleet's schedule.
+func showSchedule(t *testing.T, flags ...string) fleet {
+	t.Helper()
+	out, _ := cli(t, 0, append([]string{"schedule", "show", "--json"}, flags...)...)
+	var f fleet
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("schedule show --json: %q: %v", out, err)
+	}
+	return f
+}
+
 // snowfence schedule show and set next to a running serve on its embedded
 // etcd, and what the fleet schedule does to holders: one on another
 // schedule is refused at start, and a running one goes on renewing while
@@ -72,19 +91,7 @@ func TestE2EScheduleCLI(t *testing.T) {
 	ep := []string{"--etcd-endpoints", url}
 	withDir := func(args ...string) []string { return append(args, "--data-dir", dir) }
 
-	type fleet struct {
-		Schedule string `json:"schedule"`
-		Version  int64  `json:"version"`
-	}
-	show := func() fleet {
-		t.Helper()
-		out, _ := cli(t, 0, withDir("schedule", "show", "--json")...)
-		var f fleet
-		if err := json.Unmarshal([]byte(out), &f); err != nil {
-			t.Fatalf("schedule show --json: %q: %v", out, err)
-		}
-		return f
-	}
+	show := func() fleet { t.Helper(); return showSchedule(t, "--data-dir", dir) }
 	if f := show(); f != (fleet{"v1", 0}) {
 		t.Fatalf("fresh store: %+v, want v1 at version 0", f)
 	}
@@ -159,19 +166,7 @@ func TestE2EScheduleTableStores(t *testing.T) {
 	forEachTableStore(t, "e2e_schedule", func(t *testing.T, flags []string) {
 		with := func(args ...string) []string { return append(args, flags...) }
 		cli(t, 0, with("leases", "init")...)
-		type fleet struct {
-			Schedule string `json:"schedule"`
-			Version  int64  `json:"version"`
-		}
-		show := func() fleet {
-			t.Helper()
-			out, _ := cli(t, 0, with("schedule", "show", "--json")...)
-			var f fleet
-			if err := json.Unmarshal([]byte(out), &f); err != nil {
-				t.Fatalf("schedule show --json: %q: %v", out, err)
-			}
-			return f
-		}
+		show := func() fleet { t.Helper(); return showSchedule(t, flags...) }
 		before := show()
 		far := "v1,v2@2099-01-01T00:00:00Z"
 		for _, text := range []string{far, "v1"} {

@@ -190,19 +190,7 @@ func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	}
 	s2.stop(t)
 
-	type fleet struct {
-		Schedule string `json:"schedule"`
-		Version  int64  `json:"version"`
-	}
-	show := func() fleet {
-		t.Helper()
-		out, _ := cli(t, 0, with("schedule", "show", "--json")...)
-		var f fleet
-		if err := json.Unmarshal([]byte(out), &f); err != nil {
-			t.Fatalf("schedule show --json: %q: %v", out, err)
-		}
-		return f
-	}
+	show := func() fleet { t.Helper(); return showSchedule(t, flags...) }
 	before := show()
 	far := "v1,v2@2099-01-01T00:00:00Z"
 	cli(t, 0, with("schedule", "set", far)...)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,30 +40,15 @@ func TestE2EZooKeeperRaiseMarksTestBound(t *testing.T) {
 
 	// A test build: without a reserve, the 6-minute window; with one, the
 	// fleet's.
-	testBuild := func(env []string, args []string) (int, string, string) {
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, binary(t), args...)
-		cmd.Env = append(os.Environ(), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), out.String(), errb.String()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, out.String(), errb.String()
-	}
 	noReserve := []string{testbound.EnvMaxReserve + "="}
-	if code, _, errOut := testBuild(noReserve, raise(window+5*time.Second)); code != 2 || !strings.Contains(errOut, tooEarly) {
+	if code, _, errOut := tryCLIEnv(t, noReserve, raise(window+5*time.Second)...); code != 2 || !strings.Contains(errOut, tooEarly) {
 		t.Errorf("raise-marks --to now+%v (test build, no reserve): exit %d, stderr %s; want 2, %q", window+5*time.Second, code, errOut, tooEarly)
 	}
 	withReserve := []string{testbound.EnvMaxReserve + "=" + reserve.String()}
-	if code, _, errOut := testBuild(withReserve, raise(window-5*time.Second)); code != 2 || !strings.Contains(errOut, "give at least now+"+window.String()) {
+	if code, _, errOut := tryCLIEnv(t, withReserve, raise(window-5*time.Second)...); code != 2 || !strings.Contains(errOut, "give at least now+"+window.String()) {
 		t.Errorf("raise-marks --to now+%v (test build, reserve %v): exit %d, stderr %s; want 2, the fleet's window %v", window-5*time.Second, reserve, code, errOut, window)
 	}
-	code, out, errOut := testBuild(withReserve, raise(window+5*time.Second))
+	code, out, errOut := tryCLIEnv(t, withReserve, raise(window+5*time.Second)...)
 	var raised struct{ Raised int }
 	if err := json.Unmarshal([]byte(out), &raised); code != 0 || err != nil || raised.Raised != 4 {
 		t.Errorf("raise-marks --to now+%v (test build, reserve %v): exit %d, stdout %s, stderr %s; want 4 raised", window+5*time.Second, reserve, code, out, errOut)

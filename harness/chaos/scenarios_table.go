@@ -2,10 +2,8 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
@@ -209,20 +207,11 @@ func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, re
 		return err
 	}
 	e.logf("base backup taken")
-	late := sc
-	late.machines = e.machines("late service", 1, 1)
-	ls, err := e.addService(late) // its claim is not in the backup
+	ls, lateLoad, err := e.lateService(sc, 12*time.Minute)
 	if err != nil {
 		return err
 	}
-	if err := ls.waitServing(e.ctx, 60*time.Second); err != nil {
-		return err
-	}
 	svcs = append(svcs, ls)
-	lateLoad := e.startLoad([]*service{ls}, loadConfig{callers: 1, rate: 2000, count: 10, deadline: 12 * time.Minute})
-	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
-		return err
-	}
 	if err := pg.StopImmediate(e.ctx); err != nil {
 		return err
 	}
@@ -233,55 +222,16 @@ func tableRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, re
 	}
 	e.logf("restored the base backup; the cluster answers on its Unix socket only")
 	window := pgstore.MaxRestoreWindow + 10*time.Second
-	out, err := exec.CommandContext(e.ctx, e.opts.Snowfence, "leases", "raise-marks", "--to", "now+"+window.String(),
-		"--lease-store", "postgres", "--postgres-url", pg.SocketURL(), "--postgres-table", e.table, "--machines", "0-1023", "--json", "--yes").Output()
+	mark, err := e.raiseMarks(window, stopped,
+		[]string{"--lease-store", "postgres", "--postgres-url", pg.SocketURL(), "--postgres-table", e.table}, nil)
 	if err != nil {
-		return fmt.Errorf("snowfence leases raise-marks: %v: %s", err, out)
+		return err
 	}
-	var raised struct {
-		Raised int   `json:"raised"`
-		MarkMs int64 `json:"mark_ms"`
-	}
-	if err := json.Unmarshal(out, &raised); err != nil {
-		return fmt.Errorf("raise-marks --json: %v: %s", err, out)
-	}
-	mark := time.UnixMilli(raised.MarkMs)
-	e.note("operator step: raise-marks --to now+%v raised %d marks to %s, %v after the crash", window, raised.Raised,
-		mark.UTC().Format(time.RFC3339), time.Since(stopped).Round(time.Millisecond))
 	if err := pg.Restart(e.ctx); err != nil {
 		return err
 	}
 	e.tables.socketOnly = false
-	back := time.Now()
-	e.logf("the holders may reach it again; they must refuse until %s", mark.UTC().Format(time.TimeOnly))
-	// raise-marks took every holder's number from it: its next renewal
-	// (within a renewal period, or a quarter of one after a failure, plus
-	// the request timeout) is refused, and the generator stops at once.
-	noticeBy := 2*t.RenewEvery + 2*time.Second
-	var missed []string
-	for _, s := range svcs {
-		if _, err := e.waitFenced(s, noticeBy); err != nil {
-			missed = append(missed, s.name)
-		}
-	}
-	e.check("every service stopped issuing at its first renewal after the operator's step", len(missed) == 0,
-		"still issuing %v after the store came back: %v", noticeBy, missed)
-	last, err := e.waitAllIssuing(svcs, window+3*time.Minute)
-	if err != nil {
-		return err
-	}
-	e.recovered(last.Sub(back), "every service issuing again after the restore and raise-marks")
-	e.note("every service issuing again %v after the store came back (the raised mark is %v after the operator's step)",
-		last.Sub(back).Round(time.Millisecond), window)
-	r, l := refusedSince()
-	e.check("the holders refused after the restore", r > 0 && l > 0, "%d refused requests, %d refused library calls", r, l)
-	lateLoad.stop()
-	// A holder cut off by the crash issues until its self-fence, at most
-	// self-fence (×1.08 for a slow clock) after its last renewal; the
-	// claims after the restore start at the raised mark.
-	quiet := stopped.Add(t.SelfFence*108/100 + time.Second)
-	n := e.col.countBetween(quiet, mark)
-	e.check("nothing issued between the cut-off holders' self-fence and the raised mark", n == 0,
-		"%d IDs stamped %s … %s", n, quiet.UTC().Format(time.TimeOnly), mark.UTC().Format(time.TimeOnly))
-	return nil
+	// raise-marks took every holder's number from it: its next renewal is
+	// refused.
+	return e.checkRaised(t, svcs, lateLoad, refusedSince, window, stopped, time.Now(), mark)
 }

@@ -1,9 +1,6 @@
 package chaos
 
 import (
-	"encoding/json"
-	"fmt"
-	"os/exec"
 	"time"
 
 	"github.com/snowfence/snowfence/lease"
@@ -61,21 +58,12 @@ func zkRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, refus
 		return err
 	}
 	e.logf("cold copy of the ZooKeeper data taken (killed, copied, started)")
-	late := sc
-	late.machines = e.machines("late service", 1, 1)
-	ls, err := e.addService(late) // its claim is not in the copy
+	window := e.restoreWindow() + 10*time.Second // zkstore.MaxRestoreWindow, or the short mode's bound's
+	ls, lateLoad, err := e.lateService(sc, window+6*time.Minute)
 	if err != nil {
 		return err
 	}
-	if err := ls.waitServing(e.ctx, 60*time.Second); err != nil {
-		return err
-	}
 	svcs = append(svcs, ls)
-	window := e.restoreWindow() + 10*time.Second // zkstore.MaxRestoreWindow, or the short mode's bound's
-	lateLoad := e.startLoad([]*service{ls}, loadConfig{callers: 1, rate: 2000, count: 10, deadline: window + 6*time.Minute})
-	if err := e.wait(scale(e, 3*time.Second, 30*time.Second)); err != nil {
-		return err
-	}
 	if err := zk.Kill(); err != nil {
 		return err
 	}
@@ -85,60 +73,17 @@ func zkRestore(e *Env, t lease.Timings, sc serviceConfig, svcs []*service, refus
 		return err
 	}
 	e.logf("restored the cold copy; the server serves on %s only, where no holder looks", aside)
-	raise := exec.CommandContext(e.ctx, e.opts.Snowfence, "leases", "raise-marks", "--to", "now+"+window.String(),
-		"--lease-store", "zookeeper", "--zk-servers", aside, "--zk-path", e.table, "--machines", "0-1023", "--json", "--yes")
-	raise.Env = append(raise.Environ(), e.storeEnv()...) // the fleet's test bound: its restore window
-	out, err := raise.Output()
+	mark, err := e.raiseMarks(window, stopped,
+		[]string{"--lease-store", "zookeeper", "--zk-servers", aside, "--zk-path", e.table},
+		e.storeEnv()) // the fleet's test bound: its restore window
 	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		return fmt.Errorf("snowfence leases raise-marks: %v: %s%s", err, out, stderr)
+		return err
 	}
-	var raised struct {
-		Raised int   `json:"raised"`
-		MarkMs int64 `json:"mark_ms"`
-	}
-	if err := json.Unmarshal(out, &raised); err != nil {
-		return fmt.Errorf("raise-marks --json: %v: %s", err, out)
-	}
-	mark := time.UnixMilli(raised.MarkMs)
-	e.note("operator step: raise-marks --to now+%v raised %d marks to %s, %v after the crash", window, raised.Raised,
-		mark.UTC().Format(time.RFC3339), time.Since(stopped).Round(time.Millisecond))
 	if err := zk.Reopen(e.ctx); err != nil {
 		return err
 	}
-	back := time.Now()
-	e.logf("the holders may reach it again; they must refuse until %s", mark.UTC().Format(time.TimeOnly))
 	// The holders were cut off since the crash: each stopped at its
 	// self-fence after its last acknowledged renewal, or stops at its
 	// first renewal after this (refused: the raise took its number).
-	noticeBy := 2*t.RenewEvery + 2*time.Second
-	var missed []string
-	for _, s := range svcs {
-		if _, err := e.waitFenced(s, noticeBy); err != nil {
-			missed = append(missed, s.name)
-		}
-	}
-	e.check("every service stopped issuing at its first renewal after the operator's step", len(missed) == 0,
-		"still issuing %v after the store came back: %v", noticeBy, missed)
-	last, err := e.waitAllIssuing(svcs, window+3*time.Minute)
-	if err != nil {
-		return err
-	}
-	e.recovered(last.Sub(back), "every service issuing again after the restore and raise-marks")
-	e.note("every service issuing again %v after the store came back (the raised mark is %v after the operator's step)",
-		last.Sub(back).Round(time.Millisecond), window)
-	r, l := refusedSince()
-	e.check("the holders refused after the restore", r > 0 && l > 0, "%d refused requests, %d refused library calls", r, l)
-	lateLoad.stop()
-	// A holder cut off by the crash issues until its self-fence, at most
-	// self-fence (×1.08 for a slow clock) after its last renewal; the
-	// claims after the restore start at the raised mark.
-	quiet := stopped.Add(t.SelfFence*108/100 + time.Second)
-	n := e.col.countBetween(quiet, mark)
-	e.check("nothing issued between the cut-off holders' self-fence and the raised mark", n == 0,
-		"%d IDs stamped %s … %s", n, quiet.UTC().Format(time.TimeOnly), mark.UTC().Format(time.TimeOnly))
-	return nil
+	return e.checkRaised(t, svcs, lateLoad, refusedSince, window, stopped, time.Now(), mark)
 }

@@ -8,11 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/snowfence/snowfence/internal/testkit/freeport"
-	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // Dynalite is a dynalite server of the suite's own on 127.0.0.1, with its
@@ -22,10 +18,8 @@ type Dynalite struct {
 	node, script, dir string
 	port              int
 
-	mu     sync.Mutex
-	p      *spawn.Proc
-	starts int
-	copies int // CopyData's
+	oneProc     // its process: Kill, Freeze, Thaw
+	copies  int // CopyData's
 }
 
 // StartDynalite starts dynalite, under node, from the npm cache that
@@ -45,21 +39,12 @@ func StartDynalite(ctx context.Context) (*Dynalite, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dynalite{node: node, script: script, dir: dir}
-	var lastErr error
-	for range 5 {
-		ports, err := freeport.Loopback(1)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		d.port = ports[0]
-		if lastErr = d.Start(ctx); lastErr == nil {
-			return d, nil
-		}
+	d := &Dynalite{node: node, script: script, dir: dir, oneProc: oneProc{name: "dynalite"}}
+	use := func(port int) error { d.port = port; return nil }
+	if err := startOnFreePort(dir, use, func() error { return d.Start(ctx) }); err != nil {
+		return nil, err
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	return d, nil
 }
 
 // dynaliteCache is where scripts/services/dynalite.sh keeps dynalite.
@@ -85,74 +70,33 @@ func (d *Dynalite) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.po
 func (d *Dynalite) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.p != nil && !d.p.Exited() {
+	if d.running() {
 		return fmt.Errorf("%w: dynalite runs", ErrNotRunning)
 	}
-	d.starts++
 	cmd := exec.Command(d.node, d.script, "--host", "127.0.0.1", "--port", strconv.Itoa(d.port),
 		"--path", d.data(), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	p, err := spawn.Start(cmd, spawn.Config{Name: fmt.Sprintf("dynalite#%d", d.starts)})
+	p, err := d.spawn(cmd)
 	if err != nil {
 		return err
 	}
-	d.p = p
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: 500 * time.Millisecond}
-	for {
+	return d.await(ctx, p, d.URL(), 20*time.Millisecond, func() bool {
 		// Any HTTP answer means it is up (dynalite answers a bare GET 400).
-		if resp, err := client.Get(d.URL()); err == nil {
-			resp.Body.Close()
-			return nil
+		resp, err := client.Get(d.URL())
+		if err != nil {
+			return false
 		}
-		if p.Exited() {
-			return fmt.Errorf("storeproc: dynalite exited at start: %v: %s", p.Err(), p.Tail())
-		}
-		select {
-		case <-ctx.Done():
-			p.Kill()
-			return fmt.Errorf("storeproc: dynalite does not answer on %s: %w", d.URL(), ctx.Err())
-		case <-time.After(20 * time.Millisecond): // polling a process the harness does not control
-		}
-	}
-}
-
-// Kill crashes the server (SIGKILL) and waits for it to be reaped.
-func (d *Dynalite) Kill() error {
-	d.mu.Lock()
-	p := d.p
-	d.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: dynalite never started", ErrNotRunning)
-	}
-	return p.Kill()
-}
-
-// Freeze stops the server (SIGSTOP) and waits until the kernel shows it
-// stopped; dynalite is one process.
-func (d *Dynalite) Freeze() error { return d.setStopped(true) }
-
-// Thaw resumes a frozen server (SIGCONT).
-func (d *Dynalite) Thaw() error { return d.setStopped(false) }
-
-func (d *Dynalite) setStopped(stop bool) error {
-	d.mu.Lock()
-	p := d.p
-	d.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: dynalite never started", ErrNotRunning)
-	}
-	return p.SetStopped(stop, 5*time.Second)
+		resp.Body.Close()
+		return true
+	}, func(tail string) error {
+		return fmt.Errorf("storeproc: dynalite exited at start: %v: %s", p.Err(), tail)
+	})
 }
 
 // Close resumes, kills and removes the server and its data.
 func (d *Dynalite) Close() error {
-	d.mu.Lock()
-	p := d.p
-	d.mu.Unlock()
-	if p != nil && !p.Exited() {
-		p.SetStopped(false, time.Second)
-		p.Kill()
-	}
+	d.end()
 	return os.RemoveAll(d.dir)
 }

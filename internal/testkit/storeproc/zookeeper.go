@@ -10,11 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/snowfence/snowfence/internal/testkit/freeport"
-	"github.com/snowfence/snowfence/internal/testkit/spawn"
 )
 
 // ZooKeeper is a standalone ZooKeeper server of the suite's own on
@@ -30,10 +28,8 @@ type ZooKeeper struct {
 	// while the server is restored aside (RestoreAside).
 	serving int
 
-	mu     sync.Mutex
-	p      *spawn.Proc
-	starts int
-	copies int // CopyData's
+	oneProc     // its process (a JVM): Kill, Freeze, Thaw
+	copies  int // CopyData's
 }
 
 // zkJar is Debian's ZooKeeper server jar (zkJar; not imported, as
@@ -57,24 +53,15 @@ func StartZooKeeper(ctx context.Context) (*ZooKeeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &ZooKeeper{dir: dir}
-	var lastErr error
-	for range 5 {
-		ports, err := freeport.Loopback(1)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		z.port = ports[0]
-		if lastErr = z.writeConfig(z.port); lastErr != nil {
-			break
-		}
-		if lastErr = z.Start(ctx); lastErr == nil {
-			return z, nil
-		}
+	z := &ZooKeeper{dir: dir, oneProc: oneProc{name: "zookeeper"}}
+	use := func(port int) error {
+		z.port = port
+		return z.writeConfig(port)
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	if err := startOnFreePort(dir, use, func() error { return z.Start(ctx) }); err != nil {
+		return nil, err
+	}
+	return z, nil
 }
 
 // data is the server's data directory; cfg its zoo.cfg (outside the data,
@@ -105,10 +92,9 @@ func (z *ZooKeeper) writeConfig(port int) error {
 func (z *ZooKeeper) Start(ctx context.Context) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.p != nil && !z.p.Exited() {
+	if z.running() {
 		return fmt.Errorf("%w: zookeeper runs", ErrNotRunning)
 	}
-	z.starts++
 	if err := dropHeaderlessZKLogs(z.data()); err != nil {
 		return err
 	}
@@ -119,60 +105,19 @@ func (z *ZooKeeper) Start(ctx context.Context) error {
 	cmd := exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", z.cfg())
-	p, err := spawn.Start(cmd, spawn.Config{Name: fmt.Sprintf("zookeeper#%d", z.starts)})
+	p, err := z.spawn(cmd)
 	if err != nil {
 		return err
 	}
-	z.p = p
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	addr := "127.0.0.1:" + strconv.Itoa(z.serving)
-	for {
-		if zkServes(addr) {
-			return nil
+	return z.await(ctx, p, addr, 50*time.Millisecond, func() bool { return zkServes(addr) }, func(tail string) error {
+		if strings.Contains(tail, "Address already in use") {
+			return fmt.Errorf("storeproc: zookeeper's port %d was taken: %s", z.serving, tail)
 		}
-		if p.Exited() {
-			tail := p.Tail()
-			if strings.Contains(tail, "Address already in use") {
-				return fmt.Errorf("storeproc: zookeeper's port %d was taken: %s", z.serving, tail)
-			}
-			return fmt.Errorf("storeproc: zookeeper exited at start: %v: %s", p.Err(), tail)
-		}
-		select {
-		case <-ctx.Done():
-			p.Kill()
-			return fmt.Errorf("storeproc: zookeeper does not serve on %s: %w", addr, ctx.Err())
-		case <-time.After(50 * time.Millisecond): // polling a process the harness does not control
-		}
-	}
-}
-
-// Kill crashes the server (SIGKILL) and waits for it to be reaped.
-func (z *ZooKeeper) Kill() error {
-	z.mu.Lock()
-	p := z.p
-	z.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: zookeeper never started", ErrNotRunning)
-	}
-	return p.Kill()
-}
-
-// Freeze stops the server (SIGSTOP) and waits until the kernel shows it
-// stopped; the server is one process (its JVM).
-func (z *ZooKeeper) Freeze() error { return z.setStopped(true) }
-
-// Thaw resumes a frozen server (SIGCONT).
-func (z *ZooKeeper) Thaw() error { return z.setStopped(false) }
-
-func (z *ZooKeeper) setStopped(stop bool) error {
-	z.mu.Lock()
-	p := z.p
-	z.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: zookeeper never started", ErrNotRunning)
-	}
-	return p.SetStopped(stop, 5*time.Second)
+		return fmt.Errorf("storeproc: zookeeper exited at start: %v: %s", p.Err(), tail)
+	})
 }
 
 // CopyData copies the stopped server's data directory (Kill first) and
@@ -261,13 +206,7 @@ func (z *ZooKeeper) Aside() bool {
 
 // Close resumes, kills and removes the server and its data.
 func (z *ZooKeeper) Close() error {
-	z.mu.Lock()
-	p := z.p
-	z.mu.Unlock()
-	if p != nil && !p.Exited() {
-		p.SetStopped(false, time.Second)
-		p.Kill()
-	}
+	z.end()
 	return os.RemoveAll(z.dir)
 }
 
