@@ -23,6 +23,7 @@ import (
 )
 
 func TestAttackAbandonedRenewalRace(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	a, pc, let := parkedStore(t, e, attackPath("race"))
 	ctx := t.Context()

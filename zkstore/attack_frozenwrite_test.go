@@ -23,11 +23,17 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-func TestAttackFrozenRenewalAfterRestoreConnect(t *testing.T) { frozenRenewal(t, 1) }
+func TestAttackFrozenRenewalAfterRestoreConnect(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
+	frozenRenewal(t, 1)
+}
 
 // TestAttackFrozenRenewalAfterRestoreEnsemble is the same on a
 // three-server ensemble restored from a cold copy of all three.
-func TestAttackFrozenRenewalAfterRestoreEnsemble(t *testing.T) { frozenRenewal(t, 3) }
+func TestAttackFrozenRenewalAfterRestoreEnsemble(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
+	frozenRenewal(t, 3)
+}
 
 func frozenRenewal(t *testing.T, n int) {
 	e := zktest.Start(t, n)

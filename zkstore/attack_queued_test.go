@@ -34,6 +34,7 @@ import (
 )
 
 func TestAttackQueuedRenewalLandsAfterRestore(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := attackPath("queued")
 	a, pc, let := parkedStore(t, e, path)

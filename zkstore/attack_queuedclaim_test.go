@@ -20,6 +20,7 @@ import (
 )
 
 func TestAttackQueuedClaimLandsAfterRestore(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := attackPath("qclaim")
 	a := attackStore(t, e, path)

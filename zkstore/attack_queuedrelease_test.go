@@ -21,6 +21,7 @@ import (
 )
 
 func TestAttackQueuedReleaseLandsAfterRestore(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := attackPath("queuedrel")
 	a, pc, let := parkedStore(t, e, path)

@@ -19,6 +19,7 @@ import (
 // child, which the restored data never had: it fails, and B's lease
 // stands.
 func TestAttackQueuedUnquarantineLandsAfterRestore(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := attackPath("unquarantine")
 	op, pc, let := parkedStore(t, e, path)

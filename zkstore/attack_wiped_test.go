@@ -19,6 +19,7 @@ import (
 )
 
 func TestAttackPathWiped(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := attackPath("wiped")
 	a := attackStore(t, e, path)

@@ -74,6 +74,7 @@ func (z *zkServer) Restore(_ context.Context, name string) error {
 // snowfence_revert_notice (no wait before a claim's first grant) it mints
 // duplicates; with the notice wait undone alone it passes.
 func TestColdCopyRestoreWhileHoldersRun(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	coldrestore.Run(t, newZKServer(t, 3))
 }
 
@@ -83,5 +84,6 @@ func TestColdCopyRestoreWhileHoldersRun(t *testing.T) {
 // notice window keeps the two apart. Built with -tags
 // snowfence_revert_notice the two mint the same IDs.
 func TestColdCopyRestoreFreshHolder(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	coldrestore.RunFresh(t, newZKServer(t, 1))
 }

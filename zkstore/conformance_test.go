@@ -41,6 +41,7 @@ func harness(e *zktest.Ensemble) leasetest.Harness {
 // and the registry copy's (registrytest.Run) — against one ZooKeeper
 // server.
 func TestConformance(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	h := harness(zktest.Start(t, 1))
 	leasetest.Run(t, h)
 	leasetest.RunAdmin(t, h)
@@ -51,6 +52,7 @@ func TestConformance(t *testing.T) {
 // actions' checks against an ensemble of three, whose sessions may read
 // from followers: every read that decides a write follows a sync.
 func TestConformanceEnsemble(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	h := harness(zktest.Start(t, 3))
 	leasetest.Run(t, h)
 	leasetest.RunAdmin(t, h)

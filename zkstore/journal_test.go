@@ -21,6 +21,7 @@ import (
 // with its reply: one entry per claim, each ended once, the intervals
 // disjoint.
 func TestJournalLostReplies(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	st, lose, err := zkstore.NewLossy(dial(t, e), zkstore.Config{Path: newPath(t)})
 	if err != nil {
@@ -88,6 +89,7 @@ func TestJournalLostReplies(t *testing.T) {
 // number claimed through the store and through a sibling on another
 // keyspace has one entry in each, naming its keyspace.
 func TestJournalKeyspaces(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	st := open(t, e, newPath(t))
 	sib, err := st.AdminKeyspace(lease.KeyspaceStride + 3)
@@ -115,6 +117,7 @@ func TestJournalKeyspaces(t *testing.T) {
 // succeeds with no entry to end, and the next claim numbers its entry one
 // past the highest left, never over one that exists.
 func TestJournalEntryGone(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := newPath(t)
 	st := open(t, e, path)

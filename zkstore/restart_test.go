@@ -14,6 +14,7 @@ import (
 // claim), though it compares every record, znode version and the region's
 // children with what it saw before.
 func TestRestartIsNoRestore(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 3)
 	s := open(t, e, newPath(t))
 	nowMs := time.Now().UnixMilli()

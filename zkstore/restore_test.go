@@ -72,6 +72,7 @@ func renewUnmovedSeen(t *testing.T, as, ds *zkstore.Store, a *lease.Lease) *leas
 // starts a restore window ahead and writes that floor into the origin
 // znode, where a fresh process that saw nothing finds it.
 func TestEnsembleRestoreNoticed(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 3)
 	path := newPath(t)
 	as, ds := open(t, e, path), open(t, e, path)
@@ -121,6 +122,7 @@ func TestEnsembleRestoreNoticed(t *testing.T) {
 // region, whose children's version fell: a restore, though no record D
 // read shows one, and D's claim starts a restore window ahead.
 func TestRestoreRegionShrunk(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	path := newPath(t)
 	ds, xs := open(t, e, path), open(t, e, path)

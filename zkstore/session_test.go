@@ -16,6 +16,7 @@ import (
 // so it would never catch up. A store Connect opened replaces its session
 // after twice the session timeout without one, and is served again.
 func TestRestoreSessionReplaced(t *testing.T) {
+	t.Parallel() // its own servers: independent of every other test
 	e := zktest.Start(t, 1)
 	st, err := zkstore.Connect(e.Servers(), 2*time.Second, zkstore.Config{Path: newPath(t)})
 	if err != nil {
