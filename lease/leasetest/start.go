@@ -2,6 +2,7 @@ package leasetest
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/snowfence/snowfence/fakeclock"
@@ -42,29 +43,17 @@ func StartKeeper(ctx context.Context, cfg lease.KeeperConfig) (*lease.Keeper, er
 	return k, nil
 }
 
-// retryClock moves fc on in 50 ms steps while k has claimed nothing, its
-// last claim failed, and more goroutines sleep on fc than the base that
-// slept on it before k started (k's loop among them, waiting out its
-// retry); it stops when the returned function is called. A first claim in
-// flight, or one that has not failed, is never raced: the clock stays
-// where the test put it.
+// retryClock moves fc on in 50 ms steps (driveClock) while k has claimed
+// nothing, its last claim failed, and more goroutines sleep on fc than the
+// base that slept on it before k started (k's loop among them, waiting out
+// its retry); it stops when the returned function is called. A first
+// claim in flight, or one that has not failed, is never raced: the clock
+// stays where the test put it.
 func retryClock(ctx context.Context, fc *fakeclock.Clock, k *lease.Keeper, base int) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if st := k.Status(); st.Claims == 0 && st.LastError != "" && fc.Waiters() > base {
-				fc.Advance(50 * time.Millisecond)
-			}
+	return driveClock(ctx, fc, func() int {
+		if st := k.Status(); st.Claims == 0 && st.LastError != "" {
+			return base + 1
 		}
-	}()
-	return func() { cancel(); <-done }
+		return math.MaxInt // never reached: wait, and ask again
+	}, 50*time.Millisecond)
 }
