@@ -44,11 +44,16 @@ func StartKeeper(ctx context.Context, cfg lease.KeeperConfig) (*lease.Keeper, er
 }
 
 // retryClock moves fc on in 50 ms steps (driveClock) while k has claimed
-// nothing, its last claim failed, and more goroutines sleep on fc than the
-// base that slept on it before k started (k's loop among them, waiting out
-// its retry); it stops when the returned function is called. A first
-// claim in flight, or one that has not failed, is never raced: the clock
-// stays where the test put it.
+// nothing, its last claim failed, and at least base+1 goroutines sleep on
+// fc (base: those asleep on it before k started); it stops when the
+// returned function is called. Before k's first claim has failed the
+// clock stays where the test put it. After that it may also move while a
+// retry is in flight, when other keepers on a shared clock sleep — as
+// real time would: a claim's start is max(NowMs, the stored mark, the
+// floor), so moving the clock cannot make a claim start below a mark.
+// It does make a store that answers a lost claim race with an untyped
+// error pass the start (its retry then finds the numbers held), which the
+// Store contract allows: after an untyped error callers re-read.
 func retryClock(ctx context.Context, fc *fakeclock.Clock, k *lease.Keeper, base int) (stop func()) {
 	return driveClock(ctx, fc, func() int {
 		if st := k.Status(); st.Claims == 0 && st.LastError != "" {
