@@ -98,14 +98,18 @@ func startMinter(t *testing.T, s lease.Store, clk snowfence.Clock, name string, 
 	return m
 }
 
-// run mints until halt, for at most a minute.
+// minterLife bounds a minter's loop in time and count: longer than any
+// story here, with its patience for a slow election, takes.
+const minterLife = 2 * time.Minute
+
+// run mints until halt, for at most minterLife.
 func (m *minter) run(every time.Duration, batch int) {
 	defer close(m.done)
 	tk := time.NewTicker(every) // pacing, not synchronisation
 	defer tk.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), minterLife)
 	defer cancel()
-	for i := int64(0); i < int64(time.Minute/every); i++ {
+	for i := int64(0); i < int64(minterLife/every); i++ {
 		select {
 		case <-m.stop:
 			return
@@ -191,6 +195,31 @@ func (m *minter) lastErr() error {
 	return m.other
 }
 
+// elections lets one test at a time run a 3-member cluster whose
+// elections it times. Two such clusters at once on a 2-core machine that
+// also runs the race detector over the other packages starve each other's
+// heartbeats: CI once saw every keeper of both tests lose its lease after
+// a rejoin, to requests timing out for seconds.
+var elections = make(chan struct{}, 1)
+
+// oneElectionAtATime waits for the other such test to end.
+func oneElectionAtATime(t *testing.T) {
+	t.Helper()
+	select {
+	case elections <- struct{}{}:
+	case <-t.Context().Done():
+		t.Fatal("never got a turn")
+	}
+	t.Cleanup(func() { <-elections })
+}
+
+// patience bounds a wait for holders to renew or issue again when the
+// cluster was slower than the story expected: long enough for a keeper
+// that lost its lease to claim again and wait out the notice window. The
+// checks at the end decide whether a loss was right (a pause of a whole
+// lease); the wait itself asserts nothing about speed.
+const patience = etcdstore.MaxNoticeWindow + 30*time.Second
+
 // renewedSince reports whether the keeper has an acknowledged renewal sent
 // at or after t (by its wall clock, to the millisecond).
 func (m *minter) renewedSince(t time.Time) bool {
@@ -205,6 +234,7 @@ func (m *minter) renewedSince(t time.Time) bool {
 // and increasing throughout, and after the old leader rejoins.
 func TestKeepersRideOutLeaderStop(t *testing.T) {
 	t.Parallel()
+	oneElectionAtATime(t)
 	c := etcdtest.Start(t, 3)
 	prefix := "/test/" + t.Name()
 	ms := make([]*minter, 4)
@@ -231,20 +261,31 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 		}
 		t.Fatalf("not every holder issued within %v of its start", etcdstore.MaxNoticeWindow+30*time.Second)
 	}
+	// awaitRenewals waits for every keeper to renew after since. Within
+	// three self-fence windows is what the story expects; a slower
+	// cluster is logged and waited for (patience), and the status checks
+	// at the end say whether what the keepers did meanwhile was right.
 	awaitRenewals := func(what string, since time.Time) time.Duration {
 		t.Helper()
-		if !pollUntil(3*shortSelfFence, 10*time.Millisecond, func() bool {
+		all := func() bool {
 			for _, m := range ms {
 				if !m.renewedSince(since) {
 					return false
 				}
 			}
 			return true
-		}) {
+		}
+		if !pollUntil(3*shortSelfFence, 10*time.Millisecond, all) {
 			for _, m := range ms {
 				t.Logf("%s: %+v", m.name, m.k.Status())
 			}
-			t.Fatalf("%s: not every keeper renewed within %v", what, 3*shortSelfFence)
+			t.Logf("%s: not every keeper renewed within %v; waiting up to %v more", what, 3*shortSelfFence, patience)
+			if !pollUntil(patience, 10*time.Millisecond, all) {
+				for _, m := range ms {
+					t.Logf("%s: %+v", m.name, m.k.Status())
+				}
+				t.Fatalf("%s: not every keeper renewed within %v", what, 3*shortSelfFence+patience)
+			}
 		}
 		return time.Since(since)
 	}
@@ -262,7 +303,7 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 	c.Restart(t, leader)
 	restarted := time.Now()
 	awaitRenewals("after the old leader rejoined", restarted)
-	if !pollUntil(5*time.Second, 10*time.Millisecond, func() bool {
+	if !pollUntil(patience, 10*time.Millisecond, func() bool {
 		for _, m := range ms {
 			if !m.lastOKAt().After(restarted) {
 				return false
@@ -325,6 +366,7 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 // refuses, and every ID it issued is below B's first.
 func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 	t.Parallel()
+	oneElectionAtATime(t)
 	const n = 3
 	c := etcdtest.Start(t, 3)
 	prefix := "/test/" + t.Name()
@@ -399,7 +441,9 @@ func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 			lived, promoted[0], shortLeaseFor)
 	}
 	// B issues from the later of A's mark and its claim's notice window.
-	if !pollUntil(etcdstore.MaxNoticeWindow+10*time.Second, 5*time.Millisecond, func() bool { return b.m.issued() > 0 }) {
+	// (A slow cluster can cost B its first claim; B then claims again,
+	// still above A's mark — checked below — hence patience.)
+	if !pollUntil(patience, 5*time.Millisecond, func() bool { return b.m.issued() > 0 }) {
 		t.Fatalf("B issued nothing: %+v, %v", b.m.k.Status(), b.m.lastErr())
 	}
 	b.m.halt()
