@@ -165,12 +165,15 @@ func (s *Server) startAPIServer(tb testing.TB) {
 	if s.proc != nil {
 		return
 	}
+	began := time.Now()
 	if err := s.launch(); err != nil {
 		tb.Fatalf("k8stest: %v", err)
 	}
 	if err := s.waitReady(); err != nil {
 		tb.Fatalf("k8stest: %v", err)
 	}
+	tb.Logf("k8stest: kube-apiserver ready again in %v (its CPU time: %v)",
+		time.Since(began).Round(time.Millisecond), cpuTime(s.proc.Pid()).Round(10*time.Millisecond))
 }
 
 // Freeze stops the API server's process (SIGSTOP): it holds its

@@ -97,7 +97,8 @@ func start(tb testing.TB, bin, dir string) (*Server, error) {
 		if err == nil {
 			if err = s.launch(); err == nil {
 				if err = s.waitReady(); err == nil {
-					tb.Logf("k8stest: kube-apiserver %s ready on %s in %v", Version, s.Host(), time.Since(began).Round(time.Millisecond))
+					tb.Logf("k8stest: kube-apiserver %s ready on %s in %v (its CPU time: %v)", Version, s.Host(),
+						time.Since(began).Round(time.Millisecond), cpuTime(s.proc.Pid()).Round(10*time.Millisecond))
 					return s, nil
 				}
 			}
