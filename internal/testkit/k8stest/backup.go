@@ -50,6 +50,25 @@ func (s *Server) CopyData(tb testing.TB) *Copy {
 // that objects already had before the restore.
 func (s *Server) Restore(tb testing.TB, c *Copy) {
 	tb.Helper()
+	s.RestoreWith(tb, c, RestoreOptions{})
+}
+
+// RestoreOptions say how RestoreWith restores, as etcdutl's flags do.
+type RestoreOptions struct {
+	// RevisionBump raises the restored revision by this much above the
+	// copy's and marks the older revisions compacted (etcdutl snapshot
+	// restore --bump-revision --mark-compacted), as the Kubernetes
+	// documentation tells operators to: the next writes are then given
+	// resourceVersions above any issued before, none repeats — but an
+	// object comes back at the resourceVersion of its last write before
+	// the copy, lower than the ones it had since. Zero restores the copy's
+	// revision.
+	RevisionBump uint64
+}
+
+// RestoreWith is Restore with the choices of opts.
+func (s *Server) RestoreWith(tb testing.TB, c *Copy, opts RestoreOptions) {
+	tb.Helper()
 	s.mustOwn(tb, "Restore")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -65,6 +84,8 @@ func (s *Server) Restore(tb testing.TB, c *Copy) {
 		PeerURLs:            []string{s.etcd.peer.String()},
 		InitialCluster:      s.etcd.initialCluster(),
 		InitialClusterToken: s.etcd.token(),
+		RevisionBump:        opts.RevisionBump,
+		MarkCompacted:       opts.RevisionBump > 0,
 	})
 	if err != nil {
 		tb.Fatalf("k8stest: Restore: etcd from %s: %v", c.path, err)

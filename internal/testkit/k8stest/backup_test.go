@@ -90,6 +90,25 @@ func TestRestoreRepeatsResourceVersions(t *testing.T) {
 		t.Fatalf("stale write testing only the resourceVersion: %v (%s), want it to commit (the hole the record test closes)", err, status(err))
 	}
 	t.Logf("a stale write testing only resourceVersion %s committed on the new holder's lease: now %s holding %q", stale.rv, l.ResourceVersion, l.Annotations[recordKey])
+
+	// Restored with --bump-revision, objects still come back at their
+	// old resourceVersions (an object's is the revision of its last write,
+	// which the restore keeps), but the next writes are given
+	// resourceVersions above any issued before: none repeats.
+	s.RestoreWith(t, c, k8stest.RestoreOptions{RevisionBump: 1000})
+	bumped := getLease(t, cs, ns, "m1")
+	if bumped.ResourceVersion != copied.ResourceVersion || bumped.Annotations[recordKey] != record("c1", 0) {
+		t.Errorf("after a bumped restore m1 is at %s holding %q, want the copy's %s holding %q",
+			bumped.ResourceVersion, bumped.Annotations[recordKey], copied.ResourceVersion, record("c1", 0))
+	}
+	next, err := jsonPatch(t, cs, ns, "m1", recordOps(record("c1", 0), record("c1", 1))...)
+	if err != nil {
+		t.Fatalf("write after a bumped restore: %v", err)
+	}
+	t.Logf("after a restore of the same copy with --bump-revision 1000: m1 back at %s; its next write at %s", bumped.ResourceVersion, next.ResourceVersion)
+	if rv(t, next.ResourceVersion) <= rv(t, l.ResourceVersion) {
+		t.Errorf("write after a bumped restore given resourceVersion %s, want it above every one before (%s)", next.ResourceVersion, l.ResourceVersion)
+	}
 }
 
 // rv parses a resourceVersion (an etcd revision, as kube-apiserver's are;
