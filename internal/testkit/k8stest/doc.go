@@ -49,7 +49,11 @@
 // resourceVersions that were already issued before the restore — to other
 // contents of the same objects. A write that tests only a resourceVersion
 // can land on an object it never read; this package's tests show it, and
-// that a JSON Patch test of the object's content refuses it.
+// that a JSON Patch test of the object's content refuses it. RestoreWith
+// with a RevisionBump restores as the Kubernetes documentation tells
+// operators to (--bump-revision --mark-compacted): the next writes rise
+// above every resourceVersion issued before, but objects still come back
+// at the resourceVersion of their last write before the copy.
 //
 // # Missing binary
 //
