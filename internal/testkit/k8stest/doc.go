@@ -31,11 +31,11 @@
 // # Cost
 //
 // A start of kube-apiserver is the expensive part. Here (two shared cores,
-// under load) Start took 4.5–10 s of wall time, of which the API server
-// used 1.6–1.8 s of CPU until ready (its OpenAPI, its RBAC and
+// under load) Start took 2.5–10 s of wall time, of which the API server
+// used 1.5–1.8 s of CPU until ready (its OpenAPI, its RBAC and
 // flow-control bootstrap; every start logs both); StartAPIServer and
-// Restore take 3.4–4.7 s and 1.3–1.5 s of CPU. The package's own tests,
-// three API servers and three restarts, take 18–23 s under -race. Shared
+// Restore take 2.4–4.7 s and 1.2–1.5 s of CPU. The package's own tests,
+// three API servers and four restarts, take 17–23 s under -race. Shared
 // spares the start: one server for all the tests of a package that only
 // read and write objects, each in a Namespace of its own; a test that
 // stops, kills, freezes or restores the API server Starts its own.
