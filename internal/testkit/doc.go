@@ -10,6 +10,10 @@
 //     members (1 or 3) with stop, restart, snapshot and restore, and
 //     Debian's etcd executable for interop tests; etcdmember, the members'
 //     configuration, shared with the chaos suite's member processes.
+//   - k8stest: a real kube-apiserver (Kubernetes v1.37.2, built by
+//     scripts/services/kube-apiserver.sh) over an embedded etcd member,
+//     for the Kubernetes lease store: restricted service-account tokens,
+//     stop, kill, freeze, and restore from an etcd backup.
 //   - storeproc: a test's own PostgreSQL cluster and dynalite (data on
 //     disk), to stop, freeze, copy and restore; coldrestore, holders
 //     running through a cold-copy restore of a lease table's server

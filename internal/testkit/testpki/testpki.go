@@ -41,6 +41,9 @@ type Options struct {
 	// CommonName is the subject's CN; empty means "testpki leaf". Go's
 	// verifier and the perimeter ignore it; it only makes logs readable.
 	CommonName string
+	// Organization is the subject's O, for servers that read a client's
+	// groups from it (kube-apiserver: O=system:masters is its admin group).
+	Organization []string
 	// DNSNames are the DNS SANs.
 	DNSNames []string
 	// IPs are the IP SANs.
@@ -163,7 +166,7 @@ func (ca *CA) leaf(tb testing.TB, o Options, usage x509.ExtKeyUsage) *Leaf {
 	key := newKey(tb)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(tb),
-		Subject:      pkix.Name{CommonName: o.CommonName},
+		Subject:      pkix.Name{CommonName: o.CommonName, Organization: o.Organization},
 		NotBefore:    o.NotBefore,
 		NotAfter:     o.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
