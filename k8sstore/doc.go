@@ -48,8 +48,8 @@
 //
 //   - Claim lists the keyspace's objects and takes a number whose object is
 //     absent, whose mark is below the claimer's clock (expired), or which
-//     is free with a mark at most MaxAhead ahead; the new epoch is the old
-//     + 1, and the lease starts at or above the old mark and the claimer's
+//     is free with a mark at most MaxAhead ahead; the new epoch is one
+//     more than the old, and the lease starts at or above the old mark and the claimer's
 //     clock. Each claim attempt writes a fresh nonce (lease.NewNonce);
 //     after an error of unknown outcome (a timeout, the connection lost
 //     mid-request) the store re-reads the object and adopts the claim only

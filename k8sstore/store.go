@@ -32,7 +32,7 @@ type Store struct {
 	// root is the closed flag of the Store Open returned (this one's own,
 	// or the one Keyspace opened it from): its Close ends the siblings too.
 	root *atomic.Bool
-	id     *identity
+	id   *identity
 	// renewals are the renewal values this Store value wrote or sent for
 	// its leases (lease.Renewals). Unlike id, it is this Store value's own.
 	renewals lease.Renewals
@@ -63,7 +63,9 @@ var (
 // gets the origin object, which is created by the first claim.
 // lease.ErrInvalid for a Config it cannot take (Config.Check);
 // ErrForbidden when the credentials may not get leases in the namespace.
-// The store creates nothing until its first claim.
+// The store creates nothing until its first claim. rc's QPS and Burst
+// bound the store's requests (client-go's defaults, 5 a second and bursts
+// of 10, suit a few holders: a claim sends four requests, a renewal two).
 func Open(ctx context.Context, cfg Config, rc *rest.Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
