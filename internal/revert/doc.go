@@ -31,7 +31,9 @@
 // TestPathMadeAnewNoticedByAClaim and TestClaimChecksOrigin (restore: a
 // data version or a region's children fell, a new origin id, a restore
 // floor in the origin) and
-// TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
+// TestRestoreFloorKeepsTheLongestWindow (window); on Kubernetes,
+// k8sstore's TestRestoreNoticedByResourceVersionAlone (restore: a
+// resourceVersion fell under one UID). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
@@ -95,6 +97,11 @@
 //	                               data version it read: a version repeats after a restore, a random nonce does
 //	                               not. scripts/prove-search proves it by zkstore's TestAttackFrozenRenewalAfterRestore*,
 //	                               TestAttackQueuedRenewalLandsAfterRestore and TestAttackQueuedReleaseLandsAfterRestore
+//	snowfence_revert_k8srecord     a Kubernetes lease object's write (a JSON patch) commits only while the object holds
+//	                               the exact record annotation the write was planned on (a JSON Patch test op), beside
+//	                               the resourceVersion it read: a resourceVersion repeats after an etcd restore under
+//	                               the API server, a record carrying a random claim nonce and write nonce does not.
+//	                               Proved by k8sstore's TestAttackStaleRenewalAfterRestore and TestAttackStaleReleaseAfterRestore (a real kube-apiserver)
 //
 // # Where each switch is: the fence files
 //
@@ -110,15 +117,15 @@
 //
 //	tag           fence files
 //	region        fence_region.go
-//	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go
-//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go, zkstore/fence_restore.go
-//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go
+//	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go, k8sstore/fence_nonce.go
+//	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go, zkstore/fence_restore.go, k8sstore/fence_restore.go
+//	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go, k8sstore/fence_window.go
 //	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
 //	cutover       lease/fence_cutover.go
 //	bind          lease/fence_bind.go
 //	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go
-//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go, zkstore/fence_clone.go
+//	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go, zkstore/fence_clone.go, k8sstore/fence_clone.go
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
 //	jump          fence_jump.go, lease/fence_jump.go
@@ -126,4 +133,5 @@
 //	unused        etcdstore/fence_unused.go, pgstore/fence_unused.go, zkstore/fence_unused.go
 //	isolation     pgstore/fence_isolation.go
 //	zkchild       zkstore/fence_zkchild.go
+//	k8srecord     k8sstore/fence_k8srecord.go
 package revert
