@@ -33,9 +33,10 @@ const (
 	storePostgres = "postgres"
 	storeDynamo   = "dynamodb"
 	storeZK       = "zookeeper"
+	storeK8s      = "kubernetes"
 )
 
-var storeKinds = []string{storeEtcd, storePostgres, storeDynamo, storeZK}
+var storeKinds = []string{storeEtcd, storePostgres, storeDynamo, storeZK, storeK8s}
 
 // dynamoEndpointEnv names the dynalite the DynamoDB store is tested on.
 const dynamoEndpointEnv = "SNOWFENCE_TEST_DYNAMODB_ENDPOINT"
@@ -113,6 +114,8 @@ func startService(t *testing.T, kind string) service {
 		return &dynamoService{upstream: ep, shim: sh}
 	case storeZK:
 		return startZooKeeper(t) // backend_zk_test.go
+	case storeK8s:
+		return startKubernetes(t) // backend_k8s_test.go
 	}
 	t.Fatalf("unknown store %q: use one of %v", kind, storeKinds)
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/zkstore"
@@ -404,6 +405,8 @@ func noticeWindow(store string) time.Duration {
 		return dynamostore.MaxNoticeWindow
 	case storeZK:
 		return zkstore.MaxNoticeWindow
+	case storeK8s:
+		return k8sstore.MaxNoticeWindow
 	}
 	return etcdstore.MaxNoticeWindow
 }

@@ -13,7 +13,7 @@ import (
 
 var (
 	flagSeed     = flag.Uint64("seed", 0, "run this one seed (with -store, or on every store); 0: the fixed list, or the long mode")
-	flagStore    = flag.String("store", "", "the store of -seed: etcd, postgres, dynamodb or zookeeper (empty: every store)")
+	flagStore    = flag.String("store", "", "the store of -seed: etcd, postgres, dynamodb, zookeeper or kubernetes (empty: every store)")
 	flagDuration = flag.Duration("explore.duration", 0, "long mode: run seeds for this long per store (e.g. 1h); 0: the fixed list")
 	flagStores   = flag.String("explore.stores", strings.Join(storeKinds, ","), "long mode and fixed list: the stores to search, comma-separated")
 	flagStart    = flag.Uint64("explore.seed", 1, "long mode: the first seed (each store runs seeds from here on)")
@@ -42,6 +42,11 @@ func shortSeeds(store string) []uint64 {
 		// Each snapshot and restore stops and starts the server's JVM
 		// (1–4 s): a restores world takes 15–40 s. Run in scripts/test's
 		// ZooKeeper step, on its budget (about a minute for these five).
+		n = 5
+	case storeK8s:
+		// Each snapshot is an etcd snapshot, and each restore stops and
+		// starts the API server (seconds of CPU): like ZooKeeper's, run
+		// in scripts/test's Kubernetes step.
 		n = 5
 	}
 	seeds := make([]uint64, 0, n)

@@ -39,14 +39,18 @@ build() {
 	local tmp=$bin.tmp.$$
 	trap 'rm -f "$tmp"' EXIT
 	say "building kube-apiserver $version from the Go module proxy into $bin (nice 19; ~520 CPU-seconds cold)"
+	# A build cache of its own, removed once the binary is built: the
+	# build's cache is 2.7 GB, for one binary that is kept anyway.
+	local cache=$dir/gocache-$version
 	(
 		cd "$module"
-		GOWORK=off GOFLAGS=-mod=readonly nice -n 19 go build -trimpath \
+		GOCACHE=$cache GOWORK=off GOFLAGS=-mod=readonly nice -n 19 go build -trimpath \
 			-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
 			-o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
 	) >&2
 	"$tmp" --version >&2 || die "the built binary does not run"
 	mv "$tmp" "$bin"
+	rm -rf "$cache"
 	trap - EXIT
 	say "built $bin"
 	echo "$bin"

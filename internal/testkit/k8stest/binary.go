@@ -24,9 +24,11 @@ const DirEnv = "SNOWFENCE_KUBE_APISERVER_DIR"
 // $SNOWFENCE_KUBE_APISERVER if set, else kube-apiserver-v1.37.2 in the
 // script's cache directory. When there is no executable there it calls
 // testenv.Missing: the test is skipped, or fails under CI=true, with the
-// command that builds one.
+// command that builds one. Under testenv.KubernetesLaterEnv it skips the
+// test: scripts/test runs it in its Kubernetes step.
 func Binary(tb testing.TB) string {
 	tb.Helper()
+	testenv.KubernetesLater(tb)
 	path, err := binaryPath()
 	if err == nil {
 		var fi os.FileInfo

@@ -64,3 +64,20 @@ func ZooKeeperLater(tb testing.TB) {
 		tb.Skip(ZooKeeperLaterEnv + " is set: ZooKeeper's part runs in a step of its own (scripts/test)")
 	}
 }
+
+// KubernetesLaterEnv, when set, asks every test that would start a
+// kube-apiserver (internal/testkit/k8stest) to skip: scripts/test's race
+// run sets it, since an API server's start takes seconds of both cores,
+// which the timing-sensitive tests beside it would feel, and runs the
+// Kubernetes parts in a step of their own afterwards, as it does
+// ZooKeeper's.
+const KubernetesLaterEnv = "SNOWFENCE_TEST_KUBERNETES_LATER"
+
+// KubernetesLater skips tb when KubernetesLaterEnv is set — even under
+// CI=true: the step that sets it runs the same tests later.
+func KubernetesLater(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(KubernetesLaterEnv) != "" {
+		tb.Skip(KubernetesLaterEnv + " is set: the Kubernetes part runs in a step of its own (scripts/test)")
+	}
+}
