@@ -152,12 +152,15 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	rec := record{Holder: req.Holder, Epoch: old.Epoch + 1, MarkMs: max(req.NowMs+req.LeaseFor.Milliseconds(), start),
 		Claim: nonce, FloorMs: old.MarkMs}
 	sp := s.before(c.n)
+	// The claim's journal entry, written in the claim's own write (journal.go).
+	journal := s.claimJournal(c.n, c.o, entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs,
+		PrevMarkMs: old.MarkMs, StartMs: start})
 	var got *coordv1.Lease
 	var err error
 	if !c.o.exists {
-		got, err = s.create(ctx, c.n, rec, req.NowMs)
+		got, err = s.createJournal(ctx, c.n, rec, req.NowMs, journal)
 	} else {
-		got, err = s.patch(ctx, s.name(c.n), writeOps(c.o, rec, spec(rec, req.NowMs, req.NowMs)))
+		got, err = s.patch(ctx, s.name(c.n), append(writeOps(c.o, rec, spec(rec, req.NowMs, req.NowMs)), journalOp(journal)))
 	}
 	switch {
 	case err == nil:
