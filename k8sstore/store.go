@@ -65,7 +65,7 @@ var (
 // ErrForbidden when the credentials may not get leases in the namespace.
 // The store creates nothing until its first claim. rc's QPS and Burst
 // bound the store's requests (client-go's defaults, 5 a second and bursts
-// of 10, suit a few holders: a claim sends four requests, a renewal two).
+// of 10, suit a few holders: a claim sends eight requests, a renewal three).
 func Open(ctx context.Context, cfg Config, rc *rest.Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
