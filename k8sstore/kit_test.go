@@ -57,15 +57,20 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// loser loses, once armed, the reply of the next patch that commits: the
-// store sees a connection error, as when the connection drops after the
-// API server applied the write. client-go retries no PATCH after an error.
-type loser struct{ armed atomic.Bool }
+// loser loses, once armed, the reply of the next write (a patch; a
+// create too with creates) that commits: the store sees a connection
+// error, as when the connection drops after the API server applied the
+// write. client-go retries no PATCH or POST after an error.
+type loser struct {
+	armed   atomic.Bool
+	creates bool
+}
 
 func (l *loser) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTrip(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		if err == nil && req.Method == http.MethodPatch && resp.StatusCode < 300 && l.armed.CompareAndSwap(true, false) {
+		write := req.Method == http.MethodPatch || (l.creates && req.Method == http.MethodPost)
+		if err == nil && write && resp.StatusCode < 300 && l.armed.CompareAndSwap(true, false) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			return nil, errors.New("connection reset by peer (the test lost the reply of a write that committed)")
