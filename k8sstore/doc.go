@@ -171,7 +171,7 @@
 // patch (or Create) as its record; Release, Quarantine and RaiseMarks end
 // the newest entry in theirs, when it is the holding they end — atomic,
 // as zkstore's multi-op, with no object of its own to keep in step. An
-// entry is about 230 bytes with a 45-character holder: 64 are about 15 KB,
+// entry is about 260 bytes with a 45-character holder: 64 are about 17 KB,
 // and the annotation is bounded at 64 KiB whatever the holder names (the
 // oldest entries beyond it are dropped, the newest always kept), far below
 // the API server's 256 KiB limit on an object's annotations. Renewals leave
