@@ -24,12 +24,13 @@ import (
 // string is written once (it carries a fresh nonce), so the record read
 // determines the journal read with it.
 //
-// Size: an entry is at most about 260 bytes with a 45-character holder, so 64
-// of them are about 17 KB (TestJournalBound). maxJournalBytes bounds the annotation whatever
-// the holder names: the oldest entries beyond it are dropped (the newest
-// is always kept), so with the record (well under 1 KB) the object's
-// annotations stay far below the API server's 256 KiB limit on them. A
-// renewal reads the whole object, journal included.
+// Size: an entry is at most about 260 bytes with a 45-character holder,
+// so 64 of them are about 17 KB (TestJournalBound). maxJournalBytes
+// bounds the annotation whatever the holder names: the oldest entries
+// beyond it are dropped (the newest is always kept), so with the record
+// (well under 1 KB) the object's annotations stay far below the API
+// server's 256 KiB limit on them. A renewal reads the whole object,
+// journal included.
 
 // journalKey is the annotation holding a lease object's journal.
 const journalKey = "snowfence.io/journal"
