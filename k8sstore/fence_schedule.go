@@ -15,7 +15,7 @@ import (
 // (<prefix>-schedule), as DynamoDB conditions a write on one item only.
 // So, as dynamostore does, the compare is a quorum read of the record
 // before the write, and a claim is compared again after its write
-// (confirmClaim, fence_registry.go). That is enough because
+// (confirmClaim, claimcheck.go). That is enough because
 // lease.SetSchedule only accepts a change whose first difference from the
 // old schedule is at least lease.MinScheduleNotice (1 h) past every clock
 // and mark, longer than any mark a holder reserves (lease.MaxReserve): a
