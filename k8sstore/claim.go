@@ -43,7 +43,7 @@ import (
 // first, and refuses with lease.ErrSchedule a schedule other than the
 // record's, or a record other than the one the registry records; it reads
 // them again after its write, and gives back a claim made while they came
-// to differ (fence_registry.go). Once
+// to differ (claimcheck.go). Once
 // this Store value (or a Keyspace sibling) noticed that the data went back
 // in time (signs.go) — the list this claim reads included — claims start
 // at or above the restore floor: the noticing claimer's clock plus the
@@ -57,7 +57,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	if err := s.claimSchedule(ctx, req.Schedule); err != nil { // fence_registry.go
+	if err := s.claimSchedule(ctx, req.Schedule); err != nil { // claimcheck.go
 		return nil, fmt.Errorf("k8sstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}
 	sp := s.beforeRange(req.Range.Lo, req.Range.Hi)
@@ -87,7 +87,7 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 					"was being noticed, maybe below the floor it sets; claim again (it frees itself at %s)",
 					req.Range, s.region, l.Machine, l.Token, lease.FormatMs(l.MarkMs))
 			}
-			if err := s.confirmClaim(ctx, l); err != nil { // fence_registry.go
+			if err := s.confirmClaim(ctx, l); err != nil { // claimcheck.go
 				return nil, err
 			}
 			return l, nil

@@ -189,7 +189,7 @@
 //     the one the registry records (lease.CheckRecordedSchedule); after its
 //     write commits it reads both again and gives back (Release) a claim
 //     made while they came to differ, before anything is issued on it
-//     (fence_registry.go). A lease is thus handed out only if the compares
+//     (claimcheck.go). A lease is thus handed out only if the compares
 //     held after it was claimed, as if they were part of the write.
 //   - A renewal reads the record before its write and refuses to reserve
 //     past the first instant the fleet's schedule differs from its own

@@ -27,7 +27,7 @@ func soon() string {
 // the lease object only; the claim's reads after its write see the change,
 // and the claim is refused (lease.ErrSchedule) and given back: no lease is
 // handed out, the number is free, and the claim made again is refused too
-// (fence_registry.go).
+// (claimcheck.go).
 func TestClaimInterleavedWithSchedule(t *testing.T) {
 	srv := k8stest.Shared(t)
 	ns := srv.Namespace(t)
