@@ -156,8 +156,11 @@ func (s *Store) reread(ctx context.Context, n int) (object, error) {
 
 // list reads the objects of the numbers in r that have one: one list of
 // the keyspace's objects by their labels (a consistent list, as get's
-// reads). An object whose labels were removed by hand is not listed; a
-// claim of its number then fails its Create, as if taken.
+// reads). An object whose labels were removed by hand is not listed: a
+// claim of its number fails its Create, as if taken, and a Store value
+// that saw the object before takes its absence from the list for a
+// restore (an object gone), which fences its leases — put the labels
+// back.
 func (s *Store) list(ctx context.Context, r lease.Range) (map[int]object, error) {
 	sel := prefixLabel + "=" + s.cfg.Prefix + "," + regionLabel + "=" + strconv.Itoa(s.region)
 	ls, err := s.c.List(ctx, metav1.ListOptions{LabelSelector: sel})

@@ -1,6 +1,7 @@
 package k8sstore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -59,4 +60,29 @@ func TestCopyRestoreWhileHoldersRun(t *testing.T) {
 		t.Errorf("D's claim (a process that saw nothing before the restore) starts at %d, want ≥ the floor in the origin, %d", ld.StartMs, floor)
 	}
 	t.Logf("after the restore: A's claim starts at %s, D's at %s (floor %s)", lease.FormatMs(la2.StartMs), lease.FormatMs(ld.StartMs), lease.FormatMs(floor))
+}
+
+// TestRestoreNoticedByResourceVersionAlone: a restore that takes back only
+// a renewal that moved no mark leaves the record as the reader saw it
+// before (holder, epoch, claim, mark); only the object's resourceVersion,
+// lower than the one the reader saw under the same UID, shows it. The
+// reader's next Get must say ErrRestored.
+func TestRestoreNoticedByResourceVersionAlone(t *testing.T) {
+	srv := k8stest.Start(t)
+	ns := srv.Namespace(t)
+	now := time.Now().UnixMilli()
+	cfg := k8sstore.Config{Namespace: ns, Clock: fakeclock.New(time.UnixMilli(now))}
+	a, r := open(t, srv.Config(), cfg), open(t, srv.Config(), cfg)
+	la := mustExtend(t, a, mustClaim(t, a, on("a", 1, now)), now+10_000)
+	cp := srv.CopyData(t)
+	mustExtend(t, a, la, now+10_000) // moves no mark: a new renewal value and resourceVersion only
+	if _, err := r.Get(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restore(t, cp)
+	err := settle(t, func(ctx context.Context) error { _, err := r.Get(ctx, 1); return err })
+	if !errors.Is(err, lease.ErrRestored) {
+		t.Fatalf("the reader's Get after the restore: %v, want ErrRestored", err)
+	}
+	t.Logf("the reader's Get after the restore: %v", err)
 }

@@ -31,7 +31,9 @@
 // TestPathMadeAnewNoticedByAClaim and TestClaimChecksOrigin (restore: a
 // data version or a region's children fell, a new origin id, a restore
 // floor in the origin) and
-// TestRestoreFloorKeepsTheLongestWindow (window). tablerestore's test is built
+// TestRestoreFloorKeepsTheLongestWindow (window); on Kubernetes,
+// k8sstore's TestRestoreNoticedByResourceVersionAlone (restore: a
+// resourceVersion fell under one UID). tablerestore's test is built
 // with notice undone too: notice alone leaves it without duplicates.
 //
 //	tag                            undoes
