@@ -28,7 +28,8 @@
 // of the holder's last extension, lease.Renewals), floor_ms (the mark
 // before the current claim: a release never records a lower one) and
 // release (the nonce of the release that freed it). Lease objects are
-// created by a number's first claim and never deleted. Their spec
+// created by a number's first claim (or the operator's quarantine or raise
+// of its mark) and never deleted. Their spec
 // (holderIdentity, acquireTime, renewTime, leaseDurationSeconds,
 // leaseTransitions = epoch) is filled in so that `kubectl get leases`
 // reads well; nothing in the store reads it back, and nothing but the
@@ -40,7 +41,8 @@
 // Create, which fails with AlreadyExists if another claimer made it first.
 // Every other write is ONE JSON patch (RFC 6902) whose first operations
 // test the resourceVersion read and the exact record annotation read, and
-// whose others replace the record and the spec (fence_k8srecord.go).
+// whose others replace the record and the spec, and the journal when the
+// write changes it (fence_k8srecord.go, journal.go).
 // kube-apiserver applies the patch to the object as stored, inside an
 // update its storage makes conditional on the object's etcd revision, so
 // a failed test refuses the whole write (422 Invalid). The resourceVersion
