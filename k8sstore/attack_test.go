@@ -1,19 +1,21 @@
 package k8sstore_test
 
-// Attack: a renewal planned before an etcd restore lands after it. Holder
-// A's renewal has read its object (resourceVersion X, record S) and built
-// its patch when the request is held — a process frozen between its read
-// and its write, a request queued in a retrying client. Meanwhile etcd is
-// restored under the API server from a copy taken before (without
-// etcdutl's --bump-revision): A's object is back at an older
+// Attacks: a write planned before an etcd restore lands after it. Holder
+// A's renewal (or release) has read its object (resourceVersion X, record
+// S) and built its patch when the request is held — a process frozen
+// between its read and its write, a request queued in a retrying client.
+// Meanwhile etcd is restored under the API server from a copy taken before
+// (without etcdutl's --bump-revision): A's object is back at an older
 // resourceVersion, A's lease expired by the restored mark. B, a process
 // that saw nothing before, claims the number and renews until the
 // object's resourceVersion is X again (other writes move etcd's revision
 // between). Then A's patch is sent. It tests resourceVersion X, which
 // matches — on B's record. With the record test (fence_k8srecord.go) it
 // is refused (422: the object does not hold S); built with
-// snowfence_revert_k8srecord it lands, and A holds an acknowledged mark on
-// B's live lease: a DUPLICATE WINDOW, which fails the test.
+// snowfence_revert_k8srecord it lands on B's live lease: A's renewal
+// holds an acknowledged mark beside B's (DUPLICATE WINDOW), A's release
+// frees the number under B, and another claimer takes it (DUPLICATE
+// WINDOW, committed on B's record) — each fails its test.
 
 import (
 	"context"
@@ -30,13 +32,28 @@ import (
 	"github.com/snowfence/snowfence/lease"
 )
 
-func TestAttackStaleRenewalAfterRestore(t *testing.T) {
+// staleAttack is the scenario's state once A's held write went out.
+type staleAttack struct {
+	srv    *k8stest.Server
+	cfg    k8sstore.Config
+	now    int64
+	a, b   *k8sstore.Store
+	la, lb *lease.Lease
+	status string // how A's held patch ended: its HTTP status
+	err    error  // what A's call returned
+	record func() string
+}
+
+// staleWriteAfterRestore plays the scenario with write as A's call (made
+// on A's lease, on a context that never ends): held at its patch across
+// the restore, sent once B's object is at the resourceVersion A read.
+func staleWriteAfterRestore(t *testing.T, write func(ctx context.Context, a *k8sstore.Store, la *lease.Lease) error) *staleAttack {
+	t.Helper()
 	srv := k8stest.Start(t)
 	ns := srv.Namespace(t)
 	leases := srv.Clientset(t).CoordinationV1().Leases(ns)
 	now := time.Now().UnixMilli()
-	clk := fakeclock.New(time.UnixMilli(now))
-	cfg := k8sstore.Config{Namespace: ns, Clock: clk}
+	cfg := k8sstore.Config{Namespace: ns, Clock: fakeclock.New(time.UnixMilli(now))}
 	p := newParker(t)
 	rcA := srv.Config()
 	rcA.Wrap(p.wrap)
@@ -59,20 +76,17 @@ func TestAttackStaleRenewalAfterRestore(t *testing.T) {
 	la = mustExtend(t, a, la, now+20_000)
 	la = mustExtend(t, a, la, now+30_000)
 
-	// A's next renewal reads the object and is held before its patch.
+	// A's write reads the object and is held before its patch.
 	p.armed.Store(true)
 	out := make(chan error, 1)
-	go func() {
-		_, err := a.Extend(context.WithoutCancel(t.Context()), la, now+40_000, 10*time.Second)
-		out <- err
-	}()
+	go func() { out <- write(context.WithoutCancel(t.Context()), a, la) }()
 	select {
 	case <-p.parked:
 	case <-time.After(30 * time.Second):
-		t.Fatal("A's renewal never reached its patch")
+		t.Fatal("A's write never reached its patch")
 	}
 	x, planned := objRV()
-	t.Logf("A's renewal is held: planned on resourceVersion %d, record %s", x, planned)
+	t.Logf("A's write is held: planned on resourceVersion %d, record %s", x, planned)
 
 	srv.Restore(t, cp)
 	back, _ := objRV()
@@ -100,37 +114,74 @@ func TestAttackStaleRenewalAfterRestore(t *testing.T) {
 
 	// A's held patch goes out: resourceVersion X matches, on B's record.
 	p.let()
-	var status string
+	st := &staleAttack{srv: srv, cfg: cfg, now: now, a: a, b: b, la: la, lb: lb,
+		record: func() string { _, rec := objRV(); return rec }}
 	select {
-	case status = <-p.status:
+	case st.status = <-p.status:
 	case <-time.After(time.Minute):
 		t.Fatal("A's held patch never went out")
 	}
-	var aerr error
 	select {
-	case aerr = <-out:
+	case st.err = <-out:
 	case <-time.After(time.Minute):
-		t.Fatal("A's renewal never returned")
+		t.Fatal("A's write never returned")
 	}
-	t.Logf("A's held patch: %s; A's renewal: %v", status, aerr)
-	if aerr == nil {
-		_, rec := objRV()
-		_, berr := b.Extend(t.Context(), lb, now+26_000, 10*time.Second)
-		t.Errorf("DUPLICATE WINDOW: after the restore A's renewal was acknowledged on machine 5 (epoch %d, to mark %d) over B's live "+
-			"lease (epoch %d, started %d, acknowledged mark %d): both issue on 5 over [%d, %d); the object now holds %s; B's next renewal: %v",
-			la.Token, now+40_000, lb.Token, lb.StartMs, lb.MarkMs, lb.StartMs, lb.MarkMs, rec, berr)
-		return
+	t.Logf("A's held patch: %s; A's call: %v", st.status, st.err)
+	return st
+}
+
+// refused checks that A's held patch was refused by its JSON Patch test
+// (422) and that B's lease stands: B renews, the object holds B's record.
+func (st *staleAttack) refused(t *testing.T) {
+	t.Helper()
+	if !strings.HasPrefix(st.status, "422") {
+		t.Errorf("A's held patch ended %q, want 422 (a failed JSON Patch test)", st.status)
 	}
-	if !errors.Is(aerr, lease.ErrLost) && !errors.Is(aerr, lease.ErrRestored) {
-		t.Errorf("A's renewal after the restore: %v, want ErrLost or ErrRestored", aerr)
-	}
-	if !strings.HasPrefix(status, "422") {
-		t.Errorf("A's held patch ended %q, want 422 (a failed JSON Patch test)", status)
-	}
-	if _, err := extend(t, b, lb, now+26_000); err != nil {
+	if _, err := extend(t, st.b, st.lb, st.now+26_000); err != nil {
 		t.Errorf("B's renewal after A's refused patch: %v", err)
 	}
-	if _, err := extend(t, a, la, now+50_000); err == nil {
+	if rec := st.record(); !strings.Contains(rec, `"holder":"b"`) {
+		t.Errorf("the object holds %s after A's refused patch, want B's record", rec)
+	}
+}
+
+func TestAttackStaleRenewalAfterRestore(t *testing.T) {
+	st := staleWriteAfterRestore(t, func(ctx context.Context, a *k8sstore.Store, la *lease.Lease) error {
+		_, err := a.Extend(ctx, la, la.MarkMs+10_000, 10*time.Second)
+		return err
+	})
+	if st.err == nil {
+		_, berr := st.b.Extend(t.Context(), st.lb, st.now+26_000, 10*time.Second)
+		t.Errorf("DUPLICATE WINDOW: after the restore A's renewal was acknowledged on machine 5 (epoch %d, to mark %d) over B's live "+
+			"lease (epoch %d, started %d, acknowledged mark %d): both issue on 5 over [%d, %d); the object now holds %s; B's next renewal: %v",
+			st.la.Token, st.la.MarkMs+10_000, st.lb.Token, st.lb.StartMs, st.lb.MarkMs, st.lb.StartMs, st.lb.MarkMs, st.record(), berr)
+		return
+	}
+	if !errors.Is(st.err, lease.ErrLost) && !errors.Is(st.err, lease.ErrRestored) {
+		t.Errorf("A's renewal after the restore: %v, want ErrLost or ErrRestored", st.err)
+	}
+	st.refused(t)
+	if _, err := extend(t, st.a, st.la, st.now+50_000); err == nil {
 		t.Errorf("DUPLICATE WINDOW: A renews on after the restore")
 	}
+}
+
+// TestAttackStaleReleaseAfterRestore: A's release, held across the
+// restore, must not free the number under B's live lease.
+func TestAttackStaleReleaseAfterRestore(t *testing.T) {
+	st := staleWriteAfterRestore(t, func(ctx context.Context, a *k8sstore.Store, la *lease.Lease) error {
+		return a.Release(ctx, la, la.MarkMs)
+	})
+	if st.err == nil {
+		c := open(t, st.srv.Config(), st.cfg)
+		lc, cerr := c.Claim(t.Context(), on("c", 5, st.now+10_002))
+		t.Errorf("DUPLICATE WINDOW: after the restore A's release committed on B's record (B's lease: epoch %d, started %d, "+
+			"acknowledged mark %d); the object now holds %s; a third claimer's claim of 5: %+v, %v",
+			st.lb.Token, st.lb.StartMs, st.lb.MarkMs, st.record(), lc, cerr)
+		return
+	}
+	if !errors.Is(st.err, lease.ErrLost) && !errors.Is(st.err, lease.ErrRestored) {
+		t.Errorf("A's release after the restore: %v, want ErrLost or ErrRestored", st.err)
+	}
+	st.refused(t)
 }

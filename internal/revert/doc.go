@@ -101,8 +101,8 @@
 //	                               the exact record annotation the write was planned on (a JSON Patch test op), beside
 //	                               the resourceVersion it read: a resourceVersion repeats after an etcd restore under
 //	                               the API server, a record carrying a random claim nonce and write nonce does not.
-//	                               Proved by k8sstore's TestAttackStaleRenewalAfterRestore and
-//	                               TestAttackQueuedUnquarantineLandsAfterRestore (a real kube-apiserver)
+//	                               Proved by k8sstore's TestAttackStaleRenewalAfterRestore, TestAttackStaleReleaseAfterRestore
+//	                               and TestAttackQueuedUnquarantineLandsAfterRestore (a real kube-apiserver)
 //
 // # Where each switch is: the fence files
 //
