@@ -32,9 +32,13 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		return err
 	}
 	sp := s.before(machine)
+	var refused *object // the object a write was refused on, definitely
 	for range maxConflicts {
 		o, err := s.get(ctx, machine)
 		if err != nil {
+			return fmt.Errorf("k8sstore: quarantine machine %d region %d: %w", machine, s.region, err)
+		}
+		if err := s.refusedUnchanged(machine, refused, o); err != nil {
 			return fmt.Errorf("k8sstore: quarantine machine %d region %d: %w", machine, s.region, err)
 		}
 		_ = s.saw(sp, machine, o) // a sign is noticed and logged; the quarantine goes on
@@ -59,6 +63,8 @@ func (s *Store) Quarantine(ctx context.Context, machine int) error {
 		case errors.Is(err, ErrForbidden), errors.Is(err, ErrNoNamespace):
 			return fmt.Errorf("k8sstore: quarantine machine %d region %d: %w", machine, s.region, err)
 		case definite(err):
+			was := o
+			refused = &was
 			continue // changed since the read: read again
 		}
 		now2, rerr := s.reread(ctx, machine)
@@ -85,9 +91,13 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		return err
 	}
 	sp := s.before(machine)
+	var refused *object
 	for range maxConflicts {
 		o, err := s.get(ctx, machine)
 		if err != nil {
+			return fmt.Errorf("k8sstore: unquarantine machine %d region %d: %w", machine, s.region, err)
+		}
+		if err := s.refusedUnchanged(machine, refused, o); err != nil {
 			return fmt.Errorf("k8sstore: unquarantine machine %d region %d: %w", machine, s.region, err)
 		}
 		_ = s.saw(sp, machine, o)
@@ -106,6 +116,8 @@ func (s *Store) Unquarantine(ctx context.Context, machine int) error {
 		case errors.Is(err, ErrForbidden):
 			return fmt.Errorf("k8sstore: unquarantine machine %d region %d: %w", machine, s.region, err)
 		case definite(err):
+			was := o
+			refused = &was
 			continue
 		}
 		now, rerr := s.reread(ctx, machine)
@@ -135,4 +147,17 @@ func (s *Store) sawWritten(sp span, n int, l *coordv1.Lease) {
 	if w, err := s.objectOf(l); err == nil {
 		_ = s.saw(sp, n, w)
 	}
+}
+
+// refusedUnchanged returns an error when number n's object, read as now,
+// is still the object a definite refusal of the last write was planned on
+// (refused; nil: none was): the API server refuses the write itself (an
+// admission webhook, a validation), not a change since the read, and the
+// same write would be refused again.
+func (s *Store) refusedUnchanged(n int, refused *object, now object) error {
+	if refused == nil || !refusedAsIs(*refused, now) {
+		return nil
+	}
+	return fmt.Errorf("the API server refused the write of an unchanged object; check the object (kubectl get lease %s -o yaml) "+
+		"and what admission webhooks change leases", s.name(n))
 }

@@ -63,10 +63,14 @@ func (s *Store) RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (in
 // whether it changed the number.
 func (s *Store) raiseMark(ctx context.Context, n int, o object, markMs int64) (bool, error) {
 	sp := s.before(n)
+	var refused *object // the object a write was refused on, definitely
 	for i := range maxConflicts {
 		if i > 0 {
 			var err error
 			if o, err = s.get(ctx, n); err != nil {
+				return false, err
+			}
+			if err := s.refusedUnchanged(n, refused, o); err != nil {
 				return false, err
 			}
 			_ = s.saw(sp, n, o)
@@ -95,6 +99,8 @@ func (s *Store) raiseMark(ctx context.Context, n int, o object, markMs int64) (b
 		case errors.Is(err, ErrForbidden), errors.Is(err, ErrNoNamespace):
 			return false, err
 		case definite(err):
+			was := o
+			refused = &was
 			continue // changed since the read (or made meanwhile): read again
 		}
 		now2, rerr := s.reread(ctx, n)
