@@ -2,6 +2,7 @@ package k8sstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/snowfence/snowfence/lease"
@@ -42,6 +43,10 @@ func (s *Store) confirmClaim(ctx context.Context, l *lease.Lease) error {
 	if rerr := s.Release(rctx, l, max(l.MarkMs, l.StartMs)); rerr != nil {
 		s.log.Warn("giving back a claim made while the fleet schedule or the registry came to differ failed; it frees itself at its mark",
 			"machine", l.Machine, "epoch", l.Token, "error", rerr)
+	}
+	if !errors.Is(err, lease.ErrSchedule) {
+		return fmt.Errorf("k8sstore: claim machine %d region %d: reading the fleet schedule and the region registry again after the "+
+			"claim failed: %w; the claim was given back; retry", l.Machine, s.region, err)
 	}
 	return fmt.Errorf("k8sstore: claim machine %d region %d: after the claim, the fleet schedule or the region registry no longer "+
 		"agree with it: %w; the claim was given back", l.Machine, s.region, err)
