@@ -9,9 +9,18 @@
 // Config.Prefix (default "snowfence"):
 //
 //	<prefix>-origin          annotation snowfence.io/origin: {"id": random, "floor_ms": restore floor}
+//	<prefix>-schedule        annotation snowfence.io/schedule: the fleet schedule record
+//	                         {"schedule": canonical text, "version": N, "write": nonce}; absent: v1, version 0
+//	<prefix>-registry        annotation snowfence.io/registry: the prefix's copy of the region
+//	                         registry (registry.Encode's JSON); absent: none written
 //	<prefix>-r<region>-<n>   one Lease per machine number n of keyspace region,
 //	                         annotation snowfence.io/record: the lease record (JSON),
+//	                         annotation snowfence.io/journal: the number's journal (below),
 //	                         labels snowfence.io/prefix=<prefix>, snowfence.io/region=<region>
+//
+// The origin, schedule and registry objects carry the prefix label only,
+// so no keyspace's list of lease objects sees them; every keyspace of the
+// prefix shares them.
 //
 // A lease object's record (record.go) holds holder ("" when free), epoch
 // (the fencing token, +1 per claim), mark_ms (the mark, which is also the
@@ -19,7 +28,8 @@
 // of the holder's last extension, lease.Renewals), floor_ms (the mark
 // before the current claim: a release never records a lower one) and
 // release (the nonce of the release that freed it). Lease objects are
-// created by a number's first claim and never deleted. Their spec
+// created by a number's first claim (or the operator's quarantine or raise
+// of its mark) and never deleted. Their spec
 // (holderIdentity, acquireTime, renewTime, leaseDurationSeconds,
 // leaseTransitions = epoch) is filled in so that `kubectl get leases`
 // reads well; nothing in the store reads it back, and nothing but the
@@ -31,7 +41,8 @@
 // Create, which fails with AlreadyExists if another claimer made it first.
 // Every other write is ONE JSON patch (RFC 6902) whose first operations
 // test the resourceVersion read and the exact record annotation read, and
-// whose others replace the record and the spec (fence_k8srecord.go).
+// whose others replace the record and the spec, and the journal when the
+// write changes it (fence_k8srecord.go, journal.go).
 // kube-apiserver applies the patch to the object as stored, inside an
 // update its storage makes conditional on the object's etcd revision, so
 // a failed test refuses the whole write (422 Invalid). The resourceVersion
@@ -130,17 +141,74 @@
 //	  resources: [leases]
 //	  verbs: [get, list, create, patch]
 //
-// bound to the fleet's service account by a RoleBinding. Anyone who may
+// bound to the fleet's service account by a RoleBinding. The operator's
+// actions (lease.Admin, the registry's copy) need nothing more either:
+// they read, list, create and patch leases as the holders do. Anyone who may
 // patch leases in the namespace may rewrite a mark: give the namespace to
 // the fleet alone. A refusal by authorization is ErrForbidden.
 //
-// # Not yet
+// # The operator's actions
 //
-// The store implements lease.Store only: no lease.Admin (listing,
-// quarantine, raise-marks, the journal, the fleet schedule record) and no
-// copy of the region registry (RegistryReader returns nil, which the
-// contract allows: its keepers take the fleet to be one region with the
-// default schedule, and Claim refuses any other schedule).
+// Store implements lease.Admin (AdminKeyspace is Keyspace as an Admin) and
+// registry.Store, and its RegistryReader is the Store itself. Every
+// operator's write is one tested JSON patch (or a Create), as a holder's:
+//
+//   - Quarantine writes holder lease.QuarantineHolder, one more epoch, the
+//     mark kept and a NEW claim nonce; Unquarantine removes the holder and
+//     keeps the rest. RaiseMarks, per number, fences the holder (holder
+//     removed, one more epoch) or raises a free or quarantined mark, with a
+//     new claim nonce in every write, and makes an object holding the mark
+//     for a number without one. A write planned before them on the old
+//     record — a late renewal or release, in this history or one an etcd
+//     restore brought back — fails its record test, for no write can have
+//     planned on a string carrying a nonce made after it.
+//   - List is one list of the keyspace's objects, judged as Get judges an
+//     object (signs.go).
+//
+// # The journal
+//
+// A number's journal (lease.Journal) is its lease object's annotation
+// snowfence.io/journal: a JSON array of its newest lease.JournalRetention
+// (64) entries, oldest first. A claim writes its entry in the same JSON
+// patch (or Create) as its record; Release, Quarantine and RaiseMarks end
+// the newest entry in theirs, when it is the holding they end — atomic,
+// as zkstore's multi-op, with no object of its own to keep in step. An
+// entry is about 260 bytes with a 45-character holder: 64 are about 17 KB,
+// and the annotation is bounded at 64 KiB whatever the holder names (the
+// oldest entries beyond it are dropped, the newest always kept), far below
+// the API server's 256 KiB limit on an object's annotations. Renewals leave
+// it as it is, but read it with the object (journal.go).
+//
+// # The fleet schedule and the registry: compared, not tested
+//
+// A JSON patch tests one object, as DynamoDB conditions a write on one
+// item only, so a claim's or a renewal's write cannot test the fleet
+// schedule record or the registry's copy, which are other objects. The
+// store does what dynamostore does, for the same reasons:
+//
+//   - A claim reads both (quorum reads) and refuses with lease.ErrSchedule
+//     a holder schedule other than the record's, or a record other than
+//     the one the registry records (lease.CheckRecordedSchedule); after its
+//     write commits it reads both again and gives back (Release) a claim
+//     made while they came to differ, before anything is issued on it
+//     (claimcheck.go). A lease is thus handed out only if the compares
+//     held after it was claimed, as if they were part of the write.
+//   - A renewal reads the record before its write and refuses to reserve
+//     past the first instant the fleet's schedule differs from its own
+//     (lease.CheckExtension). That a read before the write is enough rests
+//     on the notice rule: lease.SetSchedule accepts only a change whose
+//     first difference is at least lease.MinScheduleNotice (1 h) past
+//     every clock and mark, longer than any mark a holder reserves
+//     (lease.MaxReserve, 30 min), so a mark written after a read that
+//     missed the change still ends before that instant, and the next
+//     renewal's read sees the change (fence_schedule.go).
+//   - The store does not implement lease.UnusedScheduleSetter: no write of
+//     the schedule can check that no lease object exists in any keyspace,
+//     so lease.SetSchedule keeps the notice rule on it even for a store
+//     that holds no lease yet.
+//
+// This costs a claim four reads more (two before its write, two after)
+// and a renewal one (the schedule record) beside its read and its patch.
 //
 // # Concurrency
 //

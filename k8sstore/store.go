@@ -65,7 +65,7 @@ var (
 // ErrForbidden when the credentials may not get leases in the namespace.
 // The store creates nothing until its first claim. rc's QPS and Burst
 // bound the store's requests (client-go's defaults, 5 a second and bursts
-// of 10, suit a few holders: a claim sends four requests, a renewal two).
+// of 10, suit a few holders: a claim sends eight requests, a renewal three).
 func Open(ctx context.Context, cfg Config, rc *rest.Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -125,12 +125,11 @@ func (s *Store) Prefix() string { return s.cfg.Prefix }
 // Region implements lease.Store: the keyspace the store's leases live in.
 func (s *Store) Region() int { return s.region }
 
-// RegistryReader implements lease.Store: nil, for the store keeps no copy
-// of the region registry and no fleet schedule record yet. The contract
-// allows it: its keepers take the fleet to be one region with the default
-// schedule, "v1", and Claim refuses any other schedule with
-// lease.ErrSchedule.
-func (s *Store) RegistryReader() lease.RegistryReader { return nil }
+// RegistryReader implements lease.Store: the Store itself, whose
+// Registry, RegistryIdentity and FleetSchedule read the prefix's copy of
+// the region registry and its fleet schedule record (registry.go,
+// schedule.go), which every keyspace of the prefix shares.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 // Keyspace implements lease.Store: a Store on the same client and prefix
 // whose leases are those of keyspace index (lease.ErrInvalid for a

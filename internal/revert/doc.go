@@ -101,7 +101,8 @@
 //	                               the exact record annotation the write was planned on (a JSON Patch test op), beside
 //	                               the resourceVersion it read: a resourceVersion repeats after an etcd restore under
 //	                               the API server, a record carrying a random claim nonce and write nonce does not.
-//	                               Proved by k8sstore's TestAttackStaleRenewalAfterRestore and TestAttackStaleReleaseAfterRestore (a real kube-apiserver)
+//	                               Proved by k8sstore's TestAttackStaleRenewalAfterRestore, TestAttackStaleReleaseAfterRestore
+//	                               and TestAttackQueuedUnquarantineLandsAfterRestore (a real kube-apiserver)
 //
 // # Where each switch is: the fence files
 //
@@ -120,11 +121,11 @@
 //	nonce         lease/fence_nonce.go, etcdstore/fence_nonce.go, pgstore/fence_nonce.go, dynamostore/fence_nonce.go, zkstore/fence_nonce.go, k8sstore/fence_nonce.go
 //	restore       etcdstore/fence_restore.go, pgstore/fence_restore.go, dynamostore/fence_restore.go, zkstore/fence_restore.go, k8sstore/fence_restore.go
 //	window        lease/fence_window.go, etcdstore/fence_window.go, pgstore/fence_window.go, dynamostore/fence_window.go, zkstore/fence_window.go, k8sstore/fence_window.go
-//	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go
+//	schedule      etcdstore/fence_schedule.go, pgstore/fence_schedule.go, dynamostore/fence_schedule.go, zkstore/fence_schedule.go, k8sstore/fence_schedule.go
 //	tablerestore  lease/fence_tablerestore.go, internal/tablewatch/fence_tablerestore.go
 //	cutover       lease/fence_cutover.go
 //	bind          lease/fence_bind.go
-//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go
+//	registry      lease/fence_registry.go, etcdstore/fence_registry.go, pgstore/fence_registry.go, dynamostore/fence_registry.go, zkstore/fence_registry.go, k8sstore/fence_registry.go
 //	clone         lease/fence_clone.go, pgstore/fence_clone.go, dynamostore/fence_clone.go, zkstore/fence_clone.go, k8sstore/fence_clone.go
 //	notice        lease/fence_notice.go
 //	highwater     lease/fence_highwater.go
