@@ -91,7 +91,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	var tables *tableServers
 	if opts.Store != StoreEtcd {
-		if tables, err = startTableServers(ctx, opts.Store); err != nil {
+		if tables, err = startTableServers(ctx, opts.Store, opts); err != nil {
 			return nil, fmt.Errorf("chaos: the %s servers: %w", opts.Store, err)
 		}
 		defer tables.close()
@@ -152,7 +152,7 @@ func selectScenarios(ids []string) ([]scenario, error) {
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9g, 10a–10f, 11, 12a–12d)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9g, 10a–10f, 11, 12a–12d, 13a–13d)", id)
 		}
 	}
 	return out, nil
