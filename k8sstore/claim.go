@@ -39,8 +39,11 @@ import (
 // adopted; otherwise the error is returned, and a claim that commits
 // after all, later, simply expires.
 //
-// The store keeps no fleet schedule record: a claim under any schedule
-// other than the default ("v1") is refused with lease.ErrSchedule. Once
+// The claim reads the fleet schedule record and the registry's copy
+// first, and refuses with lease.ErrSchedule a schedule other than the
+// record's, or a record other than the one the registry records; it reads
+// them again after its write, and gives back a claim made while they came
+// to differ (fence_registry.go). Once
 // this Store value (or a Keyspace sibling) noticed that the data went back
 // in time (signs.go) — the list this claim reads included — claims start
 // at or above the restore floor: the noticing claimer's clock plus the
@@ -54,9 +57,8 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 	if err != nil {
 		return nil, err
 	}
-	if err := lease.CheckSchedule(req.Schedule, lease.FleetSchedule{Text: lease.DefaultFleetSchedule}); err != nil {
-		return nil, fmt.Errorf("k8sstore: claim in %s region %d: %w; the Kubernetes store keeps no fleet schedule record yet, so its "+
-			"fleet's schedule is the default, %s", req.Range, s.region, err, lease.DefaultFleetSchedule)
+	if err := s.claimSchedule(ctx, req.Schedule); err != nil { // fence_registry.go
+		return nil, fmt.Errorf("k8sstore: claim in %s region %d: %w", req.Range, s.region, err)
 	}
 	sp := s.beforeRange(req.Range.Lo, req.Range.Hi)
 	os, err := s.list(ctx, req.Range)
@@ -84,6 +86,9 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 				return nil, fmt.Errorf("k8sstore: claim in %s region %d: machine %d epoch %d was claimed while a restore of the data "+
 					"was being noticed, maybe below the floor it sets; claim again (it frees itself at %s)",
 					req.Range, s.region, l.Machine, l.Token, lease.FormatMs(l.MarkMs))
+			}
+			if err := s.confirmClaim(ctx, l); err != nil { // fence_registry.go
+				return nil, err
 			}
 			return l, nil
 		}
@@ -152,12 +157,15 @@ func (s *Store) tryClaim(ctx context.Context, req lease.ClaimRequest, c candidat
 	rec := record{Holder: req.Holder, Epoch: old.Epoch + 1, MarkMs: max(req.NowMs+req.LeaseFor.Milliseconds(), start),
 		Claim: nonce, FloorMs: old.MarkMs}
 	sp := s.before(c.n)
+	// The claim's journal entry, written in the claim's own write (journal.go).
+	journal := s.claimJournal(c.n, c.o, entry{Token: rec.Epoch, Claim: nonce, Holder: req.Holder, ClaimedMs: req.NowMs,
+		PrevMarkMs: old.MarkMs, StartMs: start})
 	var got *coordv1.Lease
 	var err error
 	if !c.o.exists {
-		got, err = s.create(ctx, c.n, rec, req.NowMs)
+		got, err = s.createJournal(ctx, c.n, rec, req.NowMs, journal)
 	} else {
-		got, err = s.patch(ctx, s.name(c.n), writeOps(c.o, rec, spec(rec, req.NowMs, req.NowMs)))
+		got, err = s.patch(ctx, s.name(c.n), append(writeOps(c.o, rec, spec(rec, req.NowMs, req.NowMs)), journalOp(journal)))
 	}
 	switch {
 	case err == nil:

@@ -15,9 +15,12 @@ import (
 	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
+	"github.com/snowfence/snowfence/lease/registry/registrytest"
 )
 
-// TestConformance runs the fence contract's checks (leasetest.Run)
+// TestConformance runs the suites every lease store passes — the fence
+// contract's (leasetest.Run), the operator's actions' (leasetest.RunAdmin)
+// and the registry copy's (registrytest.Run) —
 // against stores on the shared kube-apiserver, each on a prefix of its
 // own in one namespace, through a service account that may only get,
 // list, create and patch leases there (k8stest.Restricted): the store
@@ -29,7 +32,7 @@ func TestConformance(t *testing.T) {
 	ns := srv.Namespace(t)
 	rc := srv.Restricted(t, ns)
 	admin := srv.Clientset(t).CoordinationV1().Leases(ns)
-	leasetest.Run(t, leasetest.Harness{
+	h := leasetest.Harness{
 		New: func(t *testing.T) lease.Store {
 			return open(t, rc, k8sstore.Config{Namespace: ns, Prefix: newPrefix()})
 		},
@@ -47,7 +50,10 @@ func TestConformance(t *testing.T) {
 			lrc.Wrap(l.wrap)
 			return open(t, lrc, k8sstore.Config{Namespace: ns, Prefix: newPrefix()}), func() { l.armed.Store(true) }
 		},
-	})
+	}
+	leasetest.Run(t, h)
+	leasetest.RunAdmin(t, h)
+	registrytest.Run(t, leasetest.RegistryHarness(h))
 }
 
 // requests records the method and path of every request a client sends.

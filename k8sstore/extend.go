@@ -29,8 +29,9 @@ const maxConflicts = 5
 // claimed before this Store value (or a Keyspace sibling) noticed such a
 // restore; lease.ErrQuarantined; lease.ErrLost (no object, another holder,
 // epoch or claim, or another renewal value: a second process renews the
-// same claim); lease.ErrSchedule for a lease of a schedule other than the
-// default (the store keeps no fleet schedule record). After any other
+// same claim); lease.ErrSchedule when the fleet schedule record, read
+// before the write, differs from the lease's before the new mark
+// (fence_schedule.go). After any other
 // error the write may or may not have committed: issue nothing past the
 // previous mark.
 func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseFor time.Duration) (*lease.Lease, error) {
@@ -45,8 +46,8 @@ func (s *Store) Extend(ctx context.Context, l *lease.Lease, markMs int64, leaseF
 		return nil, fmt.Errorf("%w: lease of machine %d with schedule %q: %v", lease.ErrInvalid, l.Machine, l.Schedule, err)
 	}
 	target := max(markMs, l.MarkMs)
-	if err := lease.CheckExtension(schedule, lease.FleetSchedule{Text: lease.DefaultFleetSchedule}, target); err != nil {
-		return nil, s.renewFailed(l, markMs, fmt.Errorf("k8sstore: extend machine %d epoch %d: %w", l.Machine, l.Token, err))
+	if err := s.extendSchedule(ctx, l, schedule, target); err != nil { // fence_schedule.go
+		return nil, s.renewFailed(l, markMs, err)
 	}
 	if what, at, fenced := s.id.watch.Restored(l.Claim); fenced {
 		return nil, s.renewFailed(l, markMs, s.fenced(l, what, at))

@@ -81,6 +81,9 @@ type object struct {
 	raw    string
 	rvText string
 	meta   objMeta
+	// journal is the journal annotation as stored ("" when absent):
+	// parsed only by the writes that change it and by History (journal.go).
+	journal string
 }
 
 // Names of the layout (see the package documentation).
@@ -123,7 +126,7 @@ func (s *Store) objectOf(l *coordv1.Lease) (object, error) {
 		return object{}, fmt.Errorf("%w: lease %s in namespace %s holds %q in %s, not a lease record: %v; give the store a Prefix of its own",
 			ErrNotRecord, l.Name, s.cfg.Namespace, raw, recordKey, err)
 	}
-	return object{exists: true, rec: r, raw: raw, rvText: l.ResourceVersion, meta: metaOf(l)}, nil
+	return object{exists: true, rec: r, raw: raw, rvText: l.ResourceVersion, meta: metaOf(l), journal: l.Annotations[journalKey]}, nil
 }
 
 // get reads number n's object: a zero object if it has none. Every read

@@ -72,7 +72,8 @@ func (s *Store) release(ctx context.Context, l *lease.Lease, markMs int64) error
 			last = r.MarkMs // raised by someone else: keep it
 		}
 		rec := record{Epoch: r.Epoch, MarkMs: last, Claim: r.Claim, FloorMs: r.FloorMs, Release: nonce}
-		got, err := s.patch(ctx, s.name(l.Machine), writeOps(o, rec, spec(rec, 0, 0)))
+		ops := append(writeOps(o, rec, spec(rec, 0, 0)), s.endOps(l.Machine, o, lease.EndReleased, last, s.cfg.Clock.Now().WallMs)...)
+		got, err := s.patch(ctx, s.name(l.Machine), ops)
 		switch {
 		case err == nil:
 			if w, derr := s.objectOf(got); derr == nil {

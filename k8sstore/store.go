@@ -125,12 +125,11 @@ func (s *Store) Prefix() string { return s.cfg.Prefix }
 // Region implements lease.Store: the keyspace the store's leases live in.
 func (s *Store) Region() int { return s.region }
 
-// RegistryReader implements lease.Store: nil, for the store keeps no copy
-// of the region registry and no fleet schedule record yet. The contract
-// allows it: its keepers take the fleet to be one region with the default
-// schedule, "v1", and Claim refuses any other schedule with
-// lease.ErrSchedule.
-func (s *Store) RegistryReader() lease.RegistryReader { return nil }
+// RegistryReader implements lease.Store: the Store itself, whose
+// Registry, RegistryIdentity and FleetSchedule read the prefix's copy of
+// the region registry and its fleet schedule record (registry.go,
+// schedule.go), which every keyspace of the prefix shares.
+func (s *Store) RegistryReader() lease.RegistryReader { return s }
 
 // Keyspace implements lease.Store: a Store on the same client and prefix
 // whose leases are those of keyspace index (lease.ErrInvalid for a

@@ -45,7 +45,16 @@ func (s *Store) patch(ctx context.Context, name string, ops []patchOp) (*coordv1
 // create creates number n's first object, holding rec. ErrNoNamespace
 // when the namespace does not exist (a Create answered NotFound).
 func (s *Store) create(ctx context.Context, n int, rec record, nowMs int64) (*coordv1.Lease, error) {
-	l, err := s.c.Create(ctx, s.newObject(n, rec, nowMs), metav1.CreateOptions{FieldManager: fieldManager})
+	return s.createJournal(ctx, n, rec, nowMs, "")
+}
+
+// createJournal is create with the journal annotation journal ("": none).
+func (s *Store) createJournal(ctx context.Context, n int, rec record, nowMs int64, journal string) (*coordv1.Lease, error) {
+	obj := s.newObject(n, rec, nowMs)
+	if journal != "" {
+		obj.Annotations[journalKey] = journal
+	}
+	l, err := s.c.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
 	switch {
 	case apierrors.IsForbidden(err):
 		return nil, s.forbidden("create", s.name(n), err)
