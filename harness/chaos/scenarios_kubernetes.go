@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -185,13 +184,6 @@ func (e *Env) waitLibsIssuing(libs []*library, since time.Time, timeout time.Dur
 	return time.Now(), nil
 }
 
-// marksRaiser is the operator's action the drill needs of k8sstore
-// (lease.Admin's RaiseMarks), asked for by itself so that the drill builds
-// while the store's Admin is being written.
-type marksRaiser interface {
-	RaiseMarks(ctx context.Context, r lease.Range, markMs int64) (int, error)
-}
-
 // k8sRestore (13d) backs up etcd under the running API server (etcdctl
 // snapshot save), lets the store move on (a late holder claims a number
 // the backup does not know of), keeps the holders away (k8sproc's relay
@@ -258,8 +250,11 @@ func k8sRestore(e *Env, t lease.Timings, lc libraryConfig, libs []*library, befo
 
 // k8sRaiseMarks is the operator's step on the restored store: k8sstore
 // opened with the admin's configuration and the fleet's test bound, its
-// RaiseMarks over every number to now plus window. It returns the mark and
-// how many records changed.
+// RaiseMarks (lease.Admin) over every number of the one keyspace the
+// holders lease in (the default schedule) to now plus window — what
+// `snowfence leases raise-marks --to now+window` does, which has no
+// --lease-store kubernetes yet. It returns the mark and how many records
+// changed.
 func (e *Env) k8sRaiseMarks(window time.Duration) (time.Time, int, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
@@ -269,14 +264,8 @@ func (e *Env) k8sRaiseMarks(window time.Duration) (time.Time, int, error) {
 		return time.Time{}, 0, fmt.Errorf("operator: open the restored store: %w", err)
 	}
 	defer st.Close()
-	var raiser marksRaiser
-	if r, ok := any(st).(marksRaiser); ok {
-		raiser = r
-	} else {
-		return time.Time{}, 0, errors.New("operator: k8sstore has no RaiseMarks yet (lease.Admin is being written on branch k8sadmin): the drill cannot do the runbook's step")
-	}
 	mark := time.Now().Add(window)
-	n, err := raiser.RaiseMarks(ctx, lease.Range{Lo: 0, Hi: 1023}, mark.UnixMilli())
+	n, err := st.RaiseMarks(ctx, lease.Range{Lo: 0, Hi: 1023}, mark.UnixMilli())
 	if err != nil {
 		return time.Time{}, n, fmt.Errorf("operator: RaiseMarks: %w", err)
 	}
