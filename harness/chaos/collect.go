@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,4 +118,43 @@ func (c *collector) countBetween(lo, hi time.Time) int64 {
 		}
 	}
 	return n
+}
+
+// machinesBetween says, of the IDs whose timestamp is in [lo, hi), which
+// machine numbers issued them, how many each and the first and last
+// stamp: what a failed quiet-window check reports.
+func (c *collector) machinesBetween(lo, hi time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type span struct {
+		n           int
+		first, last time.Time
+	}
+	by := map[int]*span{}
+	for _, id := range c.ids {
+		t := c.layout.TimeOf(snowfence.ID(id))
+		if t.Before(lo) || !t.Before(hi) {
+			continue
+		}
+		m := c.layout.Split(snowfence.ID(id)).Machine
+		s := by[m]
+		if s == nil {
+			s = &span{first: t, last: t}
+			by[m] = s
+		}
+		s.n++
+		if t.Before(s.first) {
+			s.first = t
+		}
+		if t.After(s.last) {
+			s.last = t
+		}
+	}
+	ms := slices.Sorted(maps.Keys(by))
+	var out []string
+	for _, m := range ms {
+		s := by[m]
+		out = append(out, fmt.Sprintf("machine %d: %d IDs %s … %s", m, s.n, s.first.UTC().Format("15:04:05.000"), s.last.UTC().Format("15:04:05.000")))
+	}
+	return strings.Join(out, "; ")
 }

@@ -107,7 +107,7 @@ func k8sFault(e *Env, fault string) error {
 		quiet := at.Add(t.SelfFence*108/100 + 200*time.Millisecond)
 		n := e.col.countBetween(quiet, restart)
 		e.check("no holder issued past its self-fence while the API server was down", n == 0,
-			"%d IDs stamped %s … %s", n, quiet.UTC().Format(time.TimeOnly), restart.UTC().Format(time.TimeOnly))
+			"%d IDs stamped %s … %s %s", n, quiet.UTC().Format(time.TimeOnly), restart.UTC().Format(time.TimeOnly), e.col.machinesBetween(quiet, restart))
 		last, err := e.waitLibsIssuing(libs, back, 60*time.Second)
 		if err != nil {
 			return err
@@ -244,7 +244,7 @@ func k8sRestore(e *Env, t lease.Timings, lc libraryConfig, libs []*library, befo
 	quiet := stopped.Add(t.SelfFence*108/100 + time.Second)
 	c := e.col.countBetween(quiet, mark)
 	e.check("nothing issued between the cut-off holders' self-fence and the raised mark", c == 0,
-		"%d IDs stamped %s … %s", c, quiet.UTC().Format(time.TimeOnly), mark.UTC().Format(time.TimeOnly))
+		"%d IDs stamped %s … %s %s", c, quiet.UTC().Format(time.TimeOnly), mark.UTC().Format(time.TimeOnly), e.col.machinesBetween(quiet, mark))
 	return nil
 }
 
@@ -264,7 +264,7 @@ func (e *Env) k8sRaiseMarks(window time.Duration) (time.Time, int, error) {
 		return time.Time{}, 0, fmt.Errorf("operator: open the restored store: %w", err)
 	}
 	defer st.Close()
-	mark := time.Now().Add(window)
+	mark := time.UnixMilli(time.Now().Add(window).UnixMilli()) // the store's: whole milliseconds, an ID's grain
 	n, err := st.RaiseMarks(ctx, lease.Range{Lo: 0, Hi: 1023}, mark.UnixMilli())
 	if err != nil {
 		return time.Time{}, n, fmt.Errorf("operator: RaiseMarks: %w", err)
