@@ -158,3 +158,17 @@ func (c *collector) machinesBetween(lo, hi time.Time) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// countOnBetween counts the IDs of the machine numbers ms whose timestamp
+// is in [lo, hi).
+func (c *collector) countOnBetween(ms []int, lo, hi time.Time) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, id := range c.ids {
+		if t := c.layout.TimeOf(snowfence.ID(id)); !t.Before(lo) && t.Before(hi) && slices.Contains(ms, c.layout.Split(snowfence.ID(id)).Machine) {
+			n++
+		}
+	}
+	return n
+}

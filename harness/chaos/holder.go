@@ -176,9 +176,15 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 	case StoreZooKeeper:
 		return zkstore.Connect(strings.Split(f.zkServers, ","), f.zkSession, zkstore.Config{Path: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence).WithMaxReserve(f.maxReserve)})
 	case StoreKubernetes:
-		rc, err := clientcmd.BuildConfigFromFlags(f.k8sServer, f.kubeconfig)
+		rc, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("holder: --kubeconfig %s: %w", f.kubeconfig, err)
+		}
+		if f.k8sServer != "" {
+			// Set here, not as clientcmd's override, which drops the
+			// kubeconfig's tls-server-name: a relay's address is not one
+			// the API server's certificate names.
+			rc.Host = f.k8sServer
 		}
 		rc.QPS = -1 // the keepers' requests are few; never queue a renewal behind a client-side limit
 		return k8sstore.Open(ctx, k8sstore.Config{Namespace: f.k8sNS, Prefix: f.k8sPrefix, Logger: log,

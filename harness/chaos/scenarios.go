@@ -80,7 +80,7 @@ func scenarios() []scenario {
 		{id: "5h", name: "etcd: a member re-added from an empty data directory, then the quorum rests on it", run: readdEmpty, stores: etcdOnly},
 		{id: "6", name: "crash loops: holders SIGKILLed and restarted 100 times", run: crashLoops, shortOn: onEtcd},
 		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
-		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong},
+		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong, libraryOnly: true}, // Kubernetes: cutLongLibraries
 		{id: "8b", name: "holders cut off from the store for less than the self-fence", run: cutShort, shortOn: onEtcd},
 		{id: "8c", name: "the holders' link to the store degraded under load (netem 200 ms ± 50 ms, 5 % loss, reordering; tbf where the kernel lacks netem)", run: degradedLink, shortOn: onEtcd},
 		{id: "9a", name: "PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StorePostgres}},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence"
+	"github.com/snowfence/snowfence/harness/chaos/netns"
 	"github.com/snowfence/snowfence/internal/testbound"
 	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
@@ -270,4 +271,80 @@ func (e *Env) k8sRaiseMarks(window time.Duration) (time.Time, int, error) {
 		return time.Time{}, n, fmt.Errorf("operator: RaiseMarks: %w", err)
 	}
 	return mark, n, nil
+}
+
+// cutLongLibraries is 8a where the store's holders cannot be services
+// (Kubernetes: Env.serves): a library holder in a network namespace of its
+// own is cut off from the store by the kernel (cutter) for longer than the
+// self-fence — past the lease too in the long mode — while one in the host
+// namespace leases beside it. The cut holder must issue nothing past its
+// self-fence after the cut and refuse, the other must keep issuing, and
+// the cut one must issue again once the link is back.
+func cutLongLibraries(e *Env) error {
+	t, err := e.drawTimings(netBox)
+	if err != nil {
+		return err
+	}
+	if err := netns.Available(); err != nil {
+		return fmt.Errorf("the network scenarios need network namespaces (root with CAP_NET_ADMIN, the ip command): %w", err)
+	}
+	z, err := e.newZone(0)
+	if err != nil {
+		return err
+	}
+	cut, err := e.zoneLibrary(z, e.machines("zone 0 library holder", 3, 36), 2)
+	if err != nil {
+		return err
+	}
+	host, err := e.addLibrary(libraryConfig{machines: e.machines("host library holder", 3, 36), generators: 2, rate: 5000, batch: 50}.timed(t))
+	if err != nil {
+		return err
+	}
+	for _, l := range []*library{cut, host} {
+		if err := l.waitReady(e.ctx, 60*time.Second); err != nil {
+			return err
+		}
+	}
+	e.note("timings: lease %v, renewal every %v, self-fence %v; %s in a network namespace, %s in the host namespace (library holders: serve has no --lease-store kubernetes)",
+		t.LeaseFor, t.RenewEvery, t.SelfFence, cut.name, host.name)
+	c, err := e.newCutter([]*zone{z})
+	if err != nil {
+		return err
+	}
+	if err := e.wait(scale(e, 2*time.Second, 30*time.Second)); err != nil {
+		return err
+	}
+	var held []int
+	for g := range cut.machine {
+		held = append(held, int(cut.machine[g].Load()))
+	}
+	before := cut.refusals()
+	down := scale(e, t.SelfFence+2*t.RenewEvery, 4*t.LeaseFor)
+	at := time.Now()
+	if err := c.cut(); err != nil {
+		return err
+	}
+	e.logf("cut %s's store link for %v", cut.name, down)
+	if err := e.wait(down); err != nil {
+		return err
+	}
+	quiet := at.Add(t.SelfFence*108/100 + 200*time.Millisecond)
+	e.check("the host namespace's holder kept issuing through the cut", host.issuedSince(quiet),
+		"every generator issued IDs stamped after %s (its cut neighbour's self-fence)", quiet.UTC().Format(time.TimeOnly))
+	if err := c.heal(); err != nil {
+		return err
+	}
+	back := time.Now()
+	e.logf("healed after %v", back.Sub(at).Round(time.Millisecond))
+	last, err := e.waitLibsIssuing([]*library{cut}, back, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	e.recovered(last.Sub(back), "the cut holder issuing again after the link came back")
+	n := e.col.countOnBetween(held, quiet, back)
+	e.check("the cut holder issued nothing past its self-fence after the cut", n == 0,
+		"%d IDs of machines %v stamped %s … %s", n, held, quiet.UTC().Format(time.TimeOnly), back.UTC().Format(time.TimeOnly))
+	r := cut.refusals() - before
+	e.check("the cut holder refused while fenced", r > 0, "%d refused library calls", r)
+	return e.wait(2 * t.RenewEvery)
 }
