@@ -219,10 +219,17 @@ func k8sRestore(e *Env, t lease.Timings, lc libraryConfig, libs []*library, befo
 	}
 	k.Block()
 	stopped := time.Now()
-	if err := k.Restore(e.ctx, backup); err != nil {
+	revBefore, err := k.Revision(e.ctx)
+	if err != nil {
+		return err
+	}
+	restored, err := k.Restore(e.ctx, backup)
+	if err != nil {
 		return err
 	}
 	e.logf("restored the snapshot under the API server; the holders cannot reach it yet")
+	e.check("the restore took etcd's revision back: resourceVersions issued after the backup are issued again", restored < revBefore,
+		"revision %d before the restore, %d restored: resourceVersions %d–%d repeat", revBefore, restored, restored+1, revBefore)
 	window := e.restoreWindow() + 10*time.Second
 	mark, n, err := e.k8sRaiseMarks(window)
 	if err != nil {

@@ -12,7 +12,7 @@
 //	kc, _ := s.Restricted(ctx, ns, f) // a namespace, a service account allowed get, list, create, patch on its leases, its kubeconfig in f
 //	s.Kill(); s.StartAPIServer(ctx)   // crashed, started again on its port
 //	s.Freeze(); s.Thaw()              // SIGSTOP, SIGCONT
-//	s.Snapshot(ctx, p); s.Restore(ctx, p) // etcdctl snapshot save; restored without --bump-revision
+//	s.Snapshot(ctx, p); s.Restore(ctx, p) // etcdctl snapshot save; restored without --bump-revision (its revision returned)
 //
 // # Who reaches what
 //

@@ -254,8 +254,10 @@ func (s *Server) Snapshot(ctx context.Context, path string) error {
 // snapshot with its cluster ID, the API server started again on its port.
 // resourceVersions fall back to the snapshot's and then repeat ones
 // issued after it. The relay's state is left as it was: Block first to
-// keep the holders away from the restored store.
-func (s *Server) Restore(ctx context.Context, path string) error {
+// keep the holders away from the restored store. It returns etcd's
+// revision as restored, before the API server wrote anything: every
+// revision above it that was issued before the restore is issued again.
+func (s *Server) Restore(ctx context.Context, path string) (int64, error) {
 	s.mu.Lock()
 	if s.proc != nil {
 		s.proc.Stop(stopGrace) // killed when it does not stop: either way it is down
@@ -263,9 +265,13 @@ func (s *Server) Restore(ctx context.Context, path string) error {
 	}
 	s.mu.Unlock()
 	if err := s.etcd.RestoreAll(ctx, path, etcdproc.RestoreOptions{}); err != nil {
-		return fmt.Errorf("k8sproc: restore etcd: %w", err)
+		return 0, fmt.Errorf("k8sproc: restore etcd: %w", err)
 	}
-	return s.StartAPIServer(ctx)
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("k8sproc: the restored etcd's revision: %w", err)
+	}
+	return rev, s.StartAPIServer(ctx)
 }
 
 // Heal leaves the API server running and reachable for the next scenario,
