@@ -27,11 +27,12 @@ type Options struct {
 	// scenario named here runs in either mode. One that does not apply to
 	// the store (an etcd fault on a table) gets a row marked n/a.
 	Scenarios []string
-	// Store is the lease store the holders lease from: StoreEtcd,
-	// StorePostgres or StoreDynamoDB. Empty: StoreEtcd. The harness runs
-	// the store's servers itself (a fresh etcd cluster per scenario; one
-	// PostgreSQL cluster or one dynalite per run, with a fresh table per
-	// scenario); only the oracle's PostgreSQL is given (PostgresURL).
+	// Store is the lease store the holders lease from: one of Stores().
+	// Empty: StoreEtcd. The harness runs the store's servers itself (a
+	// fresh etcd cluster per scenario; one PostgreSQL cluster, dynalite,
+	// ZooKeeper server or kube-apiserver per run, with a fresh table,
+	// path or namespace per scenario); only the oracle's PostgreSQL is
+	// given (PostgresURL).
 	Store string
 	// NoFence runs the library holders with the fence disabled
 	// (--unsafe-no-fence): the suite must then find duplicates.

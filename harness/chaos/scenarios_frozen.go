@@ -4,7 +4,8 @@ import "time"
 
 // frozenHolder freezes holders past their lease while another claims the
 // number, then wakes them. With Options.NoFence only the library pair
-// runs, and the suite must find the duplicates that follow.
+// runs, and the suite must find the duplicates that follow; on a store
+// serve does not lease from (Env.serves: Kubernetes) too, with the fence.
 func frozenHolder(e *Env) error {
 	// Two library holders, then two services, each pair on one number:
 	// the story. Which number, and the timings, are drawn.
