@@ -85,7 +85,7 @@ func TestSelectScenarios(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 9e 9f 9g 10a 10b 10c 10d 10e 10f 11 12a 12b 12c 12d", false},
+		{nil, "1 2 3 3b 4 5a 5b 5c 5d 5e 5f 5g 5h 6 7 8a 8b 8c 9a 9b 9c 9d 9e 9f 9g 10a 10b 10c 10d 10e 10f 11 12a 12b 12c 12d 13a 13b 13c 13d", false},
 		{[]string{"8"}, "8a 8b 8c", false},
 		{[]string{"5"}, "5a 5b 5c 5d 5e 5f 5g 5h", false},
 		{[]string{"3"}, "3 3b", false},
@@ -95,7 +95,8 @@ func TestSelectScenarios(t *testing.T) {
 		{[]string{"5z"}, "", true},
 		{[]string{"11"}, "11", false},
 		{[]string{"12"}, "12a 12b 12c 12d", false},
-		{[]string{"13"}, "", true},
+		{[]string{"13"}, "13a 13b 13c 13d", false},
+		{[]string{"14"}, "", true},
 	} {
 		got, err := selectScenarios(tc.in)
 		if (err != nil) != tc.err {
@@ -138,6 +139,18 @@ func TestScenarioSkips(t *testing.T) {
 		{"12c", StoreZooKeeper, false, false, "long mode only on zookeeper"},
 		{"12d", StoreZooKeeper, false, false, ""}, // the short mode's test bound shortens its restore window
 		{"12d", StoreZooKeeper, true, false, ""},
+		// Kubernetes: its own faults, and 4 (library holders alone) when
+		// named or long; the scenarios whose story needs services say n/a.
+		{"13a", StoreKubernetes, false, false, ""},
+		{"13b", StoreKubernetes, false, false, ""},
+		{"13c", StoreKubernetes, false, false, "long mode only on kubernetes"},
+		{"13d", StoreKubernetes, false, false, ""},
+		{"13a", StoreZooKeeper, true, true, "n/a (kubernetes only)"},
+		{"4", StoreKubernetes, false, false, "long mode only on kubernetes"},
+		{"4", StoreKubernetes, false, true, ""},
+		{"8a", StoreKubernetes, false, false, ""}, // library holders alone (cutLongLibraries)
+		{"8b", StoreKubernetes, true, true, "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"},
+		{"1", StoreKubernetes, true, false, "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"},
 	} {
 		sel, err := selectScenarios([]string{tc.id})
 		if err != nil {

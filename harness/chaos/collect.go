@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +114,59 @@ func (c *collector) countBetween(lo, hi time.Time) int64 {
 	var n int64
 	for _, id := range c.ids {
 		if t := c.layout.TimeOf(snowfence.ID(id)); !t.Before(lo) && t.Before(hi) {
+			n++
+		}
+	}
+	return n
+}
+
+// machinesBetween says, of the IDs whose timestamp is in [lo, hi), which
+// machine numbers issued them, how many each and the first and last
+// stamp: what a failed quiet-window check reports.
+func (c *collector) machinesBetween(lo, hi time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type span struct {
+		n           int
+		first, last time.Time
+	}
+	by := map[int]*span{}
+	for _, id := range c.ids {
+		t := c.layout.TimeOf(snowfence.ID(id))
+		if t.Before(lo) || !t.Before(hi) {
+			continue
+		}
+		m := c.layout.Split(snowfence.ID(id)).Machine
+		s := by[m]
+		if s == nil {
+			s = &span{first: t, last: t}
+			by[m] = s
+		}
+		s.n++
+		if t.Before(s.first) {
+			s.first = t
+		}
+		if t.After(s.last) {
+			s.last = t
+		}
+	}
+	ms := slices.Sorted(maps.Keys(by))
+	var out []string
+	for _, m := range ms {
+		s := by[m]
+		out = append(out, fmt.Sprintf("machine %d: %d IDs %s … %s", m, s.n, s.first.UTC().Format("15:04:05.000"), s.last.UTC().Format("15:04:05.000")))
+	}
+	return strings.Join(out, "; ")
+}
+
+// countOnBetween counts the IDs of the machine numbers ms whose timestamp
+// is in [lo, hi).
+func (c *collector) countOnBetween(ms []int, lo, hi time.Time) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, id := range c.ids {
+		if t := c.layout.TimeOf(snowfence.ID(id)); !t.Before(lo) && t.Before(hi) && slices.Contains(ms, c.layout.Split(snowfence.ID(id)).Machine) {
 			n++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 	"github.com/snowfence/snowfence/pgstore"
@@ -169,6 +170,8 @@ func maxRestoreWindow(kind string) time.Duration {
 		return dynamostore.MaxRestoreWindow
 	case StoreZooKeeper:
 		return zkstore.MaxRestoreWindow
+	case StoreKubernetes:
+		return k8sstore.MaxRestoreWindow
 	}
 	return etcdstore.MaxRestoreWindow
 }
@@ -182,6 +185,8 @@ func maxNoticeWindow(kind string) time.Duration {
 		return dynamostore.MaxNoticeWindow
 	case StoreZooKeeper:
 		return zkstore.MaxNoticeWindow
+	case StoreKubernetes:
+		return k8sstore.MaxNoticeWindow
 	}
 	return etcdstore.MaxNoticeWindow
 }

@@ -201,17 +201,17 @@ func TestConfigVaries(t *testing.T) {
 }
 
 // TestShortZooKeeperRestoreBound: the short mode's test bound carries a
-// reserve on ZooKeeper only (the one store that honours it), covering
-// every box the short mode draws on a table, so that 12d's restore window
-// is 14.2 s there; every draw of those boxes is accepted within it, and a
+// reserve on ZooKeeper and Kubernetes only (the stores that honour it),
+// covering every box the short mode draws on a table, so that 12d's and
+// 13d's restore window is 14.2 s there; every draw of those boxes is accepted within it, and a
 // lease past the reserve is refused. PostgreSQL and DynamoDB, and the long
 // mode, keep the stores' 6 min.
 func TestShortZooKeeperRestoreBound(t *testing.T) {
-	for _, kind := range []string{StorePostgres, StoreDynamoDB, StoreZooKeeper} {
+	for _, kind := range []string{StorePostgres, StoreDynamoDB, StoreZooKeeper, StoreKubernetes} {
 		for _, long := range []bool{false, true} {
 			e := &Env{short: !long, opts: Options{Store: kind, Long: long}}
 			want := maxRestoreWindow(kind)
-			if kind == StoreZooKeeper && !long {
+			if (kind == StoreZooKeeper || kind == StoreKubernetes) && !long {
 				want = lease.RestoreWindow(shortTableMaxReserve, shortTableMaxSelfFence)
 			}
 			if got := e.restoreWindow(); got != want {

@@ -34,7 +34,8 @@
 // ZooKeeper: their rows say n/a elsewhere. The short mode runs every
 // scenario that applies on etcd, and 4, 8a and the store's own faults but
 // 9d on the tables; on ZooKeeper 8a (partitioned), 12a (killed) and 12b
-// (frozen); the long mode runs every one that applies.
+// (frozen); on Kubernetes 8a, 13a, 13b and 13d; the long mode runs every
+// one that applies.
 //
 // ZooKeeper (-store zookeeper) runs a standalone server of the suite's own
 // (storeproc.ZooKeeper, Debian's zookeeper package under java) and a fresh
@@ -48,7 +49,23 @@
 // floor's: 6 min in the long mode (as 9d's, which is long-mode only), and
 // 14.2 s in the short mode, whose test bound on ZooKeeper carries a
 // reserve (shortTableMaxReserve) that zkstore shortens its restore window
-// to — so 12d, unlike 9d, runs in the short mode:
+// to — so 12d, unlike 9d, runs in the short mode.
+//
+// Kubernetes (-store kubernetes) runs a kube-apiserver of the suite's own
+// over a one-member etcd, both processes (package k8sproc), and a fresh
+// namespace per scenario, with a service account allowed only get, list,
+// create and patch on its leases whose kubeconfig the library holders
+// read (--kubeconfig) to open k8sstore. `snowfence serve` has no
+// --lease-store kubernetes yet, so only library holders run there: the
+// scenarios whose stories need services say n/a, 4 runs on its library
+// pair, 8a cuts a library holder off (cutLongLibraries), and Kubernetes'
+// own faults (13a–13d, scenarios_kubernetes.go) judge the holders by what
+// they streamed. Its restore (13d) puts an etcd snapshot back under the
+// API server without --bump-revision, so resourceVersions repeat; the
+// operator's RaiseMarks runs while a relay keeps the holders away. The
+// short mode's bound carries ZooKeeper's reserve there too: 14.2 s.
+//
+// The scenarios:
 //
 //	1   32 generators at 180,000 IDs/s; node 5's clock steps back 280 ms
 //	2   worker 17 steps back 40 ms (refused), then 3 ms (waited out)
@@ -82,6 +99,10 @@
 //	12b ZooKeeper frozen (SIGSTOP) for less than the self-fence
 //	12c ZooKeeper frozen for more than the self-fence (long mode)
 //	12d ZooKeeper restored from a cold copy of its data, then the runbook's raise-marks
+//	13a kube-apiserver killed (SIGKILL) past the self-fence, then started on its etcd
+//	13b kube-apiserver frozen (SIGSTOP) for less than the self-fence
+//	13c kube-apiserver frozen for more than the self-fence (long mode)
+//	13d etcd restored from a snapshot under kube-apiserver, then the runbook's raise-marks
 //
 // The network scenarios run two services and a library holder each in a
 // network namespace of its own, joined to the harness's by two veth pairs

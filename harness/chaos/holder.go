@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/snowfence/snowfence/internal/testbound"
 
 	"github.com/snowfence/snowfence"
@@ -22,6 +24,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/internal/offsetclock"
 	"github.com/snowfence/snowfence/internal/testkit/wire"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/node"
 	"github.com/snowfence/snowfence/pgstore"
@@ -33,13 +36,17 @@ import (
 // own caller, minting at a paced rate and streaming every ID it got to the
 // harness.
 type holderFlags struct {
-	store      string // StoreEtcd, StorePostgres, StoreDynamoDB or StoreZooKeeper
+	store      string // StoreEtcd, StorePostgres, StoreDynamoDB, StoreZooKeeper or StoreKubernetes
 	etcd       string
 	pgURL      string
 	dynamo     string // DynamoDB endpoint
 	table      string // lease table of postgres or dynamodb; zookeeper's path
 	zkServers  string // comma-separated host:port (zookeeper)
 	zkSession  time.Duration
+	kubeconfig string // the holders' service account (kubernetes)
+	k8sNS      string // the leases' namespace (kubernetes)
+	k8sPrefix  string // the leases' name prefix (kubernetes; "": k8sstore's)
+	k8sServer  string // the API server's URL, instead of the kubeconfig's (kubernetes)
 	machines   string
 	generators int
 	rate       int // IDs per second per generator; 0: as fast as it goes
@@ -51,7 +58,7 @@ type holderFlags struct {
 	noFence    bool
 	// maxSelfFence is the table stores' Config.TestBound (0: none).
 	maxSelfFence time.Duration
-	// maxReserve is the test bound's reserve (zookeeper; 0: none).
+	// maxReserve is the test bound's reserve (zookeeper, kubernetes; 0: none).
 	maxReserve time.Duration
 }
 
@@ -73,13 +80,17 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var f holderFlags
 	fs := flag.NewFlagSet("holder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.store, "lease-store", StoreEtcd, "etcd, postgres, dynamodb or zookeeper")
+	fs.StringVar(&f.store, "lease-store", StoreEtcd, "etcd, postgres, dynamodb, zookeeper or kubernetes")
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd client URLs")
 	fs.StringVar(&f.pgURL, "postgres-url", "", "PostgreSQL URL of the lease table (--lease-store postgres)")
 	fs.StringVar(&f.dynamo, "dynamodb-endpoint", "", "DynamoDB endpoint of the lease table (--lease-store dynamodb)")
 	fs.StringVar(&f.table, "table", "", "lease table (postgres, dynamodb), or the znode path (zookeeper)")
 	fs.StringVar(&f.zkServers, "zk-servers", "", "comma-separated host:port of the ZooKeeper servers (--lease-store zookeeper)")
 	fs.DurationVar(&f.zkSession, "zk-session-timeout", 10*time.Second, "ZooKeeper session timeout (--lease-store zookeeper)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the holders' service account (--lease-store kubernetes)")
+	fs.StringVar(&f.k8sNS, "k8s-namespace", "", "namespace of the Lease objects (--lease-store kubernetes)")
+	fs.StringVar(&f.k8sPrefix, "k8s-prefix", "", "name prefix of the Lease objects (--lease-store kubernetes; default k8sstore's)")
+	fs.StringVar(&f.k8sServer, "k8s-server", "", "the API server's URL, instead of the kubeconfig's (--lease-store kubernetes)")
 	fs.StringVar(&f.machines, "machines", "0-1023", "machine-number range")
 	fs.IntVar(&f.generators, "generators", 1, "keeper+generator pairs")
 	fs.IntVar(&f.rate, "rate", 1000, "IDs per second per generator (0: as fast as possible)")
@@ -89,7 +100,7 @@ func HolderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.DurationVar(&f.selfFence, "self-fence", 0, "self-fence (0: default)")
 	fs.DurationVar(&f.margin, "fence-margin", -1, "margin below the mark (negative: the store's)")
 	fs.DurationVar(&f.maxSelfFence, "table-max-self-fence", 0, "the lease table's longest self-fence of any holder (postgres, dynamodb, zookeeper; 0: the store's default)")
-	fs.DurationVar(&f.maxReserve, "table-max-reserve", 0, "the lease table's longest reserve of any holder, with --table-max-self-fence (zookeeper: its restore window; 0: the store's default)")
+	fs.DurationVar(&f.maxReserve, "table-max-reserve", 0, "the lease table's longest reserve of any holder, with --table-max-self-fence (zookeeper, kubernetes: their restore window; 0: the store's default)")
 	fs.BoolVar(&f.noFence, "unsafe-no-fence", false, "TEST ONLY: ignore the lease fence once a number was held")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -164,8 +175,22 @@ func openStore(ctx context.Context, f holderFlags, log *slog.Logger) (lease.Stor
 		return dynamostore.Connect(ctx, dynamoClient(f.dynamo), dynamostore.Config{Table: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence)})
 	case StoreZooKeeper:
 		return zkstore.Connect(strings.Split(f.zkServers, ","), f.zkSession, zkstore.Config{Path: f.table, Logger: log, TestBound: testbound.Of(f.maxSelfFence).WithMaxReserve(f.maxReserve)})
+	case StoreKubernetes:
+		rc, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("holder: --kubeconfig %s: %w", f.kubeconfig, err)
+		}
+		if f.k8sServer != "" {
+			// Set here, not as clientcmd's override, which drops the
+			// kubeconfig's tls-server-name: a relay's address is not one
+			// the API server's certificate names.
+			rc.Host = f.k8sServer
+		}
+		rc.QPS = -1 // the keepers' requests are few; never queue a renewal behind a client-side limit
+		return k8sstore.Open(ctx, k8sstore.Config{Namespace: f.k8sNS, Prefix: f.k8sPrefix, Logger: log,
+			TestBound: testbound.Of(f.maxSelfFence).WithMaxReserve(f.maxReserve)}, rc)
 	}
-	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres, dynamodb or zookeeper", f.store)
+	return nil, fmt.Errorf("holder: --lease-store %q: use etcd, postgres, dynamodb, zookeeper or kubernetes", f.store)
 }
 
 // startNode claims a number for one generator, waiting (as a supervisor

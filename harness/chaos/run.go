@@ -27,11 +27,12 @@ type Options struct {
 	// scenario named here runs in either mode. One that does not apply to
 	// the store (an etcd fault on a table) gets a row marked n/a.
 	Scenarios []string
-	// Store is the lease store the holders lease from: StoreEtcd,
-	// StorePostgres or StoreDynamoDB. Empty: StoreEtcd. The harness runs
-	// the store's servers itself (a fresh etcd cluster per scenario; one
-	// PostgreSQL cluster or one dynalite per run, with a fresh table per
-	// scenario); only the oracle's PostgreSQL is given (PostgresURL).
+	// Store is the lease store the holders lease from: one of Stores().
+	// Empty: StoreEtcd. The harness runs the store's servers itself (a
+	// fresh etcd cluster per scenario; one PostgreSQL cluster, dynalite,
+	// ZooKeeper server or kube-apiserver per run, with a fresh table,
+	// path or namespace per scenario); only the oracle's PostgreSQL is
+	// given (PostgresURL).
 	Store string
 	// NoFence runs the library holders with the fence disabled
 	// (--unsafe-no-fence): the suite must then find duplicates.
@@ -91,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	var tables *tableServers
 	if opts.Store != StoreEtcd {
-		if tables, err = startTableServers(ctx, opts.Store); err != nil {
+		if tables, err = startTableServers(ctx, opts.Store, opts); err != nil {
 			return nil, fmt.Errorf("chaos: the %s servers: %w", opts.Store, err)
 		}
 		defer tables.close()
@@ -152,7 +153,7 @@ func selectScenarios(ids []string) ([]scenario, error) {
 			}
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9g, 10a–10f, 11, 12a–12d)", id)
+			return nil, fmt.Errorf("chaos: no scenario %q (have 1–7, 3b, 5a–5h, 8a–8c, 9a–9g, 10a–10f, 11, 12a–12d, 13a–13d)", id)
 		}
 	}
 	return out, nil

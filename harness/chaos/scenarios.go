@@ -16,6 +16,10 @@ type scenario struct {
 	// shortOn are the stores whose short mode runs it; nil: every store
 	// it applies to. Elsewhere it runs in the long mode, or when named.
 	shortOn []string
+	// libraryOnly: with stores nil, it runs on Kubernetes too, with
+	// library holders alone (Env.serves); the others, whose stories need
+	// services, say n/a there.
+	libraryOnly bool
 }
 
 // skip says why sc does not run on store in this mode ("" if it runs):
@@ -24,6 +28,9 @@ type scenario struct {
 func (sc scenario) skip(store string, long, named bool) string {
 	if sc.stores != nil && !slices.Contains(sc.stores, store) {
 		return "n/a (" + strings.Join(sc.stores, ", ") + " only)"
+	}
+	if sc.stores == nil && store == StoreKubernetes && !sc.libraryOnly {
+		return "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"
 	}
 	if !long && !named && sc.shortOn != nil && !slices.Contains(sc.shortOn, store) {
 		return "long mode only on " + store
@@ -42,6 +49,9 @@ var (
 	// partition (the CI budget of its step).
 	zkOnly = []string{StoreZooKeeper}
 	notZK  = []string{StoreEtcd, StorePostgres, StoreDynamoDB}
+	// k8sOnly marks Kubernetes' own faults (scenarios_kubernetes.go),
+	// whose short mode keeps to them, as ZooKeeper's does.
+	k8sOnly = []string{StoreKubernetes}
 )
 
 // scenarios lists the suite in order. Each family is in a file of its
@@ -51,14 +61,15 @@ var (
 // scenarios_partition.go and scenarios_degraded.go (8a–8c) and
 // scenarios_table.go (9a–9d PostgreSQL,
 // 10a–10c DynamoDB), scenarios_outage.go (9e–9g, 10d–10f), scenarios_region.go (11)
-// and scenarios_zookeeper.go (12a–12d ZooKeeper, on tableFault's shapes).
+// scenarios_zookeeper.go (12a–12d ZooKeeper, on tableFault's shapes) and
+// scenarios_kubernetes.go (13a–13d Kubernetes, library holders only).
 func scenarios() []scenario {
 	return []scenario{
 		{id: "1", name: "node 5's clock steps back 280 ms under 180,000 IDs/s on 32 generators", run: clockStepUnderLoad, shortOn: onEtcd},
 		{id: "2", name: "worker 17 steps back 40 ms (refused), then 3 ms (waited out)", run: smallStepsBack, shortOn: onEtcd},
 		{id: "3", name: "a forward jump of 10 minutes on one node", run: forwardJump, shortOn: onEtcd},
 		{id: "3b", name: "a leap second: one holder repeats 23:59:59 at midnight UTC, one is smeared", run: leapSecond, shortOn: onEtcd},
-		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder, shortOn: notZK},
+		{id: "4", name: "a holder frozen (SIGSTOP) past its lease while another takes its number", run: frozenHolder, shortOn: notZK, libraryOnly: true},
 		{id: "5a", name: "etcd: the leader killed (SIGKILL)", run: func(e *Env) error { return etcdFault(e, "leader") }, stores: etcdOnly},
 		{id: "5b", name: "etcd: quorum lost for 3 s", run: func(e *Env) error { return etcdFault(e, "quorum3") }, stores: etcdOnly},
 		{id: "5c", name: "etcd: quorum lost for 30 s", run: func(e *Env) error { return etcdFault(e, "quorum30") }, stores: etcdOnly},
@@ -69,7 +80,7 @@ func scenarios() []scenario {
 		{id: "5h", name: "etcd: a member re-added from an empty data directory, then the quorum rests on it", run: readdEmpty, stores: etcdOnly},
 		{id: "6", name: "crash loops: holders SIGKILLed and restarted 100 times", run: crashLoops, shortOn: onEtcd},
 		{id: "7", name: "bursts past 4,096 IDs in one millisecond on one holder", run: bursts, shortOn: onEtcd},
-		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong},
+		{id: "8a", name: "holders in network namespaces cut off from the store (kernel) past the self-fence; callers still reach them", run: cutLong, libraryOnly: true}, // Kubernetes: cutLongLibraries
 		{id: "8b", name: "holders cut off from the store for less than the self-fence", run: cutShort, shortOn: onEtcd},
 		{id: "8c", name: "the holders' link to the store degraded under load (netem 200 ms ± 50 ms, 5 % loss, reordering; tbf where the kernel lacks netem)", run: degradedLink, shortOn: onEtcd},
 		{id: "9a", name: "PostgreSQL stopped (pg_ctl stop -m immediate) past the self-fence, then started", run: func(e *Env) error { return tableFault(e, "stop") }, stores: []string{StorePostgres}},
@@ -90,6 +101,10 @@ func scenarios() []scenario {
 		{id: "12b", name: "ZooKeeper frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-short") }, stores: zkOnly},
 		{id: "12c", name: "ZooKeeper frozen for more than the self-fence", run: func(e *Env) error { return tableFault(e, "freeze-long") }, stores: zkOnly, shortOn: []string{}},
 		{id: "12d", name: "ZooKeeper restored from a cold copy of its data, then raise-marks (the runbook's step)", run: func(e *Env) error { return tableFault(e, "restore") }, stores: zkOnly}, // short mode too: the test bound's restore window (scenarios_zookeeper.go)
+		{id: "13a", name: "kube-apiserver killed (SIGKILL) past the self-fence, then started on its etcd", run: func(e *Env) error { return k8sFault(e, "stop") }, stores: k8sOnly},
+		{id: "13b", name: "kube-apiserver frozen (SIGSTOP) for less than the self-fence", run: func(e *Env) error { return k8sFault(e, "freeze-short") }, stores: k8sOnly},
+		{id: "13c", name: "kube-apiserver frozen for more than the self-fence", run: func(e *Env) error { return k8sFault(e, "freeze-long") }, stores: k8sOnly, shortOn: []string{}},
+		{id: "13d", name: "etcd restored from a snapshot under kube-apiserver (resourceVersions repeat), then raise-marks (the runbook's step)", run: func(e *Env) error { return k8sFault(e, "restore") }, stores: k8sOnly}, // short mode too: the test bound's restore window
 	}
 }
 

@@ -58,7 +58,7 @@ func zoneBase(slot int) netip.Addr {
 }
 
 // storeSlot is the store's place in Stores (0–2; ZooKeeper, the fourth,
-// 4), which keeps the names and addresses of its zones apart from another
+// 4; Kubernetes 5), which keeps the names and addresses of its zones apart from another
 // store's in the same run; laneSlot is etcd's second lane's
 // (Options.Lanes). zoneBase has room for 8 slots.
 func storeSlot(store string) int {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,8 +13,10 @@ import (
 
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/harness/chaos/k8sproc"
 	"github.com/snowfence/snowfence/internal/testkit/dynashim"
 	"github.com/snowfence/snowfence/internal/testkit/storeproc"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/zkstore"
@@ -36,11 +40,19 @@ const (
 	// leases are a table's (zkstore.Timings: lease.TableTimings), so it
 	// runs the table scenarios' shapes, with the tables' short-mode bound.
 	StoreZooKeeper = "zookeeper"
+	// StoreKubernetes: a kube-apiserver of the suite's own over a
+	// one-member etcd, both processes (package k8sproc), one fresh
+	// namespace per scenario whose holders reach it as a service account
+	// allowed only get, list, create and patch on its leases. Its leases
+	// are a table's too (k8sstore.Timings: lease.TableTimings).
+	StoreKubernetes = "kubernetes"
 )
 
 // Stores lists the stores the suite runs on, in the order "-store all"
 // runs them.
-func Stores() []string { return []string{StoreEtcd, StorePostgres, StoreDynamoDB, StoreZooKeeper} }
+func Stores() []string {
+	return []string{StoreEtcd, StorePostgres, StoreDynamoDB, StoreZooKeeper, StoreKubernetes}
+}
 
 // dynamoCreds are the static credentials every process gives dynalite,
 // which takes any.
@@ -54,14 +66,17 @@ type tableServers struct {
 	dyn  *storeproc.Dynalite
 	shim *dynashim.Shim
 	zk   *storeproc.ZooKeeper
+	k8s  *k8sproc.Server
 	// socketOnly: the PostgreSQL cluster answers on its Unix socket only
 	// (scenario 9d, between the restore and the operator's step).
 	socketOnly bool
 }
 
-// startTableServers starts the servers of kind (postgres, dynamodb or
-// zookeeper, whose server is no table's but fails as one does).
-func startTableServers(ctx context.Context, kind string) (*tableServers, error) {
+// startTableServers starts the servers of kind (postgres, dynamodb,
+// zookeeper or kubernetes, whose servers are no table's but fail as one
+// does); kubernetes' etcd member runs as opts.Command's member role, its
+// data in opts.Dir.
+func startTableServers(ctx context.Context, kind string, opts Options) (*tableServers, error) {
 	t := &tableServers{kind: kind}
 	var err error
 	switch kind {
@@ -75,6 +90,12 @@ func startTableServers(ctx context.Context, kind string) (*tableServers, error) 
 		}
 	case StoreZooKeeper:
 		t.zk, err = storeproc.StartZooKeeper(ctx)
+	case StoreKubernetes:
+		t.k8s, err = k8sproc.Start(ctx, k8sproc.Config{
+			Dir:         filepath.Join(opts.Dir, StoreKubernetes, "servers"),
+			EtcdCommand: func(args ...string) *exec.Cmd { return opts.Command(RoleEtcdMember, args...) },
+			Stderr:      &prefixWriter{w: opts.Log, prefix: "kubernetes etcd: "},
+		})
 	default:
 		err = fmt.Errorf("chaos: store %q is not a lease table", kind)
 	}
@@ -98,13 +119,20 @@ func (t *tableServers) close() {
 	if t.zk != nil {
 		t.zk.Close()
 	}
+	if t.k8s != nil {
+		t.k8s.Close()
+	}
 }
 
 // addr is the TCP address the holders reach the store at: PostgreSQL's,
-// ZooKeeper's, or the shim's in front of dynalite.
+// ZooKeeper's, the relay's in front of kube-apiserver, or the shim's in
+// front of dynalite.
 func (t *tableServers) addr() string {
 	if t.pg != nil {
 		return t.pg.Addr()
+	}
+	if t.k8s != nil {
+		return t.k8s.Addr()
 	}
 	if t.zk != nil {
 		return t.zk.Addr()
@@ -121,18 +149,20 @@ func storeTimings(kind string) lease.Timings {
 		return etcdstore.Timings()
 	case StoreZooKeeper:
 		return zkstore.Timings()
+	case StoreKubernetes:
+		return k8sstore.Timings()
 	}
 	return lease.TableTimings()
 }
 
-// tableName is a scenario's lease table (on ZooKeeper, its path): fresh
-// for every scenario of every run, so that no scenario reads another's
-// leases.
+// tableName is a scenario's lease table (on ZooKeeper, its path; on
+// Kubernetes, its namespace): fresh for every scenario of every run, so
+// that no scenario reads another's leases.
 func tableName(kind, scenario string) string {
 	if kind == StoreZooKeeper {
 		return fmt.Sprintf("/chaos-%d-s%s", os.Getpid(), scenario)
 	}
-	if kind == StoreDynamoDB {
+	if kind == StoreDynamoDB || kind == StoreKubernetes {
 		return fmt.Sprintf("chaos-%d-s%s", os.Getpid(), scenario)
 	}
 	return fmt.Sprintf("chaos_%d_s%s", os.Getpid(), scenario)
@@ -141,7 +171,10 @@ func tableName(kind, scenario string) string {
 // createTable creates the scenario's lease table as "snowfence leases
 // init" does: pgstore's Migrate, or dynamostore's CreateTable, which makes
 // the lease table and its "<table>-journal". ZooKeeper's store makes its
-// znodes as it needs them.
+// znodes as it needs them. On Kubernetes the scenario's namespace is the
+// table: the operator makes it, the holders' service account and its Role
+// in it, and the kubeconfig the holders read (Env.kubeconfig); k8sstore
+// makes its Lease objects as it needs them.
 func (e *Env) createTable(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -160,9 +193,14 @@ func (e *Env) createTable(ctx context.Context) error {
 		}
 		defer s.Close()
 		return s.CreateTable(ctx)
+	case StoreKubernetes:
+		return e.tables.k8s.Restricted(ctx, e.table, e.kubeconfig())
 	}
 	return nil
 }
+
+// kubeconfig is the scenario's holders' kubeconfig (kubernetes).
+func (e *Env) kubeconfig() string { return filepath.Join(e.dir, "kubeconfig") }
 
 // dynamoClient reaches dynalite (through the shim) at endpoint.
 func dynamoClient(endpoint string) dynamostore.ClientConfig {
@@ -206,7 +244,7 @@ func (e *Env) tableMaxSelfFence() time.Duration {
 }
 
 // shortTableMaxReserve is the reserve of the short mode's test bound on
-// ZooKeeper (internal/testbound: Bound.WithMaxReserve, the environment
+// ZooKeeper and Kubernetes (internal/testbound: Bound.WithMaxReserve, the environment
 // variable testbound.EnvMaxReserve, the library holder's
 // --table-max-reserve): the longest Reserve — the keeper's default, the
 // lease TTL — the short mode's boxes draw on a table (tableBox and netBox:
@@ -215,15 +253,15 @@ func (e *Env) tableMaxSelfFence() time.Duration {
 // restore floor, and the shortest --to raise-marks accepts, so that 12d
 // (the restore drill) runs in the short mode. The draws are checked
 // against that window (drawer.window), so a box reserving longer is
-// refused there. Only zkstore honours a reserve: PostgreSQL and DynamoDB
+// refused there. Only zkstore and k8sstore honour a reserve: PostgreSQL and DynamoDB
 // keep their 6 min, and their restores (9d) the long mode.
 const shortTableMaxReserve = 12 * time.Second
 
 // tableMaxReserve is the reserve of the test bound every holder of the
-// scenario's ZooKeeper store runs with (0: none, the store's own restore
-// window).
+// scenario's ZooKeeper or Kubernetes store runs with (0: none, the store's
+// own restore window).
 func (e *Env) tableMaxReserve() time.Duration {
-	if e.opts.Store == StoreZooKeeper && e.tableMaxSelfFence() > 0 {
+	if (e.opts.Store == StoreZooKeeper || e.opts.Store == StoreKubernetes) && e.tableMaxSelfFence() > 0 {
 		return shortTableMaxReserve
 	}
 	return 0
@@ -286,6 +324,9 @@ func (e *Env) holderStoreArgs(addrs []string) []string {
 		return append([]string{"--lease-store", "dynamodb", "--dynamodb-endpoint", "http://" + addrs[0], "--table", e.table}, e.tableBoundArgs()...)
 	case StoreZooKeeper:
 		return append([]string{"--lease-store", "zookeeper", "--zk-servers", strings.Join(addrs, ","), "--table", e.table}, e.tableBoundArgs()...)
+	case StoreKubernetes:
+		return append([]string{"--lease-store", "kubernetes", "--kubeconfig", e.kubeconfig(), "--k8s-namespace", e.table,
+			"--k8s-server", "https://" + addrs[0]}, e.tableBoundArgs()...)
 	}
 	var eps []string
 	for _, a := range addrs {
@@ -319,6 +360,9 @@ func (t *tableServers) what() string {
 	if t.zk != nil {
 		return "ZooKeeper"
 	}
+	if t.k8s != nil {
+		return "kube-apiserver"
+	}
 	return "dynalite"
 }
 
@@ -329,6 +373,9 @@ func (t *tableServers) stop(ctx context.Context) error {
 	}
 	if t.zk != nil {
 		return t.zk.Kill()
+	}
+	if t.k8s != nil {
+		return t.k8s.Kill()
 	}
 	return t.dyn.Kill()
 }
@@ -341,6 +388,9 @@ func (t *tableServers) start(ctx context.Context) error {
 	if t.zk != nil {
 		return t.zk.Start(ctx)
 	}
+	if t.k8s != nil {
+		return t.k8s.StartAPIServer(ctx)
+	}
 	return t.dyn.Start(ctx)
 }
 
@@ -351,6 +401,9 @@ func (t *tableServers) freeze() error {
 	}
 	if t.zk != nil {
 		return t.zk.Freeze()
+	}
+	if t.k8s != nil {
+		return t.k8s.Freeze()
 	}
 	return t.dyn.Freeze()
 }
@@ -363,12 +416,19 @@ func (t *tableServers) thaw() error {
 	if t.zk != nil {
 		return t.zk.Thaw()
 	}
+	if t.k8s != nil {
+		return t.k8s.Thaw()
+	}
 	return t.dyn.Thaw()
 }
 
 // heal leaves the server running and reachable on TCP for the next
 // scenario, whatever a failed one left it in.
 func (t *tableServers) heal(ctx context.Context) {
+	if t.k8s != nil {
+		t.k8s.Heal(ctx)
+		return
+	}
 	t.thaw()
 	if t.pg != nil {
 		if t.socketOnly {

@@ -17,7 +17,9 @@
 // It needs a PostgreSQL for the oracle (-postgres, default
 // $SNOWFENCE_TEST_POSTGRES_URL; scripts/services/postgres.sh start prints
 // one), Debian's postgresql for -store postgres and dynalite (installed by
-// scripts/services/dynalite.sh) for -store dynamodb, and root with
+// scripts/services/dynalite.sh) for -store dynamodb, Debian's zookeeper
+// for -store zookeeper, the kube-apiserver binary
+// (scripts/services/kube-apiserver.sh build) for -store kubernetes, and root with
 // CAP_NET_ADMIN and the ip and tc commands for the network namespaces and
 // veth pairs of scenarios 8a–8c (without them those scenarios fail). It exits 1 if any scenario
 // failed: a duplicate, a lost request, an order violation or a failed check.
