@@ -41,8 +41,11 @@ func TestDisabledFenceIsCaught(t *testing.T) {
 	pg := testenv.PostgresURL(t)
 	for _, store := range Stores() {
 		t.Run(store, func(t *testing.T) {
-			if store == StoreZooKeeper {
+			switch store {
+			case StoreZooKeeper:
 				testenv.ZooKeeperLater(t)
+			case StoreKubernetes:
+				testenv.KubernetesLater(t)
 			}
 			// The stores side by side, as the suite runs them: most of
 			// a table store's scenario 4 is its claims' notice windows.

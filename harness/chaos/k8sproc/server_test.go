@@ -49,6 +49,7 @@ func memberCommand(args ...string) *exec.Cmd {
 // keeps it away and unblocked lets it back; a restore of a snapshot takes
 // etcd's revision back; a killed API server starts again on its port.
 func TestServer(t *testing.T) {
+	testenv.KubernetesLater(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, Config{Dir: t.TempDir(), EtcdCommand: memberCommand})
