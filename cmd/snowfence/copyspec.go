@@ -214,6 +214,8 @@ func (f *storeFlags) describe() string {
 		return "postgres table " + f.postgresTable
 	case "zookeeper":
 		return fmt.Sprintf("zookeeper %s, path %s", strings.Join(f.zkServerList(), ","), f.zkPath)
+	case "kubernetes":
+		return f.k8s.describe()
 	case "dynamodb":
 		d := fmt.Sprintf("dynamodb table %s in %s", f.dynamoTable, f.awsRegion)
 		if f.dynamoEndpoint != "" {
