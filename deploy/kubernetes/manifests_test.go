@@ -362,8 +362,10 @@ func containerPort(t *testing.T, c corev1.Container, p intstr.IntOrString) int32
 // readiness /readyz; the grace period outlasts the drain; a shared store is
 // configured (its secret from a Secret) and nothing can run an embedded
 // etcd; the pod runs as the image's non-root user with a read-only root,
-// no capabilities and no service token; the budget, rollout and resources
-// fit what was measured.
+// no capabilities and no service token — but on the Kubernetes store,
+// whose holders use theirs, bound to a Role granting only what the store
+// asks (leasesRBAC); the budget, rollout and resources fit what was
+// measured.
 func TestOverlays(t *testing.T) {
 	ops := getOperations(t)
 	for name, notice := range overlays {
