@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snowfence/snowfence"
@@ -81,4 +84,33 @@ func k8sRecord(t *testing.T, s *k8stest.Server, ns, name string) (rec struct {
 		t.Fatalf("Lease %s/%s: record %q: %v", ns, name, raw, fmt.Sprint(err))
 	}
 	return rec
+}
+
+// serve with the credentials of a service account that may not read the
+// namespace's leases (no Role bound) exits at start — before it listens,
+// with status 1 — saying what to grant, rather than wait as a holder that
+// can never claim.
+func TestE2EKubernetesForbidden(t *testing.T) {
+	t.Parallel()
+	s := k8stest.Start(t)
+	ns := s.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := s.Clientset(t)
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "nobody", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := s.Config()
+	rc.CertData, rc.KeyData, rc.BearerToken = nil, nil, tr.Status.Token
+	kubeconfig := k8stest.Kubeconfig(t, rc)
+	_, errOut := cli(t, 1, "serve", "--listen", "127.0.0.1:0", "--lease-store", "kubernetes", "--kubeconfig", kubeconfig, "--k8s-namespace", ns)
+	for _, want := range []string{"forbidden", "get, list, create and patch", ns} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("serve's error does not say %q:\n%s", want, errOut)
+		}
+	}
 }
