@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -47,7 +48,7 @@ func (k *k8sFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.namespace, "k8s-namespace", "", "namespace of the Lease objects for --lease-store kubernetes; every holder of a fleet must give the same "+
 		"(default in a pod: the pod's namespace, from its service account; required elsewhere)")
 	fs.StringVar(&k.prefix, "k8s-prefix", k8sstore.DefaultPrefix, "prefix of the Lease objects' names for --lease-store kubernetes: a DNS-1123 label "+
-		"(a-z, 0-9, '-') of at most 40 characters; every holder of a fleet must give the same, and fleets sharing a namespace need their own")
+		"(a-z, 0-9, '-') of at most "+strconv.Itoa(k8sstore.MaxPrefixLen)+" characters; every holder of a fleet must give the same, and fleets sharing a namespace need their own")
 	fs.Var(&k.kubeconfig, "kubeconfig", "kubeconfig `file` (or a list separated by '"+string(filepath.ListSeparator)+"', as KUBECONFIG) for --lease-store kubernetes, "+
 		"its current context; empty: the files in KUBECONFIG, else the pod's service account (in-cluster). ~/.kube/config is never read unless named")
 }
