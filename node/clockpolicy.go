@@ -10,7 +10,7 @@ import (
 // when its generator sets no clock policy and so takes warn.
 const EmbeddedClockNote = "clock policy warn, the embedded etcd's default: its numbers are leased on this host only, " +
 	"where the order of IDs across hosts means nothing, so an unsynchronised, inaccurate or jumped clock is reported " +
-	"(/healthz warnings, metrics) but does not stop issuing; with a shared store (an etcd cluster, PostgreSQL, DynamoDB, ZooKeeper) " +
+	"(/healthz warnings, metrics) but does not stop issuing; with a shared store (an etcd cluster, PostgreSQL, DynamoDB, ZooKeeper, Kubernetes) " +
 	"the default is require, which refuses (set --clock-policy require to refuse here too)"
 
 // EmbeddedClockDefault gives gc, the generator configuration of a holder

@@ -1,6 +1,6 @@
 // Package node starts a complete snowfence holder in one call: a lease store
 // (an embedded single-member etcd by default, or an etcd cluster, a
-// PostgreSQL or a DynamoDB lease table, or a ZooKeeper ensemble), a lease.Keeper that claims a
+// PostgreSQL or a DynamoDB lease table, a ZooKeeper ensemble, or Kubernetes Lease objects), a lease.Keeper that claims a
 // machine number from it, and a snowfence.Generator that mints on that
 // number. It is the library's zero-configuration start, and what
 // "snowfence serve" runs.
@@ -18,6 +18,7 @@
 //	node.Config{Open: node.Postgres("postgres://…", pgstore.Config{})}
 //	node.Config{Open: node.DynamoDB(dynamostore.ClientConfig{}, dynamostore.Config{})}
 //	node.Config{Open: node.ZooKeeper([]string{"zk-1:2181", "zk-2:2181", "zk-3:2181"}, 0, zkstore.Config{})}
+//	node.Config{Open: node.Kubernetes(k8sstore.Config{Namespace: "ids"}, restConfig)} // restConfig: rest.InClusterConfig() or a kubeconfig's
 //	node.Config{Open: node.EmbeddedEtcd(embedetcd.Config{Dir: dir}, etcdstore.Config{})} // the default
 //
 // A store the caller opened itself goes in Config.Store instead.
@@ -28,7 +29,7 @@
 // while every number is held — and its generator refusing until then
 // (WaitIssuing waits). Every claim's first grant waits
 // out the store's notice window (8 s on etcd, 4 min 40 s on the lease tables
-// and on ZooKeeper, whose timings are the tables'; lease.Store.MaxNoticeWindow), the time any other holder still issuing on
+// and on ZooKeeper and Kubernetes, whose timings are the tables'; lease.Store.MaxNoticeWindow), the time any other holder still issuing on
 // the number — after a restore of the store — needs to notice the claim.
 //
 // # The embedded etcd is unique only on its host
@@ -38,7 +39,7 @@
 // machine numbers from its own etcd, both may hold number 5, and they mint
 // the same IDs. Use it for one host only; a fleet on several hosts must
 // point every holder at one store (EtcdCluster on a shared etcd cluster, a
-// lease table, ZooKeeper, or Config.Store). Start logs a warning saying so whenever it
+// lease table, ZooKeeper, Kubernetes, or Config.Store). Start logs a warning saying so whenever it
 // starts the embedded etcd.
 //
 // # Clock policy

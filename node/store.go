@@ -9,9 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/zkstore"
@@ -21,8 +24,9 @@ import (
 // Start calls it once, with the keeper's region and the Node's logger, which
 // an Opener gives to a store configured with a zero region or no logger (and
 // a store of another region is refused: the stores lease numbers per
-// region). EmbeddedEtcd, EtcdCluster, Postgres, DynamoDB and ZooKeeper make
-// the Opener of each store snowfence has; any function of this type will do.
+// region). EmbeddedEtcd, EtcdCluster, Postgres, DynamoDB, ZooKeeper and
+// Kubernetes make the Opener of each store snowfence has; any function of
+// this type will do.
 type Opener func(ctx context.Context, region int, log *slog.Logger) (*Opened, error)
 
 // Opened is a lease store an Opener opened.
@@ -165,6 +169,35 @@ func ZooKeeper(servers []string, sessionTimeout time.Duration, store zkstore.Con
 			return nil, err
 		}
 		return &Opened{Store: s, Timings: zkstore.Timings()}, nil
+	}
+}
+
+// Kubernetes opens a store on Kubernetes Lease objects (k8sstore.Open) in
+// store.Namespace, through a client made from rc: a kubeconfig's
+// (clientcmd), the pod's own (rest.InClusterConfig), or any other. The
+// store creates its Lease objects as it needs them; nothing needs setting
+// up first but the namespace and the RBAC its credentials need there — get,
+// list, create and patch on leases.coordination.k8s.io, nothing else
+// (k8sstore's package documentation). Its timings are the lease tables'
+// (k8sstore.Timings): expiry is judged by the claimer's clock against a
+// mark, never by a Lease object's leaseDurationSeconds.
+//
+// It refuses (lease.ErrInvalid), before it connects, a nil rc and a
+// store.Namespace or store.Prefix that k8sstore cannot take
+// (k8sstore.Config.Check): each holder of a fleet must lease in the one
+// namespace and prefix its peers lease in. A Kubernetes store is shared
+// like any other: a generator that sets no clock policy gets
+// snowfence.ClockRequire.
+func Kubernetes(store k8sstore.Config, rc *rest.Config) Opener {
+	return func(ctx context.Context, region int, log *slog.Logger) (*Opened, error) {
+		if err := storeDefaults("Kubernetes", &store.Region, &store.Logger, region, log); err != nil {
+			return nil, err
+		}
+		s, err := k8sstore.Open(ctx, store, rc) // refuses a nil rc and what Config.Check does before any request
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{Store: s, Timings: k8sstore.Timings()}, nil
 	}
 }
 

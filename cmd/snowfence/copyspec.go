@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/zkstore"
@@ -22,7 +23,9 @@ const copySpecHelp = `  etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX]
                                                           the region is required, as --aws-region is for copy 1
   zookeeper://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PATH]
                                                           a ZooKeeper ensemble (PATH default ` + zkstore.DefaultPath + `; USER:PASSWORD
-                                                          its digest credentials, as --zk-digest)`
+                                                          its digest credentials, as --zk-digest)
+  kubernetes://NAMESPACE[/PREFIX][?context=CONTEXT]       Lease objects in a cluster's namespace (PREFIX default ` + k8sstore.DefaultPrefix + `), through
+                                                          --kubeconfig (or KUBECONFIG) and its CONTEXT (default: the current one)`
 
 // parseCopySpec reads a --copy SPEC into the store flags that open it;
 // base gives the etcd TLS files and the dial timeout.
@@ -116,6 +119,26 @@ func parseCopySpec(spec string, base storeFlags) (storeFlags, error) {
 			}
 		}
 		f.zkServers = hosts
+	case "kubernetes":
+		u, err := url.Parse(spec)
+		if err != nil {
+			return bad("%v", err)
+		}
+		f.kind = "kubernetes"
+		f.k8s = k8sFlags{namespace: u.Host, prefix: strings.Trim(u.Path, "/"), kubeconfig: base.k8s.kubeconfig}
+		if f.k8s.namespace == "" || u.User != nil || u.Port() != "" {
+			return bad("no namespace: write kubernetes://NAMESPACE")
+		}
+		if strings.Contains(f.k8s.prefix, "/") {
+			return bad("prefix %q: one name, no /", f.k8s.prefix)
+		}
+		q := u.Query()
+		f.k8s.context = q.Get("context")
+		for k := range q {
+			if k != "context" {
+				return bad("unknown parameter %q (context is)", k)
+			}
+		}
 	default:
 		return bad("unknown scheme %q", scheme)
 	}
@@ -214,6 +237,8 @@ func (f *storeFlags) describe() string {
 		return "postgres table " + f.postgresTable
 	case "zookeeper":
 		return fmt.Sprintf("zookeeper %s, path %s", strings.Join(f.zkServerList(), ","), f.zkPath)
+	case "kubernetes":
+		return f.k8s.describe()
 	case "dynamodb":
 		d := fmt.Sprintf("dynamodb table %s in %s", f.dynamoTable, f.awsRegion)
 		if f.dynamoEndpoint != "" {

@@ -83,11 +83,11 @@ var (
 const e2eTableMaxSelfFence = 20 * time.Second
 
 // tableBound is the flags startService adds for a holder on a store with
-// the tables' timings (--lease-store postgres, dynamodb or zookeeper in
-// args): e2eTableMaxSelfFence as the self-fence if args give none.
+// the tables' timings (--lease-store postgres, dynamodb, zookeeper or
+// kubernetes in args): e2eTableMaxSelfFence as the self-fence if args give none.
 func tableBound(args []string) []string {
 	i := slices.IndexFunc(args, func(a string) bool { return a == "--lease-store" || a == "--store" })
-	if i < 0 || i+1 >= len(args) || !slices.Contains([]string{"postgres", "dynamodb", "zookeeper"}, args[i+1]) || slices.Contains(args, "--self-fence") {
+	if i < 0 || i+1 >= len(args) || !slices.Contains([]string{"postgres", "dynamodb", "zookeeper", "kubernetes"}, args[i+1]) || slices.Contains(args, "--self-fence") {
 		return nil
 	}
 	return []string{"--self-fence", e2eTableMaxSelfFence.String()}

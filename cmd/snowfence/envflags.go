@@ -29,7 +29,19 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			}
 		}
 	})
+	fs.VisitAll(func(f *flag.Flag) {
+		if r, ok := f.Value.(environReader); ok {
+			r.readEnviron(getenv)
+		}
+	})
 	return err
+}
+
+// An environReader is a flag that reads a variable of its own beside its
+// SNOWFENCE_* one (--kubeconfig reads kubectl's KUBECONFIG); applyEnv
+// gives it the environment.
+type environReader interface {
+	readEnviron(getenv func(string) string)
 }
 
 // secretFlags are redacted when options are printed.

@@ -20,9 +20,9 @@ const leasesUsage = `usage: snowfence leases <init | list | show N | key N | his
                  released) are one summary line; --all lists every record (--json always does)
   show N         one machine number
   key N          the raw key N's record is stored under, alone on stdout, for a command by hand (aws
-                 dynamodb --key, a psql WHERE, an etcdctl key, a zkCli.sh znode path): it depends on the
-                 region and the layout step (--region, --layout), so never write it from N alone; --json
-                 says more
+                 dynamodb --key, a psql WHERE, an etcdctl key, a zkCli.sh znode path, a kubectl
+                 namespace/name): it depends on the region and the layout step (--region, --layout), so
+                 never write it from N alone; --json says more
   history N      the journal of N: every retained claim, its holder, interval and how it ended
   quarantine N   make N unclaimable and unrenewable (its holder stops at its mark)
   release N      lift the quarantine on N
@@ -292,6 +292,8 @@ func printRawKey(e env, st lease.Admin, region, machine int, asJSON bool) error 
 		if len(k.Keys) > 1 {
 			where = "ZooKeeper znode (its claim child c-<claim> beneath it; journal under " + strings.Join(k.Keys[1:], ", ") + ")"
 		}
+	case "kubernetes":
+		where = "Kubernetes Lease object, namespace/name (its record in the annotation snowfence.io/record)"
 	}
 	fmt.Fprintf(e.stderr, "machine %d of region %d (keyspace %d): %s:\n", machine, region, k.Keyspace, where)
 	_, err = fmt.Fprintln(e.stdout, k.Key)
@@ -355,7 +357,7 @@ func initTable(ctx context.Context, e env, sf *storeFlags) error {
 		return err
 	}
 	if !sf.isTable() {
-		return usagef("init is for --lease-store postgres or dynamodb; etcd and zookeeper need no set-up")
+		return usagef("init is for --lease-store postgres or dynamodb; etcd and zookeeper need no set-up, and kubernetes only its namespace and RBAC (docs/deployment.md)")
 	}
 	store, create, err := sf.tableStore(ctx, nil)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 )
 
 func TestParseCopySpec(t *testing.T) {
-	base := storeFlags{cert: "c.pem", key: "k.pem", ca: "ca.pem", dialTimeout: 3 * time.Second}
+	base := storeFlags{cert: "c.pem", key: "k.pem", ca: "ca.pem", dialTimeout: 3 * time.Second,
+		k8s: k8sFlags{kubeconfig: kubeconfigFlag{environ: "/home/op/.kube/eu"}}}
 	for _, c := range []struct {
 		spec string
 		want storeFlags
@@ -36,6 +37,10 @@ func TestParseCopySpec(t *testing.T) {
 			zkSessionTimeout: 10 * time.Second, prefix: "/snowfence", dialTimeout: 3 * time.Second}},
 		{"zookeeper://fleet:s%40cret@zk-1:2181", storeFlags{kind: "zookeeper", zkServers: "zk-1:2181", zkPath: "/snowfence", zkDigest: "fleet:s@cret",
 			zkSessionTimeout: 10 * time.Second, prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"kubernetes://ids", storeFlags{kind: "kubernetes", k8s: k8sFlags{namespace: "ids", kubeconfig: base.k8s.kubeconfig},
+			prefix: "/snowfence", dialTimeout: 3 * time.Second}},
+		{"kubernetes://ids/eu-fleet/?context=eu", storeFlags{kind: "kubernetes", k8s: k8sFlags{namespace: "ids", prefix: "eu-fleet", context: "eu",
+			kubeconfig: base.k8s.kubeconfig}, prefix: "/snowfence", dialTimeout: 3 * time.Second}},
 	} {
 		got, err := parseCopySpec(c.spec, base)
 		if err != nil || got != c.want {
@@ -43,7 +48,8 @@ func TestParseCopySpec(t *testing.T) {
 		}
 	}
 	for _, spec := range []string{"h1:2379", "consul://x", "etcd://", "etcd://h1:2379,", "dynamodb://?aws-region=x", "dynamodb://t?region=x", "etcd://:pw@h:1",
-		"zookeeper://", "zookeeper://zk-1:2181,", "zookeeper://fleet@zk-1:2181", "zookeeper://:pw@zk-1:2181"} {
+		"zookeeper://", "zookeeper://zk-1:2181,", "zookeeper://fleet@zk-1:2181", "zookeeper://:pw@zk-1:2181",
+		"kubernetes://", "kubernetes:///p", "kubernetes://ids/a/b", "kubernetes://ids?ctx=x", "kubernetes://u@ids", "kubernetes://ids:443"} {
 		_, err := parseCopySpec(spec, base)
 		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "the forms are") {
 			t.Errorf("parseCopySpec(%q): %v; want a usage error listing the forms", spec, err)

@@ -63,7 +63,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.schedule, "schedule", "v1", `layout schedule, e.g. "v1,v2@2028-01-01T00:00:00Z"; must equal the fleet's (snowfence schedule show); each layout must hold its --machines range, and --region while it is in force`)
 	fs.DurationVar(&f.lead, "lead", 0, "how long before a cutover of --schedule the holder claims its number for the next layout, beside its current one (0: max(10m, 20 x --lease-ttl))")
 	fs.StringVar(&f.clockPolicy, "clock-policy", "", "what an untrustworthy clock (unsynchronised, more than --max-clock-error off, or jumped forward) does: require (refuse, and fail /healthz), warn or off; "+
-		"empty: require with a shared store (--etcd-endpoints, postgres, dynamodb, zookeeper), warn with the embedded etcd (one host), said in the log at start")
+		"empty: require with a shared store (--etcd-endpoints, postgres, dynamodb, zookeeper, kubernetes), warn with the embedded etcd (one host), said in the log at start")
 	fs.DurationVar(&f.maxClockError, "max-clock-error", 5*time.Millisecond, "the kernel's maximum clock error that clock policy require tolerates (warn warns above it)")
 	fs.DurationVar(&f.clockJumpSettle, "clock-jump-settle", snowfence.DefaultClockJumpSettle, "after a forward jump of the wall clock, how long clock policy require waits before the kernel's word that the clock is synchronised again ends the refusal (an undone jump ends it at once)")
 	fs.StringVar(&f.holder, "holder", "", "holder identity, unique per process: never give two processes the same (default host/pid-N/process-start-ms/k1)")

@@ -15,6 +15,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/zkstore"
@@ -24,6 +25,7 @@ import (
 // set stay.
 func TestServeTimingsFromTheStore(t *testing.T) {
 	e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	kc := writeKubeconfig(t, t.TempDir(), "a", "https://127.0.0.1:1")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -33,6 +35,7 @@ func TestServeTimingsFromTheStore(t *testing.T) {
 		{"postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, pgstore.Timings()},
 		{"dynamodb", []string{"--lease-store", "dynamodb"}, dynamostore.Timings()},
 		{"zookeeper", []string{"--lease-store", "zookeeper", "--zk-servers", "127.0.0.1:1"}, zkstore.Timings()},
+		{"kubernetes", []string{"--lease-store", "kubernetes", "--k8s-namespace", "ids", "--kubeconfig", kc}, k8sstore.Timings()},
 		{"postgres, renewal set", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x", "--renew-every", "20s"},
 			lease.Timings{LeaseFor: 5 * time.Minute, RenewEvery: 20 * time.Second, SelfFence: pgstore.Timings().SelfFence, Margin: 5 * time.Second}},
 	} {
@@ -166,6 +169,7 @@ func TestServeHighWaterFlags(t *testing.T) {
 // TestClockPolicyDefaultFollowsTheStore) — and --max-clock-error and
 // --clock-jump-settle reach the generator.
 func TestServeClockPolicyFlags(t *testing.T) {
+	kc := writeKubeconfig(t, t.TempDir(), "a", "https://127.0.0.1:1")
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -177,6 +181,7 @@ func TestServeClockPolicyFlags(t *testing.T) {
 		{"defaults, postgres", []string{"--lease-store", "postgres", "--postgres-url", "postgres://127.0.0.1:1/x"}, "", 5 * time.Millisecond, 2 * time.Minute, false},
 		{"defaults, embedded etcd", nil, "", 5 * time.Millisecond, 2 * time.Minute, false},
 		{"defaults, zookeeper", []string{"--lease-store", "zookeeper", "--zk-servers", "127.0.0.1:1"}, "", 5 * time.Millisecond, 2 * time.Minute, false},
+		{"defaults, kubernetes", []string{"--lease-store", "kubernetes", "--k8s-namespace", "ids", "--kubeconfig", kc}, "", 5 * time.Millisecond, 2 * time.Minute, false},
 		{"set", []string{"--clock-policy", "warn", "--max-clock-error", "20ms", "--clock-jump-settle", "5m"}, snowfence.ClockWarn, 20 * time.Millisecond, 5 * time.Minute, false},
 		{"unknown policy", []string{"--clock-policy", "sometimes"}, "", 0, 0, true},
 		{"zero error bound", []string{"--max-clock-error", "0"}, "", 0, 0, true},
@@ -228,6 +233,9 @@ func TestServeHasNoTableBound(t *testing.T) {
 	}
 	if b := f.store.zkConfig(log).TestBound; b != (testbound.Bound{}) {
 		t.Errorf("zkstore.Config.TestBound %v, want none", b)
+	}
+	if b := f.store.k8s.config(0, log).TestBound; b != (testbound.Bound{}) {
+		t.Errorf("k8sstore.Config.TestBound %v, want none", b)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/embedetcd"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/registry"
 	"github.com/snowfence/snowfence/node"
@@ -36,6 +37,7 @@ type storeFlags struct {
 	dataDir                     string
 	zkServers, zkPath, zkDigest string
 	zkSessionTimeout            time.Duration
+	k8s                         k8sFlags
 	// regionText is --region: a region's name or number. region is its
 	// number once resolved (resolveRegion; serve resolves it itself).
 	regionText  string
@@ -44,7 +46,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres, dynamodb or zookeeper")
+	fs.StringVar(&f.kind, "lease-store", "etcd", "where machine-number leases live: etcd, postgres, dynamodb, zookeeper or kubernetes")
 	fs.StringVar(&f.kind, "store", "etcd", "short for --lease-store")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "PostgreSQL URL for --lease-store postgres (postgres://user:pass@host:5432/db; percent-encode @ / ? # : in the password). "+
 		"A flag's value is visible to every user of the host (ps): give the URL in SNOWFENCE_POSTGRES_URL instead, or leave the password out and use PGPASSFILE")
@@ -65,6 +67,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.zkPath, "zk-path", zkstore.DefaultPath, "znode under which --lease-store zookeeper keeps the leases; every holder of a fleet must give the same")
 	fs.StringVar(&f.zkDigest, "zk-digest", "", "user:password of the fleet's ZooKeeper digest credentials: the session authenticates with them and every znode the store creates is open to that user only (empty: znodes open to anyone who reaches the servers). "+
 		"A flag's value is visible to every user of the host (ps): give it in SNOWFENCE_ZK_DIGEST instead")
+	f.k8s.register(fs)
 	fs.StringVar(&f.regionText, "region", "0", "region: its name in the region registry (snowfence regions list), or its number: 0 while v1 (no region bits) is in force; 0-7 under v2")
 	fs.DurationVar(&f.dialTimeout, "etcd-dial-timeout", 5*time.Second, "how long to wait for etcd to answer at start")
 }
@@ -165,6 +168,9 @@ func storeKinds() []storeKind {
 		{name: "zookeeper", timings: zkstore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
 			return node.ZooKeeper(f.zkServerList(), f.zkSessionTimeout, f.zkConfig(nil))
 		}},
+		{name: "kubernetes", timings: k8sstore.Timings(), open: func(f *storeFlags, _ etcdstore.ClientConfig, _ embedetcd.Config) node.Opener {
+			return node.Kubernetes(f.k8s.config(f.region, nil), f.k8s.rest)
+		}},
 	}
 }
 
@@ -194,14 +200,22 @@ func (f *storeFlags) check() error {
 	if f.kind == "postgres" && f.postgresURL == "" {
 		return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
 	}
-	if f.kind == "zookeeper" {
-		return f.checkZooKeeper()
-	}
-	if f.zkServers != "" {
-		// Most likely --lease-store zookeeper forgotten: the holder would
-		// lease from another store than its fleet's (on the default, an
-		// embedded etcd of its own) and mint the fleet's IDs again.
+	// A store's own flags given with another store: most likely its
+	// --lease-store forgotten, and the holder would lease from another
+	// store than its fleet's (on the default, an embedded etcd of its own)
+	// and mint the fleet's IDs again.
+	if f.kind != "zookeeper" && f.zkServers != "" {
 		return usagef("--zk-servers (SNOWFENCE_ZK_SERVERS) is given but --lease-store is %s: pass --lease-store zookeeper (SNOWFENCE_LEASE_STORE=zookeeper), or drop --zk-servers", f.kind)
+	}
+	if f.kind != "kubernetes" && f.k8s.given() {
+		return usagef("--k8s-namespace, --k8s-prefix or --kubeconfig (SNOWFENCE_K8S_NAMESPACE, SNOWFENCE_K8S_PREFIX, SNOWFENCE_KUBECONFIG) is given "+
+			"but --lease-store is %s: pass --lease-store kubernetes (SNOWFENCE_LEASE_STORE=kubernetes), or drop them", f.kind)
+	}
+	switch f.kind {
+	case "zookeeper":
+		return f.checkZooKeeper()
+	case "kubernetes":
+		return f.k8s.check()
 	}
 	return nil
 }
@@ -247,7 +261,7 @@ func (f *storeFlags) tableStore(ctx context.Context, log *slog.Logger) (lease.Ad
 }
 
 // connect opens the lease store for an operator command: a lease table, a
-// ZooKeeper ensemble, the external etcd cluster, or the embedded etcd of a snowfence serve running
+// ZooKeeper ensemble, Kubernetes, the external etcd cluster, or the embedded etcd of a snowfence serve running
 // on this machine (found through the client-url file in its data
 // directory).
 func (f *storeFlags) connect(ctx context.Context) (lease.Admin, error) {
@@ -266,8 +280,11 @@ func (f *storeFlags) connectRegion(ctx context.Context) (lease.Admin, error) {
 		s, _, err := f.tableStore(ctx, nil)
 		return s, err
 	}
-	if f.kind == "zookeeper" {
+	switch f.kind {
+	case "zookeeper":
 		return f.zkAdmin()
+	case "kubernetes":
+		return f.k8sAdmin(ctx)
 	}
 	cc, err := f.clientConfig()
 	if err != nil {
@@ -293,6 +310,24 @@ func (f *storeFlags) zkAdmin() (lease.Admin, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// k8sAdmin opens the Kubernetes store for an operator command (check has
+// resolved the namespace and the client configuration). The commands need
+// its operator's actions (lease.Admin); a store without them is closed
+// and refused with errors.ErrUnsupported, before any command runs.
+func (f *storeFlags) k8sAdmin(ctx context.Context) (lease.Admin, error) {
+	s, err := k8sstore.Open(ctx, f.k8s.config(f.region, nil), f.k8s.rest)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := any(s).(lease.Admin)
+	if !ok {
+		s.Close()
+		return nil, fmt.Errorf("the Kubernetes lease store of this version has no operator's actions (lease.Admin: leases, schedule, regions, who): %w; "+
+			"read its Lease objects with kubectl get leases -n %s -l snowfence.io/prefix=%s", errors.ErrUnsupported, s.Namespace(), s.Prefix())
+	}
+	return a, nil
 }
 
 // resolveRegion sets f.region from --region for an operator command: a

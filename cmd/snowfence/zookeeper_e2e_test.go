@@ -120,14 +120,25 @@ func zkRecord(t *testing.T, e *zktest.Ensemble, path string, machine int, digest
 	return rec
 }
 
-// The operator's commands on ZooKeeper, beside a running holder: leases
-// list, show, key, quarantine (the holder stops), release (unquarantine) and
-// raise-marks; schedule show and set; regions add and list.
+// The operator's commands on ZooKeeper (operatorScenario).
 func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	testenv.ZooKeeperLater(t)
 	t.Parallel()
 	e := zktest.Start(t, 1)
-	flags := zkFlags(e, "/e2e-operator")
+	operatorScenario(t, zkFlags(e, "/e2e-operator"), operatorStore{kind: "zookeeper", key40: "/e2e-operator/leases/0/40", keyWhat: "ZooKeeper znode"})
+}
+
+// operatorStore is what operatorScenario expects of a store: its name in
+// regions list, and leases key 40's answer (stdout) and description
+// (stderr).
+type operatorStore struct{ kind, key40, keyWhat string }
+
+// operatorScenario runs the operator's commands on the store flags give,
+// beside a running holder of number 40: leases list, show, key, quarantine
+// (the holder stops), release (unquarantine) and raise-marks; schedule
+// show and set; regions add and list.
+func operatorScenario(t *testing.T, flags []string, st operatorStore) {
+	t.Helper()
 	with := func(args ...string) []string { return append(args, flags...) }
 	s := startService(t, t.TempDir(), slices.Concat(flags, shortTableTimings, []string{"--machines", "40-40"})...)
 	ids := mintUntilReady(t, s, 1, 60*time.Second)
@@ -153,9 +164,9 @@ func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	if out, _ := cli(t, 0, with("leases", "show", "40")...); !strings.Contains(out, "MACHINE") {
 		t.Errorf("leases show 40:\n%s", out)
 	}
-	// The raw key: the lease znode, for zkCli.sh.
-	if out, errOut := cli(t, 0, with("leases", "key", "40")...); strings.TrimSpace(out) != "/e2e-operator/leases/0/40" || !strings.Contains(errOut, "ZooKeeper znode") {
-		t.Errorf("leases key 40: %q, %q; want the lease znode's path", out, errOut)
+	// The raw key: the lease znode for zkCli.sh, the Lease object for kubectl.
+	if out, errOut := cli(t, 0, with("leases", "key", "40")...); strings.TrimSpace(out) != st.key40 || !strings.Contains(errOut, st.keyWhat) {
+		t.Errorf("leases key 40: %q, %q; want %q, a %s", out, errOut, st.key40, st.keyWhat)
 	}
 	cli(t, 0, with("leases", "quarantine", "40")...)
 	if rs := records("leases", "show", "40", "--json"); len(rs) != 1 || !rs[0].Quarantined {
@@ -199,7 +210,7 @@ func TestE2EZooKeeperOperatorCLI(t *testing.T) {
 	}
 	// Regions need a layout with region bits: the far v2 gives them.
 	cli(t, 0, with("regions", "add", "us-east-1", "--create")...)
-	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "us-east-1") || !strings.Contains(out, "zookeeper") {
-		t.Errorf("regions list:\n%s\nwant us-east-1 and the zookeeper copy", out)
+	if out, _ := cli(t, 0, with("regions", "list")...); !strings.Contains(out, "us-east-1") || !strings.Contains(out, st.kind) {
+		t.Errorf("regions list:\n%s\nwant us-east-1 and the %s copy", out, st.kind)
 	}
 }

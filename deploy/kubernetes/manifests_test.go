@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsjson "sigs.k8s.io/json"
@@ -29,6 +30,7 @@ import (
 	"github.com/snowfence/snowfence/deploy/image"
 	"github.com/snowfence/snowfence/dynamostore"
 	"github.com/snowfence/snowfence/etcdstore"
+	"github.com/snowfence/snowfence/k8sstore"
 	"github.com/snowfence/snowfence/pgstore"
 	"github.com/snowfence/snowfence/service"
 	"github.com/snowfence/snowfence/zkstore"
@@ -37,10 +39,11 @@ import (
 // overlays are the deployable kustomizations, each with its lease store's
 // notice window: every start of a holder waits it before it is ready.
 var overlays = map[string]time.Duration{
-	"etcd":      etcdstore.MaxNoticeWindow,
-	"postgres":  pgstore.MaxNoticeWindow,
-	"dynamodb":  dynamostore.MaxNoticeWindow,
-	"zookeeper": zkstore.MaxNoticeWindow,
+	"etcd":       etcdstore.MaxNoticeWindow,
+	"postgres":   pgstore.MaxNoticeWindow,
+	"dynamodb":   dynamostore.MaxNoticeWindow,
+	"zookeeper":  zkstore.MaxNoticeWindow,
+	"kubernetes": k8sstore.MaxNoticeWindow,
 }
 
 // measuredPeakRSS is the most a holder's resident set reached under load:
@@ -95,6 +98,10 @@ func newObject(apiVersion, kind string) any {
 		return &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		return &monitoringv1.PrometheusRule{}
+	case "rbac.authorization.k8s.io/v1 Role":
+		return &rbacv1.Role{}
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		return &rbacv1.RoleBinding{}
 	case "kustomize.config.k8s.io/v1beta1 Kustomization":
 		return &kustomizetypes.Kustomization{}
 	}
@@ -124,6 +131,8 @@ type rendered struct {
 	pdbs         []*policyv1.PodDisruptionBudget
 	monitors     []*monitoringv1.ServiceMonitor
 	ruleObjects  []*monitoringv1.PrometheusRule
+	roles        []*rbacv1.Role
+	bindings     []*rbacv1.RoleBinding
 	objectsCount int
 }
 
@@ -166,6 +175,10 @@ func render(t *testing.T, name string) *rendered {
 			r.monitors = append(r.monitors, o)
 		case *monitoringv1.PrometheusRule:
 			r.ruleObjects = append(r.ruleObjects, o)
+		case *rbacv1.Role:
+			r.roles = append(r.roles, o)
+		case *rbacv1.RoleBinding:
+			r.bindings = append(r.bindings, o)
 		default:
 			t.Errorf("overlays/%s: %T is not expected in the rendered output", name, o)
 		}
@@ -349,8 +362,10 @@ func containerPort(t *testing.T, c corev1.Container, p intstr.IntOrString) int32
 // readiness /readyz; the grace period outlasts the drain; a shared store is
 // configured (its secret from a Secret) and nothing can run an embedded
 // etcd; the pod runs as the image's non-root user with a read-only root,
-// no capabilities and no service token; the budget, rollout and resources
-// fit what was measured.
+// no capabilities and no service token — but on the Kubernetes store,
+// whose holders use theirs, bound to a Role granting only what the store
+// asks (leasesRBAC); the budget, rollout and resources fit what was
+// measured.
 func TestOverlays(t *testing.T) {
 	ops := getOperations(t)
 	for name, notice := range overlays {
@@ -512,6 +527,19 @@ func TestOverlays(t *testing.T) {
 				if _, literal := sc.vars["SNOWFENCE_ZK_DIGEST"]; literal || sc.secrets["SNOWFENCE_ZK_DIGEST"] == "" {
 					t.Errorf("SNOWFENCE_ZK_DIGEST: want it from a Secret (secretKeyRef), not a literal nor absent; got %v", sc.secrets)
 				}
+			case "kubernetes":
+				// The namespace is the pod's own (its service account's
+				// mount): a literal one could differ from where the Role
+				// grants the leases.
+				if ns, _ := sc.flag("k8s-namespace"); ns != "" {
+					t.Errorf("--k8s-namespace %q: leave it to the pod's namespace, where the overlay's Role is", ns)
+				}
+				if p, _ := sc.flag("k8s-prefix"); p == "" {
+					t.Errorf("no --k8s-prefix (SNOWFENCE_K8S_PREFIX): name the fleet's prefix, so that a second fleet in the namespace sees it must pick another")
+				}
+				if kc, _ := sc.flag("kubeconfig"); kc != "" {
+					t.Errorf("--kubeconfig %q: the holders use the pod's service account (in-cluster)", kc)
+				}
 			case "etcd", "":
 				if eps, _ := sc.flag("etcd-endpoints"); eps == "" {
 					t.Errorf("lease store %q without --etcd-endpoints: every pod would lease from an embedded etcd of its own, and pods would mint the same IDs", store)
@@ -554,7 +582,10 @@ func TestOverlays(t *testing.T) {
 			case cs.RunAsUser != nil || cs.RunAsNonRoot != nil:
 				t.Error("the container overrides the pod's user")
 			}
-			if a := spec.AutomountServiceAccountToken; a == nil || *a {
+			leasesRBAC(t, r, spec.ServiceAccountName, store == "kubernetes")
+			if a := spec.AutomountServiceAccountToken; store == "kubernetes" && (a == nil || !*a) {
+				t.Error("the pod mounts no service account token: the Kubernetes store's holders reach the API server with it")
+			} else if store != "kubernetes" && (a == nil || *a) {
 				t.Error("the pod mounts a service account token; the holders never talk to the API server")
 			}
 			if sa, ok := r.accounts[spec.ServiceAccountName]; !ok || sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
@@ -598,6 +629,52 @@ func TestOverlays(t *testing.T) {
 			}
 			t.Logf("%d objects; grace %ds for a drain of %s; store %q", r.objectsCount, *spec.TerminationGracePeriodSeconds, need, store)
 		})
+	}
+}
+
+// leaseVerbs are all the Kubernetes store asks of the API server (package
+// k8sstore): read, list, create and patch Lease objects.
+var leaseVerbs = []string{"get", "list", "create", "patch"}
+
+// leasesRBAC holds the overlay's RBAC to least privilege: with the
+// Kubernetes store (want), one Role granting leaseVerbs on
+// coordination.k8s.io leases and nothing else — no update, delete or
+// watch, no other resource, no wildcard — bound by one RoleBinding to
+// account alone, in the binding's namespace; with any other store, no RBAC
+// at all (its holders never talk to the API server).
+func leasesRBAC(t *testing.T, r *rendered, account string, want bool) {
+	t.Helper()
+	if !want {
+		if len(r.roles) != 0 || len(r.bindings) != 0 {
+			t.Errorf("%d Roles, %d RoleBindings: this store's holders need no RBAC", len(r.roles), len(r.bindings))
+		}
+		return
+	}
+	if len(r.roles) != 1 || len(r.bindings) != 1 {
+		t.Fatalf("%d Roles, %d RoleBindings; want one of each", len(r.roles), len(r.bindings))
+	}
+	role, rb := r.roles[0], r.bindings[0]
+	if len(role.Rules) != 1 {
+		t.Fatalf("Role %s: %d rules; want one", role.Name, len(role.Rules))
+	}
+	rule := role.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(rule.Resources, []string{"leases"}) ||
+		len(rule.ResourceNames) != 0 || len(rule.NonResourceURLs) != 0 {
+		t.Errorf("Role %s rule %+v: want coordination.k8s.io leases, no resource names or URLs", role.Name, rule)
+	}
+	verbs := slices.Sorted(slices.Values(rule.Verbs))
+	if want := slices.Sorted(slices.Values(leaseVerbs)); !slices.Equal(verbs, want) {
+		t.Errorf("Role %s verbs %v; want exactly %v", role.Name, rule.Verbs, want)
+	}
+	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}) {
+		t.Errorf("RoleBinding %s refers to %+v; want Role %s", rb.Name, rb.RoleRef, role.Name)
+	}
+	if len(rb.Subjects) != 1 || rb.Subjects[0].Kind != rbacv1.ServiceAccountKind || rb.Subjects[0].Name != account ||
+		(rb.Subjects[0].Namespace != "" && rb.Subjects[0].Namespace != rb.Namespace) {
+		t.Errorf("RoleBinding %s subjects %+v; want the pods' ServiceAccount %s alone, in the binding's namespace", rb.Name, rb.Subjects, account)
+	}
+	if role.Namespace != rb.Namespace {
+		t.Errorf("Role in namespace %q, RoleBinding in %q", role.Namespace, rb.Namespace)
 	}
 }
 

@@ -10,6 +10,7 @@
 //	ns := s.Namespace(t)                 // a fresh namespace
 //	cs := s.Clientset(t)                 // the admin (system:masters)
 //	holder := s.Restricted(t, ns)        // a service account's token: get, list, create, patch leases in ns
+//	path := k8stest.Kubeconfig(t, holder) // the same as a kubeconfig file, for a program that reads one
 //	c := s.CopyData(t)                   // etcd snapshot, as etcdctl snapshot save
 //	s.Restore(t, c)                      // restored without --bump-revision: resourceVersions repeat
 //	s.KillAPIServer(t); s.StartAPIServer(t)
