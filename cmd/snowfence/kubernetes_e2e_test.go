@@ -15,8 +15,6 @@ import (
 
 	"github.com/snowfence/snowfence"
 	"github.com/snowfence/snowfence/internal/testkit/k8stest"
-	"github.com/snowfence/snowfence/k8sstore"
-	"github.com/snowfence/snowfence/lease"
 )
 
 // serve on Kubernetes, a real kube-apiserver from k8stest, as a pod's
@@ -118,14 +116,6 @@ func TestE2EKubernetesForbidden(t *testing.T) {
 	}
 }
 
-// k8sHasAdmin reports whether the Kubernetes store has the operator's
-// actions (lease.Admin), which the operator's commands need: until it has,
-// they are refused with errors.ErrUnsupported (storeFlags.k8sAdmin).
-func k8sHasAdmin() bool {
-	_, ok := any((*k8sstore.Store)(nil)).(lease.Admin)
-	return ok
-}
-
 // k8sFleet is a fresh namespace on a kube-apiserver of the test's own and
 // the store flags that point serve and the CLI at prefix there, through a
 // kubeconfig holding the least-privilege service account's token.
@@ -138,41 +128,16 @@ func k8sFleet(t *testing.T, prefix string) (*k8stest.Server, string, []string) {
 }
 
 // The operator's commands on Kubernetes, through the holders' own
-// least-privilege credentials: operatorScenario, as on ZooKeeper, once the
-// store has the operator's actions. Until then each command reaches the
-// API server (the store opens) and is refused — status 1, saying the
-// store has no operator's actions and how to read the Lease objects —
-// with nothing written.
+// least-privilege credentials: operatorScenario, as on ZooKeeper.
 func TestE2EKubernetesOperatorCLI(t *testing.T) {
 	t.Parallel()
-	s, ns, flags := k8sFleet(t, "e2e-op")
-	if k8sHasAdmin() {
-		operatorScenario(t, flags, operatorStore{kind: "kubernetes", key40: ns + "/e2e-op-r0-40", keyWhat: "Kubernetes Lease object"})
-		return
-	}
-	for _, args := range [][]string{
-		{"leases", "list"}, {"leases", "show", "40"}, {"leases", "key", "40"}, {"leases", "quarantine", "40"},
-		{"leases", "raise-marks", "--to", "now+10m", "--yes"}, {"schedule", "show"}, {"regions", "list"},
-		{"regions", "list", "--copy", "kubernetes://" + ns + "/e2e-other"}, {"who", "1"},
-	} {
-		_, errOut := cli(t, 1, append(args, flags...)...)
-		if !strings.Contains(errOut, "no operator's actions") || !strings.Contains(errOut, "kubectl get leases -n "+ns) {
-			t.Errorf("snowfence %v: %s; want the store's lack of operator's actions said, with kubectl's command", args, errOut)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if l, err := s.Clientset(t).CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
-		t.Errorf("Lease objects after refused commands: %v, %v; want none", l, err)
-	}
+	_, ns, flags := k8sFleet(t, "e2e-op")
+	operatorScenario(t, flags, operatorStore{kind: "kubernetes", key40: ns + "/e2e-op-r0-40", keyWhat: "Kubernetes Lease object"})
 }
 
-// snowfence who on Kubernetes (whoScenario, as on every store), once the
-// store has the operator's actions, whose journal who reads.
+// snowfence who on Kubernetes (whoScenario, as on every store): the
+// journal in each lease object's annotation.
 func TestE2EWhoKubernetes(t *testing.T) {
-	if !k8sHasAdmin() {
-		t.Skip("k8sstore has no lease.Admin yet (no journal to read): TestE2EKubernetesOperatorCLI checks who's refusal")
-	}
 	t.Parallel()
 	_, _, flags := k8sFleet(t, "who")
 	whoScenario(t, flags, append(slices.Clone(shortTableTimings), "--machines", "20-21"))

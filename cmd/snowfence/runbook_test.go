@@ -118,6 +118,15 @@ func TestRunbookZooKeeper(t *testing.T) {
 	checkRunbook(t, runbookScenario(t, zkFlags(e, "/runbook"), shortTableTimings), false, true)
 }
 
+// The runbook's commands on Kubernetes: the scenario of TestRunbookZooKeeper
+// on a real kube-apiserver (k8stest), through the least-privilege service
+// account's kubeconfig, with the same short timings.
+func TestRunbookKubernetes(t *testing.T) {
+	t.Parallel()
+	_, _, flags := k8sFleet(t, "runbook")
+	checkRunbook(t, runbookScenario(t, flags, shortTableTimings), false, true)
+}
+
 // shortTableTimings are holder timings for a store with the tables'
 // timings in a scenario that waits for a holder to stop: a lease of 6 s,
 // within the tests' bound (e2eTableMaxSelfFence), renewed every 2 s as on

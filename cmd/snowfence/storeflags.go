@@ -313,21 +313,13 @@ func (f *storeFlags) zkAdmin() (lease.Admin, error) {
 }
 
 // k8sAdmin opens the Kubernetes store for an operator command (check has
-// resolved the namespace and the client configuration). The commands need
-// its operator's actions (lease.Admin); a store without them is closed
-// and refused with errors.ErrUnsupported, before any command runs.
+// resolved the namespace and the client configuration).
 func (f *storeFlags) k8sAdmin(ctx context.Context) (lease.Admin, error) {
 	s, err := k8sstore.Open(ctx, f.k8s.config(f.region, nil), f.k8s.rest)
 	if err != nil {
 		return nil, err
 	}
-	a, ok := any(s).(lease.Admin)
-	if !ok {
-		s.Close()
-		return nil, fmt.Errorf("the Kubernetes lease store of this version has no operator's actions (lease.Admin: leases, schedule, regions, who): %w; "+
-			"read its Lease objects with kubectl get leases -n %s -l snowfence.io/prefix=%s", errors.ErrUnsupported, s.Namespace(), s.Prefix())
-	}
-	return a, nil
+	return s, nil
 }
 
 // resolveRegion sets f.region from --region for an operator command: a
