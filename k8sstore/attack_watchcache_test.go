@@ -142,3 +142,62 @@ func TestAttackStaleRenewalThroughWatchCache(t *testing.T) {
 			"renewal: %v", la.Token, now+40_000, status, lw.Token, lw.MarkMs, after, werr)
 	}
 }
+
+// TestAttackStaleClaimThroughWatchCache: the same restore under a running
+// API server, with no request held anywhere: a fresh claimer's List is a
+// consistent list, served from the watch cache (the cache's revision is
+// above etcd's restored one, so it counts as fresh), and shows A's
+// lost-history record, expired by the claimer's clock. Its claim patch
+// tests that record and its resourceVersion X — on the cache, where they
+// pass — and commits on etcd's object at ModRevision X: W's live lease,
+// renewed after the restore to a mark past the claim's start.
+func TestAttackStaleClaimThroughWatchCache(t *testing.T) {
+	srv := k8stest.Start(t)
+	ns := srv.Namespace(t)
+	leases := srv.Clientset(t).CoordinationV1().Leases(ns)
+	now := time.Now().UnixMilli()
+	cfg := k8sstore.Config{Namespace: ns, Clock: fakeclock.New(time.UnixMilli(now))}
+	a := open(t, srv.Config(), cfg)
+	w := open(t, srv.Config(), cfg)
+	name := "snowfence-r0-5"
+	objRV := func() (uint64, string) {
+		l, err := leases.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("read %s: %v", name, err)
+		}
+		return rvOf(t, l.ResourceVersion), l.Annotations["snowfence.io/record"]
+	}
+
+	lw := mustClaim(t, w, on("w", 5, now))
+	cp := srv.CopyData(t)
+	copied, _ := objRV()
+	pumpUntil(t, leases, copied+200)
+	la := mustClaim(t, a, on("a", 5, now+10_001))
+	la = mustExtend(t, a, la, now+30_000)
+	x, _ := objRV()
+	t.Logf("A holds 5 (epoch %d, mark %d) at resourceVersion %d", la.Token, la.MarkMs, x)
+
+	srv.RestoreWith(t, cp, k8stest.RestoreOptions{UnderRunningAPIServer: true})
+	if rv := pumpUntil(t, leases, x-1); rv != x-1 {
+		t.Fatalf("the revision went to %d past %d: another writer moved it; run again", rv, x-1)
+	}
+	lw = mustExtend(t, w, lw, now+60_000)
+	if rv, rec := objRV(); rv != x {
+		t.Fatalf("W's renewal was given resourceVersion %d, not %d; run again", rv, x)
+	} else {
+		t.Logf("after the restore W renewed 5 (epoch %d, acknowledged mark %d) at resourceVersion %d: %s", lw.Token, lw.MarkMs, rv, rec)
+	}
+
+	// C, a fresh process, claims 5 at a clock past A's lost mark and below W's.
+	c := open(t, srv.Config(), cfg)
+	lc, err := c.Claim(t.Context(), on("c", 5, now+30_001))
+	_, after := objRV()
+	if err == nil {
+		_, werr := w.Extend(t.Context(), lw, now+61_000, 10*time.Second)
+		t.Errorf("DUPLICATE WINDOW: C claimed 5 (epoch %d, start %d, mark %d) over W's live lease (epoch %d, acknowledged mark %d): "+
+			"its list and its record test saw the watch cache's lost-history record; the object now holds %s; W's next renewal: %v",
+			lc.Token, lc.StartMs, lc.MarkMs, lw.Token, lw.MarkMs, after, werr)
+		return
+	}
+	t.Logf("C's claim: %v; the object holds %s", err, after)
+}
