@@ -44,6 +44,19 @@ import (
 )
 
 func TestAttackStaleRenewalThroughWatchCache(t *testing.T) {
+	staleRenewalOverResumedHolder(t, k8stest.RestoreOptions{UnderRunningAPIServer: true})
+}
+
+// TestStaleRenewalOverResumedHolderRefused is the control: the same play
+// with the restore the kit makes by default (the API server stopped and
+// started again, its watch cache made anew from etcd) — A's held patch is
+// refused by its record test, so the duplicate above is the watch cache's.
+func TestStaleRenewalOverResumedHolderRefused(t *testing.T) {
+	staleRenewalOverResumedHolder(t, k8stest.RestoreOptions{})
+}
+
+// staleRenewalOverResumedHolder plays the attack with the restore opts.
+func staleRenewalOverResumedHolder(t *testing.T, opts k8stest.RestoreOptions) {
 	srv := k8stest.Start(t)
 	ns := srv.Namespace(t)
 	leases := srv.Clientset(t).CoordinationV1().Leases(ns)
@@ -100,9 +113,9 @@ func TestAttackStaleRenewalThroughWatchCache(t *testing.T) {
 	x, planned := objRV()
 	t.Logf("A's renewal is held: planned on resourceVersion %d, record %s", x, planned)
 
-	srv.RestoreWith(t, cp, k8stest.RestoreOptions{UnderRunningAPIServer: true})
+	srv.RestoreWith(t, cp, opts)
 	back, rec := objRV()
-	t.Logf("restored under the running API server: etcd has %s at resourceVersion %d: %s", name, back, rec)
+	t.Logf("restored (%+v): etcd has %s at resourceVersion %d: %s", opts, name, back, rec)
 	t.Logf("a consistent list (the watch cache) shows %s at %s", name, listed())
 
 	// W renews on its restored record; its write is made to land at X.
