@@ -64,6 +64,13 @@ type RestoreOptions struct {
 	// the copy, lower than the ones it had since. Zero restores the copy's
 	// revision.
 	RevisionBump uint64
+	// UnderRunningAPIServer leaves the API server running while etcd is
+	// stopped, restored and started again (an operator who restores etcd
+	// without the documented restart of every kube-apiserver, or one API
+	// server of several missed by it): the API server's watch cache keeps
+	// the objects it saw before the restore, and its etcd client resumes
+	// its watches from the revision it had reached.
+	UnderRunningAPIServer bool
 }
 
 // RestoreWith is Restore with the choices of opts.
@@ -72,7 +79,9 @@ func (s *Server) RestoreWith(tb testing.TB, c *Copy, opts RestoreOptions) {
 	s.mustOwn(tb, "Restore")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopAPIServer(tb)
+	if !opts.UnderRunningAPIServer {
+		s.stopAPIServer(tb)
+	}
 	s.etcd.stop()
 	if err := os.RemoveAll(s.etcd.dir); err != nil {
 		tb.Fatalf("k8stest: Restore: %v", err)
@@ -92,6 +101,12 @@ func (s *Server) RestoreWith(tb testing.TB, c *Copy, opts RestoreOptions) {
 	}
 	if err := s.etcd.start(); err != nil {
 		tb.Fatalf("k8stest: Restore: %v", err)
+	}
+	if opts.UnderRunningAPIServer {
+		if err := s.waitReady(); err != nil {
+			tb.Fatalf("k8stest: Restore: the API server did not come back on the restored etcd: %v", err)
+		}
+		return
 	}
 	s.startAPIServer(tb)
 }
