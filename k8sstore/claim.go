@@ -77,6 +77,14 @@ func (s *Store) Claim(ctx context.Context, req lease.ClaimRequest) (*lease.Lease
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("k8sstore: claim in %s: %w", req.Range, err)
 		}
+		c, ok, err := s.reread4claim(ctx, req, c)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			sk.taken++
+			continue
+		}
 		l, err := s.tryClaim(ctx, req, c, floor, or)
 		switch {
 		case err != nil:
@@ -116,34 +124,94 @@ type candidate struct {
 	o object
 }
 
+// A standing is what a claim makes of a number's object.
+type standing int
+
+const (
+	standBehind      standing = iota // absent, expired, or free at the claimer's clock: claim first
+	standAhead                       // free, its mark ahead within MaxAhead: claim after those behind
+	standHeld                        // held and unexpired
+	standQuarantined                 // quarantined
+	standFarAhead                    // free, its mark more than MaxAhead ahead
+)
+
+// standingOf judges object o for a claim of req.
+func standingOf(req lease.ClaimRequest, o object) standing {
+	r := o.rec
+	switch {
+	case o.exists && r.quarantined():
+		return standQuarantined
+	case !o.exists || r.MarkMs < req.NowMs || (r.Holder == "" && r.MarkMs == req.NowMs):
+		return standBehind
+	case r.Holder != "":
+		return standHeld
+	case r.MarkMs-req.NowMs > req.MaxAhead.Milliseconds():
+		return standFarAhead
+	}
+	return standAhead
+}
+
 // candidates orders the numbers of req.Range worth trying.
 func candidates(req lease.ClaimRequest, os map[int]object) ([]candidate, *skips) {
 	sk := &skips{}
-	maxAhead := req.MaxAhead.Milliseconds()
 	var behind, ahead []candidate
 	size := req.Range.Size()
 	start := rand.IntN(size)
 	for i := range size {
 		n := req.Range.Lo + (start+i)%size
 		o := os[n]
-		r := o.rec
-		switch {
-		case slices.Contains(req.Exclude, n):
+		if slices.Contains(req.Exclude, n) {
 			sk.excluded++
-		case o.exists && r.quarantined():
+			continue
+		}
+		switch standingOf(req, o) {
+		case standQuarantined:
 			sk.quarantined++
-		case !o.exists || r.MarkMs < req.NowMs || (r.Holder == "" && r.MarkMs == req.NowMs):
+		case standBehind:
 			behind = append(behind, candidate{n, o})
-		case r.Holder != "":
+		case standHeld:
 			sk.held++
-		case r.MarkMs-req.NowMs > maxAhead:
-			sk.ahead.Add(r.MarkMs)
+		case standFarAhead:
+			sk.ahead.Add(o.rec.MarkMs)
 		default:
 			ahead = append(ahead, candidate{n, o})
 		}
 	}
 	slices.SortStableFunc(ahead, func(a, b candidate) int { return cmp.Compare(a.o.rec.MarkMs, b.o.rec.MarkMs) })
 	return append(behind, ahead...), sk
+}
+
+// reread4claim reads candidate c's object again, with a quorum Get, and
+// returns the candidate as read, and whether it is still worth trying.
+// The list the candidates came from may be served from the API server's
+// watch cache, and the JSON patch's tests are evaluated against that
+// cache too, with only the object's resourceVersion compared with etcd's:
+// after an etcd restored under a running API server (without a
+// --bump-revision past every revision it had served), the cache can show
+// a record of the lost history at a resourceVersion that etcd gives again
+// to another record, and a claim planned on the list would test the cached
+// record and commit on etcd's — over a live lease. A Get without a
+// resourceVersion reads etcd, so the claim plans on etcd's record: a
+// patch planned on it fails its tests against a diverged cache (422) and
+// is then tried by the API server against etcd's own object, where it
+// passes only if that is what was read. And the Get against the list
+// shows the divergence — the same UID at a lower resourceVersion — as a
+// restore sign (signs.go): the claim is refused, and the next one starts
+// above the restore floor.
+func (s *Store) reread4claim(ctx context.Context, req lease.ClaimRequest, c candidate) (candidate, bool, error) {
+	sp := s.before(c.n)
+	o, err := s.get(ctx, c.n)
+	if err != nil {
+		return c, false, fmt.Errorf("k8sstore: claim machine %d region %d: %w; retry", c.n, s.region, err)
+	}
+	if err := s.saw(sp, c.n, o); err != nil {
+		return c, false, fmt.Errorf("k8sstore: claim machine %d region %d: %w; claim again (above the restore floor it sets)", c.n, s.region, err)
+	}
+	switch standingOf(req, o) {
+	case standBehind, standAhead:
+		return candidate{c.n, o}, true, nil
+	}
+	return c, false, nil
 }
 
 // tryClaim claims candidate c, starting at or above floorMs (the restore

@@ -207,8 +207,10 @@
 //     so lease.SetSchedule keeps the notice rule on it even for a store
 //     that holds no lease yet.
 //
-// This costs a claim four reads more (two before its write, two after)
-// and a renewal one (the schedule record) beside its read and its patch.
+// This costs a claim four reads more (two before its write, two after),
+// beside the Get of each candidate its write is planned on (claim.go:
+// reread4claim), and a renewal one (the schedule record) beside its read
+// and its patch.
 //
 // # Concurrency
 //

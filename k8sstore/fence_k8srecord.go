@@ -7,11 +7,13 @@ import (
 // The record test: every write of an existing object is one JSON patch
 // (RFC 6902) whose first operations test the object's resourceVersion and
 // the exact record annotation the write was planned on, then replace the
-// record and the spec. kube-apiserver applies a JSON patch to the object
-// as stored, inside the update its storage makes conditional on that
-// object's etcd revision (a patch applied to a stale cached copy is
-// applied again to the current one), so a test that fails refuses the
-// whole write, with 422 Invalid.
+// record and the spec. kube-apiserver applies a JSON patch to its copy of
+// the object — from its watch cache, when it has one — and commits the
+// result in an etcd transaction conditional on that copy's revision being
+// the object's ModRevision in etcd; when it is not, it reads etcd and
+// applies the patch again. So a test that fails refuses the whole write,
+// with 422 Invalid, and a test that passes passed on the object as etcd
+// holds it — provided a revision names one content only.
 //
 // The resourceVersion alone is not enough: it is etcd's revision of the
 // object's last write, and etcd restored from a copy (without etcdutl's
@@ -24,6 +26,19 @@ import (
 // The record string cannot repeat: it carries the claim's random nonce and
 // the fresh random renewal value of every extension, so a write planned on
 // record S commits only while the object holds exactly S, in any history.
+//
+// One restore defeats both tests: etcd restored without a --bump-revision
+// under an API server left running. Its watch cache keeps the objects of
+// the lost history, and revisions it shows are then given again to other
+// contents in etcd; a patch whose tests pass on the stale cached copy
+// commits wherever etcd's object sits at that revision. No test in the
+// patch can tell, since every one is checked against the same copy. A
+// claim plans on a quorum Get, not on its list (reread4claim), so that
+// its own write cannot commit that way and the divergence shows as a
+// restore sign; a write planned before such a restore can. Kubernetes
+// restores etcd with its API servers stopped; docs/lease-stores.md asks
+// for that, or for a --bump-revision past every revision issued since the
+// copy, under which no revision repeats.
 
 // A patchOp is one operation of a JSON patch.
 type patchOp struct {
