@@ -3,7 +3,6 @@ package k8sproc
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/snowfence/snowfence/internal/testkit/k8stest"
 	"github.com/snowfence/snowfence/internal/testkit/storeproc"
@@ -15,17 +14,9 @@ import (
 // cache directory (…/snowfence) — or an error wrapping storeproc.ErrMissing
 // that says how to build it.
 func Binary() (string, error) {
-	path := os.Getenv(k8stest.BinaryEnv)
-	if path == "" {
-		dir := os.Getenv(k8stest.DirEnv)
-		if dir == "" {
-			cache, err := os.UserCacheDir()
-			if err != nil {
-				return "", fmt.Errorf("%w: kube-apiserver: %v", storeproc.ErrMissing, err)
-			}
-			dir = filepath.Join(cache, "snowfence")
-		}
-		path = filepath.Join(dir, "kube-apiserver-"+k8stest.Version)
+	path, err := k8stest.Path()
+	if err != nil {
+		return "", fmt.Errorf("%w: kube-apiserver: %v", storeproc.ErrMissing, err)
 	}
 	fi, err := os.Stat(path)
 	if err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {

@@ -29,7 +29,7 @@ const DirEnv = "SNOWFENCE_KUBE_APISERVER_DIR"
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	testenv.KubernetesLater(tb)
-	path, err := binaryPath()
+	path, err := Path()
 	if err == nil {
 		var fi os.FileInfo
 		if fi, err = os.Stat(path); err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
@@ -43,8 +43,12 @@ func Binary(tb testing.TB) string {
 	return path
 }
 
-// binaryPath is where Binary looks, without looking.
-func binaryPath() (string, error) {
+// Path is where Binary looks, without looking: $SNOWFENCE_KUBE_APISERVER
+// if set, else kube-apiserver-v1.37.2 in $SNOWFENCE_KUBE_APISERVER_DIR or
+// the user's cache directory (…/snowfence), where
+// scripts/services/kube-apiserver.sh builds it. For callers without a
+// test (the chaos suite's runner), which check the file themselves.
+func Path() (string, error) {
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p, nil
 	}
