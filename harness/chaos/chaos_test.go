@@ -152,8 +152,8 @@ func TestScenarioSkips(t *testing.T) {
 		{"4", StoreKubernetes, false, false, "long mode only on kubernetes"},
 		{"4", StoreKubernetes, false, true, ""},
 		{"8a", StoreKubernetes, false, false, ""}, // library holders alone (cutLongLibraries)
-		{"8b", StoreKubernetes, true, true, "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"},
-		{"1", StoreKubernetes, true, false, "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"},
+		{"8b", StoreKubernetes, true, true, "n/a on kubernetes (its services: the suite starts no snowfence serve on Kubernetes yet)"},
+		{"1", StoreKubernetes, true, false, "n/a on kubernetes (its services: the suite starts no snowfence serve on Kubernetes yet)"},
 	} {
 		sel, err := selectScenarios([]string{tc.id})
 		if err != nil {

@@ -30,7 +30,7 @@ func (sc scenario) skip(store string, long, named bool) string {
 		return "n/a (" + strings.Join(sc.stores, ", ") + " only)"
 	}
 	if sc.stores == nil && store == StoreKubernetes && !sc.libraryOnly {
-		return "n/a on kubernetes (its services: snowfence serve has no --lease-store kubernetes yet)"
+		return "n/a on kubernetes (its services: the suite starts no snowfence serve on Kubernetes yet)"
 	}
 	if !long && !named && sc.shortOn != nil && !slices.Contains(sc.shortOn, store) {
 		return "long mode only on " + store

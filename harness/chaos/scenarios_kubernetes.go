@@ -52,7 +52,7 @@ func k8sFault(e *Env, fault string) error {
 	} else {
 		e.fixedTimings("holders", t, "the long mode runs the store's own timings (lease.TableTimings)")
 	}
-	e.note("timings (%s): lease %v, renewal every %v, self-fence %v, margin %v; %d library holders of %d generators, no services (serve has no --lease-store kubernetes)",
+	e.note("timings (%s): lease %v, renewal every %v, self-fence %v, margin %v; %d library holders of %d generators, no services (the suite starts no serve on Kubernetes yet)",
 		which, t.LeaseFor, t.RenewEvery, t.SelfFence, t.Margin, nLib, gens)
 	e.cleanups = append(e.cleanups, func() { e.tables.heal(context.WithoutCancel(e.ctx)) })
 	libs := make([]*library, nLib)
@@ -312,7 +312,7 @@ func cutLongLibraries(e *Env) error {
 			return err
 		}
 	}
-	e.note("timings: lease %v, renewal every %v, self-fence %v; %s in a network namespace, %s in the host namespace (library holders: serve has no --lease-store kubernetes)",
+	e.note("timings: lease %v, renewal every %v, self-fence %v; %s in a network namespace, %s in the host namespace (library holders: the suite starts no serve on Kubernetes yet)",
 		t.LeaseFor, t.RenewEvery, t.SelfFence, cut.name, host.name)
 	c, err := e.newCutter([]*zone{z})
 	if err != nil {

@@ -66,7 +66,7 @@ func (c serviceConfig) timed(t lease.Timings) serviceConfig {
 // addService registers and starts a service.
 func (e *Env) addService(cfg serviceConfig) (*service, error) {
 	if !e.serves() {
-		return nil, fmt.Errorf("chaos: no service on %s: snowfence serve has no --lease-store %s yet", e.opts.Store, e.opts.Store)
+		return nil, fmt.Errorf("chaos: no service on %s: the suite starts no snowfence serve on it yet", e.opts.Store)
 	}
 	if e.opts.Snowfence == "" {
 		return nil, errors.New("chaos: no snowfence binary (Options.Snowfence) for the services")
