@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -27,7 +29,7 @@ func TestStoreAliasEnvNeverOverridesCommandLine(t *testing.T) {
 			map[string]string{"SNOWFENCE_STORE": "etcd"}, "dynamodb"},
 		{"SNOWFENCE_LEASE_STORE over --store etcd",
 			[]string{"--store", "etcd", "--etcd-endpoints", "http://etcd:2379"},
-			map[string]string{"SNOWFENCE_LEASE_STORE": "dynamodb", "SNOWFENCE_AWS_REGION": "eu-west-1"}, "etcd"},
+			map[string]string{"SNOWFENCE_LEASE_STORE": "dynamodb"}, "etcd"},
 		{"both variables, one value",
 			[]string{"--postgres-url", "postgres://u:p@db:5432/ids"},
 			map[string]string{"SNOWFENCE_STORE": "postgres", "SNOWFENCE_LEASE_STORE": "postgres"}, "postgres"},
@@ -46,6 +48,32 @@ func TestStoreAliasEnvNeverOverridesCommandLine(t *testing.T) {
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case f.store.kind != tc.want:
 			t.Errorf("%s: serve takes store %q, not the %q the command line names", tc.name, f.store.kind, tc.want)
+		}
+	}
+}
+
+// A table store's address without its --lease-store is refused, as
+// --zk-servers without zookeeper is (TestZooKeeperServersNeedTheStore): on
+// the default store the holder would lease from an embedded etcd of its own
+// and mint the fleet's IDs again (a hostile review's finding: each was
+// accepted as etcd with no endpoints).
+func TestTableStoreAddressesNeedTheirStore(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+		env        map[string]string
+	}{
+		{"--postgres-url alone", "postgres", []string{"--postgres-url", "postgres://u:p@db:5432/ids"}, nil},
+		{"SNOWFENCE_POSTGRES_URL alone", "postgres", nil, map[string]string{"SNOWFENCE_POSTGRES_URL": "postgres://u:p@db:5432/ids"}},
+		{"--dynamodb-endpoint alone", "dynamodb", []string{"--dynamodb-endpoint", "http://127.0.0.1:8000"}, nil},
+		{"--aws-region on etcd", "dynamodb", []string{"--aws-region", "eu-west-1", "--etcd-endpoints", "http://etcd:2379"}, nil},
+		{"--postgres-url on dynamodb", "postgres", []string{"--lease-store", "dynamodb", "--postgres-url", "postgres://db/ids"}, nil},
+	} {
+		e := env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tc.env[k] }}
+		_, _, err := parseServeFlags(e, tc.args)
+		var u usageError
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), "--lease-store "+tc.want) {
+			t.Errorf("%s: %v, want a usage error naming --lease-store %s", tc.name, err, tc.want)
 		}
 	}
 }

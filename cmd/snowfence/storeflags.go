@@ -197,11 +197,20 @@ func (f *storeFlags) check() error {
 	if f.kind == "zookeeper" {
 		return f.checkZooKeeper()
 	}
-	if f.zkServers != "" {
-		// Most likely --lease-store zookeeper forgotten: the holder would
-		// lease from another store than its fleet's (on the default, an
-		// embedded etcd of its own) and mint the fleet's IDs again.
-		return usagef("--zk-servers (SNOWFENCE_ZK_SERVERS) is given but --lease-store is %s: pass --lease-store zookeeper (SNOWFENCE_LEASE_STORE=zookeeper), or drop --zk-servers", f.kind)
+	// A store's address given with another --lease-store is most likely
+	// that --lease-store forgotten: the holder would lease from another
+	// store than its fleet's (on the default, an embedded etcd of its own)
+	// and mint the fleet's IDs again.
+	for _, a := range []struct{ flag, kind, value string }{
+		{"zk-servers", "zookeeper", f.zkServers},
+		{"postgres-url", "postgres", f.postgresURL},
+		{"dynamodb-endpoint", "dynamodb", f.dynamoEndpoint},
+		{"aws-region", "dynamodb", f.awsRegion},
+	} {
+		if a.value != "" && f.kind != a.kind {
+			return usagef("--%s (%s) is given but --lease-store is %s: pass --lease-store %s (SNOWFENCE_LEASE_STORE=%s), or drop --%s",
+				a.flag, envName(a.flag), f.kind, a.kind, a.kind, a.flag)
+		}
 	}
 	return nil
 }
