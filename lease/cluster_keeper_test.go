@@ -12,6 +12,7 @@ import (
 	"github.com/snowfence/snowfence/etcdstore"
 	"github.com/snowfence/snowfence/fakeclock"
 	"github.com/snowfence/snowfence/internal/testkit/etcdtest"
+	"github.com/snowfence/snowfence/internal/testkit/slots"
 	"github.com/snowfence/snowfence/lease"
 	"github.com/snowfence/snowfence/lease/leasetest"
 )
@@ -200,18 +201,7 @@ func (m *minter) lastErr() error {
 // also runs the race detector over the other packages starve each other's
 // heartbeats: CI once saw every keeper of both tests lose its lease after
 // a rejoin, to requests timing out for seconds.
-var elections = make(chan struct{}, 1)
-
-// oneElectionAtATime waits for the other such test to end.
-func oneElectionAtATime(t *testing.T) {
-	t.Helper()
-	select {
-	case elections <- struct{}{}:
-	case <-t.Context().Done():
-		t.Fatal("never got a turn")
-	}
-	t.Cleanup(func() { <-elections })
-}
+var elections = slots.New(1)
 
 // patience bounds a wait for holders to renew or issue again when the
 // cluster was slower than the story expected: long enough for a keeper
@@ -234,7 +224,7 @@ func (m *minter) renewedSince(t time.Time) bool {
 // and increasing throughout, and after the old leader rejoins.
 func TestKeepersRideOutLeaderStop(t *testing.T) {
 	t.Parallel()
-	oneElectionAtATime(t)
+	elections.Take(t)
 	c := etcdtest.Start(t, 3)
 	prefix := "/test/" + t.Name()
 	ms := make([]*minter, 4)
@@ -366,7 +356,7 @@ func TestKeepersRideOutLeaderStop(t *testing.T) {
 // refuses, and every ID it issued is below B's first.
 func TestLeaseOutlivesTTLAcrossLeaderChanges(t *testing.T) {
 	t.Parallel()
-	oneElectionAtATime(t)
+	elections.Take(t)
 	const n = 3
 	c := etcdtest.Start(t, 3)
 	prefix := "/test/" + t.Name()

@@ -200,12 +200,20 @@ func (f *storeFlags) check() error {
 	if f.kind == "postgres" && f.postgresURL == "" {
 		return usagef("--lease-store postgres needs --postgres-url (or SNOWFENCE_POSTGRES_URL)")
 	}
-	// A store's own flags given with another store: most likely its
-	// --lease-store forgotten, and the holder would lease from another
+	// A store's address given with another --lease-store is most likely
+	// that --lease-store forgotten: the holder would lease from another
 	// store than its fleet's (on the default, an embedded etcd of its own)
 	// and mint the fleet's IDs again.
-	if f.kind != "zookeeper" && f.zkServers != "" {
-		return usagef("--zk-servers (SNOWFENCE_ZK_SERVERS) is given but --lease-store is %s: pass --lease-store zookeeper (SNOWFENCE_LEASE_STORE=zookeeper), or drop --zk-servers", f.kind)
+	for _, a := range []struct{ flag, kind, value string }{
+		{"zk-servers", "zookeeper", f.zkServers},
+		{"postgres-url", "postgres", f.postgresURL},
+		{"dynamodb-endpoint", "dynamodb", f.dynamoEndpoint},
+		{"aws-region", "dynamodb", f.awsRegion},
+	} {
+		if a.value != "" && f.kind != a.kind {
+			return usagef("--%s (%s) is given but --lease-store is %s: pass --lease-store %s (SNOWFENCE_LEASE_STORE=%s), or drop --%s",
+				a.flag, envName(a.flag), f.kind, a.kind, a.kind, a.flag)
+		}
 	}
 	if f.kind != "kubernetes" && f.k8s.given() {
 		return usagef("--k8s-namespace, --k8s-prefix or --kubeconfig (SNOWFENCE_K8S_NAMESPACE, SNOWFENCE_K8S_PREFIX, SNOWFENCE_KUBECONFIG) is given "+

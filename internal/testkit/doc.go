@@ -26,7 +26,8 @@
 //     one frame format in which child holders report.
 //   - testenv: the servers scripts/test starts for the tests, and the rule
 //     that under CI=true a missing one fails a test rather than skipping
-//     it; freeport, syncbuf and testpki: free loopback ports, child-output
+//     it; freeport, slots, syncbuf and testpki: free loopback ports, a
+//     bound on how many tests of one kind run at once, child-output
 //     buffers, throwaway CAs and certificates.
 //
 // The chaos suite, its command and the search for the next duplicate are
