@@ -38,7 +38,7 @@ func Binary(tb testing.TB) string {
 	}
 	if err != nil {
 		testenv.Missing(tb, "k8stest: no kube-apiserver "+Version+" at "+path+" ("+err.Error()+
-			"): build it with scripts/services/kube-apiserver.sh build (~9 min of one core, once), or set "+BinaryEnv)
+			"): build it with scripts/services/kube-apiserver.sh build (~450 CPU-seconds, once), or set "+BinaryEnv)
 	}
 	return path
 }
