@@ -7,9 +7,9 @@
 #          wrapper module internal/testkit/k8stest/apiserver (its go.mod and
 #          complete go.sum are committed; the build runs -mod=readonly and
 #          never tidies). A cold build downloads ~550 MB of modules (15 s)
-#          and takes ~450 CPU-seconds (4 minutes on two idle cores); it runs
-#          at the priority it is given (scripts/test: the idle class, beside
-#          the tests). Prints the binary's path.
+#          and takes ~440 CPU-seconds (4 minutes on two idle cores;
+#          scripts/test builds it beside the steps that time nothing, and
+#          the race run waits for it). Prints the binary's path.
 #   path   prints the binary's path (exit 1 if it is not built).
 #
 # The binary is kept at
