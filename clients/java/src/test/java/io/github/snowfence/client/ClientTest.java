@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -227,12 +228,23 @@ class ClientTest {
     @Test
     void truncatedAnswerYieldsNoIds() throws Exception {
         String cut = "{\"ids\":[\"1000001\",\"1000002\",\"1000003\",\"1000004\",\"1000005\",\"1000006\",\"1000007\",\"1000008\"]}";
+        // Every later request gets the count it asks for, from 1 on: the
+        // refill the client starts in the background as it hands out IDs
+        // asks for a size of its own choosing, and a fixed eight-ID answer
+        // to another count is a bad answer — a second failure whenever that
+        // refill ended before the count below was read (a scripts/test run
+        // once failed with 2, not 1).
+        AtomicLong next = new AtomicLong(1);
         try (RawServer s = new RawServer((head, out, sock) -> {
             RawServer.write(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + (cut.length() + 10)
                     + "\r\n\r\n" + cut);
             return false;
         }, (head, out, sock) -> {
-            String body = "{\"ids\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\"]}    ";
+            StringBuilder ids = new StringBuilder();
+            for (int i = RawServer.count(head); i > 0; i--) {
+                ids.append(ids.length() == 0 ? "" : ",").append('"').append(next.getAndIncrement()).append('"');
+            }
+            String body = "{\"ids\":[" + ids + "]}    ";
             RawServer.write(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + body.length()
                     + "\r\n\r\n" + body);
             return true;
