@@ -95,8 +95,8 @@ var (
 	// default's.
 	steadyBox = timingBox{name: "steady", leaseLo: 6 * time.Second, leaseHi: 12 * time.Second,
 		fenceLo: 5 * time.Second, fenceHi: 8 * time.Second, renewLo: 0.15, renewHi: 0.5, renewMin: 500 * time.Millisecond}
-	// tableSteadyBox is steadyBox on a lease table (where 1, 2, 3, 3b and
-	// 7 run in the long mode; Env.drawTimings swaps it in), around the
+	// tableSteadyBox is steadyBox on a lease table in the long mode
+	// (Env.drawTimings swaps it in; the short mode draws tableBox), around the
 	// tables' own lease (lease.TableTimings: 5 min, 5 s, 4 min 10 s, 5 s):
 	// none of these scenarios waits for a lease, so a long one costs
 	// nothing. The TTL (the keeper's Reserve) stays at or below 5 min,
