@@ -117,6 +117,15 @@ func (k *k8sFlags) check() error {
 	if k.pod != nil {
 		nsFile, inCluster = k.pod.namespaceFile, k.pod.inCluster
 	}
+	paths := k.kubeconfig.paths()
+	if k.namespace == "" && len(paths) > 0 {
+		// A kubeconfig may name another cluster than the pod's: the pod's
+		// namespace is no default there, and two holders of one fleet in
+		// pods of two namespaces, with one kubeconfig, would lease in two
+		// namespaces of one API server — two fences over the same numbers.
+		return usagef("--lease-store kubernetes with a kubeconfig (--kubeconfig, SNOWFENCE_KUBECONFIG or KUBECONFIG) needs --k8s-namespace " +
+			"(or SNOWFENCE_K8S_NAMESPACE): the namespace of the fleet's Lease objects on that kubeconfig's API server, the same for every holder")
+	}
 	if k.namespace == "" {
 		ns, err := podNamespace(nsFile)
 		if err != nil {
@@ -131,7 +140,7 @@ func (k *k8sFlags) check() error {
 	if err := k.config(0, nil).Check(); err != nil {
 		return usageError{fmt.Errorf("--k8s-namespace %q, --k8s-prefix %q: %w", k.namespace, k.prefix, err)}
 	}
-	rc, err := restConfig(k.kubeconfig.paths(), k.context, inCluster)
+	rc, err := restConfig(paths, k.context, inCluster)
 	if err != nil {
 		return err
 	}
