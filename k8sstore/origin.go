@@ -28,6 +28,12 @@ type originRead struct {
 	o      origin
 	raw    string
 	rvText string
+	// uid is the object's metadata.uid, which the API server assigns at
+	// its creation: a copy of the object made through the API (a
+	// namespace backup restored, kubectl apply of its YAML) has another,
+	// though its annotations are the original's. RegistryIdentity
+	// includes it; readOrigin fills it in.
+	uid string
 }
 
 // readOrigin reads the origin object, creating it if absent.
@@ -44,7 +50,7 @@ func (s *Store) readOrigin(ctx context.Context) (originRead, error) {
 			switch {
 			case err == nil:
 				s.log.Info("created the origin object", "name", s.originName(), "id", o.ID)
-				return originRead{o: o, raw: string(b), rvText: l.ResourceVersion}, nil
+				return originRead{o: o, raw: string(b), rvText: l.ResourceVersion, uid: string(l.UID)}, nil
 			case apierrors.IsAlreadyExists(err):
 				continue // another claimer made it: read it
 			case apierrors.IsForbidden(err):
@@ -64,7 +70,7 @@ func (s *Store) readOrigin(ctx context.Context) (originRead, error) {
 			return originRead{}, fmt.Errorf("%w: lease %s in namespace %s holds %q in %s, not an origin record (%v): something else "+
 				"writes under the prefix; give the store a Prefix of its own", ErrNotRecord, s.originName(), s.cfg.Namespace, raw, originKey, err)
 		}
-		return originRead{o: o, raw: raw, rvText: l.ResourceVersion}, nil
+		return originRead{o: o, raw: raw, rvText: l.ResourceVersion, uid: string(l.UID)}, nil
 	}
 	return originRead{}, fmt.Errorf("k8sstore: lease %s keeps appearing and vanishing: something else writes under the store's prefix; "+
 		"give it a Prefix of its own", s.originName())

@@ -47,10 +47,16 @@ func (s *Store) Registry(ctx context.Context) (registry.Registry, error) {
 }
 
 // RegistryIdentity implements registry.Reader: "kubernetes origin <id>
-// namespace <ns> prefix <prefix>", with the random id of the prefix's
-// origin object (created with the first claim, or here if none was made
-// yet). Every Store value and keyspace on the prefix reads the same; a
-// prefix made anew — or another cluster's — has another origin id.
+// uid <uid> namespace <ns> prefix <prefix>", with the random id of the
+// prefix's origin object (created with the first claim, or here if none
+// was made yet) and the object's UID, which the API server assigns. Every
+// Store value and keyspace on the prefix reads the same; a prefix made
+// anew — or another cluster's — has another origin id, and a copy of the
+// prefix's objects made through the API (a namespace backup restored into
+// another cluster while the original runs) keeps the id, which is data,
+// but not the UID. A copy of the whole etcd under another API server
+// keeps both, as a physical copy of a PostgreSQL cluster keeps its system
+// identifier (docs/regions.md).
 func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 	if err := s.open(); err != nil {
 		return "", err
@@ -59,7 +65,7 @@ func (s *Store) RegistryIdentity(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("kubernetes origin %s namespace %s prefix %s", or.o.ID, s.cfg.Namespace, s.cfg.Prefix), nil
+	return fmt.Sprintf("kubernetes origin %s uid %s namespace %s prefix %s", or.o.ID, or.uid, s.cfg.Namespace, s.cfg.Prefix), nil
 }
 
 // SetRegistry implements registry.Store: it writes next if the stored

@@ -35,6 +35,10 @@ type k8sFlags struct {
 	// pod is a test's stand-in for the pod the process runs in; nil: the
 	// real one. (A pointer keeps storeFlags comparable.)
 	pod *podSeam
+	// flags is the flag set register put the flags in (nil for a --copy
+	// SPEC's): given asks it whether --k8s-prefix was set, whatever its
+	// value — the default's spelling is as much a sign as another's.
+	flags *flag.FlagSet
 }
 
 // podSeam is what a test gives in place of the pod: where its namespace
@@ -45,6 +49,7 @@ type podSeam struct {
 }
 
 func (k *k8sFlags) register(fs *flag.FlagSet) {
+	k.flags = fs
 	fs.StringVar(&k.namespace, "k8s-namespace", "", "namespace of the Lease objects for --lease-store kubernetes; every holder of a fleet must give the same "+
 		"(default in a pod: the pod's namespace, from its service account; required elsewhere)")
 	fs.StringVar(&k.prefix, "k8s-prefix", k8sstore.DefaultPrefix, "prefix of the Lease objects' names for --lease-store kubernetes: a DNS-1123 label "+
@@ -85,7 +90,17 @@ func (k *kubeconfigFlag) paths() []string {
 // given reports a Kubernetes store flag given, on the command line or in
 // its SNOWFENCE_* variable — not KUBECONFIG.
 func (k *k8sFlags) given() bool {
-	return k.namespace != "" || (k.prefix != "" && k.prefix != k8sstore.DefaultPrefix) || k.kubeconfig.given != "" || k.context != ""
+	return k.namespace != "" || (k.prefix != "" && k.prefix != k8sstore.DefaultPrefix) || k.set("k8s-prefix") || k.kubeconfig.given != "" || k.context != ""
+}
+
+// set reports flag name set in k's flag set, on the command line or from
+// its SNOWFENCE_* variable (applyEnv sets it so), whatever the value.
+func (k *k8sFlags) set(name string) bool {
+	found := false
+	if k.flags != nil {
+		k.flags.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	}
+	return found
 }
 
 // config is the Kubernetes store's configuration (check has resolved the
@@ -102,6 +117,15 @@ func (k *k8sFlags) check() error {
 	if k.pod != nil {
 		nsFile, inCluster = k.pod.namespaceFile, k.pod.inCluster
 	}
+	paths := k.kubeconfig.paths()
+	if k.namespace == "" && len(paths) > 0 {
+		// A kubeconfig may name another cluster than the pod's: the pod's
+		// namespace is no default there, and two holders of one fleet in
+		// pods of two namespaces, with one kubeconfig, would lease in two
+		// namespaces of one API server — two fences over the same numbers.
+		return usagef("--lease-store kubernetes with a kubeconfig (--kubeconfig, SNOWFENCE_KUBECONFIG or KUBECONFIG) needs --k8s-namespace " +
+			"(or SNOWFENCE_K8S_NAMESPACE): the namespace of the fleet's Lease objects on that kubeconfig's API server, the same for every holder")
+	}
 	if k.namespace == "" {
 		ns, err := podNamespace(nsFile)
 		if err != nil {
@@ -116,7 +140,7 @@ func (k *k8sFlags) check() error {
 	if err := k.config(0, nil).Check(); err != nil {
 		return usageError{fmt.Errorf("--k8s-namespace %q, --k8s-prefix %q: %w", k.namespace, k.prefix, err)}
 	}
-	rc, err := restConfig(k.kubeconfig.paths(), k.context, inCluster)
+	rc, err := restConfig(paths, k.context, inCluster)
 	if err != nil {
 		return err
 	}

@@ -69,8 +69,8 @@ func TestKubernetesFlags(t *testing.T) {
 		{name: "defaults in a pod", pod: true, namespace: "pod-ns", prefix: k8sstore.DefaultPrefix, host: "https://10.0.0.1:443"},
 		{name: "namespace flag beats the pod's", args: []string{"--k8s-namespace", "ids"}, pod: true,
 			namespace: "ids", prefix: k8sstore.DefaultPrefix, host: "https://10.0.0.1:443"},
-		{name: "kubeconfig beats in-cluster", args: []string{"--kubeconfig", a}, pod: true,
-			namespace: "pod-ns", prefix: k8sstore.DefaultPrefix, host: "https://a.example:6443"},
+		{name: "kubeconfig beats in-cluster", args: []string{"--kubeconfig", a, "--k8s-namespace", "ids"}, pod: true,
+			namespace: "ids", prefix: k8sstore.DefaultPrefix, host: "https://a.example:6443"},
 		{name: "environment", env: map[string]string{"SNOWFENCE_K8S_NAMESPACE": "ids", "SNOWFENCE_K8S_PREFIX": "p", "SNOWFENCE_KUBECONFIG": a},
 			namespace: "ids", prefix: "p", host: "https://a.example:6443"},
 		{name: "KUBECONFIG", args: []string{"--k8s-namespace", "ids"}, env: map[string]string{"KUBECONFIG": b},
@@ -82,6 +82,10 @@ func TestKubernetesFlags(t *testing.T) {
 			namespace: "ids", prefix: k8sstore.DefaultPrefix, host: "https://a.example:6443"},
 
 		{name: "no namespace outside a pod", args: []string{"--kubeconfig", a}, refused: "--k8s-namespace"},
+		// A kubeconfig may name another cluster than the pod's: the pod's
+		// namespace is no default with one (TestReviewK8sPodNamespace…).
+		{name: "no namespace in a pod with a kubeconfig", args: []string{"--kubeconfig", a}, pod: true, refused: "--k8s-namespace"},
+		{name: "no namespace in a pod with KUBECONFIG", env: map[string]string{"KUBECONFIG": b}, pod: true, refused: "--k8s-namespace"},
 		{name: "no kubeconfig outside a pod", args: []string{"--k8s-namespace", "ids"}, refused: "--kubeconfig", is: rest.ErrNotInCluster},
 		{name: "missing kubeconfig", args: []string{"--k8s-namespace", "ids", "--kubeconfig", filepath.Join(dir, "nope")}, refused: "--kubeconfig",
 			is: os.ErrNotExist},
@@ -93,7 +97,7 @@ func TestKubernetesFlags(t *testing.T) {
 			is: lease.ErrInvalid},
 		{name: "long prefix", args: []string{"--k8s-namespace", "ids", "--k8s-prefix", strings.Repeat("p", k8sstore.MaxPrefixLen+1), "--kubeconfig", a},
 			refused: "--k8s-prefix", is: lease.ErrInvalid},
-		{name: "bad prefix in the environment", args: []string{"--kubeconfig", a}, pod: true, env: map[string]string{"SNOWFENCE_K8S_PREFIX": "-x"},
+		{name: "bad prefix in the environment", args: []string{"--kubeconfig", a, "--k8s-namespace", "ids"}, pod: true, env: map[string]string{"SNOWFENCE_K8S_PREFIX": "-x"},
 			refused: "--k8s-prefix", is: lease.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -205,6 +205,7 @@ func (f *storeFlags) check() error {
 	// store than its fleet's (on the default, an embedded etcd of its own)
 	// and mint the fleet's IDs again.
 	for _, a := range []struct{ flag, kind, value string }{
+		{"etcd-endpoints", "etcd", f.endpoints},
 		{"zk-servers", "zookeeper", f.zkServers},
 		{"postgres-url", "postgres", f.postgresURL},
 		{"dynamodb-endpoint", "dynamodb", f.dynamoEndpoint},
