@@ -117,7 +117,11 @@ class TlsTest {
     void hostNameChecked() throws Exception {
         try (FakeServer s = mtlsServer(); SnowfenceClient c = SnowfenceClient.builder().endpoints(s.url.replace("127.0.0.1", "localhost"))
                 .logger(QuietLogger.INSTANCE).tls(pki("ca.pem"), pki("client.pem"), pki("client-key.pem")).build()) {
-            assertEquals(1, c.next());
+            // An ID at all is the handshake's success. Not necessarily 1: on
+            // a loaded machine a first request can time out and be retried,
+            // and the server then minted the first IDs for a lost answer (a
+            // scripts/test run got 9).
+            assertTrue(c.next() >= 1);
         }
         // A server on 127.0.0.2 with the same certificate: the address is not in it.
         try (FakeServer s = new FakeServer("127.0.0.2", new AtomicLong(), serverContext(), true);
