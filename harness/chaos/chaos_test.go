@@ -126,6 +126,9 @@ func TestScenarioSkips(t *testing.T) {
 		want        string
 	}{
 		{"5a", StoreEtcd, false, false, ""},
+		{"5c", StoreEtcd, false, false, "long mode only on etcd"},
+		{"5c", StoreEtcd, true, false, ""},
+		{"5c", StoreEtcd, false, true, ""},
 		{"5a", StorePostgres, true, true, "n/a (etcd only)"},
 		{"9a", StoreDynamoDB, true, false, "n/a (postgres only)"},
 		{"2", StorePostgres, false, false, "long mode only on postgres"},

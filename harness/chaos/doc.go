@@ -32,7 +32,7 @@
 // and 11 (two regions, an etcd cluster each) do not apply to the tables,
 // 9a–9d only to PostgreSQL, 10a–10c only to DynamoDB and 12a–12d only to
 // ZooKeeper: their rows say n/a elsewhere. The short mode runs etcd's
-// faults, 4, 8a and 11 on etcd, and 4, 8a and the store's own faults but
+// faults but 5c (quorum lost for 30 s), 4, 8a and 11 on etcd, and 4, 8a and the store's own faults but
 // 9d on the tables; on ZooKeeper 8a (partitioned), 12a (killed), 12b
 // (frozen) and 12d (restored); on Kubernetes 8a, 13a, 13b and 13d. The
 // holders' stories (1–3, 3b, 6, 7, 8b, 8c) run in it once each, spread

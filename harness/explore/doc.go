@@ -270,7 +270,7 @@
 //
 // By default (and with -short, which scripts/test and .ci/run use) it runs
 // a fixed list of seeds per store (60 on PostgreSQL, 20 on DynamoDB, 15 on
-// etcd, 5 on ZooKeeper and Kubernetes, the stores in parallel), under a
+// etcd, 5 on ZooKeeper, 3 on Kubernetes, the stores in parallel), under a
 // minute on two cores (ZooKeeper's worlds, whose restores restart a JVM, run apart in
 // scripts/test, which sets SNOWFENCE_TEST_ZOOKEEPER_LATER for its race
 // run: testenv.ZooKeeperLater). The search is
