@@ -21,10 +21,17 @@ import (
 // into dir, and returns its path.
 func writeKubeconfig(t *testing.T, dir, name, server string) string {
 	t.Helper()
+	return writeKubeconfigNS(t, dir, name, server, "")
+}
+
+// writeKubeconfigNS is writeKubeconfig whose context names namespace ns
+// ("": none).
+func writeKubeconfigNS(t *testing.T, dir, name, server, ns string) string {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t-" + name}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: ns}
 	cfg.CurrentContext = name
 	path := filepath.Join(dir, name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

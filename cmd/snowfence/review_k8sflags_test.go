@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Review: --k8s-prefix given with another --lease-store is refused
@@ -45,21 +43,6 @@ func TestReviewK8sPrefixAtItsDefaultNeedsTheStore(t *testing.T) {
 			}
 		})
 	}
-}
-
-// writeKubeconfigNS is writeKubeconfig whose context names namespace ns.
-func writeKubeconfigNS(t *testing.T, dir, name, server, ns string) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t-" + name}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: ns}
-	cfg.CurrentContext = name
-	path := filepath.Join(dir, name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // Review: in a pod, --kubeconfig (or KUBECONFIG) points the holder at
